@@ -1,0 +1,40 @@
+# ralph-tui — the two commands a newcomer needs are `make run` and `make test`.
+# Everything builds in Cargo's dev profile (llama.cpp itself is built in Release, see
+# .cargo/config.toml), so tests, `make run` and lint share one warm target/ directory.
+
+CARGO ?= cargo
+export CARGO_TERM_COLOR ?= never
+
+.PHONY: run test lint bench model deps build bundle demo clean-demo
+
+deps:
+	@bash scripts/install-deps.sh
+
+model: deps
+	@bash scripts/fetch-model.sh
+
+build: deps
+	$(CARGO) build
+
+## Build, fetch the default model and start ralph-tui on a demo repository.
+run: model build
+	@bash scripts/demo.sh
+
+## Run the whole test suite, real-model tests included.
+test: model
+	$(CARGO) build --all-targets
+	$(CARGO) test --all-targets --no-fail-fast
+
+lint: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+## Speed and memory figures, measured side by side against baselines.
+bench: model
+	$(CARGO) build --release
+	@bash scripts/bench.sh
+
+## Release binary + assets + README + LICENSE in dist/ralph-tui-<version>.tar.gz
+bundle: deps
+	$(CARGO) build --release
+	@bash scripts/bundle.sh

@@ -1,0 +1,243 @@
+//! Wiring: from resolved settings to a running engine thread.
+//!
+//! `prepare` does every check that can fail on bad input (workspace, script, model file)
+//! before anything is written; `start` loads the backend on a dedicated thread, opens the run
+//! log and runs the engine there. The TUI and the headless mode both start runs this way.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::chat;
+use crate::config::{BackendKind, Settings};
+use crate::engine::runlog::RunLog;
+use crate::engine::{Engine, EventSink, Recorder, RunConfig, RunSummary};
+use crate::error::UsageError;
+use crate::llm::script::ScriptBackend;
+use crate::llm::Backend;
+use crate::tools::approval::Approver;
+use crate::tools::{Registry, ToolPolicy};
+use crate::workspace::Workspace;
+
+/// The backend a run will use, checked but not yet loaded.
+#[derive(Debug, Clone)]
+pub enum BackendPlan {
+    Script(ScriptBackend, PathBuf),
+    Llama(PathBuf),
+}
+
+/// A run that passed every input check.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub settings: Settings,
+    pub backend: BackendPlan,
+    pub run_id: String,
+    pub run_dir: PathBuf,
+}
+
+/// A started run.
+#[derive(Debug)]
+pub struct RunHandle {
+    pub cancel: CancellationToken,
+    pub run_dir: PathBuf,
+    thread: JoinHandle<Result<RunSummary, StartError>>,
+}
+
+/// Why a run could not start or finish normally.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl RunHandle {
+    /// Waits for the engine thread.
+    pub fn join(self) -> Result<RunSummary, StartError> {
+        self.thread
+            .join()
+            .map_err(|_| StartError::Internal("the engine thread panicked".into()))?
+    }
+}
+
+/// A new run id: UTC time plus a few random-ish hex digits.
+pub fn new_run_id() -> String {
+    let now = chrono::Utc::now();
+    let noise = now.timestamp_subsec_nanos() ^ std::process::id().rotate_left(16);
+    format!("{}-{:04x}", now.format("%Y%m%d-%H%M%S"), noise & 0xffff)
+}
+
+/// Checks that a file looks like a GGUF model: present, readable, the magic, a sane size.
+pub fn check_model_file(path: &Path) -> Result<(), UsageError> {
+    use std::io::Read;
+    let err = |message: &str| UsageError::Model {
+        path: path.to_path_buf(),
+        message: message.to_string(),
+    };
+    let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => err("not found: run `make model`, or pass --model PATH"),
+        _ => err(&format!("cannot read it: {e}")),
+    })?;
+    let mut magic = [0u8; 4];
+    if file.read_exact(&mut magic).is_err() || &magic != b"GGUF" {
+        return Err(err("not a GGUF file (no GGUF header): pass a .gguf model"));
+    }
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len < 1024 {
+        return Err(err("the file is truncated: fetch it again (`make model`)"));
+    }
+    Ok(())
+}
+
+/// Checks everything that depends on input before a run starts.
+pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
+    Workspace::open(&settings.workspace)
+        .map_err(|_| UsageError::NotGitRepo(settings.workspace.clone()))?;
+    let backend = match &settings.backend {
+        BackendKind::Script(path) => BackendPlan::Script(ScriptBackend::load(path)?, path.clone()),
+        BackendKind::Llama => {
+            let path = settings.model_path();
+            if settings.model.is_none() && !path.exists() {
+                return Err(UsageError::NoModel);
+            }
+            check_model_file(&path)?;
+            BackendPlan::Llama(path)
+        }
+    };
+    if let Some(name) = settings.chat_format.as_deref() {
+        if name != "auto" && chat::by_name(name).is_none() {
+            return Err(UsageError::Invalid(format!(
+                "unknown --chat-format '{name}': use auto or one of {}",
+                chat::FORMAT_NAMES.join(", ")
+            )));
+        }
+    }
+    let run_id = new_run_id();
+    let run_dir = settings
+        .run_dir
+        .clone()
+        .unwrap_or_else(|| settings.dirs.data.join("runs").join(&run_id));
+    Ok(Prepared {
+        settings: settings.clone(),
+        backend,
+        run_id,
+        run_dir,
+    })
+}
+
+fn file_sha256(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Some(
+        hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+    )
+}
+
+fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
+    match &prepared.backend {
+        BackendPlan::Script(script, _) => Ok(Box::new(script.clone())),
+        BackendPlan::Llama(_) => Err(StartError::Usage(UsageError::Invalid(
+            "this build has no llama backend (built without the `llama` feature): use --backend script:FILE".into(),
+        ))),
+    }
+}
+
+/// Starts the run on its own thread. `sink` receives every event after the run log has it.
+pub fn start(
+    prepared: Prepared,
+    objective: String,
+    approver: Arc<dyn Approver>,
+    sink: EventSink,
+) -> Result<RunHandle, StartError> {
+    let cancel = CancellationToken::new();
+    let run_dir = prepared.run_dir.clone();
+    let thread_cancel = cancel.clone();
+    let thread = std::thread::Builder::new()
+        .name("ralph-engine".into())
+        .spawn(move || run_on_this_thread(prepared, objective, approver, sink, thread_cancel))
+        .map_err(|e| StartError::Internal(format!("cannot start the engine thread: {e}")))?;
+    Ok(RunHandle {
+        cancel,
+        run_dir,
+        thread,
+    })
+}
+
+fn run_on_this_thread(
+    prepared: Prepared,
+    objective: String,
+    approver: Arc<dyn Approver>,
+    sink: EventSink,
+    cancel: CancellationToken,
+) -> Result<RunSummary, StartError> {
+    let settings = &prepared.settings;
+    let mut backend = load_backend(&prepared)?;
+    let info = backend.info();
+    let format = chat::by_name(&info.chat_format)
+        .or_else(|| chat::by_name("hermes"))
+        .ok_or_else(|| StartError::Internal("no chat format".into()))?;
+    let workspace = Workspace::open(&settings.workspace)
+        .map_err(|_| UsageError::NotGitRepo(settings.workspace.clone()))?;
+    let log = RunLog::create(&prepared.run_dir)
+        .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
+    let (source, source_sha) = match &prepared.backend {
+        BackendPlan::Script(_, path) => (path.clone(), file_sha256(path)),
+        BackendPlan::Llama(path) => (path.clone(), file_sha256(path)),
+    };
+    let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);
+    policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);
+    let registry = Registry::standard();
+    let engine = Engine {
+        config: RunConfig {
+            run_id: prepared.run_id.clone(),
+            objective,
+            max_rounds: settings.max_rounds,
+            max_turns: settings.max_turns,
+            verify: settings.verify.clone(),
+            run_info: json!({
+                "backend": info.name,
+                "model_file": source.display().to_string(),
+                "model_sha256": source_sha,
+                "device": info.device,
+                "chat_format": info.chat_format,
+                "settings": {
+                    "max_turns": settings.max_turns,
+                    "sandbox": settings.sandbox,
+                    "approval": settings.approval,
+                    "network": settings.network,
+                    "command_timeout_s": settings.command_timeout_s,
+                    "verify": settings.verify,
+                    "inference": settings.inference,
+                },
+            }),
+        },
+        backend: backend.as_mut(),
+        format: format.as_ref(),
+        registry: &registry,
+        policy,
+        approver,
+        workspace,
+        rec: Recorder::new(log, sink),
+        cancel,
+        watch: None,
+    };
+    Ok(engine.run())
+}

@@ -1,0 +1,195 @@
+//! The typed event stream: the only way the engine talks to the world.
+//!
+//! The TUI, the headless JSON Lines writer and the run log are all consumers of the same
+//! `Event`s. The serialized form (`type` tag + fields + `ts`) is a public contract.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::report::Report;
+
+/// How a round ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundOutcome {
+    /// The child reported; the report's status says what next.
+    Reported,
+    /// The child ended without a valid report, or failed.
+    Failed,
+    Cancelled,
+}
+
+/// How a run ended; the strings are the contract's `status` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    Complete,
+    Blocked,
+    BudgetLimited,
+    Cancelled,
+    RoundFailed,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::Blocked => "blocked",
+            Self::BudgetLimited => "budget-limited",
+            Self::Cancelled => "cancelled",
+            Self::RoundFailed => "round-failed",
+        }
+    }
+
+    pub fn exit_code(self) -> crate::error::ExitCode {
+        use crate::error::ExitCode;
+        match self {
+            Self::Complete => ExitCode::Complete,
+            Self::Blocked => ExitCode::Blocked,
+            Self::BudgetLimited => ExitCode::BudgetLimited,
+            Self::Cancelled => ExitCode::Cancelled,
+            Self::RoundFailed => ExitCode::RoundFailed,
+        }
+    }
+
+    /// A sentence a person cannot mistake for certification.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Complete => {
+                "the worker reports the objective complete — not independently verified"
+            }
+            Self::Blocked => "the worker reports it is blocked — its own account, not verified",
+            Self::BudgetLimited => "the round budget ran out before the worker reported completion",
+            Self::Cancelled => "the run was cancelled",
+            Self::RoundFailed => "a round ended without a valid report; the run stopped",
+        }
+    }
+}
+
+/// The result of `--verify`, shown beside the worker's claim; it never changes the status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verification {
+    pub command: String,
+    pub exit_code: Option<i32>,
+    pub passed: bool,
+    pub output_tail: String,
+}
+
+/// A file changed in a round, for the live and per-round change lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangedFile {
+    pub path: String,
+    /// added, modified, deleted, renamed, typechange
+    pub status: String,
+    pub insertions: usize,
+    pub deletions: usize,
+    pub binary: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    RunStarted {
+        run_id: String,
+        objective: String,
+        max_rounds: u32,
+        workspace: String,
+        backend: String,
+        model: Option<String>,
+        device: String,
+        sandbox: String,
+        run_dir: String,
+    },
+    RoundStarted {
+        round: u32,
+        max_rounds: u32,
+        prompt_sha256: String,
+        prompt_tokens: u32,
+    },
+    Token {
+        round: u32,
+        text: String,
+    },
+    ToolCall {
+        round: u32,
+        name: String,
+        arguments: Value,
+    },
+    ToolResult {
+        round: u32,
+        name: String,
+        ok: bool,
+        output: String,
+    },
+    ReportRejected {
+        round: u32,
+        reason: String,
+    },
+    ReportAccepted {
+        round: u32,
+        report: Report,
+    },
+    /// The workspace changed during a round (live, from the watcher); not every consumer cares.
+    WorkspaceChanged {
+        round: u32,
+        files: Vec<ChangedFile>,
+    },
+    /// A command waits for the person's decision (`--approval ask`).
+    ApprovalRequested {
+        id: u64,
+        round: u32,
+        command: String,
+        cwd: String,
+    },
+    /// Something the person should know that does not stop the run.
+    Warning {
+        message: String,
+    },
+    RoundFinished {
+        round: u32,
+        outcome: RoundOutcome,
+        prompt_tokens: u32,
+        generated_tokens: u32,
+        wall_ms: u64,
+        files_changed: usize,
+        insertions: usize,
+        deletions: usize,
+        error: Option<String>,
+    },
+    RunFinished {
+        status: RunStatus,
+        rounds_started: u32,
+        report: Option<Report>,
+        last_valid_report: Option<Report>,
+        error: Option<String>,
+        worker_reported: bool,
+        verification: Option<Verification>,
+    },
+}
+
+/// An event with its timestamp, as written to stdout and `events.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stamped {
+    pub ts: String,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+impl Stamped {
+    pub fn now(event: Event) -> Self {
+        Self {
+            ts: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            event,
+        }
+    }
+
+    /// One JSON line, without the newline.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| {
+            format!(
+                r#"{{"type":"warning","ts":"{}","message":"unserializable event: {e}"}}"#,
+                self.ts
+            )
+        })
+    }
+}

@@ -1,0 +1,102 @@
+//! Headless mode: JSON Lines events on stdout, human messages on stderr.
+//!
+//! SIGINT and SIGTERM cancel the run: generation stops between tokens, a running command is
+//! killed, and the run ends `cancelled` with its log complete.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use crate::app::{self, Prepared, StartError};
+use crate::engine::event::Stamped;
+use crate::error::ExitCode;
+use crate::tools::approval::DenyAll;
+
+/// Writes each event as one line on stdout, flushed.
+fn stdout_sink() -> crate::engine::EventSink {
+    Box::new(|event: &Stamped| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", event.to_line());
+        let _ = out.flush();
+    })
+}
+
+fn say(message: &str) {
+    let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
+}
+
+/// Runs to the end and returns the exit code.
+pub fn run(prepared: Prepared, objective: String) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            say(&format!("cannot start the runtime: {e}"));
+            return ExitCode::Internal;
+        }
+    };
+    let handle = match app::start(prepared, objective, Arc::new(DenyAll), stdout_sink()) {
+        Ok(handle) => handle,
+        Err(e) => {
+            say(&e.to_string());
+            return ExitCode::Internal;
+        }
+    };
+    let cancel = handle.cancel.clone();
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let waiter = std::thread::spawn(move || {
+        let result = handle.join();
+        let _ = done_tx.send(());
+        result
+    });
+    runtime.block_on(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut sigint = signal(SignalKind::interrupt()).ok();
+        let mut sigterm = signal(SignalKind::terminate()).ok();
+        let mut done_rx = done_rx;
+        loop {
+            tokio::select! {
+                _ = &mut done_rx => break,
+                Some(_) = async { match sigint.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {
+                    say("cancelling (interrupt)");
+                    cancel.cancel();
+                }
+                Some(_) = async { match sigterm.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {
+                    say("cancelling (terminate)");
+                    cancel.cancel();
+                }
+            }
+        }
+    });
+    let result = waiter
+        .join()
+        .unwrap_or_else(|_| Err(StartError::Internal("the engine thread panicked".into())));
+    match result {
+        Ok(summary) => {
+            say(&format!(
+                "{} after {} round(s) — {}; run log: {}",
+                summary.status.as_str(),
+                summary.rounds_started,
+                summary.status.describe(),
+                summary.run_dir.display()
+            ));
+            if let Some(v) = &summary.verification {
+                say(&format!(
+                    "verification `{}`: {}",
+                    v.command,
+                    if v.passed { "passed" } else { "FAILED" }
+                ));
+            }
+            summary.status.exit_code()
+        }
+        Err(StartError::Usage(e)) => {
+            say(&e.to_string());
+            ExitCode::Usage
+        }
+        Err(StartError::Internal(e)) => {
+            say(&e);
+            ExitCode::Internal
+        }
+    }
+}

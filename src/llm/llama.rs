@@ -1,0 +1,1 @@
+//! The llama.cpp backend (feature `llama`).

@@ -1,0 +1,131 @@
+//! Model backends: what generates a child's text.
+//!
+//! A `Backend` lives for the whole run (for llama: the model, loaded once). Each round asks it
+//! for a brand-new `Child` (for llama: a fresh context with an empty KV cache), which is
+//! dropped when the round ends. Nothing else crosses rounds: the engine hands each child its
+//! whole message list every turn.
+
+#[cfg(feature = "llama")]
+pub mod llama;
+pub mod script;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::tools::ToolSpec;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// One chat message. Assistant messages hold the raw generated text, tool-call markup included.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    /// For tool messages: the tool whose result this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl Message {
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            name: None,
+        }
+    }
+
+    pub fn tool(name: &str, content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Tool,
+            content: content.into(),
+            name: Some(name.to_string()),
+        }
+    }
+}
+
+/// What one generation is given.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSpec],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model ended its turn (end-of-generation token, or the script's turn ended).
+    EndOfTurn,
+    /// The per-turn token cap.
+    MaxTokens,
+    /// The context window is full.
+    ContextFull,
+    Cancelled,
+}
+
+/// The outcome of one generation (one turn).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generation {
+    pub text: String,
+    pub prompt_tokens: u32,
+    pub generated_tokens: u32,
+    pub stop: StopReason,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The child failed (a script's `fail`, a decode error): the round fails, the run stops.
+    #[error("child failed: {0}")]
+    ChildFailed(String),
+    /// The script has no more rounds or turns for this point of the run.
+    #[error("{0}")]
+    Exhausted(String),
+    #[error("model: {0}")]
+    Model(String),
+}
+
+/// Static facts about a backend, for `run_started` and the header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendInfo {
+    /// `llama` or `script:FILE`.
+    pub name: String,
+    /// Model file, when there is one.
+    pub model: Option<String>,
+    /// The device actually used: `CPU`, `GPU (Vulkan0, 31/31 layers)`, `script`.
+    pub device: String,
+    /// Context size in tokens, for the context meter.
+    pub ctx_size: u32,
+    /// The tool-call format this backend's model speaks (`hermes`, `generic`, ...).
+    pub chat_format: String,
+}
+
+/// A model for the whole run.
+pub trait Backend {
+    fn info(&self) -> BackendInfo;
+
+    /// A fresh child for `round` (1-based): no state from any earlier child.
+    fn new_child(&mut self, round: u32) -> Result<Box<dyn Child + '_>, BackendError>;
+}
+
+/// One round's child. Dropped at the round's end.
+pub trait Child {
+    /// Tokens the request's prompt takes (for `round_started`); an estimate where the backend
+    /// has no tokenizer.
+    fn count_prompt_tokens(&mut self, request: Request<'_>) -> Result<u32, BackendError>;
+
+    /// Generates one turn, streaming text pieces to `on_text` as they are produced and checking
+    /// `cancel` between them.
+    fn generate(
+        &mut self,
+        request: Request<'_>,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancellationToken,
+    ) -> Result<Generation, BackendError>;
+}

@@ -1,0 +1,209 @@
+//! The script backend: a deterministic stand-in for the model (`--backend script:FILE`).
+//!
+//! Each turn is the raw text a model would emit for one generation. It is streamed in small
+//! pieces and then goes through exactly the same parsing, tools, validation and events as real
+//! output, so tests, demos and evals exercise the real engine.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::{Backend, BackendError, BackendInfo, Child, Generation, Request, StopReason};
+use crate::error::UsageError;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptFile {
+    #[serde(default)]
+    token_delay_ms: u64,
+    rounds: Vec<ScriptRound>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum ScriptRound {
+    Turns { turns: Vec<String> },
+    Fail { fail: String },
+}
+
+/// A loaded, validated script.
+#[derive(Debug, Clone)]
+pub struct ScriptBackend {
+    path: PathBuf,
+    token_delay: Duration,
+    rounds: Vec<ScriptRound>,
+}
+
+impl ScriptBackend {
+    /// Reads and validates a script file; any problem is a usage error naming the file.
+    pub fn load(path: &Path) -> Result<Self, UsageError> {
+        let err = |message: String| UsageError::Script {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text =
+            std::fs::read_to_string(path).map_err(|e| err(format!("cannot read it: {e}")))?;
+        Self::parse(path, &text).map_err(err)
+    }
+
+    /// Parses script text (exposed for tests and evals that build scripts in memory).
+    pub fn parse(path: &Path, text: &str) -> Result<Self, String> {
+        let file: ScriptFile = serde_json::from_str(text).map_err(|e| {
+            format!(
+                "not a valid script ({e}); expected {{\"rounds\": [{{\"turns\": [\"...\"]}} or {{\"fail\": \"...\"}}]}}"
+            )
+        })?;
+        if file.rounds.is_empty() {
+            return Err("the script has no rounds".into());
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            token_delay: Duration::from_millis(file.token_delay_ms),
+            rounds: file.rounds,
+        })
+    }
+}
+
+impl Backend for ScriptBackend {
+    fn info(&self) -> BackendInfo {
+        BackendInfo {
+            name: format!("script:{}", self.path.display()),
+            model: None,
+            device: "script".into(),
+            ctx_size: 32_768,
+            chat_format: "hermes".into(),
+        }
+    }
+
+    fn new_child(&mut self, round: u32) -> Result<Box<dyn Child + '_>, BackendError> {
+        let index = usize::try_from(round.saturating_sub(1)).unwrap_or(usize::MAX);
+        match self.rounds.get(index) {
+            None => Err(BackendError::Exhausted(format!(
+                "the script has {} round(s) and the run needs round {round}",
+                self.rounds.len()
+            ))),
+            Some(ScriptRound::Fail { fail }) => Err(BackendError::ChildFailed(fail.clone())),
+            Some(ScriptRound::Turns { turns }) => Ok(Box::new(ScriptChild {
+                round,
+                turns,
+                next: 0,
+                token_delay: self.token_delay,
+            })),
+        }
+    }
+}
+
+struct ScriptChild<'a> {
+    round: u32,
+    turns: &'a [String],
+    next: usize,
+    token_delay: Duration,
+}
+
+/// Splits text into small, token-like pieces: words with their trailing space, long words cut
+/// every 8 characters.
+pub fn pieces(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for word in text.split_inclusive(char::is_whitespace) {
+        let mut rest = word;
+        while !rest.is_empty() {
+            let cut = rest
+                .char_indices()
+                .nth(8)
+                .map(|(i, _)| i)
+                .unwrap_or(rest.len());
+            out.push(&rest[..cut]);
+            rest = &rest[cut..];
+        }
+    }
+    out
+}
+
+fn wait(delay: Duration, cancel: &CancellationToken) {
+    if delay.is_zero() {
+        return;
+    }
+    let step = Duration::from_millis(10);
+    let mut left = delay;
+    while !left.is_zero() && !cancel.is_cancelled() {
+        let nap = left.min(step);
+        std::thread::sleep(nap);
+        left -= nap;
+    }
+}
+
+impl Child for ScriptChild<'_> {
+    fn count_prompt_tokens(&mut self, request: Request<'_>) -> Result<u32, BackendError> {
+        let bytes: usize = request.messages.iter().map(|m| m.content.len()).sum();
+        Ok(u32::try_from(bytes.div_ceil(4)).unwrap_or(u32::MAX))
+    }
+
+    fn generate(
+        &mut self,
+        request: Request<'_>,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancellationToken,
+    ) -> Result<Generation, BackendError> {
+        let prompt_tokens = self.count_prompt_tokens(request)?;
+        let Some(turn) = self.turns.get(self.next) else {
+            return Err(BackendError::Exhausted(format!(
+                "script round {} has no turn {} (it has {})",
+                self.round,
+                self.next + 1,
+                self.turns.len()
+            )));
+        };
+        self.next += 1;
+        let mut text = String::with_capacity(turn.len());
+        let mut generated = 0u32;
+        for piece in pieces(turn) {
+            if cancel.is_cancelled() {
+                return Ok(Generation {
+                    text,
+                    prompt_tokens,
+                    generated_tokens: generated,
+                    stop: StopReason::Cancelled,
+                });
+            }
+            text.push_str(piece);
+            generated += 1;
+            on_text(piece);
+            wait(self.token_delay, cancel);
+        }
+        Ok(Generation {
+            text,
+            prompt_tokens,
+            generated_tokens: generated,
+            stop: StopReason::EndOfTurn,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_rejoin_to_the_text() {
+        let text = "héllo  wörld <tool_call>{\"name\": \"x\"}</tool_call>\n";
+        assert_eq!(pieces(text).concat(), text);
+        assert!(pieces(text).iter().all(|p| p.chars().count() <= 8));
+    }
+
+    #[test]
+    fn malformed_scripts_say_what_is_wrong() {
+        let p = Path::new("s.json");
+        assert!(ScriptBackend::parse(p, "{")
+            .unwrap_err()
+            .contains("not a valid script"));
+        assert!(ScriptBackend::parse(p, r#"{"rounds": []}"#)
+            .unwrap_err()
+            .contains("no rounds"));
+        assert!(ScriptBackend::parse(p, r#"{"rounds": [{"nope": 1}]}"#).is_err());
+        assert!(
+            ScriptBackend::parse(p, r#"{"rounds": [{"turns": ["a"]}, {"fail": "x"}]}"#).is_ok()
+        );
+    }
+}

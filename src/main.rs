@@ -1,0 +1,61 @@
+//! The `ralph-tui` binary: parse the command line, set up logging, hand off.
+
+use std::io::Write;
+
+use clap::Parser;
+use ralph_tui::cli::Cli;
+use ralph_tui::config::{Dirs, Settings};
+use ralph_tui::error::{ExitCode, UsageError};
+use ralph_tui::{app, headless, logging};
+
+fn fail(message: &str, code: ExitCode) -> ! {
+    let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
+    std::process::exit(code.code());
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                std::process::exit(0);
+            }
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .next()
+                .unwrap_or("bad arguments")
+                .trim_start_matches("error: ");
+            fail(
+                &format!("{first} (see `ralph-tui --help`)"),
+                ExitCode::Usage,
+            );
+        }
+    };
+    let settings = match Settings::resolve(cli, Dirs::discover()) {
+        Ok(s) => s,
+        Err(e) => fail(&e.to_string(), ExitCode::Usage),
+    };
+    let prepared = match app::prepare(&settings) {
+        Ok(p) => p,
+        Err(e) => fail(&e.to_string(), ExitCode::Usage),
+    };
+    let log_file = settings
+        .log_file
+        .clone()
+        .unwrap_or_else(|| prepared.run_dir.join("ralph-tui.log"));
+    if let Err(e) = logging::init(&log_file) {
+        let _ = writeln!(std::io::stderr(), "ralph-tui: no log file ({e})");
+    }
+    let code = if settings.headless {
+        match settings.objective.clone() {
+            Some(objective) => headless::run(prepared, objective),
+            None => fail(&UsageError::EmptyObjective.to_string(), ExitCode::Usage),
+        }
+    } else {
+        fail("the TUI is not built yet: use --headless", ExitCode::Usage)
+    };
+    std::process::exit(code.code());
+}

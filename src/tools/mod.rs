@@ -1,0 +1,209 @@
+//! The tools a child works with, behind one registry.
+//!
+//! Each tool declares a JSON Schema for its arguments; the registry validates arguments
+//! against it before the tool runs, so a tool only ever sees well-typed input. Every failure
+//! becomes a `ToolResult` with `ok: false` that goes back to the child; nothing here crashes a
+//! run. `ralph_report` is handled by the engine (it ends the round), and `ralph` itself is
+//! never offered: a call to it is denied.
+
+pub mod approval;
+pub mod process;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ApprovalPolicy, SandboxMode};
+use approval::Approver;
+use process::ProcessTracker;
+
+/// The name of the child-only report tool.
+pub const REPORT_TOOL: &str = "ralph_report";
+/// The recursive tool a child may never call.
+pub const RECURSIVE_TOOL: &str = "ralph";
+/// Most bytes of a tool's output that go back to the child.
+pub const DEFAULT_OUTPUT_CAP: usize = 16 * 1024;
+
+/// What a model is told about a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// A tool failure, phrased for the child so it can act on it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
+/// How commands and writes are governed for this run.
+#[derive(Debug, Clone)]
+pub struct ToolPolicy {
+    pub sandbox: SandboxMode,
+    pub approval: ApprovalPolicy,
+    pub network: bool,
+    pub command_timeout: Duration,
+    pub output_cap: usize,
+    /// The executable that applies the sandbox before running a command (ralph-tui itself).
+    pub sandbox_exe: PathBuf,
+}
+
+impl ToolPolicy {
+    pub fn new(sandbox: SandboxMode, approval: ApprovalPolicy, network: bool) -> Self {
+        Self {
+            sandbox,
+            approval,
+            network,
+            command_timeout: Duration::from_secs(120),
+            output_cap: DEFAULT_OUTPUT_CAP,
+            sandbox_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("ralph-tui")),
+        }
+    }
+}
+
+/// What a tool may use while it runs.
+pub struct ToolContext<'a> {
+    /// The canonical workspace root; every path resolves inside it.
+    pub root: &'a Path,
+    pub round: u32,
+    /// A per-round scratch directory commands may write to.
+    pub round_tmp: &'a Path,
+    pub cancel: &'a CancellationToken,
+    pub policy: &'a ToolPolicy,
+    /// Process groups started this round, killed at its end and on cancel.
+    pub processes: &'a ProcessTracker,
+    pub approver: &'a dyn Approver,
+}
+
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError>;
+}
+
+/// One executed call, as the engine reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    pub ok: bool,
+    pub output: String,
+}
+
+struct Registered {
+    tool: Box<dyn Tool>,
+    spec: ToolSpec,
+    validator: Option<jsonschema::Validator>,
+}
+
+/// The tools offered to a child.
+pub struct Registry {
+    tools: Vec<Registered>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.tools.iter().map(|t| &t.spec.name))
+            .finish()
+    }
+}
+
+/// The `ralph_report` tool's spec; its arguments are the report itself.
+pub fn report_spec() -> ToolSpec {
+    ToolSpec {
+        name: REPORT_TOOL.into(),
+        description: "End this round with your report. status: continue (more work remains; give next_steps), complete (the objective is met; give evidence, no next_steps), or blocked (give the blocker). Call it exactly once, last.".into(),
+        parameters: crate::engine::report::schema_value(),
+    }
+}
+
+impl Registry {
+    pub fn new(tools: Vec<Box<dyn Tool>>) -> Self {
+        let tools = tools
+            .into_iter()
+            .map(|tool| {
+                let spec = tool.spec();
+                let validator = jsonschema::validator_for(&spec.parameters).ok();
+                Registered {
+                    tool,
+                    spec,
+                    validator,
+                }
+            })
+            .collect();
+        Self { tools }
+    }
+
+    /// The standard workspace tools.
+    pub fn standard() -> Self {
+        Self::new(Vec::new())
+    }
+
+    /// Every spec offered to the child, `ralph_report` last.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|t| t.spec.clone())
+            .chain(std::iter::once(report_spec()))
+            .collect()
+    }
+
+    /// Validates the arguments and runs the tool. `ralph_report` is not run here.
+    pub fn call(&self, name: &str, arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
+        let fail = |output: String| ToolResult { ok: false, output };
+        if name == RECURSIVE_TOOL {
+            return fail(
+                "denied: `ralph` cannot be called from inside a Ralph round (no recursion); do the work with the tools you have and end with ralph_report".into(),
+            );
+        }
+        let Some(entry) = self.tools.iter().find(|t| t.spec.name == name) else {
+            let known: Vec<&str> = self.tools.iter().map(|t| t.spec.name.as_str()).collect();
+            return fail(format!(
+                "unknown tool '{name}'; the tools are: {}, {REPORT_TOOL}",
+                known.join(", ")
+            ));
+        };
+        if let Some(validator) = &entry.validator {
+            if let Some(error) = validator.iter_errors(arguments).next() {
+                let at = error.instance_path.to_string();
+                let place = if at.is_empty() {
+                    "arguments".to_string()
+                } else {
+                    format!("argument {at}")
+                };
+                return fail(format!("invalid arguments for {name}: {place}: {error}"));
+            }
+        }
+        match entry.tool.run(arguments, ctx) {
+            Ok(output) => ToolResult {
+                ok: true,
+                output: cap_output(output, ctx.policy.output_cap),
+            },
+            Err(e) => fail(cap_output(e.0, ctx.policy.output_cap)),
+        }
+    }
+}
+
+/// Bounds a tool's output at a char boundary, saying how much was left out.
+pub fn cap_output(mut output: String, cap: usize) -> String {
+    if output.len() <= cap {
+        return output;
+    }
+    let mut cut = cap;
+    while !output.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let dropped = output.len() - cut;
+    output.truncate(cut);
+    output.push_str(&format!("\n[… {dropped} more bytes not shown]"));
+    output
+}

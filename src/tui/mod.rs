@@ -1,0 +1,1 @@
+//! Terminal setup and restore, the event loop and frame scheduling.

@@ -1,0 +1,3 @@
+//! The integration test binary: one binary, one module per area under `tests/suite/`.
+
+mod suite;

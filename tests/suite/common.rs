@@ -1,0 +1,165 @@
+//! Shared test helpers: temporary git repos with a fixed identity, scripts, running the binary.
+#![allow(dead_code, reason = "each suite uses a different part")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_ralph-tui");
+
+/// A temporary git repository with one commit and a fixed identity.
+pub struct TempRepo {
+    pub dir: tempfile::TempDir,
+}
+
+impl TempRepo {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let mut cfg = repo.config().unwrap();
+        cfg.set_str("user.name", "Test User").unwrap();
+        cfg.set_str("user.email", "test@example.com").unwrap();
+        std::fs::write(dir.path().join("README.md"), "# demo\n").unwrap();
+        let me = Self { dir };
+        me.commit_all("initial");
+        me
+    }
+
+    /// A directory that is not a git repository.
+    pub fn plain_dir() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let p = self.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path().join(rel)).unwrap()
+    }
+
+    pub fn commit_all(&self, message: &str) -> git2::Oid {
+        let repo = git2::Repository::open(self.path()).unwrap();
+        let mut index = repo.index().unwrap();
+        index
+            .add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        index.write().unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("Test User", "test@example.com").unwrap();
+        let parents: Vec<git2::Commit> = repo
+            .head()
+            .ok()
+            .and_then(|h| h.peel_to_commit().ok())
+            .into_iter()
+            .collect();
+        let parents: Vec<&git2::Commit> = parents.iter().collect();
+        repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+            .unwrap()
+    }
+}
+
+/// A Hermes-style tool call, as a model would emit it.
+pub fn call(name: &str, arguments: Value) -> String {
+    format!(
+        "<tool_call>{}</tool_call>",
+        json!({"name": name, "arguments": arguments})
+    )
+}
+
+pub fn report(
+    status: &str,
+    summary: &str,
+    evidence: &[&str],
+    next: &[&str],
+    blocker: &str,
+) -> String {
+    call(
+        "ralph_report",
+        json!({"status": status, "summary": summary, "evidence": evidence, "next_steps": next, "blocker": blocker}),
+    )
+}
+
+pub fn continue_report(summary: &str) -> String {
+    report("continue", summary, &[], &["keep going"], "")
+}
+
+pub fn complete_report(summary: &str) -> String {
+    report("complete", summary, &["checked the files"], &[], "")
+}
+
+/// Writes a script file from rounds (each a `json!({"turns": [...]})` or `{"fail": ...}`).
+pub fn script(dir: &Path, rounds: Vec<Value>) -> PathBuf {
+    script_with_delay(dir, rounds, 0)
+}
+
+pub fn script_with_delay(dir: &Path, rounds: Vec<Value>, delay_ms: u64) -> PathBuf {
+    let path = dir.join(format!("script-{}.json", rand_suffix()));
+    std::fs::write(
+        &path,
+        serde_json::to_vec(&json!({"token_delay_ms": delay_ms, "rounds": rounds})).unwrap(),
+    )
+    .unwrap();
+    path
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+pub fn turns(items: &[String]) -> Value {
+    json!({"turns": items})
+}
+
+/// A headless command with an isolated config/data dir (HOME, XDG_*).
+pub fn headless(repo: &Path, run_dir: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    isolate(&mut cmd, run_dir.parent().unwrap_or(run_dir));
+    cmd.arg("--headless")
+        .arg("-C")
+        .arg(repo)
+        .arg("--run-dir")
+        .arg(run_dir)
+        .args(extra);
+    cmd
+}
+
+/// Points HOME and the XDG dirs at `home`, so no real config or data is used.
+pub fn isolate(cmd: &mut Command, home: &Path) {
+    cmd.env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env_remove("RALPH_LOG");
+}
+
+/// Parses JSON Lines; panics on any unparseable line.
+pub fn events(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l:?}: {e}")))
+        .collect()
+}
+
+pub fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == ty).collect()
+}
+
+pub fn last(events: &[Value]) -> &Value {
+    events.last().expect("no events")
+}
+
+pub fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
