@@ -32,7 +32,7 @@ pub struct Cli {
     pub workspace: Option<PathBuf>,
 
     /// Most rounds to run, 1..=64 [default: 8].
-    #[arg(short = 'n', long, value_name = "N")]
+    #[arg(short = 'n', long, value_name = "N", allow_hyphen_values = true)]
     pub max_rounds: Option<String>,
 
     /// GGUF model file [default: config, else the model fetched by `make model`].

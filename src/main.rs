@@ -38,6 +38,9 @@ fn main() {
         Ok(s) => s,
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
+    if settings.headless && settings.objective.is_none() {
+        fail(&UsageError::EmptyObjective.to_string(), ExitCode::Usage);
+    }
     let prepared = match app::prepare(&settings) {
         Ok(p) => p,
         Err(e) => fail(&e.to_string(), ExitCode::Usage),

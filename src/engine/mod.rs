@@ -324,10 +324,9 @@ impl Engine<'_> {
             watch.round_ended();
         }
 
+        // A failure while cancelling is the cancel's doing; an accepted report stays accepted.
         let end = match end {
-            RoundEnd::Reported(_) | RoundEnd::Failed(_) if self.cancel.is_cancelled() => {
-                RoundEnd::Cancelled
-            }
+            RoundEnd::Failed(_) if self.cancel.is_cancelled() => RoundEnd::Cancelled,
             other => other,
         };
         if let RoundEnd::Reported(report) = &end {
