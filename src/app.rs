@@ -211,6 +211,7 @@ fn run_on_this_thread(
             objective,
             max_rounds: settings.max_rounds,
             max_turns: settings.max_turns,
+            token_budget: settings.token_budget,
             verify: settings.verify.clone(),
             run_info: json!({
                 "backend": info.name,
@@ -220,6 +221,7 @@ fn run_on_this_thread(
                 "chat_format": info.chat_format,
                 "settings": {
                     "max_turns": settings.max_turns,
+                    "token_budget": settings.token_budget,
                     "sandbox": settings.sandbox,
                     "approval": settings.approval,
                     "network": settings.network,
@@ -238,6 +240,7 @@ fn run_on_this_thread(
         rec: Recorder::new(log, sink),
         cancel,
         watch: None,
+        generated_total: 0,
     };
     Ok(engine.run())
 }

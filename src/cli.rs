@@ -75,6 +75,10 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
 
+    /// Most tokens generated over the whole run; reaching it ends the run budget-limited.
+    #[arg(long, value_name = "N")]
+    pub token_budget: Option<u64>,
+
     /// Tool-call format: auto, hermes, llama3, mistral, deepseek, dsml, glm, generic.
     #[arg(long, value_name = "FORMAT")]
     pub chat_format: Option<String>,

@@ -30,6 +30,7 @@ pub struct ConfigFile {
     pub network: Option<bool>,
     pub command_timeout: Option<u64>,
     pub max_turns: Option<u32>,
+    pub token_budget: Option<u64>,
     pub chat_format: Option<String>,
     pub ctx_size: Option<u32>,
     pub threads: Option<i32>,
@@ -160,6 +161,7 @@ pub struct Settings {
     pub network: bool,
     pub command_timeout_s: u64,
     pub max_turns: u32,
+    pub token_budget: Option<u64>,
     pub chat_format: Option<String>,
     pub inference: InferenceSettings,
     pub log_file: Option<PathBuf>,
@@ -323,6 +325,7 @@ impl Settings {
                 .or(config.command_timeout)
                 .unwrap_or(120),
             max_turns,
+            token_budget: cli.token_budget.or(config.token_budget),
             chat_format: cli.chat_format.clone().or(config.chat_format),
             inference,
             log_file: cli.log_file.clone(),

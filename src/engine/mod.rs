@@ -47,6 +47,8 @@ pub struct RunConfig {
     pub objective: String,
     pub max_rounds: u32,
     pub max_turns: u32,
+    /// Most tokens generated over the whole run (`None`: unbounded).
+    pub token_budget: Option<u64>,
     pub verify: Option<String>,
     /// Extra facts for `run.json` (settings, model sha256, ...).
     pub run_info: Value,
@@ -68,6 +70,8 @@ pub struct RunSummary {
 enum RoundEnd {
     Reported(Report),
     Failed(String),
+    /// The run's token budget ran out inside the round.
+    OutOfBudget,
     Cancelled,
 }
 
@@ -115,6 +119,8 @@ pub struct Engine<'a> {
     pub rec: Recorder,
     pub cancel: CancellationToken,
     pub watch: Option<Box<dyn RoundWatch + 'a>>,
+    /// Tokens generated so far in this run.
+    pub generated_total: u64,
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -222,6 +228,11 @@ impl Engine<'_> {
                 RoundEnd::Failed(reason) => {
                     status = RunStatus::RoundFailed;
                     error = Some(format!("round {round}: {reason}"));
+                    break;
+                }
+                RoundEnd::OutOfBudget => {
+                    status = RunStatus::BudgetLimited;
+                    error = Some(format!("round {round}: the run's token budget is spent"));
                     break;
                 }
                 RoundEnd::Cancelled => {
@@ -356,6 +367,10 @@ impl Engine<'_> {
         let (outcome, error) = match &end {
             RoundEnd::Reported(_) => (RoundOutcome::Reported, None),
             RoundEnd::Failed(reason) => (RoundOutcome::Failed, Some(reason.clone())),
+            RoundEnd::OutOfBudget => (
+                RoundOutcome::Failed,
+                Some("the run's token budget is spent".to_string()),
+            ),
             RoundEnd::Cancelled => (RoundOutcome::Cancelled, None),
         };
         self.rec.emit(Event::RoundFinished {
@@ -422,6 +437,13 @@ impl Engine<'_> {
                 messages: &messages,
                 tools,
             };
+            if self
+                .config
+                .token_budget
+                .is_some_and(|budget| self.generated_total >= budget)
+            {
+                return RoundEnd::OutOfBudget;
+            }
             if let Ok(used) = child.count_prompt_tokens(request) {
                 if used >= ctx_size {
                     return RoundEnd::Failed(format!(
@@ -449,6 +471,9 @@ impl Engine<'_> {
                 }
                 Err(e) => return RoundEnd::Failed(e.to_string()),
             };
+            self.generated_total = self
+                .generated_total
+                .saturating_add(u64::from(generation.generated_tokens));
             tally.prompt_tokens = tally.prompt_tokens.saturating_add(generation.prompt_tokens);
             tally.generated_tokens = tally
                 .generated_tokens

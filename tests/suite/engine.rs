@@ -673,3 +673,22 @@ fn kill_9_leaves_every_written_line_parseable() {
             .unwrap();
     assert_eq!(report["summary"], "round one");
 }
+
+#[test]
+fn token_budget_ends_the_run_budget_limited_between_turns() {
+    let repo = TempRepo::new();
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            "a b c d e f g h i j".into(),
+            "k l m n o p".into(),
+            complete_report("would be done"),
+        ])],
+        &["--token-budget", "12", "objective"],
+    );
+    assert_eq!(code(&run.out), 4);
+    let end = finished(&run);
+    assert_eq!(end["status"], "budget-limited");
+    assert!(end["error"].as_str().unwrap().contains("token budget"));
+    assert!(of_type(&run.events, "report_accepted").is_empty());
+}
