@@ -692,3 +692,23 @@ fn token_budget_ends_the_run_budget_limited_between_turns() {
     assert!(end["error"].as_str().unwrap().contains("token budget"));
     assert!(of_type(&run.events, "report_accepted").is_empty());
 }
+
+#[test]
+fn a_full_context_window_ends_the_round_cleanly() {
+    let repo = TempRepo::new();
+    // The script backend estimates 4 bytes a token in a 32,768-token window.
+    let flood = "lorem ipsum ".repeat(12_000);
+    let run = run_script(
+        &repo,
+        vec![
+            turns(&[continue_report("r1")]),
+            turns(&[flood, complete_report("never reached")]),
+        ],
+        &["objective"],
+    );
+    assert_eq!(code(&run.out), 5);
+    let end = finished(&run);
+    assert_eq!(end["status"], "round-failed");
+    assert!(end["error"].as_str().unwrap().contains("context window is full"), "{end}");
+    assert_eq!(end["last_valid_report"]["summary"], "r1");
+}
