@@ -22,8 +22,7 @@ run: model build
 
 ## Run the whole test suite, real-model tests included.
 test: model
-	$(CARGO) build --all-targets
-	$(CARGO) test --all-targets --no-fail-fast
+	$(CARGO) test --lib --bins --tests --no-fail-fast
 
 lint: deps
 	$(CARGO) fmt --all -- --check
