@@ -1,43 +1,136 @@
 //! Hermes / Qwen tool calls: `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`.
 //!
-//! The most common open-model syntax. Several calls may follow each other in one turn; a call
-//! whose closing tag never came (the turn hit its token cap) is still tried as JSON.
+//! The most common open-model syntax (Hermes 2/3, Qwen 2.5/3, SmolLM3). Several calls may
+//! follow each other in one turn; a call whose closing tag never came (the turn hit its token
+//! cap, or the model opened the next call first) is still read when its JSON is complete.
+//! Qwen3-Coder writes the same tags around an XML body (`<function=NAME>` with
+//! `<parameter=KEY>` children); that body is read too. A leading `<think>` block is
+//! reasoning: draft calls inside it do not run.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::{tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
+use super::grammar::{json_call, Gbnf, MAX_CALLS};
+use super::scan::{self, malformed, skip_think, with_hint, TurnBuilder};
+use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
 use crate::tools::ToolSpec;
 
-const OPEN: &str = "<tool_call>";
-const CLOSE: &str = "</tool_call>";
+pub(crate) const OPEN: &str = "<tool_call>";
+pub(crate) const CLOSE: &str = "</tool_call>";
+const HINT: &str =
+    "write <tool_call>{\"name\": \"TOOL\", \"arguments\": {...}}</tool_call> with valid JSON";
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Hermes;
 
 /// Reads `{"name": .., "arguments": ..}` (arguments may also arrive as a JSON string).
 pub fn call_from_json(raw: &str) -> ParsedCall {
-    let malformed = |reason: String| ParsedCall::Malformed {
-        raw: raw.to_string(),
-        reason,
+    scan::call_from_json(raw)
+}
+
+/// Reads what stands between `<tool_call>` and `</tool_call>`: JSON, or Qwen3-Coder's XML.
+pub(crate) fn call_body(body: &str) -> ParsedCall {
+    let inner = scan::strip_fence(body);
+    if inner.starts_with("<function=") {
+        return xml_call(body, inner);
+    }
+    if inner.is_empty() {
+        return malformed(body, "the <tool_call> is empty");
+    }
+    scan::call_from_json(inner)
+}
+
+/// Qwen3-Coder: `<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>`.
+fn xml_call(raw: &str, inner: &str) -> ParsedCall {
+    let Some(rest) = inner.strip_prefix("<function=") else {
+        return malformed(raw, "expected <function=NAME>");
     };
-    let value: Value = match serde_json::from_str(raw.trim()) {
-        Ok(v) => v,
-        Err(e) => return malformed(format!("the tool call is not valid JSON: {e}")),
+    let Some(end) = rest.find('>') else {
+        return malformed(raw, "the <function=NAME> tag is not closed with >");
     };
-    let Some(name) = value.get("name").and_then(Value::as_str) else {
-        return malformed("the tool call has no string \"name\"".into());
+    let name = match scan::check_name(&rest[..end]) {
+        Ok(n) => n,
+        Err(reason) => return malformed(raw, reason),
     };
-    let arguments = match value.get("arguments").or_else(|| value.get("parameters")) {
-        None | Some(Value::Null) => Value::Object(Default::default()),
-        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
-            Ok(v) => v,
-            Err(e) => return malformed(format!("\"arguments\" is a string but not JSON: {e}")),
-        },
-        Some(v) => v.clone(),
-    };
+    let mut args = Map::new();
+    let mut rest = &rest[end + 1..];
+    while let Some(start) = rest.find("<parameter=") {
+        let after = &rest[start + "<parameter=".len()..];
+        let Some(key_end) = after.find('>') else {
+            return malformed(raw, "a <parameter=KEY> tag is not closed with >");
+        };
+        let key = after[..key_end].trim().to_string();
+        let value_from = &after[key_end + 1..];
+        let Some(value_end) = value_from.find("</parameter>") else {
+            return malformed(
+                raw,
+                format!("the value of parameter '{key}' has no </parameter>"),
+            );
+        };
+        let value = &value_from[..value_end];
+        let value = value.strip_prefix('\n').unwrap_or(value);
+        let value = value.strip_suffix('\n').unwrap_or(value);
+        args.insert(key, scan::json_or_string(value));
+        rest = &value_from[value_end + "</parameter>".len()..];
+    }
     ParsedCall::Call {
-        name: name.to_string(),
-        arguments,
+        name,
+        arguments: Value::Object(args),
+    }
+}
+
+/// A call whose closing tag did not come.
+pub(crate) fn unclosed_call(body: &str) -> ParsedCall {
+    if body.trim().is_empty() {
+        return malformed(body, "an empty <tool_call> with no closing tag");
+    }
+    match call_body(body) {
+        ParsedCall::Malformed { raw, reason } => ParsedCall::Malformed {
+            raw,
+            reason: format!("{reason} (and </tool_call> is missing)"),
+        },
+        call => call,
+    }
+}
+
+/// Parses `<tool_call>` blocks (`hint` goes into malformed reasons), putting everything else through `prose` (which may find
+/// calls of its own in the text between blocks; see `generic`).
+pub(crate) fn scan_tagged(
+    text: &str,
+    turn: &mut TurnBuilder,
+    hint: &str,
+    mut prose: impl FnMut(&str, &mut TurnBuilder),
+) {
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        prose(&rest[..start], turn);
+        let after = &rest[start + OPEN.len()..];
+        let close = after.find(CLOSE);
+        let next = after.find(OPEN);
+        match (close, next) {
+            (Some(end), next) if next.is_none_or(|n| end < n) => {
+                turn.call(with_hint(call_body(&after[..end]), hint), true);
+                rest = &after[end + CLOSE.len()..];
+            }
+            (_, Some(next)) => {
+                // The model opened the next call without closing this one: this one is final.
+                turn.call(with_hint(unclosed_call(&after[..next]), hint), true);
+                rest = &after[next..];
+            }
+            (_, None) => {
+                turn.call(with_hint(unclosed_call(after), hint), false);
+                rest = "";
+            }
+        }
+    }
+    prose(rest, turn);
+}
+
+impl Hermes {
+    fn scan(text: &str) -> (ParsedTurn, usize) {
+        let mut turn = TurnBuilder::default();
+        let body = skip_think(text, text.find(OPEN), &mut turn);
+        scan_tagged(body, &mut turn, HINT, |prose, turn| turn.text(prose));
+        turn.finish()
     }
 }
 
@@ -47,76 +140,51 @@ impl ChatFormat for Hermes {
     }
 
     fn tool_instructions(&self, tools: &[ToolSpec]) -> String {
+        let (name, args) = example_call(tools);
         format!(
-            "# Tools\n\nYou may call one or more tools. Their signatures, one JSON object per line:\n<tools>\n{}\n</tools>\n\nTo call a tool, write a JSON object with its name and arguments inside <tool_call></tool_call> tags, like this:\n<tool_call>\n{{\"name\": \"read_file\", \"arguments\": {{\"path\": \"README.md\"}}}}\n</tool_call>\nThe results come back in the next message.",
-            tools_json(tools)
+            "# Tools\n\nYou may call one or more tools. Their signatures, one JSON object per line:\n<tools>\n{}\n</tools>\n\nTo call a tool, write a JSON object with its name and arguments inside <tool_call></tool_call> tags, like this:\n{}\nYou may write several calls one after another. The results come back in the next message.",
+            tools_json(tools),
+            self.render_call(&name, &args)
         )
     }
 
     fn parse(&self, text: &str) -> ParsedTurn {
-        let mut content = String::new();
-        let mut calls = Vec::new();
-        let mut rest = text;
-        while let Some(start) = rest.find(OPEN) {
-            content.push_str(&rest[..start]);
-            let after = &rest[start + OPEN.len()..];
-            match after.find(CLOSE) {
-                Some(end) => {
-                    calls.push(call_from_json(&after[..end]));
-                    rest = &after[end + CLOSE.len()..];
-                }
-                None => {
-                    calls.push(match call_from_json(after) {
-                        ParsedCall::Call { .. } if after.trim().is_empty() => {
-                            ParsedCall::Malformed {
-                                raw: after.to_string(),
-                                reason: "an empty <tool_call> with no closing tag".into(),
-                            }
-                        }
-                        ParsedCall::Malformed { raw, reason } => ParsedCall::Malformed {
-                            raw,
-                            reason: format!("{reason} (and </tool_call> is missing)"),
-                        },
-                        call => call,
-                    });
-                    rest = "";
-                }
-            }
-        }
-        content.push_str(rest);
-        ParsedTurn {
-            content: content.trim().to_string(),
-            calls,
-        }
+        Self::scan(text).0
+    }
+
+    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
+        Self::scan(text)
     }
 
     fn render_call(&self, name: &str, arguments: &Value) -> String {
         format!(
             "{OPEN}\n{}\n{CLOSE}",
-            serde_json::json!({"name": name, "arguments": arguments})
+            scan::call_object_json(name, "arguments", arguments)
         )
     }
 
-    fn grammar(&self, _tools: &[ToolSpec]) -> Option<CallGrammar> {
-        Some(CallGrammar {
-            grammar: format!(
-                "root ::= \"{OPEN}\" ws object ws \"{CLOSE}\"\n{}",
-                super_json_gbnf()
-            ),
-            trigger_words: vec![OPEN.to_string()],
-        })
+    fn grammar(&self, tools: &[ToolSpec]) -> Option<CallGrammar> {
+        tagged_grammar(tools)
     }
 }
 
-/// A generic JSON-object GBNF (rule `object`, `ws`).
-pub fn super_json_gbnf() -> &'static str {
-    r#"object ::= "{" ws ( string ws ":" ws value ( ws "," ws string ws ":" ws value )* )? ws "}"
-array ::= "[" ws ( value ( ws "," ws value )* )? ws "]"
-value ::= object | array | string | number | "true" | "false" | "null"
-string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
-number ::= "-"? ( [0-9] | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
-ws ::= [ \t\n]{0,8}
-"#
+/// `<tool_call>` JSON calls, up to `MAX_CALLS` of them.
+pub(crate) fn tagged_grammar(tools: &[ToolSpec]) -> Option<CallGrammar> {
+    if tools.is_empty() {
+        return None;
+    }
+    let mut g = Gbnf::default();
+    let call = json_call(&mut g, tools, "arguments");
+    let tagged = g.rule(
+        "tagged-call",
+        format!(
+            "{} ws {call} ws {}",
+            super::grammar::lit(OPEN),
+            super::grammar::lit(CLOSE)
+        ),
+    );
+    let root = super::grammar::repeat_sep(&tagged, "ws", MAX_CALLS);
+    Some(g.finish(&root, &[OPEN]))
 }
 
 #[cfg(test)]
@@ -124,21 +192,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn call(name: &str, arguments: Value) -> ParsedCall {
+        ParsedCall::Call {
+            name: name.into(),
+            arguments,
+        }
+    }
+
     #[test]
     fn finds_several_calls_and_keeps_the_text() {
-        let t = Hermes.parse("Looking.\n<tool_call>{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}</tool_call>\n<tool_call>\n{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"a\\\"}\"}\n</tool_call>");
-        assert_eq!(t.content, "Looking.");
+        let t = Hermes.parse("Looking.\n<tool_call>{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}</tool_call>\n<tool_call>\n{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"a\\\"}\"}\n</tool_call> Done.");
+        assert_eq!(t.content, "Looking.\nDone.");
         assert_eq!(
             t.calls,
             vec![
-                ParsedCall::Call {
-                    name: "list_dir".into(),
-                    arguments: json!({"path": "."})
-                },
-                ParsedCall::Call {
-                    name: "read_file".into(),
-                    arguments: json!({"path": "a"})
-                },
+                call("list_dir", json!({"path": "."})),
+                call("read_file", json!({"path": "a"})),
             ]
         );
     }
@@ -147,14 +216,46 @@ mod tests {
     fn malformed_and_unclosed_calls_are_reported() {
         let t = Hermes.parse("<tool_call>{\"name\": </tool_call>");
         assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("not valid JSON"))
+            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("not valid JSON") && reason.contains("<tool_call>{\"name\""))
         );
         let t = Hermes.parse("<tool_call>{\"name\": \"a\", \"arguments\": {}}");
-        assert!(matches!(&t.calls[0], ParsedCall::Call { name, .. } if name == "a"));
+        assert_eq!(t.calls, vec![call("a", json!({}))]);
         let t = Hermes.parse("<tool_call>{\"name\": \"a\", \"argu");
         assert!(
             matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("missing"))
         );
+        let t = Hermes.parse("text <tool_call>  ");
+        assert!(
+            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("empty"))
+        );
+    }
+
+    #[test]
+    fn a_call_left_open_before_the_next_one_is_still_read() {
+        let (t, settled) = Hermes.parse_partial(
+            "<tool_call>{\"name\": \"a\", \"arguments\": {}}\n<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>",
+        );
+        assert_eq!(t.calls, vec![call("a", json!({})), call("b", json!({}))]);
+        assert_eq!(settled, 2);
+    }
+
+    #[test]
+    fn qwen3_coder_xml_bodies_are_read() {
+        let t = Hermes.parse("<tool_call>\n<function=edit_file>\n<parameter=path>\nsrc/a.rs\n</parameter>\n<parameter=count>\n2\n</parameter>\n<parameter=new>\nline one\nline two\n</parameter>\n</function>\n</tool_call>");
+        assert_eq!(
+            t.calls,
+            vec![call(
+                "edit_file",
+                json!({"path": "src/a.rs", "count": 2, "new": "line one\nline two"})
+            )]
+        );
+    }
+
+    #[test]
+    fn draft_calls_in_reasoning_do_not_run() {
+        let t = Hermes.parse("<think>I could <tool_call>{\"name\": \"x\", \"arguments\": {}}</tool_call></think>\n<tool_call>{\"name\": \"y\", \"arguments\": {}}</tool_call>");
+        assert_eq!(t.calls, vec![call("y", json!({}))]);
+        assert!(t.content.starts_with("<think>I could"));
     }
 
     #[test]
@@ -162,11 +263,9 @@ mod tests {
         let args = json!({"path": "src/main.rs", "offset": 3});
         let text = Hermes.render_call("read_file", &args);
         assert_eq!(
-            Hermes.parse(&text).calls,
-            vec![ParsedCall::Call {
-                name: "read_file".into(),
-                arguments: args
-            }]
+            text,
+            "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"offset\": 3, \"path\": \"src/main.rs\"}}\n</tool_call>"
         );
+        assert_eq!(Hermes.parse(&text).calls, vec![call("read_file", args)]);
     }
 }

@@ -1,15 +1,29 @@
 //! Tool-call formats, one file per model family.
 //!
-//! Each format knows three things about its family: how to explain the tools in the system
-//! prompt, how to find tool calls in generated text (tolerating partial and malformed calls),
-//! and how tool results go back. The engine is format-agnostic: it only sees `ParsedTurn`s.
+//! Each format knows four things about its family: how to explain the tools in the system
+//! prompt, how to find tool calls in generated text (tolerating prose, partial and malformed
+//! calls), how tool results go back, and the lazy grammar that keeps sampling inside the call
+//! syntax. The engine is format-agnostic: it only sees `ParsedTurn`s. `detect` picks a
+//! format from a GGUF's chat template; `by_name` serves `--chat-format`.
 
+pub mod deepseek;
+pub mod dsml;
+pub mod generic;
+pub mod glm;
+mod grammar;
 pub mod hermes;
+pub mod llama3;
+pub mod mistral;
+mod scan;
+pub mod stream;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::llm::Message;
-use crate::tools::ToolSpec;
+use crate::tools::{ToolSpec, REPORT_TOOL};
+
+pub use grammar::{REPORT_BLOCKER_MAX, REPORT_ITEMS_MAX, REPORT_ITEM_MAX, REPORT_SUMMARY_MAX};
+pub use stream::CallStream;
 
 /// One tool call found in a turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +48,7 @@ pub struct ParsedTurn {
 }
 
 /// A lazily triggered sampling grammar: sampling is free until a trigger appears, then
-/// constrained by the GBNF `grammar` (root rule `root`).
+/// constrained by the GBNF `grammar` (root rule `root`), which matches from the trigger on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallGrammar {
     pub grammar: String,
@@ -63,35 +77,271 @@ pub trait ChatFormat: Send + Sync {
     fn grammar(&self, _tools: &[ToolSpec]) -> Option<CallGrammar> {
         None
     }
+
+    /// Parses a turn that may still be growing: the parse of `text` so far, and how many of
+    /// its calls are final (closed by their own markup, so no continuation can change them).
+    /// The default settles nothing before the turn ends.
+    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
+        (self.parse(text), 0)
+    }
 }
 
 /// The formats `--chat-format` accepts.
-pub const FORMAT_NAMES: &[&str] = &["hermes"];
+pub const FORMAT_NAMES: &[&str] = &[
+    "hermes",
+    "llama3",
+    "mistral",
+    "mistral-v11",
+    "deepseek",
+    "deepseek-v3.1",
+    "dsml",
+    "glm",
+    "generic",
+];
 
-/// Looks a format up by its `--chat-format` name.
+/// Looks a format up by its `--chat-format` name or a common alias (case-insensitive).
 pub fn by_name(name: &str) -> Option<Box<dyn ChatFormat>> {
-    match name {
-        "hermes" | "qwen" => Some(Box::new(hermes::Hermes)),
-        _ => None,
-    }
+    let name = name.trim().to_ascii_lowercase();
+    let format: Box<dyn ChatFormat> = match name.as_str() {
+        "hermes" | "hermes2" | "hermes3" | "qwen" | "qwen2" | "qwen2.5" | "qwen2-5" | "qwen3"
+        | "qwen-2.5" | "qwen-3" => Box::new(hermes::Hermes),
+        n if n.starts_with("llama3") || n.starts_with("llama-3") || n == "llama" => {
+            Box::new(llama3::Llama3)
+        }
+        "mistral" | "mistral-v3" | "mistral-v7" | "mistral-nemo" | "nemo" => {
+            Box::new(mistral::Mistral::ARRAY)
+        }
+        "mistral-v11" | "magistral" | "devstral" => Box::new(mistral::Mistral::ARGS),
+        "deepseek" | "deepseek-v3" | "deepseek3" | "deepseek-r1" | "deepseek-r1-distill" => {
+            Box::new(deepseek::DeepSeek::FENCED)
+        }
+        "deepseek-v3.1" | "deepseek-v31" | "deepseek-v3-1" => Box::new(deepseek::DeepSeek::PLAIN),
+        "dsml" | "deepseek-dsml" | "deepseek-v4" | "deepseek-v3.2" | "deepseek-v32" => {
+            Box::new(dsml::Dsml)
+        }
+        n if n.starts_with("glm") => Box::new(glm::Glm),
+        "generic" | "plain" | "smollm" | "smollm2" | "gemma" | "gemma2" | "gemma3" => {
+            Box::new(generic::Generic)
+        }
+        _ => return None,
+    };
+    Some(format)
 }
 
-/// Picks a format from a GGUF's chat template and architecture metadata.
-pub fn detect(template: Option<&str>, _architecture: Option<&str>) -> &'static str {
-    match template {
-        Some(t) if t.contains("<tool_call>") => "hermes",
-        _ => "hermes",
+/// Picks a format from a GGUF's Jinja chat template (`tokenizer.chat_template`) and its
+/// `general.architecture`. The template's own call markup decides; a template that knows
+/// tools but no markup we recognise falls back on the architecture; a template with no tool
+/// support at all (SmolLM2, Gemma) gets `generic`, which explains itself fully.
+pub fn detect(template: Option<&str>, architecture: Option<&str>) -> &'static str {
+    if let Some(template) = template {
+        if let Some(format) = detect_template(template) {
+            return format;
+        }
+        if !template.contains("tool") {
+            return "generic";
+        }
     }
+    architecture
+        .and_then(detect_architecture)
+        .unwrap_or("generic")
 }
 
-/// Compact JSON for tool specs in prompts.
+/// The format whose call markup appears in a chat template.
+fn detect_template(t: &str) -> Option<&'static str> {
+    let format = if t.contains("DSML") {
+        "dsml"
+    } else if t.contains("tool▁call") || t.contains("tool_calls_begin") {
+        // V3 and R1 write `function<｜tool▁sep｜>NAME` and a ```json fence; V3.1 neither.
+        if t.contains("```json") || t.contains("tool['type']") {
+            "deepseek"
+        } else {
+            "deepseek-v3.1"
+        }
+    } else if t.contains("<arg_key>") {
+        "glm"
+    } else if t.contains("[TOOL_CALLS]") {
+        if t.contains("[ARGS]") {
+            "mistral-v11"
+        } else {
+            "mistral"
+        }
+    } else if t.contains("<tool_call>") {
+        "hermes"
+    } else if t.contains("<|python_tag|>") || t.contains("ipython") {
+        "llama3"
+    } else {
+        return None;
+    };
+    Some(format)
+}
+
+/// The likely format of an architecture whose template did not tell.
+fn detect_architecture(arch: &str) -> Option<&'static str> {
+    let arch = arch.to_ascii_lowercase();
+    let format = if arch.starts_with("qwen") {
+        "hermes"
+    } else if arch.starts_with("deepseek") {
+        "deepseek"
+    } else if arch.starts_with("glm4") {
+        "glm"
+    } else if arch.starts_with("mistral") {
+        "mistral"
+    } else {
+        return None;
+    };
+    Some(format)
+}
+
+/// Compact JSON for tool specs in prompts, one tool per line.
 pub fn tools_json(tools: &[ToolSpec]) -> String {
     tools
         .iter()
         .map(|t| {
-            serde_json::json!({"name": t.name, "description": t.description, "parameters": t.parameters})
+            json!({"name": t.name, "description": t.description, "parameters": t.parameters})
                 .to_string()
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Tools as `- name(arg: type, opt?: type): description` lines, required arguments first:
+/// easier for a small model to read than JSON schemas.
+pub fn tool_signatures(tools: &[ToolSpec]) -> String {
+    tools
+        .iter()
+        .map(|t| {
+            let required: Vec<&str> = t
+                .parameters
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let props = t.parameters.get("properties").and_then(Value::as_object);
+            // Required arguments in the schema's order, then the optional ones.
+            let mut args: Vec<(usize, String)> = props
+                .into_iter()
+                .flatten()
+                .map(|(key, schema)| {
+                    let place = required.iter().position(|r| r == key);
+                    let mark = if place.is_some() { "" } else { "?" };
+                    (
+                        place.unwrap_or(usize::MAX),
+                        format!("{key}{mark}: {}", type_label(schema)),
+                    )
+                })
+                .collect();
+            args.sort_by_key(|(place, _)| *place);
+            let args: Vec<String> = args.into_iter().map(|(_, a)| a).collect();
+            format!("- {}({}): {}", t.name, args.join(", "), t.description)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn type_label(schema: &Value) -> String {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        return values
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(" | ");
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("array") => format!(
+            "array of {}",
+            schema.get("items").map_or("value".into(), type_label)
+        ),
+        Some(t) => t.to_string(),
+        None => "value".into(),
+    }
+}
+
+/// The call the instructions show as an example: reading README.md when `read_file` is
+/// offered, else the first tool with placeholder values for its required arguments.
+pub fn example_call(tools: &[ToolSpec]) -> (String, Value) {
+    if tools.iter().any(|t| t.name == "read_file") {
+        return ("read_file".into(), json!({"path": "README.md"}));
+    }
+    let Some(tool) = tools
+        .iter()
+        .find(|t| t.name != REPORT_TOOL)
+        .or_else(|| tools.first())
+    else {
+        return ("read_file".into(), json!({"path": "README.md"}));
+    };
+    if tool.name == REPORT_TOOL {
+        return (tool.name.clone(), example_report());
+    }
+    let mut args = serde_json::Map::new();
+    let required = tool.parameters.get("required").and_then(Value::as_array);
+    for key in required.into_iter().flatten().filter_map(Value::as_str) {
+        let kind = tool
+            .parameters
+            .pointer(&format!("/properties/{key}/type"))
+            .and_then(Value::as_str);
+        let value = match kind {
+            Some("integer" | "number") => json!(1),
+            Some("boolean") => json!(true),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ => json!("..."),
+        };
+        args.insert(key.to_string(), value);
+    }
+    (tool.name.clone(), Value::Object(args))
+}
+
+/// A report that passes validation, for examples.
+pub fn example_report() -> Value {
+    json!({
+        "status": "continue",
+        "summary": "Read README.md; the build script is missing.",
+        "evidence": ["README.md mentions make build"],
+        "next_steps": ["Write the build script"],
+        "blocker": ""
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_name_resolves_to_itself() {
+        for name in FORMAT_NAMES {
+            let format = by_name(name).unwrap_or_else(|| panic!("{name} is not known"));
+            assert_eq!(format.name(), *name);
+            assert_eq!(by_name(&name.to_uppercase()).map(|f| f.name()), Some(*name));
+        }
+        for (alias, name) in [
+            ("qwen", "hermes"),
+            ("llama-3.1", "llama3"),
+            ("deepseek-r1", "deepseek"),
+            ("deepseek-v4", "dsml"),
+            ("glm4", "glm"),
+            ("glm-4.5", "glm"),
+            ("magistral", "mistral-v11"),
+            ("smollm2", "generic"),
+        ] {
+            assert_eq!(by_name(alias).map(|f| f.name()), Some(name), "{alias}");
+        }
+        assert!(by_name("chatgpt").is_none());
+    }
+
+    #[test]
+    fn signatures_show_required_arguments_first() {
+        let spec = ToolSpec {
+            name: "read_file".into(),
+            description: "Read a file.".into(),
+            parameters: json!({"type": "object", "properties": {
+                "limit": {"type": "integer"}, "path": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "mode": {"enum": ["a", "b"]}},
+                "required": ["path"]}),
+        };
+        assert_eq!(
+            tool_signatures(&[spec]),
+            "- read_file(path: string, limit?: integer, mode?: \"a\" | \"b\", tags?: array of string): Read a file."
+        );
+    }
 }

@@ -1,0 +1,468 @@
+//! GBNF building blocks for the families' sampling grammars (llama.cpp grammar syntax).
+//!
+//! Every family grammar limits the tool name to the offered tools, the argument keys and
+//! value types to each tool's schema, and `ralph_report`'s arguments to a report that passes
+//! validation: one alternative per status, its strings trimmed and bounded so a small model
+//! cannot loop inside them. Free-text tool arguments (file contents) stay unbounded: the
+//! per-turn token cap bounds them, and a bound would cut real files short.
+//!
+//! llama.cpp expands `x{m,n}` into n rules and refuses a sequence whose repetitions multiply
+//! past 2000 (a single bound above 2000 silently becomes unbounded), so every bound here is
+//! far below that. Rule names use letters, digits and dashes only, as llama.cpp requires.
+
+use serde_json::Value;
+
+use super::CallGrammar;
+use crate::tools::{ToolSpec, REPORT_TOOL};
+
+/// Most characters of the report's summary the grammar lets the model write.
+pub const REPORT_SUMMARY_MAX: usize = 400;
+/// Most characters of one evidence item or next step.
+pub const REPORT_ITEM_MAX: usize = 160;
+/// Most evidence items, and most next steps.
+pub const REPORT_ITEMS_MAX: usize = 5;
+/// Most characters of the blocker.
+pub const REPORT_BLOCKER_MAX: usize = 300;
+/// Most calls one constrained turn may hold.
+pub const MAX_CALLS: usize = 8;
+
+/// A grammar under construction: named rules, each added once.
+#[derive(Debug, Default)]
+pub(crate) struct Gbnf {
+    rules: Vec<(String, String)>,
+}
+
+impl Gbnf {
+    /// Adds `name ::= body` unless a rule of that name exists; returns the name.
+    pub(crate) fn rule(&mut self, name: &str, body: impl Into<String>) -> String {
+        if !self.rules.iter().any(|(n, _)| n == name) {
+            self.rules.push((name.to_string(), body.into()));
+        }
+        name.to_string()
+    }
+
+    /// The finished grammar with `root` first.
+    pub(crate) fn finish(self, root: &str, trigger_words: &[&str]) -> CallGrammar {
+        let mut grammar = format!("root ::= {root}\n");
+        for (name, body) in &self.rules {
+            grammar.push_str(name);
+            grammar.push_str(" ::= ");
+            grammar.push_str(body);
+            grammar.push('\n');
+        }
+        CallGrammar {
+            grammar,
+            trigger_words: trigger_words.iter().map(|w| (*w).to_string()).collect(),
+        }
+    }
+}
+
+/// A GBNF string literal.
+pub(crate) fn lit(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7F => {
+                out.push_str(&format!("\\x{:02X}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A negated character class `[^...]` of `chars`.
+pub(crate) fn not_class(chars: &[char]) -> String {
+    let mut out = String::from("[^");
+    let mut dash = false;
+    for &c in chars {
+        match c {
+            '-' => dash = true,
+            '\\' | ']' | '[' | '"' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    if dash {
+        out.push('-');
+    }
+    out.push(']');
+    out
+}
+
+/// `first (sep first){0,max-1}`, written as one sequence.
+pub(crate) fn repeat_sep(item: &str, sep: &str, max: usize) -> String {
+    if max <= 1 {
+        item.to_string()
+    } else {
+        format!("{item} ( {sep} {item} ){{0,{}}}", max - 1)
+    }
+}
+
+/// JSON values, with object and array sizes bounded.
+pub(crate) fn json(g: &mut Gbnf) {
+    g.rule("ws", "[ \\t\\n]{0,16}");
+    g.rule(
+        "json-value",
+        "json-object | json-array | json-string | json-number | json-bool | \"null\"",
+    );
+    g.rule(
+        "json-object",
+        format!(
+            "\"{{\" ws ( {} )? ws \"}}\"",
+            repeat_sep("json-member", "ws \",\" ws", 32)
+        ),
+    );
+    g.rule("json-member", "json-key ws \":\" ws json-value");
+    g.rule("json-key", "\"\\\"\" json-char{0,64} \"\\\"\"");
+    g.rule(
+        "json-array",
+        format!(
+            "\"[\" ws ( {} )? ws \"]\"",
+            repeat_sep("json-value", "ws \",\" ws", 256)
+        ),
+    );
+    g.rule(
+        "json-strings",
+        format!(
+            "\"[\" ws ( {} )? ws \"]\"",
+            repeat_sep("json-string", "ws \",\" ws", 256)
+        ),
+    );
+    g.rule("json-string", "\"\\\"\" json-char* \"\\\"\"");
+    g.rule(
+        "json-char",
+        "[^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )",
+    );
+    g.rule("json-int", "\"-\"? ( \"0\" | [1-9] [0-9]{0,17} )");
+    g.rule(
+        "json-number",
+        "json-int ( \".\" [0-9]{1,17} )? ( [eE] [-+]? [0-9]{1,3} )?",
+    );
+    g.rule("json-bool", "\"true\" | \"false\"");
+}
+
+/// A value of one report field, in the shape the status rules allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReportValue {
+    Status(&'static str),
+    Summary,
+    Blocker,
+    NoBlocker,
+    /// A list of 0..=REPORT_ITEMS_MAX items.
+    List,
+    /// A list of 1..=REPORT_ITEMS_MAX items.
+    List1,
+    NoList,
+}
+
+impl ReportValue {
+    /// Whether the family writes this value as text rather than JSON, where it has a choice.
+    pub(crate) fn is_text(self) -> bool {
+        matches!(
+            self,
+            Self::Status(_) | Self::Summary | Self::Blocker | Self::NoBlocker
+        )
+    }
+}
+
+/// The three report shapes, one per status, fields in schema order.
+pub(crate) fn report_shapes() -> [[(&'static str, ReportValue); 5]; 3] {
+    use ReportValue::*;
+    [
+        [
+            ("status", Status("continue")),
+            ("summary", Summary),
+            ("evidence", List),
+            ("next_steps", List1),
+            ("blocker", NoBlocker),
+        ],
+        [
+            ("status", Status("complete")),
+            ("summary", Summary),
+            ("evidence", List1),
+            ("next_steps", NoList),
+            ("blocker", NoBlocker),
+        ],
+        [
+            ("status", Status("blocked")),
+            ("summary", Summary),
+            ("evidence", List),
+            ("next_steps", List),
+            ("blocker", Blocker),
+        ],
+    ]
+}
+
+/// The JSON form of a report value (a GBNF sequence).
+pub(crate) fn report_json_value(g: &mut Gbnf, value: ReportValue) -> String {
+    json(g);
+    g.rule(
+        "report-first",
+        "[^\"\\\\\\x7F\\x00-\\x20] | \"\\\\\" [\"\\\\/] | \"\\\\u\" [0-9a-fA-F]{4}",
+    );
+    let text = |g: &mut Gbnf, name: &str, max: usize| {
+        g.rule(
+            name,
+            format!(
+                "\"\\\"\" report-first ( json-char{{0,{}}} report-first )? \"\\\"\"",
+                max - 2
+            ),
+        )
+    };
+    let item = text(g, "report-item", REPORT_ITEM_MAX);
+    match value {
+        ReportValue::Status(s) => lit(&format!("\"{s}\"")),
+        ReportValue::Summary => text(g, "report-summary", REPORT_SUMMARY_MAX),
+        ReportValue::Blocker => text(g, "report-blocker", REPORT_BLOCKER_MAX),
+        ReportValue::NoBlocker => lit("\"\""),
+        ReportValue::List => g.rule(
+            "report-list",
+            format!(
+                "\"[\" ws ( {} )? ws \"]\"",
+                repeat_sep(&item, "ws \",\" ws", REPORT_ITEMS_MAX)
+            ),
+        ),
+        ReportValue::List1 => g.rule(
+            "report-list1",
+            format!(
+                "\"[\" ws {} ws \"]\"",
+                repeat_sep(&item, "ws \",\" ws", REPORT_ITEMS_MAX)
+            ),
+        ),
+        ReportValue::NoList => g.rule("report-none", "\"[\" ws \"]\""),
+    }
+}
+
+/// The raw-text form of a report value (XML-like families), lists still JSON. The empty
+/// blocker is the empty sequence.
+pub(crate) fn report_raw_value(g: &mut Gbnf, value: ReportValue) -> String {
+    g.rule("raw-first", "[^< \\t\\n\\r]");
+    let text = |g: &mut Gbnf, name: &str, max: usize| {
+        g.rule(
+            name,
+            format!("raw-first ( [^<]{{0,{}}} raw-first )?", max - 2),
+        )
+    };
+    match value {
+        ReportValue::Status(s) => lit(s),
+        ReportValue::Summary => text(g, "raw-summary", REPORT_SUMMARY_MAX),
+        ReportValue::Blocker => text(g, "raw-blocker", REPORT_BLOCKER_MAX),
+        ReportValue::NoBlocker => String::new(),
+        other => report_json_value(g, other),
+    }
+}
+
+/// The report as a JSON object: one alternative per status.
+pub(crate) fn report_json(g: &mut Gbnf) -> String {
+    let mut shapes = Vec::new();
+    for shape in report_shapes() {
+        let fields: Vec<String> = shape
+            .iter()
+            .map(|(key, value)| {
+                format!(
+                    "{} ws \":\" ws {}",
+                    lit(&format!("\"{key}\"")),
+                    report_json_value(g, *value)
+                )
+            })
+            .collect();
+        shapes.push(format!(
+            "\"{{\" ws {} ws \"}}\"",
+            fields.join(" ws \",\" ws ")
+        ));
+    }
+    g.rule("report-args", shapes.join(" | "))
+}
+
+/// The type of one tool argument, as far as the grammar cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Prop {
+    Str,
+    Int,
+    Num,
+    Bool,
+    Strings,
+    Enum(Vec<String>),
+    Any,
+}
+
+/// A tool's arguments from its JSON schema. `None` when the schema names no properties
+/// (then any object goes).
+pub(crate) fn tool_props(spec: &ToolSpec) -> Option<Vec<(String, Prop)>> {
+    let props = spec.parameters.get("properties")?.as_object()?;
+    if props.is_empty() {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (key, schema) in props {
+        let enums: Option<Vec<String>> = schema.get("enum").and_then(Value::as_array).map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        });
+        let prop = match (enums, schema.get("type").and_then(Value::as_str)) {
+            (Some(e), _) if !e.is_empty() => Prop::Enum(e),
+            (_, Some("string")) => Prop::Str,
+            (_, Some("integer")) => Prop::Int,
+            (_, Some("number")) => Prop::Num,
+            (_, Some("boolean")) => Prop::Bool,
+            (_, Some("array"))
+                if schema.pointer("/items/type").and_then(Value::as_str) == Some("string") =>
+            {
+                Prop::Strings
+            }
+            _ => Prop::Any,
+        };
+        out.push((key.clone(), prop));
+    }
+    Some(out)
+}
+
+/// The JSON value rule for one argument type.
+pub(crate) fn json_prop_value(g: &mut Gbnf, prop: &Prop) -> String {
+    json(g);
+    match prop {
+        Prop::Str => "json-string".into(),
+        Prop::Int => "json-int".into(),
+        Prop::Num => "json-number".into(),
+        Prop::Bool => "json-bool".into(),
+        Prop::Strings => "json-strings".into(),
+        Prop::Any => "json-value".into(),
+        Prop::Enum(values) => format!(
+            "( {} )",
+            values
+                .iter()
+                .map(|v| lit(&Value::String(v.clone()).to_string()))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        ),
+    }
+}
+
+/// The JSON arguments object of tool `index`: keys from its schema, typed values.
+pub(crate) fn json_args(g: &mut Gbnf, index: usize, spec: &ToolSpec) -> String {
+    json(g);
+    if spec.name == REPORT_TOOL {
+        return report_json(g);
+    }
+    let Some(props) = tool_props(spec) else {
+        return "json-object".into();
+    };
+    let members: Vec<String> = props
+        .iter()
+        .map(|(key, prop)| {
+            format!(
+                "{} ws \":\" ws {}",
+                lit(&Value::String(key.clone()).to_string()),
+                json_prop_value(g, prop)
+            )
+        })
+        .collect();
+    let member = g.rule(&format!("t{index}-member"), members.join(" | "));
+    g.rule(
+        &format!("t{index}-args"),
+        format!(
+            "\"{{\" ws ( {} )? ws \"}}\"",
+            repeat_sep(&member, "ws \",\" ws", props.len().clamp(1, 16))
+        ),
+    )
+}
+
+/// `{"name": "<tool>", "<args_key>": <args>}` for any offered tool.
+pub(crate) fn json_call(g: &mut Gbnf, tools: &[ToolSpec], args_key: &str) -> String {
+    json(g);
+    let alternatives: Vec<String> = tools
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let args = json_args(g, i, spec);
+            format!(
+                "{} ws \",\" ws {} ws \":\" ws {args}",
+                lit(&Value::String(spec.name.clone()).to_string()),
+                lit(&format!("\"{args_key}\""))
+            )
+        })
+        .collect();
+    let named = g.rule(&format!("named-{args_key}"), alternatives.join(" | "));
+    g.rule(
+        &format!("call-{args_key}"),
+        format!("\"{{\" ws \"\\\"name\\\"\" ws \":\" ws {named} ws \"}}\""),
+    )
+}
+
+/// Raw text that never contains `close` (which must start with `<`), for values written
+/// between XML-like tags. Returns the rule name `<prefix>-raw`.
+pub(crate) fn raw_until(g: &mut Gbnf, prefix: &str, close: &str) -> String {
+    let rest: Vec<char> = close.chars().skip(1).collect();
+    let mut breaks = Vec::new();
+    for k in 0..rest.len() {
+        let seen: String = rest[..k].iter().collect();
+        let class = not_class(&[rest[k], '<']);
+        breaks.push(if seen.is_empty() {
+            class
+        } else {
+            format!("{} {class}", lit(&seen))
+        });
+    }
+    let brk = g.rule(&format!("{prefix}-break"), breaks.join(" | "));
+    let unit = g.rule(
+        &format!("{prefix}-unit"),
+        format!("[^<] | \"<\"{{1,8}} {brk}"),
+    );
+    g.rule(&format!("{prefix}-raw"), format!("{unit}* \"<\"{{0,8}}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_and_classes_escape() {
+        assert_eq!(lit("a\"b\\c\nd｜"), "\"a\\\"b\\\\c\\nd｜\"");
+        assert_eq!(lit("\u{1}"), "\"\\x01\"");
+        assert_eq!(not_class(&['-', '<', ']']), "[^<\\]-]");
+    }
+
+    #[test]
+    fn raw_text_breaks_every_prefix_of_the_closing_tag() {
+        let mut g = Gbnf::default();
+        let raw = raw_until(&mut g, "v", "</a>");
+        let text = g.finish(&raw, &[]).grammar;
+        assert!(text.contains("v-break ::= [^/<] | \"/\" [^a<] | \"/a\" [^><]"));
+    }
+
+    #[test]
+    fn schema_properties_become_props() {
+        let spec = ToolSpec {
+            name: "t".into(),
+            description: String::new(),
+            parameters: serde_json::json!({"type": "object", "properties": {
+                "a": {"type": "string"}, "b": {"type": "integer"},
+                "c": {"type": "array", "items": {"type": "string"}},
+                "d": {"enum": ["x", "y"]}, "e": {"type": "object"}}}),
+        };
+        assert_eq!(
+            tool_props(&spec),
+            Some(vec![
+                ("a".into(), Prop::Str),
+                ("b".into(), Prop::Int),
+                ("c".into(), Prop::Strings),
+                ("d".into(), Prop::Enum(vec!["x".into(), "y".into()])),
+                ("e".into(), Prop::Any),
+            ])
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! Llama 3.x tool calls: a bare JSON object `{"name": ..., "parameters": {...}}`, sometimes
+//! after the `<|python_tag|>` token, several in a turn separated by `;` or newlines.
+//!
+//! With no tags around calls, a call is recognised by its shape: an object that starts with
+//! `"name"` (or `"type": "function"`) and holds nothing but a name and its parameters. Other
+//! JSON in the prose stays prose. After `<|python_tag|>` every object is a call. Results go
+//! back in the tool role, which Llama 3.1+ templates render as the `ipython` header.
+
+use serde_json::Value;
+
+use super::grammar::{json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
+use super::scan::{self, malformed, skip_think, with_hint, TurnBuilder};
+use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedTurn};
+use crate::tools::ToolSpec;
+
+const PYTHON_TAG: &str = "<|python_tag|>";
+const HINT: &str = "write {\"name\": \"TOOL\", \"parameters\": {...}} as valid JSON";
+/// Keys a bare call object may hold.
+const CALL_KEYS: [&str; 5] = ["name", "parameters", "arguments", "type", "id"];
+/// Characters that separate calls (`;`, a JSON array around them) and are not prose.
+const SEPARATORS: [char; 4] = [';', ',', '[', ']'];
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Llama3;
+
+/// Whether the object at `text[0]` looks like the start of a call.
+pub(crate) fn looks_like_call(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix('{') else {
+        return false;
+    };
+    let rest = rest.trim_start();
+    rest.starts_with("\"name\"") || rest.starts_with("\"type\"")
+}
+
+/// Whether a complete JSON value is a call rather than data in the prose.
+fn is_call_object(value: &Value) -> bool {
+    value.as_object().is_some_and(|map| {
+        map.get("name").is_some_and(Value::is_string)
+            && map.keys().all(|k| CALL_KEYS.contains(&k.as_str()))
+    })
+}
+
+/// The first place in `text` where a bare call (or `<|python_tag|>`) may start.
+pub(crate) fn first_candidate(text: &str) -> Option<usize> {
+    next_candidate(text, 0)
+}
+
+/// The next place in `text` at or after `from` where a call may start.
+fn next_candidate(text: &str, from: usize) -> Option<usize> {
+    let mut at = from;
+    loop {
+        let i = at + text.get(at..)?.find(['{', '<'])?;
+        if text[i..].starts_with(PYTHON_TAG) || looks_like_call(&text[i..]) {
+            return Some(i);
+        }
+        at = i + 1;
+    }
+}
+
+/// Scans bare JSON calls (and `<|python_tag|>`) in `text`, adding prose and calls to `turn`.
+pub(crate) fn scan_bare(text: &str, turn: &mut TurnBuilder, args_key_hint: &str) {
+    let mut prose_from = 0;
+    let mut at = 0;
+    let mut tagged = false;
+    let mut after_call = false;
+    let prose = |turn: &mut TurnBuilder, piece: &str, after_call: bool, before_call: bool| {
+        let mut piece = piece;
+        if after_call {
+            piece =
+                piece.trim_start_matches(|c: char| c.is_whitespace() || SEPARATORS.contains(&c));
+        }
+        if before_call {
+            piece = piece.trim_end_matches(|c: char| c.is_whitespace() || SEPARATORS.contains(&c));
+        }
+        turn.text(piece);
+    };
+    loop {
+        // Right after the tag any object is a call, whatever its first key.
+        let tagged_start = tagged
+            .then(|| {
+                let rest = text.get(at..)?;
+                let gap = rest.len() - rest.trim_start().len();
+                rest[gap..].starts_with('{').then_some(at + gap)
+            })
+            .flatten();
+        let Some(start) = tagged_start.or_else(|| next_candidate(text, at)) else {
+            break;
+        };
+        let rest = &text[start..];
+        if rest.starts_with(PYTHON_TAG) {
+            prose(turn, &text[prose_from..start], after_call, true);
+            at = start + PYTHON_TAG.len();
+            prose_from = at;
+            tagged = true;
+            let next = text[at..].trim_start();
+            if !next.is_empty() && !next.starts_with('{') {
+                // Built-in tool syntax (`brave_search.call(...)`) or code: not offered here.
+                let line_end = next.find('\n');
+                let raw = &next[..line_end.unwrap_or(next.len())];
+                turn.call(
+                    malformed(
+                        raw,
+                        format!(
+                            "after <|python_tag|> only a JSON call is understood; {args_key_hint}"
+                        ),
+                    ),
+                    line_end.is_some(),
+                );
+                at = text.len() - next.len() + raw.len();
+                prose_from = at;
+                after_call = true;
+                tagged = false;
+            }
+            continue;
+        }
+        let Some(len) = scan::json_extent(rest) else {
+            prose(turn, &text[prose_from..start], after_call, true);
+            let reason = match serde_json::from_str::<Value>(rest) {
+                Err(e) => format!("the call's JSON is cut off: {e}"),
+                Ok(_) => "the call's JSON is cut off".into(),
+            };
+            turn.call(malformed(rest, format!("{reason}; {args_key_hint}")), false);
+            return;
+        };
+        let raw = &rest[..len];
+        let call = match serde_json::from_str::<Value>(raw) {
+            Ok(value) if tagged || is_call_object(&value) => scan::call_from_value(&value, raw),
+            Ok(_) => {
+                // JSON that is not a call: leave it in the prose.
+                at = start + len;
+                continue;
+            }
+            Err(e) => malformed(raw, format!("the tool call is not valid JSON: {e}")),
+        };
+        prose(turn, &text[prose_from..start], after_call, true);
+        turn.call(with_hint(call, args_key_hint), true);
+        after_call = true;
+        tagged = false;
+        at = start + len;
+        prose_from = at;
+    }
+    prose(turn, &text[prose_from..], after_call, false);
+}
+
+impl Llama3 {
+    fn scan(text: &str) -> (ParsedTurn, usize) {
+        let mut turn = TurnBuilder::default();
+        let body = skip_think(text, first_candidate(text), &mut turn);
+        scan_bare(body, &mut turn, HINT);
+        turn.finish()
+    }
+}
+
+impl ChatFormat for Llama3 {
+    fn name(&self) -> &'static str {
+        "llama3"
+    }
+
+    fn tool_instructions(&self, tools: &[ToolSpec]) -> String {
+        let (name, args) = example_call(tools);
+        format!(
+            "# Tools\n\nYou can call these functions. Each is described by one JSON object per line:\n{}\n\nTo call a function, answer with a JSON object of the form {{\"name\": function name, \"parameters\": object of argument names to values}}, for example:\n{}\nUse real values, never variables. For several calls, write one JSON object per line. The results come back in the next message.",
+            tools_json(tools),
+            self.render_call(&name, &args)
+        )
+    }
+
+    fn parse(&self, text: &str) -> ParsedTurn {
+        Self::scan(text).0
+    }
+
+    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
+        Self::scan(text)
+    }
+
+    fn render_call(&self, name: &str, arguments: &Value) -> String {
+        scan::call_object_json(name, "parameters", arguments)
+    }
+
+    fn grammar(&self, tools: &[ToolSpec]) -> Option<CallGrammar> {
+        if tools.is_empty() {
+            return None;
+        }
+        let mut g = Gbnf::default();
+        let call = json_call(&mut g, tools, "parameters");
+        let calls = repeat_sep(&call, "ws ( \";\" ws )?", MAX_CALLS);
+        let root = format!("( {} ws )? {calls}", lit(PYTHON_TAG));
+        Some(g.finish(&root, &[PYTHON_TAG, "{\"name\"", "{ \"name\""]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::ParsedCall;
+    use serde_json::json;
+
+    fn call(name: &str, arguments: Value) -> ParsedCall {
+        ParsedCall::Call {
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    #[test]
+    fn reads_tagged_and_bare_calls_with_separators() {
+        let t = Llama3.parse("<|python_tag|>{\"name\": \"list_dir\", \"parameters\": {\"path\": \".\"}}; {\"name\": \"read_file\", \"parameters\": {\"path\": \"a\"}}\n{\"type\": \"function\", \"name\": \"search\", \"parameters\": {\"pattern\": \"x\"}}");
+        assert_eq!(
+            t.calls,
+            vec![
+                call("list_dir", json!({"path": "."})),
+                call("read_file", json!({"path": "a"})),
+                call("search", json!({"pattern": "x"})),
+            ]
+        );
+        assert_eq!(t.content, "");
+    }
+
+    #[test]
+    fn json_in_prose_is_not_a_call() {
+        let t = Llama3.parse("The config is {\"name\": \"demo\", \"version\": 2}. Next:\n{\"name\": \"read_file\", \"parameters\": {\"path\": \"Cargo.toml\"}}");
+        assert_eq!(
+            t.calls,
+            vec![call("read_file", json!({"path": "Cargo.toml"}))]
+        );
+        assert_eq!(
+            t.content,
+            "The config is {\"name\": \"demo\", \"version\": 2}. Next:"
+        );
+    }
+
+    #[test]
+    fn malformed_cut_off_and_builtin_calls_are_reported() {
+        let t = Llama3.parse("{\"name\": \"a\", \"parameters\": {\"x\": 1,}}");
+        assert!(
+            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("not valid JSON"))
+        );
+        let (t, settled) =
+            Llama3.parse_partial("ok {\"name\": \"a\", \"parameters\": {\"x\": \"abc");
+        assert!(
+            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("cut off"))
+        );
+        assert_eq!((t.content.as_str(), settled), ("ok", 0));
+        let t = Llama3.parse("<|python_tag|>brave_search.call(query=\"x\")\nthen");
+        assert!(
+            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("python_tag"))
+        );
+        assert_eq!(t.content, "then");
+    }
+
+    #[test]
+    fn render_then_parse_round_trips() {
+        let args = json!({"command": "cargo test", "timeout_s": 60});
+        let text = Llama3.render_call("run_command", &args);
+        assert_eq!(
+            text,
+            "{\"name\": \"run_command\", \"parameters\": {\"command\": \"cargo test\", \"timeout_s\": 60}}"
+        );
+        assert_eq!(Llama3.parse(&text).calls, vec![call("run_command", args)]);
+    }
+}

@@ -1,0 +1,341 @@
+//! Mistral tool calls, in both of the family's shapes after the `[TOOL_CALLS]` token:
+//! a JSON array of `{"name", "arguments"}` objects (tokenizers v3–v7: Mistral 7B v0.3, Nemo,
+//! Small 3, Large 2), and `NAME[ARGS]{...}` repeated per call (tokenizer v11 and later:
+//! Magistral, Devstral, Small 3.2), optionally with `[CALL_ID]ID` before `[ARGS]`.
+//!
+//! The parser reads both shapes whichever format was chosen; the format only decides what
+//! the prompt teaches, what `render_call` writes and what the grammar allows. Magistral's
+//! `[THINK]…[/THINK]` and `<think>` reasoning blocks are skipped for calls.
+
+use serde_json::Value;
+
+use super::grammar::{json_args, json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
+use super::scan::{self, malformed, reasoning, skip_think, TurnBuilder};
+use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
+use crate::tools::ToolSpec;
+
+const TOOL_CALLS: &str = "[TOOL_CALLS]";
+const ARGS: &str = "[ARGS]";
+const CALL_ID: &str = "[CALL_ID]";
+
+/// A Mistral format; `ARRAY` and `ARGS` are the two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mistral {
+    /// `[TOOL_CALLS]NAME[ARGS]{...}` rather than `[TOOL_CALLS][{...}]`.
+    args_style: bool,
+}
+
+impl Mistral {
+    pub const ARRAY: Self = Self { args_style: false };
+    pub const ARGS: Self = Self { args_style: true };
+
+    fn hint(self) -> &'static str {
+        if self.args_style {
+            "write [TOOL_CALLS]TOOL[ARGS]{...} with a valid JSON object"
+        } else {
+            "write [TOOL_CALLS][{\"name\": \"TOOL\", \"arguments\": {...}}] as valid JSON"
+        }
+    }
+
+    fn scan(self, text: &str) -> (ParsedTurn, usize) {
+        let mut turn = TurnBuilder::default();
+        let first = text.find(TOOL_CALLS);
+        let r = reasoning(text, "[THINK]", "[/THINK]", first);
+        let body = if r.body > 0 || r.open {
+            if r.open {
+                turn.hold_all();
+            }
+            turn.text(&text[..r.body]);
+            &text[r.body..]
+        } else {
+            skip_think(text, first, &mut turn)
+        };
+        let hint = self.hint();
+        let mut rest = body;
+        while let Some(start) = rest.find(TOOL_CALLS) {
+            turn.text(&rest[..start]);
+            let after = &rest[start + TOOL_CALLS.len()..];
+            let gap = after.len() - after.trim_start().len();
+            let call_text = &after[gap..];
+            let used = match call_text.chars().next() {
+                Some('[') => array(call_text, &mut turn, hint),
+                Some('{') => object(call_text, &mut turn, hint),
+                _ => named(call_text, &mut turn, hint),
+            };
+            rest = match used {
+                Some(n) => &after[(gap + n).min(after.len())..],
+                None => "",
+            };
+        }
+        turn.text(rest);
+        turn.finish()
+    }
+}
+
+/// A JSON array of calls; returns the bytes used, `None` when it ran to the end of the text.
+fn array(text: &str, turn: &mut TurnBuilder, hint: &str) -> Option<usize> {
+    let mut at = 1;
+    loop {
+        let rest = &text[at..];
+        let gap = rest.len() - rest.trim_start().len();
+        at += gap;
+        match text[at..].chars().next() {
+            None => return None,
+            Some(']') => return Some(at + 1),
+            Some(',') => at += 1,
+            Some('{') => at += object(&text[at..], turn, hint)?,
+            Some(_) => {
+                let stop = text[at..].find(TOOL_CALLS);
+                let raw = &text[at..at + stop.unwrap_or(text.len() - at)];
+                turn.call(
+                    malformed(
+                        raw,
+                        format!(
+                            "expected a call object, ',' or ']' in the [TOOL_CALLS] array; {hint}"
+                        ),
+                    ),
+                    stop.is_some(),
+                );
+                return stop.map(|s| at + s);
+            }
+        }
+    }
+}
+
+/// One JSON call object; returns the bytes used, `None` when it is cut off.
+fn object(text: &str, turn: &mut TurnBuilder, hint: &str) -> Option<usize> {
+    let Some(len) = scan::json_extent(text) else {
+        turn.call(
+            malformed(text, format!("the call's JSON is cut off; {hint}")),
+            false,
+        );
+        return None;
+    };
+    let raw = &text[..len];
+    turn.call(scan::with_hint(scan::call_from_json(raw), hint), true);
+    Some(len)
+}
+
+/// `NAME[CALL_ID]ID[ARGS]{...}`; returns the bytes used, `None` when it is cut off.
+fn named(text: &str, turn: &mut TurnBuilder, hint: &str) -> Option<usize> {
+    let cut_off = |turn: &mut TurnBuilder| {
+        turn.call(
+            malformed(text, format!("the call is cut off; {hint}")),
+            false,
+        );
+        None
+    };
+    let lead = text.len() - text.trim_start().len();
+    let name_len = text[lead..]
+        .find(|c: char| c == '[' || c == '{' || c.is_whitespace())
+        .unwrap_or(text.len() - lead);
+    let name = &text[lead..lead + name_len];
+    let mut at = lead + name_len;
+    let skip_ws = |at: usize| text.len() - text[at..].trim_start().len();
+    at = skip_ws(at);
+    if text[at..].starts_with(CALL_ID) {
+        at += CALL_ID.len();
+        at += text[at..].find(['[', '{']).unwrap_or(text.len() - at);
+        at = skip_ws(at);
+    }
+    if text[at..].starts_with(ARGS) {
+        at = skip_ws(at + ARGS.len());
+    }
+    let rest = &text[at..];
+    if rest.is_empty() || ARGS.starts_with(rest) || CALL_ID.starts_with(rest) {
+        return cut_off(turn);
+    }
+    if !rest.starts_with('{') {
+        let line = rest.find('\n');
+        let end = at + line.unwrap_or(rest.len());
+        turn.call(
+            malformed(
+                &text[..end],
+                format!("expected [ARGS] and a JSON object after the tool name; {hint}"),
+            ),
+            line.is_some(),
+        );
+        return line.map(|_| end);
+    }
+    let Some(len) = scan::json_extent(rest) else {
+        return cut_off(turn);
+    };
+    let raw = &text[..at + len];
+    let call = match scan::check_name(name) {
+        Err(reason) => malformed(raw, format!("{reason}; {hint}")),
+        Ok(name) => match serde_json::from_str::<Value>(&rest[..len]) {
+            Err(e) => malformed(
+                raw,
+                format!("the arguments are not valid JSON: {e}; {hint}"),
+            ),
+            Ok(value) => match scan::arguments_object(Some(&value)) {
+                Ok(arguments) => ParsedCall::Call { name, arguments },
+                Err(reason) => malformed(raw, format!("{reason}; {hint}")),
+            },
+        },
+    };
+    turn.call(call, true);
+    Some(at + len)
+}
+
+impl ChatFormat for Mistral {
+    fn name(&self) -> &'static str {
+        if self.args_style {
+            "mistral-v11"
+        } else {
+            "mistral"
+        }
+    }
+
+    fn tool_instructions(&self, tools: &[ToolSpec]) -> String {
+        let (name, args) = example_call(tools);
+        let shape = if self.args_style {
+            "write [TOOL_CALLS], the tool name, [ARGS] and the arguments as a JSON object; repeat all of it for each further call"
+        } else {
+            "write [TOOL_CALLS] followed by a JSON array with one {\"name\": ..., \"arguments\": {...}} object per call"
+        };
+        format!(
+            "# Tools\n\nYou can use these tools, one JSON object per line:\n{}\n\nTo call tools, {shape}. For example:\n{}\nThe results come back in the next message.",
+            tools_json(tools),
+            self.render_call(&name, &args)
+        )
+    }
+
+    fn parse(&self, text: &str) -> ParsedTurn {
+        self.scan(text).0
+    }
+
+    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
+        self.scan(text)
+    }
+
+    fn render_call(&self, name: &str, arguments: &Value) -> String {
+        if self.args_style {
+            format!(
+                "{TOOL_CALLS}{name}{ARGS}{}",
+                scan::args_json(name, arguments)
+            )
+        } else {
+            format!(
+                "{TOOL_CALLS}[{}]",
+                scan::call_object_json(name, "arguments", arguments)
+            )
+        }
+    }
+
+    fn grammar(&self, tools: &[ToolSpec]) -> Option<CallGrammar> {
+        if tools.is_empty() {
+            return None;
+        }
+        let mut g = Gbnf::default();
+        let root = if self.args_style {
+            let alternatives: Vec<String> = tools
+                .iter()
+                .enumerate()
+                .map(|(i, spec)| {
+                    let args = json_args(&mut g, i, spec);
+                    format!("{} {args}", lit(&format!("{}{ARGS}", spec.name)))
+                })
+                .collect();
+            let named = g.rule("named-call", alternatives.join(" | "));
+            let call = g.rule("args-call", format!("{} {named}", lit(TOOL_CALLS)));
+            repeat_sep(&call, "", MAX_CALLS)
+        } else {
+            let call = json_call(&mut g, tools, "arguments");
+            format!(
+                "{} ws \"[\" ws {} ws \"]\"",
+                lit(TOOL_CALLS),
+                repeat_sep(&call, "ws \",\" ws", MAX_CALLS)
+            )
+        };
+        Some(g.finish(&root, &[TOOL_CALLS]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(name: &str, arguments: Value) -> ParsedCall {
+        ParsedCall::Call {
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    #[test]
+    fn reads_the_array_shape() {
+        let t = Mistral::ARRAY.parse("Let me look. [TOOL_CALLS] [{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}, \"id\": \"a1b2c3d4e\"}, {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}]");
+        assert_eq!(t.content, "Let me look.");
+        assert_eq!(
+            t.calls,
+            vec![
+                call("list_dir", json!({"path": "."})),
+                call("read_file", json!({"path": "a"})),
+            ]
+        );
+    }
+
+    #[test]
+    fn reads_the_args_shape_with_call_ids() {
+        let t = Mistral::ARGS.parse("[TOOL_CALLS]list_dir[ARGS]{\"path\": \".\"}[TOOL_CALLS]read_file[CALL_ID]abc123XYZ[ARGS]{\"path\": \"a\"}");
+        assert_eq!(
+            t.calls,
+            vec![
+                call("list_dir", json!({"path": "."})),
+                call("read_file", json!({"path": "a"})),
+            ]
+        );
+    }
+
+    #[test]
+    fn cut_off_and_broken_calls_are_malformed() {
+        for text in [
+            "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {",
+            "[TOOL_CALLS]read_file[AR",
+            "[TOOL_CALLS]read_file[ARGS]{\"path\": ",
+        ] {
+            let (t, settled) = Mistral::ARGS.parse_partial(text);
+            assert!(
+                matches!(&t.calls[..], [ParsedCall::Malformed { reason, .. }] if reason.contains("cut off")),
+                "{text}: {t:?}"
+            );
+            assert_eq!(settled, 0);
+        }
+        let t = Mistral::ARRAY
+            .parse("[TOOL_CALLS][{\"name\": \"a\"} {\"name\": \"b\"}; {\"name\": \"c\"}]");
+        assert_eq!(t.calls[..2], [call("a", json!({})), call("b", json!({}))]);
+        assert!(
+            matches!(&t.calls[2], ParsedCall::Malformed { reason, .. } if reason.contains("',' or ']'"))
+        );
+        let t = Mistral::ARGS.parse("[TOOL_CALLS]read_file please\nthanks");
+        assert!(
+            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("[ARGS]"))
+        );
+        assert_eq!(t.content, "thanks");
+    }
+
+    #[test]
+    fn reasoning_is_skipped() {
+        let t = Mistral::ARGS
+            .parse("[THINK]maybe [TOOL_CALLS]x[ARGS]{}[/THINK]\n[TOOL_CALLS]y[ARGS]{}");
+        assert_eq!(t.calls, vec![call("y", json!({}))]);
+    }
+
+    #[test]
+    fn render_then_parse_round_trips() {
+        let args = json!({"path": "a b", "depth": 2});
+        for format in [Mistral::ARRAY, Mistral::ARGS] {
+            let text = format.render_call("list_dir", &args);
+            assert_eq!(
+                format.parse(&text).calls,
+                vec![call("list_dir", args.clone())]
+            );
+        }
+        assert_eq!(
+            Mistral::ARGS.render_call("list_dir", &args),
+            "[TOOL_CALLS]list_dir[ARGS]{\"depth\": 2, \"path\": \"a b\"}"
+        );
+    }
+}

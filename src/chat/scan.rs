@@ -1,0 +1,531 @@
+//! Pieces every family parser shares: the turn builder, reasoning blocks, JSON extents and
+//! call objects, tolerant special-token matching, and JSON rendered the way models write it.
+//!
+//! Parsers here never fail: whatever they cannot read becomes prose or a
+//! `ParsedCall::Malformed` whose reason tells the model what to fix. Each parser also says
+//! which of its calls are final (closed by their own markup), so the streaming helper can
+//! hand calls out before the turn ends without ever taking one back.
+
+use std::io;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::{ParsedCall, ParsedTurn};
+use crate::tools::REPORT_TOOL;
+
+/// Collects one turn's prose and calls, in order, and which calls are final.
+/// The prose between calls is kept as segments; the turn's content is the non-blank ones,
+/// trimmed, one per line, so markup around calls leaves no runs of blank lines behind.
+#[derive(Debug, Default)]
+pub(crate) struct TurnBuilder {
+    segments: Vec<String>,
+    current: String,
+    calls: Vec<ParsedCall>,
+    last_open: bool,
+    unsettled: bool,
+}
+
+impl TurnBuilder {
+    pub(crate) fn text(&mut self, text: &str) {
+        self.current.push_str(text);
+    }
+
+    /// Adds a call; `closed` says whether its closing markup was seen.
+    pub(crate) fn call(&mut self, call: ParsedCall, closed: bool) {
+        self.segments.push(std::mem::take(&mut self.current));
+        self.calls.push(call);
+        self.last_open = !closed;
+    }
+
+    /// Marks the whole turn as not final yet (an unclosed reasoning block).
+    pub(crate) fn hold_all(&mut self) {
+        self.unsettled = true;
+    }
+
+    /// The parsed turn and how many of its calls no continuation of the text can change.
+    pub(crate) fn finish(mut self) -> (ParsedTurn, usize) {
+        let settled = if self.unsettled {
+            0
+        } else {
+            self.calls.len() - usize::from(self.last_open)
+        };
+        self.segments.push(self.current);
+        let content = self
+            .segments
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        (
+            ParsedTurn {
+                content,
+                calls: self.calls,
+            },
+            settled,
+        )
+    }
+}
+
+/// Where a turn's answer starts, past a reasoning block whose draft calls must not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reasoning {
+    /// Byte offset where call parsing starts.
+    pub body: usize,
+    /// A reasoning block opened and not yet closed: calls inside it are parsed (to salvage a
+    /// turn cut off at the token cap) but none is final.
+    pub open: bool,
+}
+
+/// Finds a leading reasoning block. `<think>…</think>` at the start of the turn is reasoning;
+/// so is everything before a lone `</think>` (templates that open the block themselves), as
+/// long as it comes before the first call marker (`first_marker`, a byte offset).
+pub(crate) fn reasoning(
+    text: &str,
+    open_tag: &str,
+    close_tag: &str,
+    first_marker: Option<usize>,
+) -> Reasoning {
+    let lead = text.len() - text.trim_start().len();
+    if text[lead..].starts_with(open_tag) {
+        let from = lead + open_tag.len();
+        return match text[from..].find(close_tag) {
+            Some(end) => Reasoning {
+                body: from + end + close_tag.len(),
+                open: false,
+            },
+            None => Reasoning {
+                body: 0,
+                open: true,
+            },
+        };
+    }
+    if let Some(end) = text.find(close_tag) {
+        let before_calls = first_marker.is_none_or(|m| end < m);
+        if before_calls && !text[..end].contains(open_tag) {
+            return Reasoning {
+                body: end + close_tag.len(),
+                open: false,
+            };
+        }
+    }
+    Reasoning {
+        body: 0,
+        open: false,
+    }
+}
+
+/// Applies [`reasoning`] with `<think>` tags: the reasoning goes into the builder as prose and
+/// the rest of the text is returned for call parsing.
+pub(crate) fn skip_think<'t>(
+    text: &'t str,
+    first_marker: Option<usize>,
+    turn: &mut TurnBuilder,
+) -> &'t str {
+    let r = reasoning(text, "<think>", "</think>", first_marker);
+    if r.open {
+        turn.hold_all();
+    }
+    turn.text(&text[..r.body]);
+    &text[r.body..]
+}
+
+/// Byte length of the JSON object or array that starts at `text[0]`, or `None` when it does
+/// not close within `text`. Strings and escapes are respected; validity is serde's business.
+pub(crate) fn json_extent(text: &str) -> Option<usize> {
+    if !text.starts_with(['{', '[']) {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, b) in text.bytes().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ if depth == 0 => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The arguments of a call as a JSON object: objects as they are, `null` or absent as `{}`,
+/// and a string holding JSON (some models double-encode) decoded.
+pub(crate) fn arguments_object(value: Option<&Value>) -> Result<Value, String> {
+    match value {
+        None | Some(Value::Null) => Ok(Value::Object(Map::new())),
+        Some(v @ Value::Object(_)) => Ok(v.clone()),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(Value::Object(Map::new())),
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            Ok(other) => Err(format!(
+                "the arguments must be a JSON object, not {}",
+                kind(&other)
+            )),
+            Err(e) => Err(format!("the arguments are a string but not JSON: {e}")),
+        },
+        Some(other) => Err(format!(
+            "the arguments must be a JSON object, not {}",
+            kind(other)
+        )),
+    }
+}
+
+/// A JSON type's name, for reasons.
+pub(crate) fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A tool name the engine can look up: non-empty, no whitespace or markup inside.
+pub(crate) fn check_name(name: &str) -> Result<String, String> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err("the tool name is empty".into());
+    }
+    if name
+        .chars()
+        .any(|c| c.is_whitespace() || "<>{}[]\"'`|｜".contains(c))
+    {
+        return Err(format!(
+            "'{}' is not a tool name; write only the name, such as read_file",
+            clip(name, 60)
+        ));
+    }
+    Ok(name.to_string())
+}
+
+/// Reads a parsed `{"name": .., "arguments": ..}` object (also `parameters`, and the
+/// `{"type": "function", "function": {...}}` wrapping some models copy from APIs).
+pub(crate) fn call_from_value(value: &Value, raw: &str) -> ParsedCall {
+    let malformed = |reason: String| ParsedCall::Malformed {
+        raw: raw.to_string(),
+        reason,
+    };
+    let Value::Object(map) = value else {
+        return malformed(format!(
+            "a tool call must be a JSON object, not {}",
+            kind(value)
+        ));
+    };
+    if let (None, Some(inner @ Value::Object(_))) = (map.get("name"), map.get("function")) {
+        return call_from_value(inner, raw);
+    }
+    let Some(name) = map.get("name").and_then(Value::as_str) else {
+        return malformed("the tool call has no string \"name\"".into());
+    };
+    let name = match check_name(name) {
+        Ok(n) => n,
+        Err(reason) => return malformed(reason),
+    };
+    match arguments_object(map.get("arguments").or_else(|| map.get("parameters"))) {
+        Ok(arguments) => ParsedCall::Call { name, arguments },
+        Err(reason) => malformed(format!("{reason} (tool {name})")),
+    }
+}
+
+/// Parses JSON text as one call object.
+pub(crate) fn call_from_json(raw: &str) -> ParsedCall {
+    match serde_json::from_str::<Value>(raw.trim()) {
+        Ok(value) => call_from_value(&value, raw),
+        Err(e) => ParsedCall::Malformed {
+            raw: raw.to_string(),
+            reason: format!("the tool call is not valid JSON: {e}"),
+        },
+    }
+}
+
+/// Appends a hint to a malformed call's reason (what the right syntax looks like).
+pub(crate) fn with_hint(call: ParsedCall, hint: &str) -> ParsedCall {
+    match call {
+        ParsedCall::Malformed { raw, reason } => ParsedCall::Malformed {
+            raw,
+            reason: format!("{reason}; {hint}"),
+        },
+        call => call,
+    }
+}
+
+/// A malformed call.
+pub(crate) fn malformed(raw: &str, reason: impl Into<String>) -> ParsedCall {
+    ParsedCall::Malformed {
+        raw: raw.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// A value written as text between tags: JSON when it parses as JSON, else the text itself.
+pub(crate) fn json_or_string(text: &str) -> Value {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => v,
+        Err(_) => Value::String(text.to_string()),
+    }
+}
+
+/// Text with a surrounding Markdown code fence (```json ... ```) removed, trimmed.
+pub(crate) fn strip_fence(text: &str) -> &str {
+    let t = text.trim();
+    let Some(inner) = t.strip_prefix("```") else {
+        return t;
+    };
+    let inner = inner.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
+    inner.strip_suffix("```").unwrap_or(inner).trim()
+}
+
+/// At most `max` characters of `text`, marked when cut.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// Separators between fullwidth-token words: DeepSeek's `▁`, and what sloppy copies use.
+const WORD_GAPS: [char; 3] = ['▁', '_', ' '];
+/// The bars of DeepSeek's special tokens: fullwidth `｜` and plain `|`.
+const BARS: [char; 2] = ['｜', '|'];
+
+/// Matches a DeepSeek-style special token such as `<｜tool▁calls▁begin｜>` at the start of
+/// `text`, accepting plain `|` and `_` or spaces for `▁`. Returns its byte length.
+pub(crate) fn special_token_at(text: &str, words: &[&str]) -> Option<usize> {
+    let mut rest = text.strip_prefix('<')?;
+    rest = rest.strip_prefix(BARS)?;
+    for (i, word) in words.iter().enumerate() {
+        if i > 0 {
+            rest = rest.strip_prefix(WORD_GAPS)?;
+        }
+        rest = rest.strip_prefix(word)?;
+    }
+    rest = rest.strip_prefix(BARS)?;
+    rest = rest.strip_prefix('>')?;
+    Some(text.len() - rest.len())
+}
+
+/// The first special token `words` in `text` at or after `from`: (start, end).
+pub(crate) fn find_special(text: &str, from: usize, words: &[&str]) -> Option<(usize, usize)> {
+    let mut at = from;
+    while let Some(i) = text.get(at..)?.find('<') {
+        let start = at + i;
+        if let Some(len) = special_token_at(&text[start..], words) {
+            return Some((start, start + len));
+        }
+        at = start + 1;
+    }
+    None
+}
+
+/// JSON as Python's `json.dumps` writes it (`", "` and `": "`), the spacing chat templates
+/// produce and models imitate. Keys keep the map's order.
+pub(crate) fn spaced_json(value: &Value) -> String {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, SpacedFormatter);
+    if value.serialize(&mut ser).is_err() {
+        return value.to_string();
+    }
+    String::from_utf8(out).unwrap_or_else(|_| value.to_string())
+}
+
+struct SpacedFormatter;
+
+impl serde_json::ser::Formatter for SpacedFormatter {
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        writer.write_all(b": ")
+    }
+}
+
+/// The report's fields in schema order, the order its sampling grammar enforces.
+const REPORT_FIELDS: [&str; 5] = ["status", "summary", "evidence", "next_steps", "blocker"];
+
+/// A call's arguments in the order the model writes them under the grammar: the report's
+/// fields in schema order, anything else in the map's order.
+pub(crate) fn ordered_args<'a>(name: &str, arguments: &'a Value) -> Vec<(&'a str, &'a Value)> {
+    let Value::Object(map) = arguments else {
+        return Vec::new();
+    };
+    let mut entries: Vec<(&str, &Value)> = map.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    if name == REPORT_TOOL {
+        entries.sort_by_key(|(k, _)| {
+            REPORT_FIELDS
+                .iter()
+                .position(|f| f == k)
+                .unwrap_or(usize::MAX)
+        });
+    }
+    entries
+}
+
+/// A call's arguments as spaced JSON, in [`ordered_args`] order.
+pub(crate) fn args_json(name: &str, arguments: &Value) -> String {
+    if !arguments.is_object() {
+        return spaced_json(arguments);
+    }
+    let members: Vec<String> = ordered_args(name, arguments)
+        .into_iter()
+        .map(|(k, v)| format!("{}: {}", Value::String(k.to_string()), spaced_json(v)))
+        .collect();
+    format!("{{{}}}", members.join(", "))
+}
+
+/// `{"name": NAME, "<args_key>": ARGS}` with the name first, as models write it.
+pub(crate) fn call_object_json(name: &str, args_key: &str, arguments: &Value) -> String {
+    format!(
+        "{{\"name\": {}, \"{args_key}\": {}}}",
+        Value::String(name.to_string()),
+        args_json(name, arguments)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_extent_respects_strings_and_reports_open_objects() {
+        assert_eq!(json_extent(r#"{"a": "}{"} tail"#), Some(11));
+        assert_eq!(json_extent(r#"[{"a": "\"]"}], x"#), Some(14));
+        assert_eq!(json_extent(r#"{"a": [1, 2"#), None);
+        assert_eq!(json_extent("x{}"), None);
+        assert_eq!(json_extent("}"), None);
+    }
+
+    #[test]
+    fn special_tokens_match_loosely() {
+        let words = ["tool", "calls", "begin"];
+        assert_eq!(
+            special_token_at("<｜tool▁calls▁begin｜>x", &words),
+            Some(28)
+        );
+        assert_eq!(special_token_at("<|tool_calls_begin|>", &words), Some(20));
+        assert_eq!(special_token_at("<|tool calls begin|>", &words), Some(20));
+        assert_eq!(special_token_at("<｜tool▁call▁begin｜>", &words), None);
+        assert_eq!(
+            find_special("ab <x <|tool_calls_begin|>", 0, &words),
+            Some((6, 26))
+        );
+    }
+
+    #[test]
+    fn reasoning_blocks_hide_draft_calls() {
+        let t = "<think>maybe <tool_call></think>answer";
+        assert_eq!(
+            reasoning(t, "<think>", "</think>", Some(13)),
+            Reasoning {
+                body: 32,
+                open: false
+            }
+        );
+        let t = "planning</think>answer <tool_call>";
+        assert_eq!(reasoning(t, "<think>", "</think>", Some(23)).body, 16);
+        let t = "<tool_call>x</tool_call> says </think>";
+        assert_eq!(reasoning(t, "<think>", "</think>", Some(0)).body, 0);
+        let t = "  <think>still going <tool_call>";
+        assert!(reasoning(t, "<think>", "</think>", Some(20)).open);
+    }
+
+    #[test]
+    fn fences_and_loose_values() {
+        assert_eq!(strip_fence("```json\n{\"a\": 1}\n```"), "{\"a\": 1}");
+        assert_eq!(strip_fence(" {} "), "{}");
+        assert_eq!(strip_fence("```\n[1]"), "[1]");
+        assert_eq!(json_or_string("[1, 2]"), json!([1, 2]));
+        assert_eq!(json_or_string("42"), json!(42));
+        assert_eq!(json_or_string("src/main.rs"), json!("src/main.rs"));
+        assert_eq!(json_or_string(""), json!(""));
+    }
+
+    #[test]
+    fn spaced_json_looks_like_python() {
+        assert_eq!(
+            spaced_json(&json!({"a": [1, "x"], "b": {"c": null}})),
+            r#"{"a": [1, "x"], "b": {"c": null}}"#
+        );
+        assert_eq!(
+            call_object_json("read_file", "arguments", &json!({"path": "a"})),
+            r#"{"name": "read_file", "arguments": {"path": "a"}}"#
+        );
+        let report = json!({"blocker": "", "evidence": [], "next_steps": ["x"], "status": "continue", "summary": "s"});
+        assert_eq!(
+            args_json("ralph_report", &report),
+            r#"{"status": "continue", "summary": "s", "evidence": [], "next_steps": ["x"], "blocker": ""}"#
+        );
+    }
+
+    #[test]
+    fn call_objects_are_checked() {
+        let ok = call_from_json(
+            r#"{"type": "function", "function": {"name": "a", "arguments": "{\"x\": 1}"}}"#,
+        );
+        assert_eq!(
+            ok,
+            ParsedCall::Call {
+                name: "a".into(),
+                arguments: json!({"x": 1})
+            }
+        );
+        for (raw, needle) in [
+            (
+                r#"{"name": "a", "arguments": [1]}"#,
+                "JSON object, not an array",
+            ),
+            (r#"{"name": "", "arguments": {}}"#, "empty"),
+            (r#"{"name": "<x>", "arguments": {}}"#, "not a tool name"),
+            (r#"{"arguments": {}}"#, "no string \"name\""),
+            (r#"[1]"#, "must be a JSON object"),
+        ] {
+            match call_from_json(raw) {
+                ParsedCall::Malformed { reason, .. } => {
+                    assert!(reason.contains(needle), "{reason}")
+                }
+                call => panic!("{raw} parsed as {call:?}"),
+            }
+        }
+    }
+}
