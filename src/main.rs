@@ -58,7 +58,7 @@ fn main() {
             None => fail(&UsageError::EmptyObjective.to_string(), ExitCode::Usage),
         }
     } else {
-        fail("the TUI is not built yet: use --headless", ExitCode::Usage)
+        ralph_tui::tui::run(prepared, settings.objective.clone(), &log_file)
     };
     std::process::exit(code.code());
 }

@@ -1,1 +1,129 @@
-//! Terminal setup and restore, the event loop and frame scheduling.
+//! The terminal UI's outer shell: terminal setup and restore, the event loop, frame
+//! scheduling.
+//!
+//! [`run`] takes the terminal (restoring it on every way out, panics included), points fd 2 at
+//! the log file while it owns the screen, and drives [`event_loop::drive`] until the person
+//! quits. The exit code is the run's status (see the CLI contract); quitting from the
+//! objective editor before any run started exits 130, like a cancelled run, since nothing was
+//! done.
+
+pub mod event_loop;
+pub mod frames;
+pub mod terminal;
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+use crate::app::{BackendPlan, Prepared};
+use crate::error::ExitCode;
+use crate::llm::Backend;
+use crate::ui::{Setup, State, Theme};
+
+fn say(message: &str) {
+    let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
+}
+
+fn label<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// What the screens show about the run before the engine says more.
+pub fn setup_of(prepared: &Prepared) -> Setup {
+    let settings = &prepared.settings;
+    let (model, ctx_size) = match &prepared.backend {
+        BackendPlan::Script(script, path) => (
+            format!("script {}", file_name(path)),
+            script.info().ctx_size,
+        ),
+        BackendPlan::Llama(path) => (file_name(path), settings.inference.ctx_size),
+    };
+    Setup {
+        repo: file_name(&settings.workspace),
+        workspace: settings.workspace.display().to_string(),
+        model,
+        device: String::new(),
+        max_rounds: settings.max_rounds,
+        sandbox: label(&settings.sandbox),
+        approval: label(&settings.approval),
+        verify: settings.verify.clone(),
+        run_dir: prepared.run_dir.display().to_string(),
+        ctx_size,
+    }
+}
+
+/// Runs the TUI to the end and returns the exit code. `objective`: `None` opens the editor.
+/// `log_file` receives everything written to fd 2 while the UI owns the terminal.
+pub fn run(prepared: Prepared, objective: Option<String>, log_file: &Path) -> ExitCode {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        say("the TUI needs a terminal: run ralph-tui in one, or pass --headless");
+        return ExitCode::Usage;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            say(&format!("cannot start the runtime: {e}"));
+            return ExitCode::Internal;
+        }
+    };
+    let state = State::new(setup_of(&prepared), objective, Theme::from_env());
+
+    let stderr = match terminal::StderrToFile::new(log_file) {
+        Ok(redirect) => Some(redirect),
+        Err(e) => {
+            say(&format!(
+                "cannot send stderr to {}: {e}; stray output may disturb the screen",
+                log_file.display()
+            ));
+            None
+        }
+    };
+    let guard = match terminal::TerminalGuard::enter() {
+        Ok(guard) => guard,
+        Err(e) => {
+            drop(stderr);
+            say(&format!("cannot set up the terminal: {e}"));
+            return ExitCode::Internal;
+        }
+    };
+    let backend = ratatui::backend::CrosstermBackend::new(std::io::stdout());
+    let ended = match ratatui::Terminal::new(backend) {
+        Ok(mut terminal) => {
+            let _ = terminal.clear();
+            let input = crossterm::event::EventStream::new();
+            let ended = runtime.block_on(event_loop::drive(
+                &mut terminal,
+                input,
+                state,
+                prepared,
+                &mut |_| {},
+            ));
+            let _ = terminal.show_cursor();
+            ended
+        }
+        Err(e) => event_loop::Ended {
+            code: ExitCode::Internal,
+            message: Some(format!("cannot set up the terminal: {e}")),
+        },
+    };
+    drop(guard);
+    drop(stderr);
+    // The engine thread may still be winding down after a forced quit; do not wait for it.
+    runtime.shutdown_background();
+    if let Some(message) = &ended.message {
+        say(message);
+    }
+    ended.code
+}

@@ -1,1 +1,376 @@
-//! Tests: e2e.
+//! The real binary in a real terminal: tmux on a private socket, the script backend, keys
+//! sent with `send-keys`, the screen read with `capture-pane`. Every wait polls the screen
+//! (or a file) against a generous deadline; nothing asserts on a sleep.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::common::*;
+
+const DEADLINE: Duration = Duration::from_secs(90);
+
+/// A tmux server of our own, killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts `script` (a shell script file) in a new 100×30 session.
+    fn start(script: &Path) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let me = Self {
+            socket: format!("ralph-e2e-{}-{nanos}", std::process::id()),
+        };
+        let status = me
+            .cmd()
+            .args([
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "e2e",
+                "-x",
+                "100",
+                "-y",
+                "30",
+            ])
+            .arg(format!("sh {}", script.display()))
+            .status()
+            .unwrap();
+        assert!(status.success(), "tmux new-session failed");
+        me
+    }
+
+    fn cmd(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.args(["-L", &self.socket]);
+        cmd
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", "e2e"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn format(&self, format: &str) -> String {
+        let out = self
+            .cmd()
+            .args(["display-message", "-p", "-t", "e2e", format])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = self
+            .cmd()
+            .args(["send-keys", "-t", "e2e"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Polls the screen until `pred` holds; panics with the last screen at the deadline.
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if pred(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting for {what}; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").status();
+    }
+}
+
+/// Polls for a file's content; panics at the deadline.
+fn wait_for_file(path: &Path, tmux: &Tmux) -> String {
+    let start = Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if text.ends_with('\n') {
+                return text;
+            }
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "timed out waiting for {}; the screen:\n{}",
+            path.display(),
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
+
+/// A shell script that runs ralph-tui isolated, records its exit code and the terminal
+/// mode afterwards, prints a marker and waits.
+struct Launch {
+    tmp: tempfile::TempDir,
+    run_dir: PathBuf,
+}
+
+impl Launch {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let run_dir = tmp.path().join("run");
+        Self { tmp, run_dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    fn script(&self, repo: &Path, script: &Path, args: &[&str]) -> PathBuf {
+        let home = self.tmp.path();
+        let args: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+        let text = format!(
+            "export HOME={home} XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data XDG_CACHE_HOME={home}/cache\n\
+             unset RALPH_LOG NO_COLOR\n\
+             {bin} -C {repo} --run-dir {run} --backend script:{script} {args}\n\
+             echo EXIT=$? > {exit}.tmp && mv {exit}.tmp {exit}\n\
+             stty -a > {stty}.tmp 2>&1; mv {stty}.tmp {stty}\n\
+             echo AFTER-THE-TUI\n\
+             sleep 600\n",
+            home = quoted(home),
+            bin = quoted(Path::new(BIN)),
+            repo = quoted(repo),
+            run = quoted(&self.run_dir),
+            script = quoted(script),
+            args = args.join(" "),
+            exit = quoted(&self.path("exit")),
+            stty = quoted(&self.path("stty")),
+        );
+        let path = self.path("launch.sh");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// The exit code and the terminal is restored: alternate screen left, cursor shown,
+    /// mouse reporting off, canonical mode and echo back on, the shell's output visible.
+    fn assert_restored(&self, tmux: &Tmux, code: i32) {
+        let exit = wait_for_file(&self.path("exit"), tmux);
+        assert_eq!(exit.trim(), format!("EXIT={code}"), "{}", tmux.screen());
+        let screen = tmux.wait_for("the shell after the TUI", |s| s.contains("AFTER-THE-TUI"));
+        assert!(
+            !screen.contains("Round "),
+            "TUI leftovers on the screen:\n{screen}"
+        );
+        assert_eq!(
+            tmux.format("#{alternate_on}"),
+            "0",
+            "still on the alternate screen"
+        );
+        assert_eq!(tmux.format("#{cursor_flag}"), "1", "cursor hidden");
+        assert_eq!(
+            tmux.format("#{mouse_any_flag}"),
+            "0",
+            "mouse reporting left on"
+        );
+        let stty = wait_for_file(&self.path("stty"), tmux);
+        let flags: Vec<&str> = stty.split_whitespace().collect();
+        assert!(flags.contains(&"icanon"), "raw mode left on: {stty}");
+        assert!(flags.contains(&"echo"), "echo left off: {stty}");
+    }
+}
+
+/// Rounds that stream slowly: each a long turn, then a `continue` report.
+fn slow_rounds(n: usize) -> Vec<serde_json::Value> {
+    let words = "thinking about the objective step by step ".repeat(12);
+    (1..=n)
+        .map(|i| {
+            turns(&[format!(
+                "{words}\n{}",
+                continue_report(&format!("round {i} looked around"))
+            )])
+        })
+        .collect()
+}
+
+#[test]
+fn rounds_advance_esc_cancels_exit_130_and_the_terminal_is_restored() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let script = script_with_delay(launch.tmp.path(), slow_rounds(8), 8);
+    let sh = launch.script(repo.path(), &script, &["-n", "8", "watch the rounds go by"]);
+    let tmux = Tmux::start(&sh);
+
+    let screen = tmux.wait_for("round 2", |s| s.contains("Round 2/8"));
+    assert!(
+        screen.contains("watch the rounds go by"),
+        "objective shown:\n{screen}"
+    );
+    assert_eq!(
+        tmux.format("#{alternate_on}"),
+        "1",
+        "the TUI uses the alternate screen"
+    );
+
+    // A resize mid-stream redraws at the new size.
+    let status = tmux
+        .cmd()
+        .args(["resize-window", "-t", "e2e", "-x", "80", "-y", "24"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let small = tmux.wait_for("the redraw at 80x24", |s| {
+        s.lines().count() <= 24
+            && s.lines()
+                .any(|l| l.starts_with('┗') && l.chars().count() <= 80)
+    });
+    assert!(small.contains("Esc cancel"), "{small}");
+
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the cancel question", |s| s.contains("Cancel this run?"));
+    tmux.keys(&["y"]);
+    let review = tmux.wait_for("the review", |s| s.contains("cancelled after"));
+    assert!(review.contains("the run was cancelled"), "{review}");
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 130);
+
+    let events = std::fs::read_to_string(launch.run_dir.join("events.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(events.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "run_finished");
+    assert_eq!(last["status"], "cancelled");
+}
+
+#[test]
+fn editor_starts_a_run_and_a_double_ctrl_c_cancels_at_once() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let script = script_with_delay(launch.tmp.path(), slow_rounds(8), 8);
+    let sh = launch.script(repo.path(), &script, &[]);
+    let tmux = Tmux::start(&sh);
+
+    tmux.wait_for("the objective editor", |s| s.contains("new run in"));
+    tmux.keys(&["-l", "typed in the editor"]);
+    tmux.wait_for("the typed objective", |s| s.contains("typed in the editor"));
+    tmux.keys(&["C-s"]);
+    tmux.wait_for("round 1", |s| s.contains("Round 1/8"));
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("the cancel question", |s| s.contains("Cancel this run?"));
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("the review", |s| s.contains("cancelled after"));
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 130);
+}
+
+#[test]
+fn quitting_the_objective_editor_exits_130() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let script = script_with_delay(launch.tmp.path(), slow_rounds(1), 0);
+    let sh = launch.script(repo.path(), &script, &[]);
+    let tmux = Tmux::start(&sh);
+    tmux.wait_for("the objective editor", |s| s.contains("new run in"));
+    tmux.keys(&["Escape"]);
+    launch.assert_restored(&tmux, 130);
+    assert!(
+        !launch.run_dir.join("events.jsonl").exists(),
+        "no run was started"
+    );
+}
+
+#[test]
+fn review_commits_exactly_the_runs_changes() {
+    let repo = TempRepo::new();
+    repo.write("untouched.txt", "the person's own edit\n");
+    let launch = Launch::new();
+    let rounds = vec![turns(&[
+        call(
+            "write_file",
+            json!({"path": "hello.txt", "content": "hello from the run\n"}),
+        ),
+        complete_report("wrote hello.txt"),
+    ])];
+    let script = script_with_delay(launch.tmp.path(), rounds, 0);
+    let sh = launch.script(repo.path(), &script, &["write hello.txt"]);
+    let tmux = Tmux::start(&sh);
+
+    let review = tmux.wait_for("the review with its diff", |s| {
+        s.contains("complete after") && s.contains("hello.txt")
+    });
+    assert!(review.contains("not independently verified"), "{review}");
+    tmux.keys(&["c"]);
+    tmux.wait_for("the commit editor", |s| {
+        s.contains("Commit the run's changes")
+    });
+    tmux.keys(&["C-s"]);
+    tmux.wait_for("the commit", |s| s.contains("committed "));
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+
+    let git = git2::Repository::open(repo.path()).unwrap();
+    let head = git.head().unwrap().peel_to_commit().unwrap();
+    assert!(
+        head.message().unwrap().starts_with("wrote hello.txt"),
+        "{:?}",
+        head.message()
+    );
+    let tree = head.tree().unwrap();
+    assert!(
+        tree.get_name("hello.txt").is_some(),
+        "the run's file is committed"
+    );
+    assert!(
+        tree.get_name("untouched.txt").is_none(),
+        "the person's own edit is not swept in"
+    );
+}
+
+#[test]
+fn approval_ask_shows_the_command_and_runs_it_once_approved() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let rounds = vec![turns(&[
+        call(
+            "run_command",
+            json!({"command": "echo approved-and-ran > ran.txt"}),
+        ),
+        complete_report("ran the command"),
+    ])];
+    let script = script_with_delay(launch.tmp.path(), rounds, 0);
+    let sh = launch.script(
+        repo.path(),
+        &script,
+        &["--approval", "ask", "run one command"],
+    );
+    let tmux = Tmux::start(&sh);
+
+    let modal = tmux.wait_for("the approval question", |s| s.contains("Approval needed"));
+    assert!(modal.contains("echo approved-and-ran"), "{modal}");
+    assert!(
+        !repo.path().join("ran.txt").exists(),
+        "nothing runs before the answer"
+    );
+    tmux.keys(&["y"]);
+    tmux.wait_for("the review", |s| s.contains("complete after"));
+    assert_eq!(repo.read("ran.txt").trim(), "approved-and-ran");
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+}

@@ -1,1 +1,263 @@
-//! Tests: ui.
+//! The TUI's screens as insta snapshots on ratatui's `TestBackend` at fixed sizes, plus the
+//! behaviour behind them: keys, cancel, approvals, review actions, streaming invariants.
+//!
+//! Every state is built by feeding the same `Msg`s the event loop feeds (engine events, keys,
+//! ticks), so the snapshots show what a person would see after those events.
+
+mod behaviour;
+mod fixtures;
+mod streaming;
+
+use crossterm::event::KeyCode;
+use ralph_tui::engine::event::{Event, RunStatus};
+use ralph_tui::tools::approval::ApprovalDecision;
+use ralph_tui::ui::state::{Approval, DiffSource, Effect, Overlay, Pane};
+use ralph_tui::ui::{patch, Msg, State, Theme};
+use ratatui::style::Color;
+
+use fixtures::*;
+
+#[test]
+fn snapshot_objective_editor() {
+    let mut state = State::new(setup(), None, Theme::default());
+    insta::assert_snapshot!("objective_editor_empty_80x24", screen(&mut state, 80, 24));
+    state.update(Msg::Paste(
+        "Make the slug tests pass.\nKeep the tests unchanged.".into(),
+    ));
+    insta::assert_snapshot!("objective_editor_typed_120x40", screen(&mut state, 120, 40));
+}
+
+#[test]
+fn snapshot_run_screen_mid_stream() {
+    let mut state = mid_run(Theme::default());
+    insta::assert_snapshot!("run_mid_stream_80x24", screen(&mut state, 80, 24));
+    insta::assert_snapshot!("run_mid_stream_120x40", screen(&mut state, 120, 40));
+}
+
+#[test]
+fn snapshot_report_detail_and_rejected_report() {
+    let mut state = mid_run(Theme::default());
+    state.focus = Pane::Reports;
+    state.report_sel = 0;
+    press(&mut state, KeyCode::Enter);
+    assert!(matches!(
+        state.overlay,
+        Some(Overlay::ReportDetail { index: 0, .. })
+    ));
+    insta::assert_snapshot!("report_detail_80x24", screen(&mut state, 80, 24));
+    press(&mut state, KeyCode::Right);
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("rejected and not carried over"), "{text}");
+    insta::assert_snapshot!("report_rejected_80x24", text);
+    press(&mut state, KeyCode::Esc);
+    assert!(
+        state.overlay.is_none(),
+        "Esc closes the view, it does not ask to cancel"
+    );
+}
+
+#[test]
+fn snapshot_diff_view() {
+    let mut state = mid_run(Theme::default());
+    state.focus = Pane::Changes;
+    // Rows: round 3 (live), its file, round 2, its file, round 1.
+    state.change_sel = 3;
+    let effects = press(&mut state, KeyCode::Enter);
+    assert_eq!(effects, vec![Effect::LoadDiff(DiffSource::Round(2))]);
+    insta::assert_snapshot!("diff_view_loading_80x24", screen(&mut state, 80, 24));
+    state.update(Msg::DiffLoaded(
+        DiffSource::Round(2),
+        Ok(patch::parse(PATCH)),
+    ));
+    let buf = draw(&mut state, 80, 24);
+    insta::assert_snapshot!("diff_view_80x24", filtered(&buffer_text(&buf)));
+    // `+` lines are green, `-` lines red, hunk headers cyan.
+    let colour_of = |needle: &str| {
+        let text = buffer_text(&buf);
+        let y = text.lines().position(|l| l.contains(needle)).unwrap() as u16;
+        let x = text
+            .lines()
+            .nth(y as usize)
+            .unwrap()
+            .chars()
+            .position(|c| c == needle.chars().next().unwrap())
+            .unwrap() as u16;
+        buf[(x, y)].fg
+    };
+    assert_eq!(colour_of("+import re"), Color::Green);
+    assert_eq!(colour_of("-    raise"), Color::Red);
+    assert_eq!(colour_of("@@ -1,5"), Color::Cyan);
+    press(&mut state, KeyCode::Right);
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("+# Notes"), "{text}");
+    assert!(text.contains("file 2/2"), "{text}");
+}
+
+#[test]
+fn snapshot_approval_modal() {
+    let mut state = mid_run(Theme::default());
+    send(
+        &mut state,
+        Event::ApprovalRequested {
+            id: 7,
+            round: 3,
+            command: "python3 -m unittest -v".into(),
+            cwd: "~/src/demo-repo".into(),
+        },
+    );
+    // The broker's notifier may announce the same request: shown once.
+    state.update(Msg::ApprovalAsked(Approval {
+        id: 7,
+        round: 3,
+        command: "python3 -m unittest -v".into(),
+        cwd: "~/src/demo-repo".into(),
+    }));
+    assert_eq!(state.approvals.len(), 1);
+    insta::assert_snapshot!("approval_modal_80x24", screen(&mut state, 80, 24));
+    assert!(
+        press(&mut state, KeyCode::Char('x')).is_empty(),
+        "other keys wait"
+    );
+    assert_eq!(
+        press(&mut state, KeyCode::Char('a')),
+        vec![Effect::Answer(7, ApprovalDecision::AlwaysThisRun)]
+    );
+    assert!(state.approvals.is_empty());
+}
+
+#[test]
+fn snapshot_cancel_confirmation() {
+    let mut state = mid_run(Theme::default());
+    assert!(press(&mut state, KeyCode::Esc).is_empty());
+    assert!(matches!(state.overlay, Some(Overlay::ConfirmCancel)));
+    insta::assert_snapshot!("cancel_confirm_80x24", screen(&mut state, 80, 24));
+}
+
+#[test]
+fn snapshot_review_outcomes() {
+    let cases = [
+        (
+            "review_complete_verified_80x24",
+            RunStatus::Complete,
+            Some(verification(true)),
+        ),
+        (
+            "review_complete_verify_failed_80x24",
+            RunStatus::Complete,
+            Some(verification(false)),
+        ),
+        ("review_blocked_80x24", RunStatus::Blocked, None),
+        (
+            "review_budget_limited_80x24",
+            RunStatus::BudgetLimited,
+            None,
+        ),
+        ("review_cancelled_80x24", RunStatus::Cancelled, None),
+        ("review_round_failed_80x24", RunStatus::RoundFailed, None),
+    ];
+    for (name, status, verification) in cases {
+        let mut state = finished(status, verification);
+        let text = screen(&mut state, 80, 24);
+        let words: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let described: String = status
+            .describe()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            words.contains(&described) || text.contains(status.as_str()),
+            "{name}: {text}"
+        );
+        assert!(!text.to_lowercase().contains("success"), "{name}");
+        insta::assert_snapshot!(name, text);
+        assert_eq!(
+            press(&mut state, KeyCode::Char('q')),
+            vec![Effect::Quit(status.exit_code())]
+        );
+    }
+    let mut state = finished(RunStatus::Complete, Some(verification(true)));
+    insta::assert_snapshot!(
+        "review_complete_verified_120x40",
+        screen(&mut state, 120, 40)
+    );
+}
+
+#[test]
+fn snapshot_commit_editor_prefilled_from_the_report() {
+    let mut state = finished(RunStatus::Complete, Some(verification(true)));
+    press(&mut state, KeyCode::Char('c'));
+    let Some(Overlay::Commit(editor)) = &state.overlay else {
+        panic!("no commit editor");
+    };
+    let text = editor.lines().join("\n");
+    assert!(
+        text.starts_with("slugify is implemented and both tests pass."),
+        "{text}"
+    );
+    assert!(
+        text.contains("- python3 -m unittest: Ran 2 tests, OK"),
+        "{text}"
+    );
+    insta::assert_snapshot!("commit_editor_80x24", screen(&mut state, 80, 24));
+    let effects = ctrl(&mut state, 's');
+    assert_eq!(effects.len(), 1);
+    assert!(matches!(&effects[0], Effect::Commit(m) if m.starts_with("slugify is implemented")));
+    state.update(Msg::Committed(Ok(
+        "0123abcd on main (2 file(s) +5 −1)".into()
+    )));
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("committed 0123abcd on main"), "{text}");
+    press(&mut state, KeyCode::Char('c'));
+    assert!(state.overlay.is_none(), "a run is committed once");
+}
+
+#[test]
+fn snapshot_help_and_run_log() {
+    let mut state = mid_run(Theme::default());
+    press(&mut state, KeyCode::Char('?'));
+    insta::assert_snapshot!("help_80x24", screen(&mut state, 80, 24));
+    insta::assert_snapshot!("help_120x40", screen(&mut state, 120, 40));
+    press(&mut state, KeyCode::Esc);
+    press(&mut state, KeyCode::Char('l'));
+    insta::assert_snapshot!("run_log_80x24", screen(&mut state, 80, 24));
+}
+
+#[test]
+fn help_lists_every_key_the_screens_mention() {
+    let mut state = mid_run(Theme::default());
+    press(&mut state, KeyCode::Char('?'));
+    let text = screen(&mut state, 120, 60);
+    for key in [
+        "Ctrl-C", "Esc", "Ctrl-S", "Tab", "PgUp", "Enter", "End", "y", "n", "a", "c", "q", "l",
+        "r", "f",
+    ] {
+        assert!(
+            text.contains(&format!(" {key} ")) || text.contains(&format!(" {key}")),
+            "{key}"
+        );
+    }
+}
+
+#[test]
+fn snapshot_no_color() {
+    let mut state = mid_run(Theme::plain());
+    let buf = draw(&mut state, 80, 24);
+    for cell in buf.content() {
+        assert_eq!(cell.fg, Color::Reset, "NO_COLOR: no foreground colour");
+        assert_eq!(cell.bg, Color::Reset, "NO_COLOR: no background colour");
+    }
+    insta::assert_snapshot!("run_no_color_80x24", filtered(&buffer_text(&buf)));
+    let mut review = finished(RunStatus::Complete, Some(verification(true)));
+    review.theme = Theme::plain();
+    let buf = draw(&mut review, 120, 40);
+    assert!(buf
+        .content()
+        .iter()
+        .all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
+    // The +/- prefixes still tell added from removed without colour.
+    let text = buffer_text(&buf);
+    assert!(
+        text.contains("+import re") && text.contains("-    raise"),
+        "{text}"
+    );
+}

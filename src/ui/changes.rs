@@ -1,0 +1,113 @@
+//! The changes list: files changed in the current round (live) and in each finished round.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use super::state::{ChangeRow, Pane, State};
+use super::theme::Theme;
+use super::{pane_block, put_line, wrap};
+use crate::engine::event::ChangedFile;
+
+/// One letter for a file status, as `git status --short` would.
+pub fn status_letter(status: &str) -> &'static str {
+    match status {
+        "added" => "A",
+        "deleted" => "D",
+        "renamed" => "R",
+        "typechange" => "T",
+        _ => "M",
+    }
+}
+
+/// `+3 −1`, or `binary`.
+pub fn counts(
+    theme: Theme,
+    insertions: usize,
+    deletions: usize,
+    binary: bool,
+) -> Vec<Span<'static>> {
+    if binary {
+        return vec![Span::styled(" binary", theme.dim())];
+    }
+    vec![
+        Span::styled(format!(" +{insertions}"), theme.added()),
+        Span::styled(format!(" −{deletions}"), theme.removed()),
+    ]
+}
+
+fn file_line(theme: Theme, file: &ChangedFile, width: usize) -> Line<'static> {
+    let tail = counts(theme, file.insertions, file.deletions, file.binary);
+    let tail_width: usize = tail.iter().map(Span::width).sum();
+    let head = format!("  {} ", status_letter(&file.status));
+    let room = width.saturating_sub(head.len() + tail_width);
+    let mut spans = vec![
+        Span::styled(head, theme.bold()),
+        Span::raw(wrap::truncate(&file.path, room)),
+    ];
+    spans.extend(tail);
+    Line::from(spans)
+}
+
+pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
+    let theme = state.theme;
+    let focused = state.focus == Pane::Changes;
+    let block = pane_block(theme, " Changes ".to_string(), focused);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let rows = state.change_rows();
+    if rows.is_empty() {
+        let line = Line::from(Span::styled("no round has started", theme.dim()));
+        put_line(buf, inner, 0, &line);
+        return;
+    }
+    let width = usize::from(inner.width);
+    for (n, (i, row)) in rows
+        .iter()
+        .enumerate()
+        .skip(state.change_offset)
+        .take(usize::from(inner.height))
+        .enumerate()
+    {
+        let mut line = match *row {
+            ChangeRow::Round(r) => {
+                let Some(changes) = state.changes.get(r) else {
+                    continue;
+                };
+                let n = changes.files.len();
+                let mut spans = vec![Span::styled(
+                    format!("Round {}", changes.round),
+                    theme.round_marker(),
+                )];
+                if changes.live {
+                    spans.push(Span::styled(" · live", theme.warning()));
+                }
+                if n == 0 && !changes.live {
+                    spans.push(Span::styled(" · no changes", theme.dim()));
+                } else {
+                    spans.push(Span::styled(
+                        format!(" · {n} file{}", if n == 1 { "" } else { "s" }),
+                        theme.dim(),
+                    ));
+                }
+                if !changes.live && n > 0 {
+                    let ins = changes.files.iter().map(|f| f.insertions).sum();
+                    let del = changes.files.iter().map(|f| f.deletions).sum();
+                    spans.extend(counts(theme, ins, del, false));
+                }
+                Line::from(spans)
+            }
+            ChangeRow::File(r, f) => {
+                let Some(file) = state.changes.get(r).and_then(|c| c.files.get(f)) else {
+                    continue;
+                };
+                file_line(theme, file, width)
+            }
+        };
+        if i == state.change_sel && focused {
+            line = line.patch_style(theme.selected());
+        }
+        put_line(buf, inner, n, &line);
+    }
+}

@@ -1,0 +1,312 @@
+//! Update for engine events: the stream, the reports list, the changes list, the review.
+//!
+//! Each event changes the state in one place here; what it shows is up to the widgets.
+
+use super::state::{
+    Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Overlay, Pane, Phase,
+    ReportEntry, Review, RoundChanges, State,
+};
+use super::transcript::LineKind;
+use super::wrap;
+use crate::engine::event::{Event, RoundOutcome};
+
+impl State {
+    pub(super) fn on_event(&mut self, event: Event) -> Vec<Effect> {
+        match event {
+            Event::RunStarted {
+                run_id,
+                objective,
+                max_rounds,
+                backend,
+                model,
+                device,
+                sandbox,
+                run_dir,
+                ..
+            } => {
+                self.phase = Phase::Running;
+                self.run_id = run_id;
+                self.objective = objective;
+                self.setup.max_rounds = max_rounds;
+                // A model file shows by name; the script backend keeps the label it had.
+                if let Some(model) = model {
+                    self.setup.model = std::path::Path::new(&model)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or(model);
+                } else if self.setup.model.is_empty() {
+                    self.setup.model = backend;
+                }
+                self.setup.device = device;
+                self.setup.sandbox = sandbox;
+                self.setup.run_dir = run_dir;
+                self.run_started = Some(self.now);
+            }
+            Event::RoundStarted {
+                round,
+                max_rounds,
+                prompt_tokens,
+                ..
+            } => {
+                self.round = round;
+                self.setup.max_rounds = max_rounds;
+                self.prompt_tokens = prompt_tokens;
+                self.round_tokens = 0;
+                self.round_tool_bytes = 0;
+                self.transcript.push_line(
+                    LineKind::Round,
+                    &format!(
+                        "── round {round}/{max_rounds} · fresh child · prompt {prompt_tokens} tokens ──"
+                    ),
+                );
+                self.keeping_change_selection(|s| s.round_changes(round).live = true);
+            }
+            Event::Token { text, .. } => {
+                self.transcript.push_text(&text);
+                self.tokens_total += 1;
+                self.round_tokens += 1;
+            }
+            Event::ToolCall {
+                name, arguments, ..
+            } => {
+                let args = arguments.to_string();
+                self.transcript.push_line(
+                    LineKind::ToolCall,
+                    &format!("→ {name} {}", wrap::truncate(&args, 300)),
+                );
+            }
+            Event::ToolResult {
+                name, ok, output, ..
+            } => {
+                self.round_tool_bytes += output.len() as u64;
+                self.push_tool_result(&name, ok, &output);
+            }
+            Event::ReportRejected { round, reason } => {
+                self.transcript
+                    .push_line(LineKind::Notice, &format!("✗ report rejected: {reason}"));
+                self.reports.push(ReportEntry::Rejected { round, reason });
+            }
+            Event::ReportAccepted { round, report } => {
+                self.transcript.push_line(
+                    LineKind::Notice,
+                    &format!(
+                        "✓ report accepted: {} — {}",
+                        report.status.as_str(),
+                        report.summary
+                    ),
+                );
+                self.reports.push(ReportEntry::Accepted { round, report });
+                self.report_sel = self.reports.len() - 1;
+            }
+            Event::WorkspaceChanged { round, files } => {
+                self.keeping_change_selection(|s| s.round_changes(round).files = files);
+            }
+            Event::ApprovalRequested {
+                id,
+                round,
+                command,
+                cwd,
+            } => self.ask(Approval {
+                id,
+                round,
+                command,
+                cwd,
+            }),
+            Event::Warning { message } => {
+                self.transcript
+                    .push_line(LineKind::Notice, &format!("! {message}"));
+            }
+            Event::RoundFinished {
+                round,
+                outcome,
+                generated_tokens,
+                wall_ms,
+                files_changed,
+                insertions,
+                deletions,
+                error,
+                ..
+            } => {
+                self.round_changes(round).live = false;
+                let outcome_word = match outcome {
+                    RoundOutcome::Reported => "reported",
+                    RoundOutcome::Failed => "failed",
+                    RoundOutcome::Cancelled => "cancelled",
+                };
+                self.transcript.push_line(
+                    LineKind::Round,
+                    &format!(
+                        "── round {round} {outcome_word} · {generated_tokens} tokens · {:.1} s · {files_changed} file(s) +{insertions} −{deletions} ──",
+                        wall_ms as f64 / 1000.0
+                    ),
+                );
+                if let Some(error) = error {
+                    self.transcript
+                        .push_line(LineKind::Notice, &format!("✗ {error}"));
+                    if outcome == RoundOutcome::Failed {
+                        self.reports.push(ReportEntry::Failed { round, error });
+                    }
+                }
+                self.approvals.retain(|a| a.round != round);
+            }
+            Event::RunFinished {
+                status,
+                rounds_started,
+                report,
+                last_valid_report,
+                error,
+                verification,
+                ..
+            } => {
+                self.phase = Phase::Finished;
+                self.run_ended = Some(self.now);
+                self.cancel_requested = None;
+                self.approvals.clear();
+                // A view the person is reading stays open over the review; the question goes.
+                if matches!(self.overlay, Some(Overlay::ConfirmCancel)) {
+                    self.overlay = None;
+                }
+                self.focus = Pane::Changes;
+                for changes in &mut self.changes {
+                    changes.live = false;
+                }
+                self.review = Some(Review {
+                    status,
+                    rounds_started,
+                    report,
+                    last_valid: last_valid_report,
+                    error,
+                    verification,
+                    diff: Loadable::Loading,
+                    file: 0,
+                    diff_scroll: 0,
+                    commit: CommitState::NotYet,
+                });
+                if self.quit_when_finished {
+                    return vec![Effect::Quit(status.exit_code())];
+                }
+                return vec![Effect::LoadDiff(DiffSource::Review)];
+            }
+        }
+        Vec::new()
+    }
+
+    fn push_tool_result(&mut self, name: &str, ok: bool, output: &str) {
+        const SHOWN: usize = 4;
+        let kind = if ok {
+            LineKind::ToolOk
+        } else {
+            LineKind::ToolFailed
+        };
+        let word = if ok { "ok" } else { "failed" };
+        let lines: Vec<&str> = output.lines().collect();
+        let first = lines.first().copied().unwrap_or("");
+        self.transcript.push_line(
+            kind,
+            &format!("← {name} {word}: {}", wrap::truncate(first, 200)),
+        );
+        for line in lines.iter().skip(1).take(SHOWN - 1) {
+            self.transcript
+                .push_line(kind, &format!("  {}", wrap::truncate(line, 200)));
+        }
+        if lines.len() > SHOWN {
+            self.transcript.push_line(
+                kind,
+                &format!("  … {} more line(s) in the run log", lines.len() - SHOWN),
+            );
+        }
+    }
+
+    pub(super) fn round_changes(&mut self, round: u32) -> &mut RoundChanges {
+        let index = match self.changes.iter().position(|c| c.round == round) {
+            Some(i) => i,
+            None => {
+                self.changes.push(RoundChanges {
+                    round,
+                    files: Vec::new(),
+                    live: false,
+                });
+                self.changes.len() - 1
+            }
+        };
+        &mut self.changes[index]
+    }
+
+    /// What a changes row shows: the round, and the file's path for a file row.
+    fn change_key(&self, row: ChangeRow) -> Option<(u32, Option<&str>)> {
+        match row {
+            ChangeRow::Round(i) => self.changes.get(i).map(|c| (c.round, None)),
+            ChangeRow::File(i, f) => {
+                let changes = self.changes.get(i)?;
+                Some((changes.round, Some(changes.files.get(f)?.path.as_str())))
+            }
+        }
+    }
+
+    /// Applies `change` to the changes list, keeping the same row selected as rows come and
+    /// go above it.
+    fn keeping_change_selection(&mut self, change: impl FnOnce(&mut Self)) {
+        let selected = self
+            .change_rows()
+            .get(self.change_sel)
+            .and_then(|row| self.change_key(*row))
+            .map(|(round, path)| (round, path.map(String::from)));
+        change(self);
+        let Some((round, path)) = selected else {
+            return;
+        };
+        let rows = self.change_rows();
+        let found = rows
+            .iter()
+            .position(|row| self.change_key(*row) == Some((round, path.as_deref())))
+            .or_else(|| {
+                rows.iter()
+                    .position(|row| self.change_key(*row) == Some((round, None)))
+            });
+        if let Some(index) = found {
+            self.change_sel = index;
+        }
+    }
+
+    /// The changes list, newest round first.
+    pub fn change_rows(&self) -> Vec<ChangeRow> {
+        let mut rows = Vec::new();
+        for (i, changes) in self.changes.iter().enumerate().rev() {
+            rows.push(ChangeRow::Round(i));
+            for f in 0..changes.files.len() {
+                rows.push(ChangeRow::File(i, f));
+            }
+        }
+        rows
+    }
+
+    /// The text the commit editor starts with: the worker's summary and evidence.
+    pub fn commit_message(&self) -> String {
+        let review = self.review.as_ref();
+        let report = review.and_then(|r| r.report.as_ref().or(r.last_valid.as_ref()));
+        let mut message = match report {
+            Some(report) => report.summary.clone(),
+            None => {
+                let first = self.objective.lines().next().unwrap_or("");
+                format!("ralph-tui run: {}", wrap::truncate(first, 60))
+            }
+        };
+        if let Some(report) = report.filter(|r| !r.evidence.is_empty()) {
+            message
+                .push_str("\n\nEvidence, as the worker reported it (not independently verified):");
+            for item in &report.evidence {
+                message.push_str("\n- ");
+                message.push_str(item);
+            }
+        }
+        if let Some(review) = review {
+            message.push_str(&format!(
+                "\n\nralph-tui run {}: {} after {} round(s).",
+                self.run_id,
+                review.status.as_str(),
+                review.rounds_started
+            ));
+        }
+        message
+    }
+}

@@ -1,0 +1,75 @@
+//! The reports list: one row per report the worker filed, rejected ones and failed rounds
+//! included.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use super::state::{Pane, ReportEntry, State};
+use super::theme::Theme;
+use super::{pane_block, put_line, wrap};
+
+/// The status word and its style for a row.
+pub fn label(theme: Theme, entry: &ReportEntry) -> (&'static str, Style) {
+    match entry {
+        ReportEntry::Accepted { report, .. } => {
+            let style = match report.status {
+                crate::engine::report::ReportStatus::Continue => theme.text(),
+                crate::engine::report::ReportStatus::Complete => theme.good(),
+                crate::engine::report::ReportStatus::Blocked => theme.warning(),
+            };
+            (report.status.as_str(), style)
+        }
+        ReportEntry::Rejected { .. } => ("rejected", theme.error()),
+        ReportEntry::Failed { .. } => ("failed", theme.error()),
+    }
+}
+
+fn summary(entry: &ReportEntry) -> &str {
+    match entry {
+        ReportEntry::Accepted { report, .. } => &report.summary,
+        ReportEntry::Rejected { reason, .. } => reason,
+        ReportEntry::Failed { error, .. } => error,
+    }
+}
+
+pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
+    let theme = state.theme;
+    let focused = state.focus == Pane::Reports;
+    let block = pane_block(
+        theme,
+        format!(" Reports ({}) ", state.reports.len()),
+        focused,
+    );
+    let inner = block.inner(area);
+    block.render(area, buf);
+    if state.reports.is_empty() {
+        let line = Line::from(Span::styled("no report yet", theme.dim()));
+        put_line(buf, inner, 0, &line);
+        return;
+    }
+    let width = usize::from(inner.width);
+    for (row, (i, entry)) in state
+        .reports
+        .iter()
+        .enumerate()
+        .skip(state.report_offset)
+        .take(usize::from(inner.height))
+        .enumerate()
+    {
+        let (word, style) = label(theme, entry);
+        let head = format!("R{:<2} {word:<9}", entry.round());
+        let rest = width.saturating_sub(wrap::str_width(&head));
+        let flat = summary(entry).replace('\n', " ");
+        let mut line = Line::from(vec![
+            Span::styled(head, style),
+            Span::raw(wrap::truncate(&flat, rest)),
+        ]);
+        if i == state.report_sel && focused {
+            line = line.patch_style(theme.selected());
+        }
+        put_line(buf, inner, row, &line);
+    }
+}

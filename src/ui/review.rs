@@ -1,0 +1,223 @@
+//! The review screen: the outcome in words that cannot pass for certification, the worker's
+//! final report beside the `--verify` result, the run's cumulative diff, and the actions.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use super::state::{CommitState, Loadable, Review, State};
+use super::theme::Theme;
+use super::{changes, diff, draw_lines, header, pane_block, put_line, report_detail, wrap};
+
+/// The outcome sentence, e.g. "complete after 3 rounds: the worker reports …".
+pub fn outcome_text(review: &Review) -> String {
+    format!(
+        "{} after {} round{}: {}",
+        review.status.as_str(),
+        review.rounds_started,
+        if review.rounds_started == 1 { "" } else { "s" },
+        review.status.describe()
+    )
+}
+
+fn render_outcome(theme: Theme, review: &Review, area: Rect, buf: &mut Buffer) {
+    let block = pane_block(theme, " Outcome ".to_string(), false);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let lines: Vec<Line> = wrap::rows(&outcome_text(review), usize::from(inner.width))
+        .into_iter()
+        .map(|r| Line::styled(r.to_string(), theme.status(review.status)))
+        .collect();
+    draw_lines(&lines, inner, buf);
+}
+
+fn render_report(theme: Theme, review: &Review, area: Rect, buf: &mut Buffer) {
+    let (title, report) = match (&review.report, &review.last_valid) {
+        (Some(r), _) => (" Final report · the worker's own account ", Some(r)),
+        (None, Some(r)) => (" Last valid report · the worker's own account ", Some(r)),
+        (None, None) => (" No valid report was filed ", None),
+    };
+    let block = pane_block(theme, title.to_string(), false);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let mut lines = Vec::new();
+    if let Some(error) = &review.error {
+        for row in wrap::rows_multiline(&format!("error: {error}"), usize::from(inner.width)) {
+            lines.push(Line::styled(row.to_string(), theme.error()));
+        }
+    }
+    if let Some(report) = report {
+        lines.push(Line::from(vec![
+            Span::styled("Status: ", theme.bold()),
+            Span::raw(report.status.as_str()),
+        ]));
+        lines.extend(report_detail::report_lines(theme, report, inner.width));
+    }
+    draw_lines(&lines, inner, buf);
+}
+
+fn render_verification(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
+    let theme = state.theme;
+    let block = pane_block(theme, " Verification (--verify) ".to_string(), false);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let width = usize::from(inner.width);
+    let mut lines = Vec::new();
+    match (&review.verification, &state.setup.verify) {
+        (Some(v), _) => {
+            lines.push(Line::raw(wrap::truncate(
+                &format!("$ {}", v.command),
+                width,
+            )));
+            let exit = v
+                .exit_code
+                .map_or_else(|| "no exit code".to_string(), |c| format!("exit {c}"));
+            lines.push(if v.passed {
+                Line::styled(format!("PASSED ({exit})"), theme.good())
+            } else {
+                Line::styled(format!("FAILED ({exit})"), theme.error())
+            });
+            let tail: Vec<&str> = v.output_tail.lines().collect();
+            let room = usize::from(inner.height).saturating_sub(lines.len());
+            for line in tail.iter().skip(tail.len().saturating_sub(room)) {
+                lines.push(Line::styled(
+                    wrap::truncate(&wrap::sanitize(line), width),
+                    theme.dim(),
+                ));
+            }
+        }
+        (None, Some(command)) => {
+            lines.push(Line::raw(wrap::truncate(&format!("$ {command}"), width)));
+            for row in wrap::rows(
+                "not run: it runs only after the worker reports completion",
+                width,
+            ) {
+                lines.push(Line::styled(row.to_string(), theme.dim()));
+            }
+        }
+        (None, None) => {
+            for row in wrap::rows(
+                "none configured: pass --verify CMD to check a completion claim",
+                width,
+            ) {
+                lines.push(Line::styled(row.to_string(), theme.dim()));
+            }
+        }
+    }
+    draw_lines(&lines, inner, buf);
+}
+
+fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
+    let theme = state.theme;
+    let title = match &review.diff {
+        Loadable::Ready(d) => format!(" Changes ({}) ", d.files.len()),
+        _ => " Changes ".to_string(),
+    };
+    let block = pane_block(theme, title, true);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let Loadable::Ready(model) = &review.diff else {
+        diff::render_pending(theme, &review.diff, inner, buf);
+        return;
+    };
+    if model.files.is_empty() {
+        let line = Line::styled("the run changed no files", theme.dim());
+        put_line(buf, inner, 0, &line);
+        return;
+    }
+    let width = usize::from(inner.width);
+    for (row, (i, file)) in model
+        .files
+        .iter()
+        .enumerate()
+        .skip(state.review_offset)
+        .take(usize::from(inner.height))
+        .enumerate()
+    {
+        let tail = changes::counts(theme, file.insertions, file.deletions, file.binary);
+        let tail_width: usize = tail.iter().map(Span::width).sum();
+        let head = format!("{} ", changes::status_letter(file.status.as_str()));
+        let room = width.saturating_sub(head.len() + tail_width);
+        let mut spans = vec![
+            Span::styled(head, theme.bold()),
+            Span::raw(wrap::truncate(&file.path, room)),
+        ];
+        spans.extend(tail);
+        let mut line = Line::from(spans);
+        if i == review.file {
+            line = line.patch_style(theme.selected());
+        }
+        put_line(buf, inner, row, &line);
+    }
+}
+
+fn render_diff(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
+    let theme = state.theme;
+    let title = match &review.diff {
+        Loadable::Ready(d) => match d.files.get(review.file) {
+            Some(f) => format!(" Diff since the run started · {} ", f.path),
+            None => " Diff since the run started ".to_string(),
+        },
+        _ => " Diff since the run started ".to_string(),
+    };
+    let block = pane_block(
+        theme,
+        wrap::truncate(&title, usize::from(area.width.saturating_sub(2))),
+        false,
+    );
+    let inner = block.inner(area);
+    block.render(area, buf);
+    match &review.diff {
+        Loadable::Ready(model) => {
+            diff::render_file(theme, model, review.file, review.diff_scroll, inner, buf);
+        }
+        other => diff::render_pending(theme, other, inner, buf),
+    }
+}
+
+fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
+    let theme = state.theme;
+    let (text, style) = if let Some(notice) = &state.notice {
+        (notice.clone(), theme.warning())
+    } else {
+        match &review.commit {
+            CommitState::Committing => ("committing…".to_string(), theme.warning()),
+            CommitState::Done(id) => (
+                format!("committed {id} · q quit · l run log · ? help"),
+                theme.good(),
+            ),
+            CommitState::Failed(e) => (
+                format!("commit failed: {e} · c retry · q quit"),
+                theme.error(),
+            ),
+            CommitState::NotYet => (
+                "c commit · q quit, leave uncommitted · l log · r report · Enter diff · ? help"
+                    .to_string(),
+                theme.key(),
+            ),
+        }
+    };
+    let line = Line::styled(
+        format!(
+            " {}",
+            wrap::truncate(&text, usize::from(area.width).saturating_sub(1))
+        ),
+        style,
+    );
+    put_line(buf, area, 0, &line);
+}
+
+pub fn render(state: &State, _area: Rect, buf: &mut Buffer) {
+    let Some(review) = &state.review else {
+        return;
+    };
+    let areas = state.review_areas;
+    header::render(state, areas.header, buf);
+    render_outcome(state.theme, review, areas.outcome, buf);
+    render_report(state.theme, review, areas.report, buf);
+    render_verification(state, review, areas.verification, buf);
+    render_files(state, review, areas.files, buf);
+    render_diff(state, review, areas.diff, buf);
+    render_status(state, review, areas.status, buf);
+}

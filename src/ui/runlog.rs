@@ -1,0 +1,47 @@
+//! Where the run log is, and what is in it.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+
+use super::layout::popup;
+use super::state::State;
+use super::{draw_lines, modal, wrap};
+
+pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
+    let theme = state.theme;
+    let rect = popup(area, 80, 0, 50, 12);
+    let inner = modal(
+        theme,
+        " Run log ".to_string(),
+        Some(" any key closes ".into()),
+        rect,
+        buf,
+    );
+    let width = usize::from(inner.width);
+    let mut lines = vec![Line::styled("This run's log is in", theme.text())];
+    for row in wrap::rows(&state.setup.run_dir, width.saturating_sub(2)) {
+        lines.push(Line::styled(format!("  {row}"), theme.bold()));
+    }
+    lines.push(Line::raw(""));
+    for (name, what) in [
+        ("run.json", "settings, model, start and end, status"),
+        ("events.jsonl", "every event of the run"),
+        (
+            "rounds/NN/",
+            "each round's prompt, transcript, report, diff",
+        ),
+        ("ralph-tui.log", "the application's and llama.cpp's log"),
+    ] {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {name:<14}"), theme.key()),
+            Span::raw(wrap::truncate(what, width.saturating_sub(16))),
+        ]));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        "The path is printed again when ralph-tui exits.",
+        theme.dim(),
+    ));
+    draw_lines(&lines, inner, buf);
+}

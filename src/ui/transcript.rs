@@ -1,0 +1,341 @@
+//! The live stream as a bounded list of display lines, with follow mode and scrolling.
+//!
+//! Tokens are appended one character at a time, so any split of the same text produces the
+//! same lines (the streaming invariant). Control characters are replaced before they can
+//! reach the terminal. Memory is bounded: at most [`MAX_LINES`] lines and [`MAX_BYTES`] bytes
+//! are kept, older lines are dropped from the top and counted, and a line without a newline
+//! is cut every [`MAX_LINE_CHARS`] characters.
+//!
+//! Row counts for the current width are brought up to date by [`Transcript::sync`], which
+//! update calls before each frame; rendering only reads. Scrolling is kept as a distance in
+//! rows from the bottom: 0 follows the stream, anything else stays put while text arrives.
+
+use std::collections::VecDeque;
+
+use super::wrap;
+
+pub const MAX_LINES: usize = 4000;
+pub const MAX_BYTES: usize = 1 << 20;
+pub const MAX_LINE_CHARS: usize = 2000;
+
+/// What a line shows; each kind is drawn distinctly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    /// Text the model streamed.
+    Text,
+    /// A round boundary.
+    Round,
+    ToolCall,
+    ToolOk,
+    ToolFailed,
+    /// Rejections, warnings, approvals.
+    Notice,
+}
+
+#[derive(Debug, Clone)]
+struct StreamLine {
+    kind: LineKind,
+    text: String,
+    chars: usize,
+    /// Wrapped rows at the width of the last sync (0 before the first).
+    rows: usize,
+}
+
+/// One visible row, as render draws it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row<'a> {
+    pub kind: LineKind,
+    pub text: &'a str,
+    /// The row continues a line that began on an earlier row.
+    pub continued: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Transcript {
+    lines: VecDeque<StreamLine>,
+    /// The last line is model text that has not seen its newline yet.
+    open: bool,
+    bytes: usize,
+    dropped: u64,
+    width: usize,
+    height: usize,
+    /// `lines[dirty_from..]` need their rows recounted.
+    dirty_from: usize,
+    total_rows: usize,
+    /// Rows between the bottom of the view and the bottom of the stream; 0 follows.
+    scroll: usize,
+}
+
+impl Default for Transcript {
+    fn default() -> Self {
+        Self {
+            lines: VecDeque::new(),
+            open: false,
+            bytes: 0,
+            dropped: 0,
+            width: 80,
+            height: 10,
+            dirty_from: 0,
+            total_rows: 0,
+            scroll: 0,
+        }
+    }
+}
+
+impl Transcript {
+    /// Appends streamed model text.
+    pub fn push_text(&mut self, text: &str) {
+        for c in text.chars() {
+            if c == '\n' {
+                if self.open {
+                    self.open = false;
+                } else {
+                    self.push_closed(LineKind::Text, String::new());
+                }
+                continue;
+            }
+            let (c, repeat) = match c {
+                '\r' => continue,
+                '\t' => (' ', 4),
+                c if c.is_control() => ('\u{fffd}', 1),
+                c => (c, 1),
+            };
+            if !self.open {
+                self.lines.push_back(StreamLine {
+                    kind: LineKind::Text,
+                    text: String::new(),
+                    chars: 0,
+                    rows: 0,
+                });
+                self.open = true;
+            }
+            self.dirty_from = self.dirty_from.min(self.lines.len().saturating_sub(1));
+            if let Some(line) = self.lines.back_mut() {
+                for _ in 0..repeat {
+                    line.text.push(c);
+                }
+                line.chars += repeat;
+                self.bytes += c.len_utf8() * repeat;
+                if line.chars >= MAX_LINE_CHARS {
+                    self.open = false;
+                }
+            }
+        }
+        self.evict();
+    }
+
+    /// Appends a whole line (or several, split on `\n`) of another kind; ends open text.
+    pub fn push_line(&mut self, kind: LineKind, text: &str) {
+        self.open = false;
+        for line in wrap::sanitize(text).split('\n') {
+            self.push_closed(kind, line.to_string());
+        }
+        self.evict();
+    }
+
+    fn push_closed(&mut self, kind: LineKind, text: String) {
+        self.bytes += text.len();
+        self.lines.push_back(StreamLine {
+            kind,
+            chars: text.chars().count(),
+            text,
+            rows: 0,
+        });
+    }
+
+    fn evict(&mut self) {
+        while self.lines.len() > MAX_LINES || (self.bytes > MAX_BYTES && self.lines.len() > 1) {
+            let Some(line) = self.lines.pop_front() else {
+                break;
+            };
+            self.bytes = self.bytes.saturating_sub(line.text.len());
+            self.total_rows = self.total_rows.saturating_sub(line.rows);
+            self.dirty_from = self.dirty_from.saturating_sub(1);
+            self.dropped += 1;
+        }
+        if self.lines.is_empty() {
+            self.open = false;
+        }
+    }
+
+    /// Brings row counts up to date for a viewport of `width`×`height`; keeps a scrolled view
+    /// where it is while text arrives below it.
+    pub fn sync(&mut self, width: usize, height: usize) {
+        let width = width.max(1);
+        self.height = height;
+        if width != self.width {
+            self.width = width;
+            self.dirty_from = 0;
+            self.total_rows = 0;
+            for line in &mut self.lines {
+                line.rows = wrap::row_count(&line.text, width);
+                self.total_rows += line.rows;
+            }
+            self.dirty_from = self.lines.len();
+        } else {
+            let before = self.total_rows;
+            for line in self.lines.iter_mut().skip(self.dirty_from) {
+                let rows = wrap::row_count(&line.text, width);
+                self.total_rows = self.total_rows.saturating_sub(line.rows) + rows;
+                line.rows = rows;
+            }
+            self.dirty_from = self.lines.len();
+            if self.scroll > 0 {
+                self.scroll += self.total_rows.saturating_sub(before);
+            }
+        }
+        self.scroll = self.scroll.min(self.max_scroll());
+    }
+
+    fn max_scroll(&self) -> usize {
+        self.total_rows.saturating_sub(self.height)
+    }
+
+    pub fn scroll_up(&mut self, rows: usize) {
+        self.scroll = (self.scroll + rows).min(self.max_scroll());
+    }
+
+    pub fn scroll_down(&mut self, rows: usize) {
+        self.scroll = self.scroll.saturating_sub(rows);
+    }
+
+    pub fn scroll_to_top(&mut self) {
+        self.scroll = self.max_scroll();
+    }
+
+    /// Back to the bottom: new text shows as it arrives.
+    pub fn follow(&mut self) {
+        self.scroll = 0;
+    }
+
+    pub fn following(&self) -> bool {
+        self.scroll == 0
+    }
+
+    /// Rows below the view (0 when following).
+    pub fn rows_below(&self) -> usize {
+        self.scroll
+    }
+
+    pub fn page(&self) -> usize {
+        self.height.saturating_sub(1).max(1)
+    }
+
+    /// Lines dropped from the top to keep memory bounded.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// Bytes of text held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Every kept line, oldest first (for tests and the run log view).
+    pub fn lines(&self) -> impl Iterator<Item = (LineKind, &str)> {
+        self.lines.iter().map(|l| (l.kind, l.text.as_str()))
+    }
+
+    /// The rows inside the view, top to bottom, at the width of the last sync.
+    pub fn visible(&self) -> Vec<Row<'_>> {
+        let bottom = self.total_rows.saturating_sub(self.scroll);
+        let top = bottom.saturating_sub(self.height);
+        // Walk back from the end to the first line that reaches into the view.
+        let mut end_row = self.total_rows;
+        let mut first = self.lines.len();
+        for (i, line) in self.lines.iter().enumerate().rev() {
+            if end_row <= top {
+                break;
+            }
+            end_row = end_row.saturating_sub(line.rows);
+            first = i;
+        }
+        let mut out = Vec::with_capacity(self.height);
+        let mut row_index = end_row;
+        for line in self.lines.iter().skip(first) {
+            if row_index >= bottom {
+                break;
+            }
+            for (n, range) in line_rows(&line.text, self.width).into_iter().enumerate() {
+                if row_index >= top && row_index < bottom {
+                    out.push(Row {
+                        kind: line.kind,
+                        text: &line.text[range],
+                        continued: n > 0,
+                    });
+                }
+                row_index += 1;
+            }
+        }
+        out
+    }
+}
+
+fn line_rows(text: &str, width: usize) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    wrap::for_each_row(text, width, |r| out.push(r));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_rows(t: &Transcript) -> Vec<String> {
+        t.visible().iter().map(|r| r.text.to_string()).collect()
+    }
+
+    #[test]
+    fn splits_do_not_matter() {
+        let text = "one two\nthree\n\nfour five six seven";
+        let mut whole = Transcript::default();
+        whole.push_text(text);
+        let mut pieces = Transcript::default();
+        for c in text.chars() {
+            pieces.push_text(&c.to_string());
+        }
+        whole.sync(7, 100);
+        pieces.sync(7, 100);
+        assert_eq!(all_rows(&whole), all_rows(&pieces));
+        assert_eq!(whole.len(), 4);
+    }
+
+    #[test]
+    fn follow_shows_the_bottom_and_scrolling_stays_put() {
+        let mut t = Transcript::default();
+        for i in 0..50 {
+            t.push_line(LineKind::Text, &format!("line {i}"));
+        }
+        t.sync(20, 5);
+        assert_eq!(all_rows(&t).last().map(String::as_str), Some("line 49"));
+        t.scroll_up(10);
+        let before = all_rows(&t);
+        t.push_line(LineKind::Text, "line 50");
+        t.sync(20, 5);
+        assert_eq!(all_rows(&t), before, "a scrolled view does not move");
+        t.follow();
+        t.sync(20, 5);
+        assert_eq!(all_rows(&t).last().map(String::as_str), Some("line 50"));
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let mut t = Transcript::default();
+        for _ in 0..(MAX_LINES * 3) {
+            t.push_text("0123456789 0123456789\n");
+        }
+        assert!(t.len() <= MAX_LINES);
+        assert!(t.dropped() > 0);
+        let mut long = Transcript::default();
+        long.push_text(&"x".repeat(MAX_BYTES * 2));
+        assert!(long.bytes() <= MAX_BYTES);
+    }
+}

@@ -1,0 +1,239 @@
+//! Keys and what they do: starting from the editor, the cancel question, signals, follow
+//! mode, the review's keys, selections that stay put.
+
+use crossterm::event::KeyCode;
+use ralph_tui::engine::event::{Event, RoundOutcome, RunStatus};
+use ralph_tui::error::ExitCode;
+use ralph_tui::ui::state::{Effect, Overlay};
+use ralph_tui::ui::{Msg, Phase, State, Theme};
+
+use super::fixtures::*;
+
+#[test]
+fn editor_starts_a_run_or_quits() {
+    let mut state = State::new(setup(), None, Theme::default());
+    assert_eq!(state.phase, Phase::Editing);
+    assert!(
+        ctrl(&mut state, 's').is_empty(),
+        "an empty objective does not start"
+    );
+    assert!(state
+        .editor_error
+        .as_deref()
+        .unwrap_or("")
+        .contains("empty"));
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("the objective is empty"), "{text}");
+    for c in "  fix the bug  ".chars() {
+        press(&mut state, KeyCode::Char(c));
+    }
+    assert_eq!(
+        ctrl(&mut state, 's'),
+        vec![Effect::StartRun("fix the bug".into())]
+    );
+    assert_eq!(state.phase, Phase::Running);
+
+    let mut state = State::new(setup(), None, Theme::default());
+    assert_eq!(
+        press(&mut state, KeyCode::Esc),
+        vec![Effect::Quit(ExitCode::Cancelled)]
+    );
+}
+
+#[test]
+fn cancel_asks_first_and_a_second_ctrl_c_cancels_at_once() {
+    let mut state = mid_run(Theme::default());
+    press(&mut state, KeyCode::Esc);
+    assert!(press(&mut state, KeyCode::Char('n')).is_empty());
+    assert!(state.overlay.is_none(), "n keeps running");
+    press(&mut state, KeyCode::Esc);
+    assert_eq!(
+        press(&mut state, KeyCode::Char('y')),
+        vec![Effect::CancelRun]
+    );
+    assert!(state.cancelling());
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("cancelling"), "{text}");
+
+    let mut state = mid_run(Theme::default());
+    assert!(ctrl(&mut state, 'c').is_empty());
+    assert!(matches!(state.overlay, Some(Overlay::ConfirmCancel)));
+    assert_eq!(ctrl(&mut state, 'c'), vec![Effect::CancelRun]);
+    assert!(state.overlay.is_none());
+
+    // The run then ends cancelled and the review follows; q exits 130.
+    finish_round(&mut state, 3, RoundOutcome::Cancelled, vec![]);
+    send(
+        &mut state,
+        Event::RunFinished {
+            status: RunStatus::Cancelled,
+            rounds_started: 3,
+            report: None,
+            last_valid_report: None,
+            error: None,
+            worker_reported: true,
+            verification: None,
+        },
+    );
+    assert_eq!(state.phase, Phase::Finished);
+    assert_eq!(
+        press(&mut state, KeyCode::Char('q')),
+        vec![Effect::Quit(ExitCode::Cancelled)]
+    );
+}
+
+#[test]
+fn terminate_cancels_and_quits_when_the_run_ends() {
+    let mut state = mid_run(Theme::default());
+    assert_eq!(state.update(Msg::Terminate), vec![Effect::CancelRun]);
+    let effects = send(
+        &mut state,
+        Event::RunFinished {
+            status: RunStatus::Cancelled,
+            rounds_started: 3,
+            report: None,
+            last_valid_report: None,
+            error: None,
+            worker_reported: true,
+            verification: None,
+        },
+    );
+    assert_eq!(effects, vec![Effect::Quit(ExitCode::Cancelled)]);
+}
+
+#[test]
+fn follow_mode_scrolls_back_and_returns() {
+    let mut state = mid_run(Theme::default());
+    for i in 0..100 {
+        tokens(&mut state, 3, &format!("line {i}\n"));
+    }
+    let bottom = screen(&mut state, 80, 24);
+    assert!(
+        bottom.contains("line 99") && bottom.contains("following"),
+        "{bottom}"
+    );
+    press(&mut state, KeyCode::PageUp);
+    let scrolled = screen(&mut state, 80, 24);
+    assert!(!scrolled.contains("line 99"), "{scrolled}");
+    assert!(scrolled.contains("below, End follows"), "{scrolled}");
+    tokens(&mut state, 3, "line 100\n");
+    let still = screen(&mut state, 80, 24);
+    assert_eq!(
+        stream_rows(&scrolled),
+        stream_rows(&still),
+        "new text does not move a scrolled view"
+    );
+    press(&mut state, KeyCode::End);
+    let back = screen(&mut state, 80, 24);
+    assert!(
+        back.contains("line 100") && back.contains("following"),
+        "{back}"
+    );
+}
+
+#[test]
+fn the_end_of_a_run_never_turns_a_key_into_quit() {
+    let mut state = mid_run(Theme::default());
+    state.focus = ralph_tui::ui::state::Pane::Changes;
+    state.change_sel = 3;
+    press(&mut state, KeyCode::Enter);
+    assert!(matches!(state.overlay, Some(Overlay::Diff(_))));
+    send(
+        &mut state,
+        Event::RunFinished {
+            status: RunStatus::BudgetLimited,
+            rounds_started: 3,
+            report: None,
+            last_valid_report: None,
+            error: None,
+            worker_reported: true,
+            verification: None,
+        },
+    );
+    assert!(
+        matches!(state.overlay, Some(Overlay::Diff(_))),
+        "the view being read stays open over the review"
+    );
+    // Esc meant for the view closes it; a second Esc does not quit either.
+    assert!(press(&mut state, KeyCode::Esc).is_empty());
+    assert!(state.overlay.is_none());
+    assert!(press(&mut state, KeyCode::Esc).is_empty());
+    assert_eq!(state.phase, Phase::Finished);
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("q quits"), "{text}");
+    assert_eq!(
+        press(&mut state, KeyCode::Char('q')),
+        vec![Effect::Quit(ExitCode::BudgetLimited)]
+    );
+}
+
+#[test]
+fn the_selected_change_stays_selected_as_rounds_arrive() {
+    let mut state = mid_run(Theme::default());
+    state.focus = ralph_tui::ui::state::Pane::Changes;
+    // Rows: round 3 (live), its file, round 2, its file, round 1: select round 2's file.
+    state.change_sel = 3;
+    finish_round(
+        &mut state,
+        3,
+        RoundOutcome::Reported,
+        vec![changed("slug.py", "modified", 3, 2)],
+    );
+    start_round(&mut state, 4);
+    send(
+        &mut state,
+        Event::WorkspaceChanged {
+            round: 4,
+            files: vec![
+                changed("a.txt", "added", 1, 0),
+                changed("b.txt", "added", 1, 0),
+            ],
+        },
+    );
+    let effects = press(&mut state, KeyCode::Enter);
+    assert_eq!(
+        effects,
+        vec![Effect::LoadDiff(ralph_tui::ui::state::DiffSource::Round(2))],
+        "still round 2's file"
+    );
+}
+
+#[test]
+fn approvals_wait_for_y_n_or_a_and_a_cancel_clears_them() {
+    let mut state = mid_run(Theme::default());
+    for id in [1, 2] {
+        send(
+            &mut state,
+            Event::ApprovalRequested {
+                id,
+                round: 3,
+                command: format!("make step{id}"),
+                cwd: ".".into(),
+            },
+        );
+    }
+    let text = screen(&mut state, 80, 24);
+    assert!(
+        text.contains("make step1") && text.contains("1 more waiting"),
+        "{text}"
+    );
+    assert_eq!(
+        press(&mut state, KeyCode::Char('n')),
+        vec![Effect::Answer(
+            1,
+            ralph_tui::tools::approval::ApprovalDecision::Deny
+        )]
+    );
+    assert!(screen(&mut state, 80, 24).contains("make step2"));
+    // Esc asks to cancel even with a question open; confirming cancels the run.
+    press(&mut state, KeyCode::Esc);
+    assert_eq!(
+        press(&mut state, KeyCode::Char('y')),
+        vec![Effect::CancelRun]
+    );
+    finish_round(&mut state, 3, RoundOutcome::Cancelled, vec![]);
+    assert!(
+        state.approvals.is_empty(),
+        "the round's questions end with it"
+    );
+}
