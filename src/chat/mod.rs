@@ -192,13 +192,18 @@ fn detect_architecture(arch: &str) -> Option<&'static str> {
     Some(format)
 }
 
-/// Compact JSON for tool specs in prompts, one tool per line.
+/// Tool specs for prompts, one JSON object per line, name first, spaced the way chat
+/// templates write JSON.
 pub fn tools_json(tools: &[ToolSpec]) -> String {
     tools
         .iter()
         .map(|t| {
-            json!({"name": t.name, "description": t.description, "parameters": t.parameters})
-                .to_string()
+            format!(
+                "{{\"name\": {}, \"description\": {}, \"parameters\": {}}}",
+                Value::String(t.name.clone()),
+                Value::String(t.description.clone()),
+                scan::spaced_json(&t.parameters)
+            )
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -326,6 +331,21 @@ mod tests {
             assert_eq!(by_name(alias).map(|f| f.name()), Some(name), "{alias}");
         }
         assert!(by_name("chatgpt").is_none());
+    }
+
+    #[test]
+    fn tools_json_puts_the_name_first() {
+        let spec = ToolSpec {
+            name: "t".into(),
+            description: "Does \"t\".".into(),
+            parameters: json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+        };
+        assert_eq!(
+            tools_json(&[spec.clone(), spec]).lines().next(),
+            Some(
+                r#"{"name": "t", "description": "Does \"t\".", "parameters": {"properties": {"a": {"type": "string"}}, "type": "object"}}"#
+            )
+        );
     }
 
     #[test]
