@@ -3,14 +3,18 @@
 //!
 //! While the UI owns the terminal nothing else may write to it: file descriptor 2 is pointed
 //! at the run's log file (llama.cpp writes some errors straight to fd 2) and pointed back on
-//! the way out. The panic hook puts fd 2 and the terminal back before the panic message is
-//! printed, so the message lands on a usable screen.
+//! the way out. A panic on the UI's thread puts fd 2 and the terminal back before its message
+//! is printed, so the message lands on a usable screen; a panic on another thread (the
+//! engine's) leaves the screen to the UI, which sees the thread end and quits cleanly, and
+//! its message goes to the log file.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Mutex;
+use std::thread::ThreadId;
 
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
@@ -22,6 +26,22 @@ use crossterm::{cursor, execute};
 
 /// The saved copy of fd 2 while it points at the log file, or -1.
 static SAVED_STDERR: AtomicI32 = AtomicI32::new(-1);
+
+/// The thread that owns the terminal, while one does.
+static UI_THREAD: Mutex<Option<ThreadId>> = Mutex::new(None);
+
+fn set_ui_thread(id: Option<ThreadId>) {
+    if let Ok(mut owner) = UI_THREAD.lock() {
+        *owner = id;
+    }
+}
+
+fn on_ui_thread() -> bool {
+    UI_THREAD
+        .lock()
+        .map(|owner| *owner == Some(std::thread::current().id()))
+        .unwrap_or(false)
+}
 
 /// Points fd 2 back at what it was, once.
 fn restore_stderr() {
@@ -85,6 +105,7 @@ impl TerminalGuard {
     /// Takes the terminal and installs the panic hook that gives it back.
     pub fn enter() -> io::Result<Self> {
         install_panic_hook();
+        set_ui_thread(Some(std::thread::current().id()));
         enable_raw_mode()?;
         let guard = Self { _private: () };
         execute!(
@@ -100,6 +121,7 @@ impl TerminalGuard {
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
+        set_ui_thread(None);
         restore_terminal();
     }
 }
@@ -109,8 +131,10 @@ fn install_panic_hook() {
     INSTALLED.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            restore_stderr();
-            restore_terminal();
+            if on_ui_thread() {
+                restore_stderr();
+                restore_terminal();
+            }
             previous(info);
         }));
     });

@@ -460,6 +460,9 @@ impl State {
             KeyCode::Char('c') => match &review.commit {
                 CommitState::Done(id) => self.notice = Some(format!("already committed as {id}")),
                 CommitState::Committing => self.notice = Some("committing…".into()),
+                _ if matches!(review.diff, Loadable::Loading) => {
+                    self.notice = Some("the run's changes are still being read".into())
+                }
                 _ if files == 0 => {
                     self.notice = Some("nothing to commit: the run changed no files".into())
                 }

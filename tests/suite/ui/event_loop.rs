@@ -1,0 +1,118 @@
+//! The real event loop on a `TestBackend`, fed by the real engine with the script backend:
+//! a key pressed during a token flood is handled, the flood is drawn in a few frames rather
+//! than one per token, and quitting from the review returns the run's exit code.
+
+use std::path::Path;
+
+use clap::Parser;
+use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
+use ralph_tui::cli::Cli;
+use ralph_tui::config::{Dirs, Settings};
+use ralph_tui::error::ExitCode;
+use ralph_tui::tui::{event_loop, setup_of};
+use ralph_tui::ui::state::Overlay;
+use ralph_tui::ui::{Phase, State, Theme};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+use crate::suite::common::{complete_report, script, turns, TempRepo};
+
+fn settings(repo: &Path, tmp: &Path, script: &Path) -> Settings {
+    let cli = Cli::try_parse_from([
+        "ralph-tui".to_string(),
+        "-C".into(),
+        repo.display().to_string(),
+        "--backend".into(),
+        format!("script:{}", script.display()),
+        "--run-dir".into(),
+        tmp.join("run").display().to_string(),
+        "flood the screen".into(),
+    ])
+    .unwrap();
+    let dirs = Dirs {
+        config: tmp.join("config"),
+        data: tmp.join("data"),
+        cache: tmp.join("cache"),
+    };
+    Settings::resolve(cli, dirs).unwrap()
+}
+
+fn key(c: char) -> std::io::Result<TermEvent> {
+    Ok(TermEvent::Key(KeyEvent::new(
+        KeyCode::Char(c),
+        KeyModifiers::NONE,
+    )))
+}
+
+#[derive(Default)]
+struct Seen {
+    frames: u64,
+    tokens: u64,
+    asked_help: bool,
+    help_shown_while_running: bool,
+    quit_sent: bool,
+}
+
+#[test]
+fn a_token_flood_is_coalesced_keys_still_work_and_quit_returns_the_status() {
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let turn = format!("{}{}", "tok ".repeat(40_000), complete_report("flooded"));
+    let pieces = ralph_tui::llm::script::pieces(&turn).len() as u64;
+    let script = script(tmp.path(), vec![turns(&[turn])]);
+    let settings = settings(repo.path(), tmp.path(), &script);
+    let prepared = ralph_tui::app::prepare(&settings).unwrap();
+    let state = State::new(
+        setup_of(&prepared),
+        settings.objective.clone(),
+        Theme::default(),
+    );
+    let (keys, input) = futures::channel::mpsc::unbounded();
+    let mut terminal = Terminal::new(TestBackend::new(100, 30)).unwrap();
+    let mut seen = Seen::default();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ended = runtime.block_on(event_loop::drive(
+        &mut terminal,
+        input,
+        state,
+        prepared,
+        &mut |state: &State| {
+            seen.frames += 1;
+            seen.tokens = state.tokens_total;
+            let help = matches!(state.overlay, Some(Overlay::Help { .. }));
+            if state.phase == Phase::Running && state.tokens_total > 0 && !seen.asked_help {
+                seen.asked_help = true;
+                keys.unbounded_send(key('?')).unwrap();
+            }
+            if help && state.phase == Phase::Running {
+                seen.help_shown_while_running = true;
+            }
+            if state.phase == Phase::Finished && !seen.quit_sent {
+                seen.quit_sent = true;
+                // The help view stays open over the review: the first q closes it.
+                keys.unbounded_send(key('q')).unwrap();
+                keys.unbounded_send(key('q')).unwrap();
+            }
+        },
+    ));
+    assert_eq!(ended.code, ExitCode::Complete, "{:?}", ended.message);
+    assert!(ended
+        .message
+        .unwrap_or_default()
+        .contains("complete after 1 round"));
+    assert_eq!(seen.tokens, pieces, "every token reached the state");
+    assert!(
+        seen.help_shown_while_running,
+        "a key pressed during the flood was handled before it ended"
+    );
+    assert!(
+        seen.frames * 20 < seen.tokens,
+        "{} frames for {} tokens: redraws are not coalesced",
+        seen.frames,
+        seen.tokens
+    );
+}
