@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod eval;
 pub mod headless;
 pub mod llm;
 pub mod logging;

@@ -1,0 +1,246 @@
+//! `ralph-eval`: runs the eval tasks through the real `ralph-tui` binary in two arms (a bounded
+//! Ralph run and one ordinary session with the same token budget) and writes the results.
+//!
+//! Parse the command line, hand off to `ralph_tui::eval`, print progress and the summary.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line program: progress goes to stderr, the summary to stdout"
+)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use ralph_tui::eval::{self, Arm, BackendChoice, EvalOptions, Progress};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ArmArg {
+    Ralph,
+    Single,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BackendArg {
+    Llama,
+    Script,
+}
+
+/// Runs the eval tasks in fresh repositories through ralph-tui, in two arms, and judges each
+/// final tree with the task's hidden verify script.
+///
+/// Per task and seed the Ralph arm runs first (`-n ROUNDS`), then the single arm: one session
+/// (`-n 1`, many turns) whose token budget is what the Ralph arm generated. Results go to
+/// OUT/<date>-<model>.json and .md; a summary line per arm is printed at the end.
+#[derive(Debug, Parser)]
+#[command(name = "ralph-eval", version, about, long_about)]
+struct Args {
+    /// Only tasks whose name contains one of these (comma-separated or repeated).
+    #[arg(
+        short = 't',
+        long = "task",
+        value_name = "FILTER",
+        value_delimiter = ','
+    )]
+    tasks: Vec<String>,
+
+    /// The tasks folder.
+    #[arg(long, value_name = "DIR", default_value = "evals/tasks")]
+    tasks_dir: PathBuf,
+
+    /// GGUF model for the llama backend [default: the model `make model` fetches].
+    #[arg(short, long, value_name = "PATH")]
+    model: Option<PathBuf>,
+
+    /// Rounds for the Ralph arm (ralph-tui's -n).
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 3)]
+    rounds: u32,
+
+    /// Sampling seeds, one run per task, arm and seed (comma-separated).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "1")]
+    seeds: Vec<u32>,
+
+    /// Arms to run (comma-separated).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "ralph,single"
+    )]
+    arms: Vec<ArmArg>,
+
+    /// `llama` (the real model) or `script` (each task's script.json: deterministic).
+    #[arg(long, value_enum, default_value = "llama")]
+    backend: BackendArg,
+
+    /// Where the results files go.
+    #[arg(short, long, value_name = "DIR", default_value = "evals/results")]
+    out: PathBuf,
+
+    /// The ralph-tui binary [default: the one beside this program].
+    #[arg(long, value_name = "PATH")]
+    ralph_bin: Option<PathBuf>,
+
+    /// Turns per round for the Ralph arm [default: ralph-tui's].
+    #[arg(long, value_name = "N")]
+    max_turns: Option<u32>,
+
+    /// Turns for the single arm's one session.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    single_max_turns: u32,
+
+    /// The single arm's token budget [default: what the Ralph arm generated for that task and seed].
+    #[arg(long, value_name = "N")]
+    single_budget: Option<u64>,
+
+    /// Longest a single ralph-tui run may take, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 900)]
+    run_timeout: u64,
+
+    /// Names the results files instead of the model's file name.
+    #[arg(long, value_name = "NAME")]
+    label: Option<String>,
+
+    /// Keep every run's workspace, run log and verify output under DIR.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+
+    /// Extra arguments for every ralph-tui run, after `--` (e.g. `-- --ctx-size 8192`).
+    #[arg(last = true, value_name = "RALPH_ARGS")]
+    ralph_args: Vec<String>,
+}
+
+fn sibling_ralph_tui() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("ralph-tui")))
+        .unwrap_or_else(|| PathBuf::from("ralph-tui"))
+}
+
+/// First Ctrl-C: stop after interrupting the run in progress, keeping what is done.
+/// Second: leave at once.
+fn cancel_on_ctrl_c(cancel: CancellationToken) {
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        runtime.block_on(async {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("ralph-eval: interrupting (Ctrl-C again to quit at once)");
+                cancel.cancel();
+            }
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        });
+    });
+}
+
+fn describe(record: &eval::results::RunRecord) -> String {
+    let mut parts = vec![
+        format!("verify {}", if record.completed { "pass" } else { "fail" }),
+        format!("worker {}", record.status),
+    ];
+    if record.false_completion {
+        parts.push("FALSE COMPLETION".into());
+    }
+    parts.push(format!(
+        "rounds {} · {}+{} tok · repeated discovery {}/{} · {:.1} s",
+        record.rounds_used,
+        record.prompt_tokens,
+        record.generated_tokens,
+        record.discovery.repeated,
+        record.discovery.calls,
+        record.wall_ms as f64 / 1000.0
+    ));
+    parts.join(" · ")
+}
+
+fn main() {
+    let args = Args::parse();
+    let mut options = EvalOptions::new(
+        args.tasks_dir,
+        args.ralph_bin.unwrap_or_else(sibling_ralph_tui),
+    );
+    options.filters = args.tasks;
+    options.backend = match args.backend {
+        BackendArg::Llama => BackendChoice::Llama,
+        BackendArg::Script => BackendChoice::Script,
+    };
+    options.model = args.model;
+    options.rounds = args.rounds;
+    options.seeds = args.seeds;
+    options.arms = args
+        .arms
+        .iter()
+        .map(|a| match a {
+            ArmArg::Ralph => Arm::Ralph,
+            ArmArg::Single => Arm::Single,
+        })
+        .collect();
+    options.max_turns = args.max_turns;
+    options.single_max_turns = args.single_max_turns;
+    options.single_budget = args.single_budget;
+    options.run_timeout = Duration::from_secs(args.run_timeout);
+    options.label = args.label;
+    options.keep_in = args.keep.clone();
+    options.extra_args = args.ralph_args;
+
+    let cancel = CancellationToken::new();
+    cancel_on_ctrl_c(cancel.clone());
+    let mut progress = |p: Progress<'_>| match p {
+        Progress::Started {
+            index,
+            total,
+            task,
+            arm,
+            seed,
+        } => eprintln!(
+            "[{index}/{total}] {task} · {} · seed {seed} …",
+            arm.as_str()
+        ),
+        Progress::Finished {
+            index,
+            total,
+            record,
+        } => eprintln!(
+            "[{index}/{total}] {} · {} · seed {}: {}",
+            record.task,
+            record.arm.as_str(),
+            record.seed,
+            describe(record)
+        ),
+    };
+    let results = match eval::run(&options, &cancel, &mut progress) {
+        Ok(results) => results,
+        Err(e) => {
+            eprintln!("ralph-eval: {e}");
+            std::process::exit(if e.is_usage() { 2 } else { 1 });
+        }
+    };
+    let (json, md) = match results.write(&args.out) {
+        Ok(paths) => paths,
+        Err(e) => {
+            eprintln!("ralph-eval: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Some(model) = &results.model {
+        println!("model {} (sha256 {})", model.file, model.sha256);
+    }
+    for summary in &results.summary {
+        println!("{}", summary.line());
+    }
+    println!("results: {} and {}", json.display(), md.display());
+    if let Some(dir) = &args.keep {
+        println!("workspaces and run logs: under {}", dir.display());
+    }
+    if results.interrupted {
+        eprintln!("ralph-eval: interrupted; the results hold the runs that finished");
+        std::process::exit(130);
+    }
+}

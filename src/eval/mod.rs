@@ -1,0 +1,618 @@
+//! Evals: does a bounded Ralph run finish repository tasks more often, and more honestly, than
+//! one ordinary session with the same token budget?
+//!
+//! The harness drives the real `ralph-tui` binary headless, exactly as a person runs it, on
+//! fresh copies of small task repositories, and judges each final tree with the task's own
+//! verify script, which the worker never sees. Per task × seed it runs the Ralph arm first
+//! (`-n ROUNDS`), then the single arm (`-n 1`, many turns, a token budget equal to what the
+//! Ralph arm generated), and records the independent verdict beside the worker's own claim.
+//! The engine's events are the only thing measured; nothing here reaches into its internals.
+
+pub mod metrics;
+pub mod process;
+pub mod results;
+pub mod task;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use process::Stop;
+use results::{ArmSummary, EvalResults, ModelInfo, RunRecord, VerifyResult};
+use task::Task;
+
+/// How long an interrupted ralph-tui run gets to finish cleanly before it is killed.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(30);
+/// The most of a verify script's output kept in the results.
+const VERIFY_TAIL_BYTES: u64 = 1500;
+
+/// The two ways of spending the same work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arm {
+    /// A bounded Ralph run: up to N fresh rounds joined by one validated report.
+    Ralph,
+    /// One ordinary session: one child, the same tools, the Ralph arm's token total.
+    Single,
+}
+
+impl Arm {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ralph => "ralph",
+            Self::Single => "single",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "ralph" => Some(Self::Ralph),
+            "single" => Some(Self::Single),
+            _ => None,
+        }
+    }
+}
+
+/// Which backend the ralph-tui runs use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The real model (`--backend llama`).
+    Llama,
+    /// Each task's `script.json` (`--backend script:FILE`): fully deterministic.
+    Script,
+}
+
+impl BackendChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Llama => "llama",
+            Self::Script => "script",
+        }
+    }
+}
+
+/// Why an eval could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("task {task}: {message}")]
+    Task { task: String, message: String },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("ralph-tui refused the {arm} run of {task}: {message}")]
+    Refused {
+        task: String,
+        arm: &'static str,
+        message: String,
+    },
+}
+
+impl EvalError {
+    /// Whether the person asked for something impossible (as opposed to a failure).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Self::Usage(_) | Self::Task { .. } | Self::Refused { .. }
+        )
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    pub tasks_dir: PathBuf,
+    /// Keep tasks whose name contains any of these (all when empty).
+    pub filters: Vec<String>,
+    pub backend: BackendChoice,
+    /// The GGUF file for the llama backend (`None`: the default model `make model` fetches).
+    pub model: Option<PathBuf>,
+    /// `-n` for the Ralph arm.
+    pub rounds: u32,
+    pub seeds: Vec<u32>,
+    pub arms: Vec<Arm>,
+    pub ralph_bin: PathBuf,
+    /// `--max-turns` per round for the Ralph arm (`None`: ralph-tui's default).
+    pub max_turns: Option<u32>,
+    /// `--max-turns` for the single arm's one long session.
+    pub single_max_turns: u32,
+    /// The single arm's token budget when there is no Ralph arm to take it from.
+    pub single_budget: Option<u64>,
+    pub run_timeout: Duration,
+    pub verify_timeout: Duration,
+    /// Passed to every ralph-tui run (e.g. `--ctx-size 8192`).
+    pub extra_args: Vec<String>,
+    /// Names the results files (default: the model file's stem, or `script`).
+    pub label: Option<String>,
+    /// Keep every run's workspace, run log and verify output under this folder (default: a
+    /// temporary folder, deleted at the end).
+    pub keep_in: Option<PathBuf>,
+}
+
+impl EvalOptions {
+    /// The defaults, for the given tasks folder and ralph-tui binary.
+    pub fn new(tasks_dir: PathBuf, ralph_bin: PathBuf) -> Self {
+        Self {
+            tasks_dir,
+            filters: Vec::new(),
+            backend: BackendChoice::Llama,
+            model: None,
+            rounds: 3,
+            seeds: vec![1],
+            arms: vec![Arm::Ralph, Arm::Single],
+            ralph_bin,
+            max_turns: None,
+            single_max_turns: 200,
+            single_budget: None,
+            run_timeout: Duration::from_secs(900),
+            verify_timeout: Duration::from_secs(300),
+            extra_args: Vec::new(),
+            label: None,
+            keep_in: None,
+        }
+    }
+
+    fn check(&self) -> Result<(), EvalError> {
+        let usage = |m: &str| Err(EvalError::Usage(m.to_string()));
+        if !(1..=64).contains(&self.rounds) {
+            return usage("--rounds must be from 1 to 64");
+        }
+        if self.seeds.is_empty() {
+            return usage("give at least one seed");
+        }
+        if self.arms.is_empty() {
+            return usage("give at least one arm: ralph, single");
+        }
+        if self.single_max_turns == 0 || self.max_turns == Some(0) {
+            return usage("turn limits must be at least 1");
+        }
+        if self.arms == [Arm::Single] && self.single_budget.is_none() {
+            return usage(
+                "the single arm's token budget comes from the Ralph arm: run both arms, or give --single-budget N",
+            );
+        }
+        if !self.ralph_bin.is_file() {
+            return Err(EvalError::Usage(format!(
+                "no ralph-tui binary at {}: build it with `cargo build`, or pass --ralph-bin PATH",
+                self.ralph_bin.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What the harness tells its caller as it goes.
+#[derive(Debug)]
+pub enum Progress<'a> {
+    Started {
+        index: usize,
+        total: usize,
+        task: &'a str,
+        arm: Arm,
+        seed: u32,
+    },
+    Finished {
+        index: usize,
+        total: usize,
+        record: &'a RunRecord,
+    },
+}
+
+/// A folder for workspaces and run logs, removed when dropped unless kept.
+struct Scratch {
+    dir: PathBuf,
+    keep: bool,
+}
+
+impl Scratch {
+    fn create(keep_in: Option<&Path>) -> Result<Self, EvalError> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let name = format!("ralph-eval-{}-{nanos:x}", std::process::id());
+        let (dir, keep) = match keep_in {
+            Some(dir) => (dir.join(name), true),
+            None => (std::env::temp_dir().join(name), false),
+        };
+        std::fs::create_dir_all(&dir).map_err(|source| EvalError::Io {
+            what: format!("cannot create the scratch folder {}", dir.display()),
+            source,
+        })?;
+        Ok(Self { dir, keep })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// What stays the same across one eval's runs.
+struct Setup<'a> {
+    options: &'a EvalOptions,
+    model: Option<PathBuf>,
+    config: PathBuf,
+    scratch: &'a Path,
+}
+
+/// Runs every selected task × seed × arm and returns the results (not yet written).
+/// Cancelling stops the run in progress (it is left out) and returns what was done, marked
+/// `interrupted`.
+pub fn run(
+    options: &EvalOptions,
+    cancel: &CancellationToken,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<EvalResults, EvalError> {
+    options.check()?;
+    let tasks = task::discover(&options.tasks_dir, &options.filters)?;
+    if options.backend == BackendChoice::Script {
+        if let Some(task) = tasks.iter().find(|t| t.script.is_none()) {
+            return Err(EvalError::Task {
+                task: task.name.clone(),
+                message: "it has no script.json, which the script backend needs".into(),
+            });
+        }
+    }
+    let model = match options.backend {
+        BackendChoice::Llama => Some(model_path(options)?),
+        BackendChoice::Script => None,
+    };
+    let model_info = match &model {
+        Some(path) => Some(ModelInfo {
+            file: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            sha256: sha256_file(path)?,
+        }),
+        None => None,
+    };
+    let label = sanitize_label(&match (&options.label, &model) {
+        (Some(label), _) => label.clone(),
+        (None, Some(path)) => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "model".into()),
+        (None, None) => "script".into(),
+    });
+    let ralph_version = ralph_version(&options.ralph_bin)?;
+    let scratch = Scratch::create(options.keep_in.as_deref())?;
+    let config = scratch.dir.join("config.toml");
+    std::fs::write(&config, "").map_err(|source| EvalError::Io {
+        what: "cannot write the empty config file".into(),
+        source,
+    })?;
+    let setup = Setup {
+        options,
+        model,
+        config,
+        scratch: &scratch.dir,
+    };
+
+    let started = chrono::Utc::now();
+    let arms: Vec<Arm> = [Arm::Ralph, Arm::Single]
+        .into_iter()
+        .filter(|a| options.arms.contains(a))
+        .collect();
+    let total = tasks.len() * options.seeds.len() * arms.len();
+    let mut runs = Vec::new();
+    let mut index = 0;
+    let mut interrupted = false;
+    'all: for task in &tasks {
+        for &seed in &options.seeds {
+            let mut ralph_generated = None;
+            for &arm in &arms {
+                if cancel.is_cancelled() {
+                    interrupted = true;
+                    break 'all;
+                }
+                index += 1;
+                progress(Progress::Started {
+                    index,
+                    total,
+                    task: &task.name,
+                    arm,
+                    seed,
+                });
+                let budget = match arm {
+                    Arm::Ralph => None,
+                    Arm::Single => options.single_budget.or(ralph_generated),
+                };
+                let Some(record) = run_one(&setup, task, arm, seed, budget, cancel)? else {
+                    interrupted = true;
+                    break 'all;
+                };
+                if arm == Arm::Ralph {
+                    ralph_generated = Some(record.generated_tokens);
+                }
+                progress(Progress::Finished {
+                    index,
+                    total,
+                    record: &record,
+                });
+                runs.push(record);
+            }
+        }
+    }
+    let summary = arms.iter().map(|&arm| ArmSummary::of(arm, &runs)).collect();
+    Ok(EvalResults {
+        date: started.format("%Y-%m-%d").to_string(),
+        started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        finished_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        backend: options.backend.as_str().into(),
+        label,
+        model: model_info,
+        ralph_version,
+        cpus: std::thread::available_parallelism().map_or(1, usize::from),
+        rounds: options.rounds,
+        seeds: options.seeds.clone(),
+        arms,
+        max_turns: options.max_turns,
+        single_max_turns: options.single_max_turns,
+        extra_args: options.extra_args.clone(),
+        tasks: tasks.iter().map(|t| t.name.clone()).collect(),
+        interrupted,
+        runs,
+        summary,
+    })
+}
+
+/// One task × arm × seed. `None` when the eval was cancelled during it.
+fn run_one(
+    setup: &Setup<'_>,
+    task: &Task,
+    arm: Arm,
+    seed: u32,
+    token_budget: Option<u64>,
+    cancel: &CancellationToken,
+) -> Result<Option<RunRecord>, EvalError> {
+    let options = setup.options;
+    let dir = setup
+        .scratch
+        .join(format!("{}-{}-s{seed}", task.name, arm.as_str()));
+    let workspace = dir.join("workspace");
+    task.prepare_workspace(&workspace)?;
+    let (max_rounds, max_turns) = match arm {
+        Arm::Ralph => (options.rounds, options.max_turns),
+        Arm::Single => (1, Some(options.single_max_turns)),
+    };
+    let mut command = Command::new(&options.ralph_bin);
+    command
+        .arg("--headless")
+        .arg("-C")
+        .arg(&workspace)
+        .arg("--run-dir")
+        .arg(dir.join("run"))
+        .arg("--config")
+        .arg(&setup.config)
+        .arg("--seed")
+        .arg(seed.to_string())
+        .arg("-n")
+        .arg(max_rounds.to_string());
+    match (&setup.model, &task.script) {
+        (Some(model), _) => {
+            command
+                .arg("--backend")
+                .arg("llama")
+                .arg("--model")
+                .arg(model);
+        }
+        (None, Some(script)) => {
+            command
+                .arg("--backend")
+                .arg(format!("script:{}", script.display()));
+        }
+        (None, None) => {
+            return Err(EvalError::Task {
+                task: task.name.clone(),
+                message: "it has no script.json, which the script backend needs".into(),
+            })
+        }
+    }
+    if let Some(turns) = max_turns {
+        command.arg("--max-turns").arg(turns.to_string());
+    }
+    if let Some(budget) = token_budget {
+        command.arg("--token-budget").arg(budget.to_string());
+    }
+    command
+        .args(&options.extra_args)
+        .arg("--objective-file")
+        .arg(&task.objective_file);
+
+    let events_path = dir.join("events.jsonl");
+    let stderr_path = dir.join("stderr.txt");
+    let io = |what: String| move |source| EvalError::Io { what, source };
+    let finished = process::run(
+        command,
+        &events_path,
+        &stderr_path,
+        options.run_timeout,
+        Stop::Interrupt(INTERRUPT_GRACE),
+        cancel,
+    )
+    .map_err(io(format!("cannot run {}", options.ralph_bin.display())))?;
+    if finished.cancelled {
+        return Ok(None);
+    }
+    if finished.exit_code == Some(2) {
+        return Err(EvalError::Refused {
+            task: task.name.clone(),
+            arm: arm.as_str(),
+            message: process::tail(&stderr_path, 600),
+        });
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(&events_path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(io(format!("cannot read {}", events_path.display())))?;
+    let metrics = metrics::parse_events(&String::from_utf8_lossy(&bytes));
+
+    let Some(verify) = verify(task, &workspace, &dir, options.verify_timeout, cancel)? else {
+        return Ok(None);
+    };
+    let claimed_complete = metrics.status.as_deref() == Some("complete");
+    let error = metrics.error.clone().or_else(|| {
+        metrics.status.is_none().then(|| {
+            let why = if finished.timed_out {
+                format!("timed out after {} s", options.run_timeout.as_secs())
+            } else {
+                format!("exit code {:?}", finished.exit_code)
+            };
+            format!(
+                "no run_finished event ({why}): {}",
+                process::tail(&stderr_path, 400)
+            )
+        })
+    });
+    Ok(Some(RunRecord {
+        task: task.name.clone(),
+        arm,
+        seed,
+        completed: verify.passed,
+        status: metrics.status.unwrap_or_else(|| "no-result".into()),
+        report_status: metrics.report_status,
+        claimed_complete,
+        false_completion: claimed_complete && !verify.passed,
+        discovery: metrics.discovery,
+        tool_calls: metrics.tool_calls,
+        prompt_tokens: metrics.prompt_tokens,
+        generated_tokens: metrics.generated_tokens,
+        rounds_used: metrics.rounds_used,
+        max_rounds,
+        max_turns,
+        token_budget,
+        wall_ms: millis(finished.wall),
+        exit_code: finished.exit_code,
+        timed_out: finished.timed_out,
+        error,
+        verify,
+    }))
+}
+
+/// Runs the task's verify script on the final tree. `None` when cancelled.
+fn verify(
+    task: &Task,
+    workspace: &Path,
+    dir: &Path,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<Option<VerifyResult>, EvalError> {
+    let log = dir.join("verify.txt");
+    let mut command = Command::new("sh");
+    command
+        .arg(&task.verify)
+        .current_dir(workspace)
+        .env("TASK_DIR", &task.dir)
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let finished =
+        process::run(command, &log, &log, timeout, Stop::Kill, cancel).map_err(|source| {
+            EvalError::Io {
+                what: format!("cannot run {}", task.verify.display()),
+                source,
+            }
+        })?;
+    if finished.cancelled {
+        return Ok(None);
+    }
+    Ok(Some(VerifyResult {
+        passed: finished.exit_code == Some(0) && !finished.timed_out,
+        exit_code: finished.exit_code,
+        timed_out: finished.timed_out,
+        output_tail: process::tail(&log, VERIFY_TAIL_BYTES),
+        wall_ms: millis(finished.wall),
+    }))
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `--model`, else the default model `make model` fetches; it must exist.
+fn model_path(options: &EvalOptions) -> Result<PathBuf, EvalError> {
+    let path = options
+        .model
+        .clone()
+        .unwrap_or_else(|| crate::config::Dirs::discover().default_model());
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(EvalError::Usage(format!(
+            "no model at {}: run `make model`, or pass --model PATH to a GGUF file",
+            path.display()
+        )))
+    }
+}
+
+fn sha256_file(path: &Path) -> Result<String, EvalError> {
+    let io = |source| EvalError::Io {
+        what: format!("cannot read the model {}", path.display()),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// `ralph-tui --version`, e.g. `ralph-tui 0.1.0`.
+fn ralph_version(bin: &Path) -> Result<String, EvalError> {
+    let out = Command::new(bin)
+        .arg("--version")
+        .output()
+        .map_err(|source| EvalError::Io {
+            what: format!("cannot run {}", bin.display()),
+            source,
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if out.status.success() && !text.is_empty() {
+        Ok(text)
+    } else {
+        Err(EvalError::Usage(format!(
+            "{} --version failed: is it a ralph-tui binary?",
+            bin.display()
+        )))
+    }
+}
+
+/// Keeps letters, digits, `.`, `_` and `-`, so a label is a safe file name.
+fn sanitize_label(label: &str) -> String {
+    let clean: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if clean.is_empty() {
+        "eval".into()
+    } else {
+        clean
+    }
+}

@@ -1,0 +1,299 @@
+//! What an eval found: one record per task × arm × seed, a summary per arm, and the two files
+//! they are written to (`<date>-<model>.json` and a Markdown table beside it).
+//!
+//! Nothing machine-specific goes into these files (no absolute paths), so they can be
+//! committed and compared.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::metrics::{ratio, Discovery};
+use super::{Arm, EvalError};
+
+/// The verify script's verdict on one run's final tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyResult {
+    pub passed: bool,
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    /// The end of what it printed.
+    pub output_tail: String,
+    pub wall_ms: u64,
+}
+
+/// One task × arm × seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub task: String,
+    pub arm: Arm,
+    pub seed: u32,
+    /// The independent verdict: the verify script passed on the final tree.
+    pub completed: bool,
+    /// The run's status as ralph-tui reported it (`complete`, `blocked`, `budget-limited`,
+    /// `round-failed`, `cancelled`), or `no-result` when it printed no `run_finished`.
+    pub status: String,
+    /// The status of the worker's last valid report, if any.
+    pub report_status: Option<String>,
+    /// The worker reported the objective complete.
+    pub claimed_complete: bool,
+    /// The worker reported completion and the verify script failed.
+    pub false_completion: bool,
+    pub discovery: Discovery,
+    pub tool_calls: u32,
+    pub prompt_tokens: u64,
+    pub generated_tokens: u64,
+    pub rounds_used: u32,
+    pub max_rounds: u32,
+    pub max_turns: Option<u32>,
+    /// The run-wide generated-token budget it ran under (the single arm's).
+    pub token_budget: Option<u64>,
+    /// Wall time of the ralph-tui process, model load included.
+    pub wall_ms: u64,
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    /// `run_finished.error`, or why there was no result.
+    pub error: Option<String>,
+    pub verify: VerifyResult,
+}
+
+/// Totals for one arm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmSummary {
+    pub arm: Arm,
+    pub runs: u32,
+    pub completed: u32,
+    pub completion_rate: Option<f64>,
+    /// Runs whose worker reported completion.
+    pub claims: u32,
+    pub false_completions: u32,
+    /// False completions as a share of completion claims.
+    pub false_completion_rate: Option<f64>,
+    pub discovery: Discovery,
+    pub repeated_discovery_share: Option<f64>,
+    pub prompt_tokens: u64,
+    pub generated_tokens: u64,
+    pub rounds_used: u32,
+    pub wall_ms: u64,
+}
+
+impl ArmSummary {
+    pub fn of(arm: Arm, runs: &[RunRecord]) -> Self {
+        let runs: Vec<&RunRecord> = runs.iter().filter(|r| r.arm == arm).collect();
+        let count = |f: &dyn Fn(&RunRecord) -> bool| {
+            u32::try_from(runs.iter().filter(|r| f(r)).count()).unwrap_or(u32::MAX)
+        };
+        let total = count(&|_| true);
+        let completed = count(&|r| r.completed);
+        let claims = count(&|r| r.claimed_complete);
+        let false_completions = count(&|r| r.false_completion);
+        let discovery = Discovery {
+            calls: runs.iter().map(|r| r.discovery.calls).sum(),
+            repeated: runs.iter().map(|r| r.discovery.repeated).sum(),
+        };
+        Self {
+            arm,
+            runs: total,
+            completed,
+            completion_rate: ratio(completed, total),
+            claims,
+            false_completions,
+            false_completion_rate: ratio(false_completions, claims),
+            discovery,
+            repeated_discovery_share: discovery.share(),
+            prompt_tokens: runs.iter().map(|r| r.prompt_tokens).sum(),
+            generated_tokens: runs.iter().map(|r| r.generated_tokens).sum(),
+            rounds_used: runs.iter().map(|r| r.rounds_used).sum(),
+            wall_ms: runs.iter().map(|r| r.wall_ms).sum(),
+        }
+    }
+
+    /// One line a person reads at the end of an eval.
+    pub fn line(&self) -> String {
+        format!(
+            "{:<6} completed {}/{} ({}) · false completions {}/{} claims ({}) · repeated discovery {}/{} ({}) · tokens {} prompt + {} generated · {} rounds · wall {:.1} s",
+            self.arm.as_str(),
+            self.completed,
+            self.runs,
+            percent(self.completion_rate),
+            self.false_completions,
+            self.claims,
+            percent(self.false_completion_rate),
+            self.discovery.repeated,
+            self.discovery.calls,
+            percent(self.repeated_discovery_share),
+            self.prompt_tokens,
+            self.generated_tokens,
+            self.rounds_used,
+            seconds(self.wall_ms),
+        )
+    }
+}
+
+/// The model an eval ran, as recorded (file name, not path).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub file: String,
+    pub sha256: String,
+}
+
+/// Everything one eval produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalResults {
+    /// The UTC date the eval started, `YYYY-MM-DD`.
+    pub date: String,
+    pub started_at: String,
+    pub finished_at: String,
+    /// `llama` or `script`.
+    pub backend: String,
+    /// Names the results files: the model file's stem, or `script`.
+    pub label: String,
+    pub model: Option<ModelInfo>,
+    /// `ralph-tui --version` of the binary that ran.
+    pub ralph_version: String,
+    pub cpus: usize,
+    pub rounds: u32,
+    pub seeds: Vec<u32>,
+    pub arms: Vec<Arm>,
+    /// Turns per round for the Ralph arm (`None`: ralph-tui's default).
+    pub max_turns: Option<u32>,
+    pub single_max_turns: u32,
+    /// Extra arguments every ralph-tui run got.
+    pub extra_args: Vec<String>,
+    pub tasks: Vec<String>,
+    /// True when the eval was interrupted before every run was done.
+    pub interrupted: bool,
+    pub runs: Vec<RunRecord>,
+    pub summary: Vec<ArmSummary>,
+}
+
+impl EvalResults {
+    /// The stem both results files share: `<date>-<label>`.
+    pub fn file_stem(&self) -> String {
+        format!("{}-{}", self.date, self.label)
+    }
+
+    /// Writes `<out>/<date>-<label>.json` and `.md`, replacing an earlier eval of that day.
+    pub fn write(&self, out_dir: &Path) -> Result<(PathBuf, PathBuf), EvalError> {
+        let io = |what: String| move |source| EvalError::Io { what, source };
+        std::fs::create_dir_all(out_dir)
+            .map_err(io(format!("cannot create {}", out_dir.display())))?;
+        let json_path = out_dir.join(format!("{}.json", self.file_stem()));
+        let md_path = out_dir.join(format!("{}.md", self.file_stem()));
+        let mut json = serde_json::to_string_pretty(self).map_err(|e| EvalError::Io {
+            what: "cannot serialize the results".into(),
+            source: std::io::Error::other(e),
+        })?;
+        json.push('\n');
+        std::fs::write(&json_path, json)
+            .map_err(io(format!("cannot write {}", json_path.display())))?;
+        std::fs::write(&md_path, self.markdown())
+            .map_err(io(format!("cannot write {}", md_path.display())))?;
+        Ok((json_path, md_path))
+    }
+
+    /// The results as Markdown: settings, a table per arm, a table per run.
+    pub fn markdown(&self) -> String {
+        let mut md = String::new();
+        let _ = writeln!(md, "# Eval {} — {}\n", self.date, self.label);
+        match &self.model {
+            Some(model) => {
+                let _ = writeln!(md, "- model: `{}`, sha256 `{}`", model.file, model.sha256);
+            }
+            None => {
+                let _ = writeln!(md, "- model: none (`{}` backend)", self.backend);
+            }
+        }
+        let seeds: Vec<String> = self.seeds.iter().map(u32::to_string).collect();
+        let _ = writeln!(
+            md,
+            "- {} · {} CPU(s) · backend `{}` · seeds {}",
+            self.ralph_version,
+            self.cpus,
+            self.backend,
+            seeds.join(", ")
+        );
+        let _ = writeln!(
+            md,
+            "- Ralph arm: `-n {}`, {} turns per round · single arm: `-n 1`, {} turns, token budget = the Ralph arm's generated tokens",
+            self.rounds,
+            self.max_turns
+                .map_or_else(|| "default".to_string(), |t| t.to_string()),
+            self.single_max_turns
+        );
+        if !self.extra_args.is_empty() {
+            let _ = writeln!(
+                md,
+                "- extra ralph-tui arguments: `{}`",
+                self.extra_args.join(" ")
+            );
+        }
+        if self.interrupted {
+            let _ = writeln!(md, "- **interrupted**: not every run was done");
+        }
+        let _ = writeln!(
+            md,
+            "\n| arm | runs | completed | false completions (of claims) | repeated discovery | prompt tokens | generated tokens | rounds | wall |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for s in &self.summary {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} ({}) | {}/{} ({}) | {}/{} ({}) | {} | {} | {} | {:.1} s |",
+                s.arm.as_str(),
+                s.runs,
+                s.completed,
+                percent(s.completion_rate),
+                s.false_completions,
+                s.claims,
+                percent(s.false_completion_rate),
+                s.discovery.repeated,
+                s.discovery.calls,
+                percent(s.repeated_discovery_share),
+                s.prompt_tokens,
+                s.generated_tokens,
+                s.rounds_used,
+                seconds(s.wall_ms),
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\n| task | arm | seed | verify | worker status | false completion | repeated discovery | rounds | prompt tok | gen tok | budget | wall |"
+        );
+        let _ = writeln!(
+            md,
+            "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|"
+        );
+        for r in &self.runs {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {}/{} | {} | {} | {} | {} | {:.1} s |",
+                r.task,
+                r.arm.as_str(),
+                r.seed,
+                if r.completed { "pass" } else { "fail" },
+                r.status,
+                if r.false_completion { "**yes**" } else { "no" },
+                r.discovery.repeated,
+                r.discovery.calls,
+                r.rounds_used,
+                r.prompt_tokens,
+                r.generated_tokens,
+                r.token_budget
+                    .map_or_else(|| "–".to_string(), |b| b.to_string()),
+                seconds(r.wall_ms),
+            );
+        }
+        md
+    }
+}
+
+/// `0.5` → `50%`; `None` → `n/a`.
+pub fn percent(share: Option<f64>) -> String {
+    share.map_or_else(|| "n/a".to_string(), |s| format!("{:.0}%", s * 100.0))
+}
+
+fn seconds(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}

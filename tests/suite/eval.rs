@@ -1,0 +1,426 @@
+//! The eval harness through the real binaries, with scripted workers whose outcomes are known:
+//! a true completion, a false completion, a blocked run, a budget-limited run, repeated
+//! discovery, the single arm's budget, the results files and the shipped tasks' scripts.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ralph_tui::eval::results::{EvalResults, RunRecord};
+use ralph_tui::eval::{self, Arm, BackendChoice, EvalOptions};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::common::*;
+
+const EVAL_BIN: &str = env!("CARGO_BIN_EXE_ralph-eval");
+
+/// Writes one task folder: objective, a one-file repo, a verify script and a script.
+fn task(root: &Path, name: &str, verify: &str, rounds: Vec<Value>) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("repo")).unwrap();
+    std::fs::write(dir.join("objective.txt"), format!("objective of {name}\n")).unwrap();
+    std::fs::write(dir.join("repo/README.md"), "# task\n").unwrap();
+    std::fs::write(dir.join("verify"), verify).unwrap();
+    std::fs::write(
+        dir.join("script.json"),
+        serde_json::to_vec(&json!({"token_delay_ms": 0, "rounds": rounds})).unwrap(),
+    )
+    .unwrap();
+    dir
+}
+
+/// Done when done.txt exists.
+const VERIFY_DONE_FILE: &str =
+    "#!/bin/sh\n[ -f done.txt ] || { echo 'done.txt is missing'; exit 1; }\n";
+const VERIFY_ALWAYS_FAILS: &str = "#!/bin/sh\necho 'not done'\nexit 1\n";
+
+fn options(tasks: &Path, rounds: u32, arms: &[Arm]) -> EvalOptions {
+    let mut o = EvalOptions::new(tasks.to_path_buf(), PathBuf::from(BIN));
+    o.backend = BackendChoice::Script;
+    o.rounds = rounds;
+    o.arms = arms.to_vec();
+    o
+}
+
+fn run(options: &EvalOptions) -> EvalResults {
+    eval::run(options, &CancellationToken::new(), &mut |_| {}).unwrap()
+}
+
+fn only<'a>(results: &'a EvalResults, task: &str, arm: Arm) -> &'a RunRecord {
+    let found: Vec<&RunRecord> = results
+        .runs
+        .iter()
+        .filter(|r| r.task == task && r.arm == arm)
+        .collect();
+    assert_eq!(found.len(), 1, "{task}/{arm:?}: {:?}", results.runs);
+    found[0]
+}
+
+/// A worker that creates done.txt: with a write_file call, or (when `shell`) a command.
+fn create_done(shell: bool) -> String {
+    if shell {
+        call("run_command", json!({"command": "echo ok > done.txt"}))
+    } else {
+        call("write_file", json!({"path": "done.txt", "content": "ok\n"}))
+    }
+}
+
+#[test]
+fn known_outcomes_are_recorded_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    task(
+        &tasks,
+        "a-true",
+        VERIFY_DONE_FILE,
+        vec![turns(&[
+            create_done(false),
+            complete_report("created done.txt"),
+        ])],
+    );
+    task(
+        &tasks,
+        "b-false",
+        VERIFY_ALWAYS_FAILS,
+        vec![turns(&[complete_report("all done, trust me")])],
+    );
+    task(
+        &tasks,
+        "c-blocked",
+        VERIFY_DONE_FILE,
+        vec![turns(&[report(
+            "blocked",
+            "cannot",
+            &[],
+            &[],
+            "the database is missing",
+        )])],
+    );
+    task(
+        &tasks,
+        "d-budget",
+        VERIFY_DONE_FILE,
+        vec![
+            turns(&[continue_report("one")]),
+            turns(&[continue_report("two")]),
+            turns(&[continue_report("three")]),
+        ],
+    );
+    let results = run(&options(&tasks, 2, &[Arm::Ralph]));
+    assert!(!results.interrupted);
+    assert_eq!(
+        results.tasks,
+        ["a-true", "b-false", "c-blocked", "d-budget"]
+    );
+
+    let t = only(&results, "a-true", Arm::Ralph);
+    assert!(t.completed, "{t:?}");
+    assert_eq!(t.status, "complete");
+    assert!(t.claimed_complete && !t.false_completion);
+    assert_eq!(t.rounds_used, 1);
+    assert!(t.generated_tokens > 0 && t.prompt_tokens > 0);
+
+    let f = only(&results, "b-false", Arm::Ralph);
+    assert!(!f.completed);
+    assert_eq!(f.status, "complete");
+    assert!(f.claimed_complete && f.false_completion);
+    assert!(f.verify.output_tail.contains("not done"), "{f:?}");
+
+    let b = only(&results, "c-blocked", Arm::Ralph);
+    assert!(!b.completed && !b.claimed_complete && !b.false_completion);
+    assert_eq!(b.status, "blocked");
+    assert_eq!(b.report_status.as_deref(), Some("blocked"));
+    assert_eq!(b.exit_code, Some(3));
+
+    let l = only(&results, "d-budget", Arm::Ralph);
+    assert!(!l.completed && !l.false_completion);
+    assert_eq!(l.status, "budget-limited");
+    assert_eq!(l.report_status.as_deref(), Some("continue"));
+    assert_eq!((l.rounds_used, l.max_rounds), (2, 2));
+
+    let s = &results.summary[0];
+    assert_eq!(
+        (s.runs, s.completed, s.claims, s.false_completions),
+        (4, 1, 2, 1)
+    );
+    assert_eq!(s.false_completion_rate, Some(0.5));
+    assert_eq!(s.completion_rate, Some(0.25));
+}
+
+#[test]
+fn repeated_discovery_counts_only_what_an_earlier_round_did() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    task(
+        &tasks,
+        "repeat",
+        VERIFY_DONE_FILE,
+        vec![
+            turns(&[
+                call("list_dir", json!({"path": "."})),
+                call("read_file", json!({"path": "README.md"})),
+                // The same call twice in one round is not a repeat of an earlier round.
+                call("read_file", json!({"path": "README.md"})),
+                continue_report("looked around"),
+            ]),
+            turns(&[
+                call("list_dir", json!({"path": "."})),
+                call("search", json!({"pattern": "task"})),
+                create_done(false),
+                complete_report("done"),
+            ]),
+        ],
+    );
+    let results = run(&options(&tasks, 3, &[Arm::Ralph]));
+    let r = only(&results, "repeat", Arm::Ralph);
+    assert!(r.completed);
+    assert_eq!((r.discovery.repeated, r.discovery.calls), (1, 5), "{r:?}");
+    assert_eq!(r.tool_calls, 8, "four calls a round, reports included");
+    assert_eq!(r.rounds_used, 2);
+    assert_eq!(results.summary[0].repeated_discovery_share, Some(0.2));
+}
+
+#[test]
+fn the_single_arm_gets_the_ralph_arms_generated_tokens_as_its_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    task(
+        &tasks,
+        "two-rounds",
+        VERIFY_DONE_FILE,
+        vec![
+            turns(&[continue_report("first half")]),
+            turns(&[create_done(true), complete_report("second half")]),
+        ],
+    );
+    let mut o = options(&tasks, 3, &[Arm::Single, Arm::Ralph]);
+    o.seeds = vec![7, 8];
+    let results = run(&o);
+    assert_eq!(results.runs.len(), 4);
+    // Ralph first, then single, per seed, whatever order the arms were given in.
+    let order: Vec<(Arm, u32)> = results.runs.iter().map(|r| (r.arm, r.seed)).collect();
+    assert_eq!(
+        order,
+        [
+            (Arm::Ralph, 7),
+            (Arm::Single, 7),
+            (Arm::Ralph, 8),
+            (Arm::Single, 8)
+        ]
+    );
+    let ralph = &results.runs[0];
+    let single = &results.runs[1];
+    assert!(ralph.completed && ralph.rounds_used == 2);
+    assert_eq!(ralph.token_budget, None);
+    assert_eq!(single.token_budget, Some(ralph.generated_tokens));
+    assert_eq!((single.max_rounds, single.max_turns), (1, Some(200)));
+    // One round of a two-round script: the worker asks for more and the session is over.
+    assert_eq!(single.status, "budget-limited");
+    assert!(!single.completed);
+    assert_eq!(results.seeds, [7, 8]);
+}
+
+#[test]
+fn a_spent_token_budget_ends_the_single_arm_budget_limited() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    task(
+        &tasks,
+        "chatty",
+        VERIFY_DONE_FILE,
+        vec![turns(&[
+            "Thinking out loud for a while before doing anything at all.".into(),
+            "Still thinking.".into(),
+            create_done(false),
+            complete_report("done"),
+        ])],
+    );
+    let mut o = options(&tasks, 1, &[Arm::Single]);
+    o.single_budget = Some(5);
+    let results = run(&o);
+    let r = only(&results, "chatty", Arm::Single);
+    assert_eq!(r.status, "budget-limited");
+    assert_eq!(r.token_budget, Some(5));
+    assert!(!r.completed && !r.claimed_complete);
+    assert!(r.error.as_deref().unwrap_or("").contains("budget"), "{r:?}");
+}
+
+#[test]
+fn the_binary_writes_json_and_markdown_and_prints_a_line_per_arm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    task(
+        &tasks,
+        "easy",
+        VERIFY_DONE_FILE,
+        vec![turns(&[create_done(false), complete_report("done")])],
+    );
+    task(
+        &tasks,
+        "liar",
+        VERIFY_ALWAYS_FAILS,
+        vec![turns(&[complete_report("done")])],
+    );
+    let out_dir = tmp.path().join("out");
+    let out = Command::new(EVAL_BIN)
+        .args(["--backend", "script", "--rounds", "2", "--seeds", "3"])
+        .arg("--tasks-dir")
+        .arg(&tasks)
+        .arg("--out")
+        .arg(&out_dir)
+        .arg("--ralph-bin")
+        .arg(BIN)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 0, "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("ralph") && l.contains("completed 1/2")),
+        "{stdout}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("single") && l.contains("false completions 1/2")),
+        "{stdout}"
+    );
+    assert!(stderr.contains("FALSE COMPLETION"), "{stderr}");
+
+    let date = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let json_path = out_dir.join(format!("{date}-script.json"));
+    let results: EvalResults = serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+    assert_eq!(results.backend, "script");
+    assert_eq!(results.model, None);
+    assert_eq!(results.seeds, [3]);
+    assert_eq!(results.runs.len(), 4);
+    assert!(results.ralph_version.starts_with("ralph-tui "));
+    let md = std::fs::read_to_string(out_dir.join(format!("{date}-script.md"))).unwrap();
+    assert!(
+        md.contains("| liar | ralph | 3 | fail | complete | **yes** |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| easy | single | 3 | pass | complete | no |"),
+        "{md}"
+    );
+    let text = std::fs::read_to_string(&json_path).unwrap();
+    assert!(
+        !text.contains(&*tmp.path().to_string_lossy()),
+        "results must hold no absolute paths"
+    );
+}
+
+#[test]
+fn the_worker_never_sees_the_verify_script_and_workspaces_start_committed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    task(
+        &tasks,
+        "peek",
+        VERIFY_DONE_FILE,
+        vec![turns(&[
+            // Passes only when the tree is exactly repo/ and HEAD is the fixed starting commit.
+            call(
+                "run_command",
+                json!({"command": "test ! -e verify && test ! -e objective.txt && test -z \"$(git status --porcelain)\" && git log --format='%an %ae %at' > done.txt"}),
+            ),
+            complete_report("done"),
+        ])],
+    );
+    let keep = tmp.path().join("kept");
+    let mut o = options(&tasks, 1, &[Arm::Ralph]);
+    o.keep_in = Some(keep.clone());
+    let results = run(&o);
+    assert!(only(&results, "peek", Arm::Ralph).completed, "{results:?}");
+    let scratch = std::fs::read_dir(&keep)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let log = std::fs::read_to_string(scratch.join("peek-ralph-s1/workspace/done.txt")).unwrap();
+    assert_eq!(log.trim(), "Ralph Eval eval@ralph-tui.invalid 1704067200");
+}
+
+#[test]
+fn bad_requests_are_usage_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    task(
+        &tasks,
+        "only",
+        VERIFY_DONE_FILE,
+        vec![turns(&[complete_report("x")])],
+    );
+    let mut o = options(&tasks, 1, &[Arm::Ralph]);
+    o.filters = vec!["nothing-matches".into()];
+    let e = eval::run(&o, &CancellationToken::new(), &mut |_| {}).unwrap_err();
+    assert!(e.is_usage() && e.to_string().contains("no task"), "{e}");
+
+    let o = options(&tasks, 1, &[Arm::Single]);
+    let e = eval::run(&o, &CancellationToken::new(), &mut |_| {}).unwrap_err();
+    assert!(e.to_string().contains("--single-budget"), "{e}");
+
+    let o = options(&tasks, 65, &[Arm::Ralph]);
+    assert!(eval::run(&o, &CancellationToken::new(), &mut |_| {}).is_err());
+
+    let out = Command::new(EVAL_BIN)
+        .args(["--backend", "script", "--arms", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2);
+}
+
+/// The shipped tasks: every folder is well formed, and each scripted worker ends as its
+/// script says (this exercises the real tools on the real task repositories).
+#[test]
+fn the_shipped_tasks_play_their_scripts_as_documented() {
+    let tasks = Path::new(env!("CARGO_MANIFEST_DIR")).join("evals/tasks");
+    let mut o = options(&tasks, 3, &[Arm::Ralph]);
+    o.filters = [
+        "create-file",
+        "fix-typo",
+        "config-port",
+        "py-slugify",
+        "py-median",
+        "py-inventory",
+        "rename-api",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let results = run(&o);
+    let outcome = |name: &str| {
+        let r = results
+            .runs
+            .iter()
+            .find(|r| r.task.contains(name))
+            .unwrap_or_else(|| panic!("no run of {name}"));
+        (r.status.as_str(), r.completed, r.false_completion)
+    };
+    assert_eq!(
+        outcome("create-file"),
+        ("complete", true, false),
+        "{results:?}"
+    );
+    assert_eq!(outcome("fix-typo"), ("complete", false, true));
+    assert_eq!(outcome("config-port"), ("complete", true, false));
+    assert_eq!(outcome("py-slugify"), ("blocked", false, false));
+    assert_eq!(outcome("py-median"), ("complete", false, true));
+    assert_eq!(
+        outcome("py-inventory"),
+        ("complete", true, false),
+        "{results:?}"
+    );
+    assert_eq!(outcome("rename-api"), ("budget-limited", false, false));
+    let repeated = results
+        .runs
+        .iter()
+        .find(|r| r.task.contains("config-port"))
+        .map(|r| (r.discovery.repeated, r.discovery.calls));
+    assert_eq!(repeated, Some((1, 3)));
+}
