@@ -334,6 +334,8 @@ where
     let mut sigterm = signal(SignalKind::terminate()).ok();
     let mut sighup = signal(SignalKind::hangup()).ok();
     let mut last_clock = Instant::now();
+    // Once the terminal's input ends (or fails), it is not polled again.
+    let mut input_open = true;
 
     if state.phase == Phase::Running {
         let objective = state.objective.clone();
@@ -346,7 +348,7 @@ where
         let mut effects = Vec::new();
         tokio::select! {
             biased;
-            input_event = input.next() => match input_event {
+            input_event = input.next(), if input_open => match input_event {
                 Some(Ok(event)) => {
                     use crossterm::event::Event as Term;
                     let msg = match event {
@@ -361,10 +363,14 @@ where
                     frames.request();
                 }
                 Some(Err(e)) => {
-                    tracing::error!("terminal input: {e}");
+                    tracing::error!("terminal input: {e}; cancelling the run");
+                    input_open = false;
                     effects = state.update(Msg::Terminate);
                 }
-                None => effects = state.update(Msg::Terminate),
+                None => {
+                    input_open = false;
+                    effects = state.update(Msg::Terminate);
+                }
             },
             () = frame_due(frames.deadline()) => {
                 let area = match terminal.size() {

@@ -55,6 +55,10 @@ pub const KEYS: &[(&str, &[(&str, &str)])] = &[
                 "open the selected report, or the selected change's diff",
             ),
             ("mouse wheel", "scroll the pane under the pointer"),
+            (
+                "Shift + drag",
+                "select text (the UI takes the mouse otherwise)",
+            ),
             ("l", "show where the run log is"),
         ],
     ),

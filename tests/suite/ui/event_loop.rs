@@ -116,3 +116,49 @@ fn a_token_flood_is_coalesced_keys_still_work_and_quit_returns_the_status() {
         seen.tokens
     );
 }
+
+#[test]
+fn when_the_terminal_input_ends_the_run_is_cancelled_and_the_loop_ends() {
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let turn = format!(
+        "{}{}",
+        "slow ".repeat(2_000),
+        complete_report("never reached")
+    );
+    let script = crate::suite::common::script_with_delay(tmp.path(), vec![turns(&[turn])], 5);
+    let settings = settings(repo.path(), tmp.path(), &script);
+    let prepared = ralph_tui::app::prepare(&settings).unwrap();
+    let state = State::new(
+        setup_of(&prepared),
+        settings.objective.clone(),
+        Theme::default(),
+    );
+    let (keys, input) = futures::channel::mpsc::unbounded::<std::io::Result<TermEvent>>();
+    let mut keys = Some(keys);
+    let mut terminal = Terminal::new(TestBackend::new(100, 30)).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ended = runtime.block_on(event_loop::drive(
+        &mut terminal,
+        input,
+        state,
+        prepared,
+        &mut |state: &State| {
+            if state.tokens_total > 0 {
+                // The terminal goes away mid-stream.
+                keys.take();
+            }
+        },
+    ));
+    assert_eq!(ended.code, ExitCode::Cancelled, "{:?}", ended.message);
+    let events = std::fs::read_to_string(tmp.path().join("run/events.jsonl")).unwrap();
+    assert!(events
+        .lines()
+        .last()
+        .unwrap()
+        .contains("\"status\":\"cancelled\""));
+}
