@@ -1,9 +1,20 @@
 //! Diffs between two snapshots as a model the run log and the TUI both read.
+//!
+//! Each changed file becomes a `FileDiff` (status, binary flag, +/− counts, hunks) and a
+//! piece of `patch`, the text `git diff` would print: `diff --git` headers, rename and mode
+//! lines, hunks, and `GIT binary patch` literals for binary files, so `diff.patch` in the run
+//! log applies with `git apply` from the work tree's top. A file whose content is not UTF-8
+//! text is written as a binary patch, which keeps `patch` exact as a `String`.
+//!
+//! When the workspace is a subdirectory, the two subtrees are diffed and the header prefixes
+//! carry the subdirectory, so paths stay relative to the work tree's top as in `git diff`.
+//! `for_display` bounds a huge diff for the screen and says so; the full model goes to the log.
 
-use git2::{Delta, DiffFormat, DiffOptions, Oid, Repository};
+use git2::{Delta, Diff, DiffDelta, DiffFindOptions, DiffOptions, Oid, Patch, Repository, Tree};
 use serde::{Deserialize, Serialize};
 
 use super::WorkspaceError;
+use crate::engine::event::ChangedFile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -47,9 +58,12 @@ pub struct Hunk {
     pub lines: Vec<DiffLine>,
 }
 
+/// One changed file. Paths are relative to the work tree's top (lossy UTF-8 for display; the
+/// patch quotes unusual names exactly, as git does).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileDiff {
     pub path: String,
+    /// The old path of a renamed file.
     pub old_path: Option<String>,
     pub status: FileStatus,
     pub binary: bool,
@@ -65,29 +79,264 @@ pub struct DiffModel {
     pub insertions: usize,
     pub deletions: usize,
     pub patch: String,
+    /// Set on a model shortened for display (`for_display`): what was left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// How much of a diff the screen gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DisplayLimits {
+    /// Files listed (the rest are counted in the note).
+    pub max_files: usize,
+    /// Hunk lines over all files.
+    pub max_lines: usize,
+    /// Characters kept of one line.
+    pub max_line_chars: usize,
+    /// Bytes kept of the patch text.
+    pub max_patch_bytes: usize,
+}
+
+impl Default for DisplayLimits {
+    fn default() -> Self {
+        Self {
+            max_files: 500,
+            max_lines: 5_000,
+            max_line_chars: 400,
+            max_patch_bytes: 256 * 1024,
+        }
+    }
 }
 
 impl DiffModel {
     pub fn files_changed(&self) -> usize {
         self.files.len()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// The per-file summary the engine's events carry.
+    pub fn changed_files(&self) -> Vec<ChangedFile> {
+        self.files
+            .iter()
+            .map(|f| ChangedFile {
+                path: f.path.clone(),
+                status: f.status.as_str().to_string(),
+                insertions: f.insertions,
+                deletions: f.deletions,
+                binary: f.binary,
+            })
+            .collect()
+    }
+
+    /// A copy bounded for the screen: at most `max_files` files, `max_lines` hunk lines,
+    /// `max_line_chars` per line and `max_patch_bytes` of patch, with `note` saying what was
+    /// left out. The totals stay those of the whole diff. Write the full model to the log.
+    pub fn for_display(&self, limits: &DisplayLimits) -> DiffModel {
+        let total_lines: usize = self
+            .files
+            .iter()
+            .flat_map(|f| &f.hunks)
+            .map(|h| h.lines.len())
+            .sum();
+        let mut budget = limits.max_lines;
+        let mut shown_lines = 0;
+        let mut long_lines = false;
+        let mut files = Vec::with_capacity(self.files.len().min(limits.max_files));
+        for file in self.files.iter().take(limits.max_files) {
+            let mut hunks = Vec::new();
+            for hunk in &file.hunks {
+                if budget == 0 {
+                    break;
+                }
+                let lines: Vec<DiffLine> = hunk
+                    .lines
+                    .iter()
+                    .take(budget)
+                    .map(|line| {
+                        let (text, cut) = clip_chars(&line.text, limits.max_line_chars);
+                        long_lines |= cut;
+                        DiffLine {
+                            kind: line.kind,
+                            text,
+                        }
+                    })
+                    .collect();
+                budget -= lines.len();
+                shown_lines += lines.len();
+                hunks.push(Hunk {
+                    header: hunk.header.clone(),
+                    lines,
+                });
+            }
+            files.push(FileDiff {
+                hunks,
+                ..file.clone()
+            });
+        }
+        let (patch, patch_cut) = clip_patch(&self.patch, limits.max_patch_bytes);
+        let mut left_out = Vec::new();
+        if files.len() < self.files.len() {
+            left_out.push(format!(
+                "{} of {} files listed",
+                files.len(),
+                self.files.len()
+            ));
+        }
+        if shown_lines < total_lines {
+            left_out.push(format!("{shown_lines} of {total_lines} lines shown"));
+        }
+        if long_lines {
+            left_out.push(format!(
+                "lines longer than {} characters cut",
+                limits.max_line_chars
+            ));
+        }
+        if patch_cut {
+            left_out.push(format!(
+                "patch text cut at {} KiB",
+                limits.max_patch_bytes / 1024
+            ));
+        }
+        let note = (!left_out.is_empty()).then(|| {
+            format!(
+                "diff shortened for display ({}); the full patch is in the run log",
+                left_out.join(", ")
+            )
+        });
+        DiffModel {
+            files,
+            insertions: self.insertions,
+            deletions: self.deletions,
+            patch,
+            note,
+        }
+    }
 }
 
-fn path_of(delta: &git2::DiffDelta<'_>) -> (String, Option<String>) {
-    let new = delta
-        .new_file()
-        .path()
-        .map(|p| p.to_string_lossy().into_owned());
-    let old = delta
-        .old_file()
-        .path()
-        .map(|p| p.to_string_lossy().into_owned());
-    match (new, old) {
+fn clip_chars(text: &str, max: usize) -> (String, bool) {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => (format!("{}…", &text[..end]), true),
+        None => (text.to_string(), false),
+    }
+}
+
+/// The patch cut at the last line end within `max` bytes.
+fn clip_patch(patch: &str, max: usize) -> (String, bool) {
+    if patch.len() <= max {
+        return (patch.to_string(), false);
+    }
+    let mut end = max;
+    while !patch.is_char_boundary(end) {
+        end -= 1;
+    }
+    let end = patch[..end].rfind('\n').map_or(0, |i| i + 1);
+    (patch[..end].to_string(), true)
+}
+
+/// The tree at `prefix` inside the tree `id` (`None` when the directory does not exist).
+pub(super) fn subtree<'r>(
+    repo: &'r Repository,
+    id: Oid,
+    prefix: &str,
+) -> Result<Option<Tree<'r>>, WorkspaceError> {
+    let tree = repo.find_tree(id)?;
+    if prefix.is_empty() {
+        return Ok(Some(tree));
+    }
+    match tree.get_path(std::path::Path::new(prefix)) {
+        Ok(entry) if entry.kind() == Some(git2::ObjectType::Tree) => {
+            Ok(Some(repo.find_tree(entry.id())?))
+        }
+        Ok(_) => Ok(None),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn options(prefix: &str) -> DiffOptions {
+    let mut opts = DiffOptions::new();
+    opts.show_binary(true);
+    if !prefix.is_empty() {
+        let dir = prefix.trim_end_matches('/');
+        opts.old_prefix(format!("a/{dir}/"));
+        opts.new_prefix(format!("b/{dir}/"));
+    }
+    opts
+}
+
+fn detect_renames(diff: &mut Diff<'_>) -> Result<(), WorkspaceError> {
+    let mut find = DiffFindOptions::new();
+    find.renames(true);
+    diff.find_similar(Some(&mut find))?;
+    Ok(())
+}
+
+fn top_relative(prefix: &str, path: Option<&[u8]>) -> Option<String> {
+    let path = String::from_utf8_lossy(path?);
+    Some(if prefix.is_empty() {
+        path.into_owned()
+    } else {
+        format!("{}/{path}", prefix.trim_end_matches('/'))
+    })
+}
+
+fn file_of(delta: &DiffDelta<'_>, prefix: &str) -> FileDiff {
+    let status = match delta.status() {
+        Delta::Added | Delta::Untracked | Delta::Copied => FileStatus::Added,
+        Delta::Deleted => FileStatus::Deleted,
+        Delta::Renamed => FileStatus::Renamed,
+        Delta::Typechange => FileStatus::TypeChange,
+        _ => FileStatus::Modified,
+    };
+    let new = top_relative(prefix, delta.new_file().path_bytes());
+    let old = top_relative(prefix, delta.old_file().path_bytes());
+    let (path, old_path) = match (new, old) {
         (Some(n), Some(o)) if n != o => (n, Some(o)),
         (Some(n), _) => (n, None),
         (None, Some(o)) => (o, None),
         (None, None) => (String::new(), None),
+    };
+    FileDiff {
+        path,
+        old_path,
+        status,
+        binary: delta.flags().is_binary(),
+        insertions: 0,
+        deletions: 0,
+        hunks: Vec::new(),
     }
+}
+
+fn hunks_of(patch: &Patch<'_>) -> Result<Vec<Hunk>, WorkspaceError> {
+    let mut hunks = Vec::with_capacity(patch.num_hunks());
+    for h in 0..patch.num_hunks() {
+        let (hunk, count) = patch.hunk(h)?;
+        let mut lines = Vec::with_capacity(count);
+        for l in 0..count {
+            let line = patch.line_in_hunk(h, l)?;
+            let kind = match line.origin() {
+                '+' => LineKind::Added,
+                '-' => LineKind::Removed,
+                ' ' => LineKind::Context,
+                // "\ No newline at end of file" markers belong to the line before.
+                _ => continue,
+            };
+            let text = String::from_utf8_lossy(line.content())
+                .trim_end_matches(['\n', '\r'])
+                .to_string();
+            lines.push(DiffLine { kind, text });
+        }
+        hunks.push(Hunk {
+            header: String::from_utf8_lossy(hunk.header())
+                .trim_end()
+                .to_string(),
+            lines,
+        });
+    }
+    Ok(hunks)
 }
 
 /// Diffs two trees, limited to `prefix` (a directory inside the work tree, `""` for all).
@@ -97,95 +346,67 @@ pub fn between(
     to: Oid,
     prefix: &str,
 ) -> Result<DiffModel, WorkspaceError> {
-    let old = repo.find_tree(from)?;
-    let new = repo.find_tree(to)?;
-    let mut opts = DiffOptions::new();
-    if !prefix.is_empty() {
-        opts.pathspec(prefix);
-    }
-    let mut diff = repo.diff_tree_to_tree(Some(&old), Some(&new), Some(&mut opts))?;
-    let mut find = git2::DiffFindOptions::new();
-    find.renames(true);
-    diff.find_similar(Some(&mut find))?;
+    let old = subtree(repo, from, prefix)?;
+    let new = subtree(repo, to, prefix)?;
+    let mut opts = options(prefix);
+    let mut diff = repo.diff_tree_to_tree(old.as_ref(), new.as_ref(), Some(&mut opts))?;
+    detect_renames(&mut diff)?;
 
     let mut model = DiffModel::default();
-    for delta in diff.deltas() {
-        let status = match delta.status() {
-            Delta::Added | Delta::Untracked | Delta::Copied => FileStatus::Added,
-            Delta::Deleted => FileStatus::Deleted,
-            Delta::Renamed => FileStatus::Renamed,
-            Delta::Typechange => FileStatus::TypeChange,
-            _ => FileStatus::Modified,
+    for idx in 0..diff.deltas().len() {
+        let Some(delta) = diff.get_delta(idx) else {
+            continue;
         };
-        let (path, old_path) = path_of(&delta);
-        model.files.push(FileDiff {
-            path,
-            old_path,
-            status,
-            binary: delta.flags().is_binary(),
-            insertions: 0,
-            deletions: 0,
-            hunks: Vec::new(),
-        });
+        let mut file = file_of(&delta, prefix);
+        if let Some(mut patch) = Patch::from_diff(&diff, idx)? {
+            let text = patch.to_buf()?;
+            match std::str::from_utf8(&text) {
+                Ok(text) => {
+                    file.binary |= patch.delta().flags().is_binary();
+                    if !file.binary {
+                        let (_, insertions, deletions) = patch.line_stats()?;
+                        file.insertions = insertions;
+                        file.deletions = deletions;
+                        file.hunks = hunks_of(&patch)?;
+                    }
+                    model.patch.push_str(text);
+                }
+                Err(_) => {
+                    file.binary = true;
+                    let text = binary_patch(repo, old.as_ref(), new.as_ref(), prefix, &delta)?;
+                    model.patch.push_str(&text);
+                }
+            }
+        }
+        model.files.push(file);
     }
-
-    let mut patch = Vec::new();
-    let mut file_index: Option<usize> = None;
-    let mut last_delta: Option<(Option<std::path::PathBuf>, Option<std::path::PathBuf>)> = None;
-    diff.print(DiffFormat::Patch, |delta, hunk, line| {
-        let key = (
-            delta.old_file().path().map(|p| p.to_path_buf()),
-            delta.new_file().path().map(|p| p.to_path_buf()),
-        );
-        if last_delta.as_ref() != Some(&key) {
-            file_index = Some(file_index.map_or(0, |i| i + 1));
-            last_delta = Some(key);
-        }
-        let origin = line.origin();
-        if matches!(origin, '+' | '-' | ' ') {
-            patch.push(origin as u8);
-        }
-        patch.extend_from_slice(line.content());
-        let Some(file) = file_index.and_then(|i| model.files.get_mut(i)) else {
-            return true;
-        };
-        if delta.flags().is_binary() {
-            file.binary = true;
-        }
-        let text = String::from_utf8_lossy(line.content())
-            .trim_end_matches(['\n', '\r'])
-            .to_string();
-        match origin {
-            'H' => {
-                if let Some(h) = hunk {
-                    file.hunks.push(Hunk {
-                        header: String::from_utf8_lossy(h.header()).trim_end().to_string(),
-                        lines: Vec::new(),
-                    });
-                }
-            }
-            '+' | '-' | ' ' => {
-                let kind = match origin {
-                    '+' => {
-                        file.insertions += 1;
-                        LineKind::Added
-                    }
-                    '-' => {
-                        file.deletions += 1;
-                        LineKind::Removed
-                    }
-                    _ => LineKind::Context,
-                };
-                if let Some(h) = file.hunks.last_mut() {
-                    h.lines.push(DiffLine { kind, text });
-                }
-            }
-            _ => {}
-        }
-        true
-    })?;
     model.insertions = model.files.iter().map(|f| f.insertions).sum();
     model.deletions = model.files.iter().map(|f| f.deletions).sum();
-    model.patch = String::from_utf8_lossy(&patch).into_owned();
     Ok(model)
+}
+
+/// The patch of one delta whose text is not UTF-8, redone as a binary patch (ASCII).
+fn binary_patch(
+    repo: &Repository,
+    old: Option<&Tree<'_>>,
+    new: Option<&Tree<'_>>,
+    prefix: &str,
+    delta: &DiffDelta<'_>,
+) -> Result<String, WorkspaceError> {
+    let mut opts = options(prefix);
+    opts.force_binary(true).disable_pathspec_match(true);
+    let old_path = delta.old_file().path_bytes();
+    let new_path = delta.new_file().path_bytes();
+    for path in [old_path, new_path].into_iter().flatten() {
+        opts.pathspec(path);
+    }
+    let mut diff = repo.diff_tree_to_tree(old, new, Some(&mut opts))?;
+    detect_renames(&mut diff)?;
+    let mut out = String::new();
+    for idx in 0..diff.deltas().len() {
+        if let Some(mut patch) = Patch::from_diff(&diff, idx)? {
+            out.push_str(&String::from_utf8_lossy(&patch.to_buf()?));
+        }
+    }
+    Ok(out)
 }

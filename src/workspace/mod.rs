@@ -1,16 +1,28 @@
 //! The workspace: the git work tree that is a Ralph run's long-term memory.
 //!
-//! Snapshots are git tree objects written through a temporary index, so the user's index,
-//! HEAD, branches, stash and config are never touched. Diffs between snapshots feed the run
-//! log (`rounds/NN/diff.patch`), the `round_finished` counts and the TUI.
+//! Snapshots are git tree objects written through a private copy of the index, so the user's
+//! index, HEAD, branches, stash and config are never touched (`snapshot`). Diffs between
+//! snapshots feed the run log (`rounds/NN/diff.patch`), the `round_finished` counts and the
+//! TUI (`diff`). A watcher reports live changes during a round (`watch`), and the review at
+//! the end commits exactly the run's changes or puts the baseline back (`commit`).
+//!
+//! The workspace may be a subdirectory of the work tree: snapshots always cover the whole
+//! work tree (that is what a commit needs), diffs and commits are limited to the workspace.
 
+mod baseline;
+pub mod commit;
 pub mod diff;
+mod snapshot;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 
-use git2::{IndexAddOption, Oid, Repository};
+use git2::{Oid, Repository};
 
-pub use diff::{DiffLine, DiffModel, FileDiff, FileStatus, Hunk, LineKind};
+pub use baseline::Baseline;
+pub use commit::{CommitOutcome, DiscardPlan};
+pub use diff::{DiffLine, DiffModel, DisplayLimits, FileDiff, FileStatus, Hunk, LineKind};
+pub use watch::{LiveWatch, OnChange, WatchStats};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
@@ -18,6 +30,25 @@ pub enum WorkspaceError {
     NotGitRepo(PathBuf),
     #[error("{0} is a bare repository: ralph-tui needs a work tree")]
     Bare(PathBuf),
+    #[error("no git identity to commit with: set one with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com` ({0})")]
+    NoIdentity(String),
+    #[error("refusing to commit: {0}. Nothing was committed; the run's changes are still in the work tree")]
+    GitStateChanged(String),
+    #[error("nothing to commit: the run left the workspace as it found it")]
+    NothingToCommit,
+    #[error("the commit message is empty")]
+    EmptyMessage,
+    #[error("committed {commit} but could not update the index ({reason}); `git status` may list the committed files until you `git add` them")]
+    IndexNotUpdated { commit: String, reason: String },
+    #[error("the work tree changed since the list of what would be lost was made; look at the new list before discarding")]
+    WorkTreeChanged,
+    #[error("file watcher: {0}")]
+    Watch(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("git: {0}")]
     Git(#[from] git2::Error),
 }
@@ -33,6 +64,8 @@ pub struct Workspace {
     repo: Repository,
     /// The directory ralph-tui works in (may be a subdirectory of the work tree).
     root: PathBuf,
+    /// The top of the work tree.
+    top: PathBuf,
     /// `root` relative to the work tree's top, `""` at the top.
     prefix: String,
 }
@@ -41,6 +74,7 @@ impl std::fmt::Debug for Workspace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Workspace")
             .field("root", &self.root)
+            .field("prefix", &self.prefix)
             .finish()
     }
 }
@@ -61,11 +95,21 @@ impl Workspace {
             .strip_prefix(&top)
             .map(|p| p.to_string_lossy().replace('\\', "/"))
             .unwrap_or_default();
-        Ok(Self { repo, root, prefix })
+        Ok(Self {
+            repo,
+            root,
+            top,
+            prefix,
+        })
     }
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The top of the git work tree (the same as `root` unless the workspace is a subdirectory).
+    pub fn top(&self) -> &Path {
+        &self.top
     }
 
     pub fn repo(&self) -> &Repository {
@@ -77,26 +121,62 @@ impl Workspace {
         &self.prefix
     }
 
-    /// Writes the work tree as a tree object through a private in-memory index; the user's
-    /// index file is never read for writing nor written.
+    /// Writes the whole work tree (tracked plus untracked, non-ignored files) as a tree object.
+    ///
+    /// It goes through a private in-memory copy of the index; the only thing written to the
+    /// repository is objects (blobs and trees), never the index, HEAD, a ref or the config.
     pub fn snapshot(&self) -> Result<Snapshot, WorkspaceError> {
-        // A second handle, so the in-memory index never replaces the one of `self.repo`.
-        let repo = Repository::open(self.repo.path())?;
-        let mut index = git2::Index::new()?;
-        repo.set_index(&mut index)?;
-        let mut index = repo.index()?;
-        // Start from HEAD so tracked files that match .gitignore stay in the snapshot.
-        if let Ok(head) = repo.head().and_then(|h| h.peel_to_tree()) {
-            index.read_tree(&head)?;
-        }
-        index.add_all(["*"].iter(), IndexAddOption::DEFAULT, None)?;
-        index.update_all(["*"].iter(), None)?;
-        let tree = index.write_tree_to(&repo)?;
-        Ok(Snapshot { tree })
+        snapshot::take(&self.top)
     }
 
-    /// The diff between two snapshots, limited to the workspace directory.
+    /// The diff between two snapshots, limited to the workspace directory; paths are relative
+    /// to the work tree's top, as in `git diff`.
     pub fn diff(&self, from: &Snapshot, to: &Snapshot) -> Result<DiffModel, WorkspaceError> {
         diff::between(&self.repo, from.tree, to.tree, &self.prefix)
+    }
+}
+
+/// A git path (bytes, `/`-separated) as a `Path`; exact on Unix, lossy elsewhere.
+#[cfg(unix)]
+pub(crate) fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    Path::new(std::ffi::OsStr::from_bytes(bytes)).to_path_buf()
+}
+
+/// A git path (bytes, `/`-separated) as a `Path`; exact on Unix, lossy elsewhere.
+#[cfg(not(unix))]
+pub(crate) fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// A `Path` as git path bytes; exact on Unix, lossy elsewhere.
+#[cfg(unix)]
+pub(crate) fn path_to_bytes(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().to_vec()
+}
+
+/// A `Path` as git path bytes; exact on Unix, lossy elsewhere.
+#[cfg(not(unix))]
+pub(crate) fn path_to_bytes(path: &Path) -> Vec<u8> {
+    path.to_string_lossy().replace('\\', "/").into_bytes()
+}
+
+/// An index entry with blank stat data (git looks at the file when it next compares).
+pub(crate) fn index_entry(path: Vec<u8>, id: Oid, mode: u32) -> git2::IndexEntry {
+    let zero = git2::IndexTime::new(0, 0);
+    git2::IndexEntry {
+        ctime: zero,
+        mtime: zero,
+        dev: 0,
+        ino: 0,
+        mode,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        flags: 0,
+        flags_extended: 0,
+        path,
     }
 }

@@ -1,0 +1,331 @@
+//! The review's two ways out besides leaving the changes where they are (which needs nothing):
+//! commit exactly the run's changes, or put the baseline back.
+//!
+//! The commit is HEAD's tree with the run's cumulative changes (baseline → final snapshot,
+//! inside the workspace) applied: edits the person had made before the run and the run did
+//! not touch are not swept in. It goes on top of HEAD with the person's git identity, moves
+//! the branch HEAD names (or HEAD itself when detached, or makes the first commit), and then
+//! the committed paths in the index are set to what was committed, so `git status` is clean
+//! for them. If HEAD or the index changed during the run, it refuses and says what changed.
+//!
+//! Discarding is two steps so a person confirms a concrete list: `discard_plan` says what
+//! would be lost, `discard` refuses if the work tree moved on since, then restores the
+//! baseline's files (without touching the index) and removes the files the run added.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use git2::build::CheckoutBuilder;
+use git2::{Config, Index, Oid, Repository, Signature};
+
+use super::baseline::{head_state, Baseline};
+use super::diff::subtree;
+use super::{index_entry, path_from_bytes, DiffModel, Snapshot, Workspace, WorkspaceError};
+
+const GITLINK: u32 = 0o160000;
+
+/// What a commit made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitOutcome {
+    pub commit: Oid,
+    /// The branch that moved (`main`), `None` when HEAD was detached.
+    pub branch: Option<String>,
+    pub files_changed: usize,
+    pub insertions: usize,
+    pub deletions: usize,
+}
+
+/// What discarding would lose, to show before asking.
+#[derive(Debug, Clone)]
+pub struct DiscardPlan {
+    /// The work tree when the plan was made.
+    pub current: Snapshot,
+    /// The run's changes that would be undone (baseline → current).
+    pub lost: DiffModel,
+}
+
+/// Per path (relative to the work tree's top), the entry it gets, or `None` to remove it.
+type Changes = BTreeMap<Vec<u8>, Option<(Oid, u32)>>;
+
+/// The file-level changes from `from` to `to` inside `prefix`.
+fn changes(repo: &Repository, from: Oid, to: Oid, prefix: &str) -> Result<Changes, WorkspaceError> {
+    let old = subtree(repo, from, prefix)?;
+    let new = subtree(repo, to, prefix)?;
+    let diff = repo.diff_tree_to_tree(old.as_ref(), new.as_ref(), None)?;
+    let dir = prefix.trim_end_matches('/');
+    let full = |path: &[u8]| {
+        if dir.is_empty() {
+            path.to_vec()
+        } else {
+            [dir.as_bytes(), b"/", path].concat()
+        }
+    };
+    let mut out = Changes::new();
+    // A type change comes as a deletion plus an addition of the same path: the addition wins.
+    for delta in diff.deltas() {
+        if let Some(path) = delta.old_file().path_bytes() {
+            out.entry(full(path)).or_insert(None);
+        }
+        let new_file = delta.new_file();
+        if new_file.exists() {
+            if let Some(path) = new_file.path_bytes() {
+                out.insert(
+                    full(path),
+                    Some((new_file.id(), u32::from(new_file.mode()))),
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Author and committer: `GIT_AUTHOR_*` / `GIT_COMMITTER_*` from the environment, else
+/// `user.name` and `user.email` from the git config. Empty values count as unset.
+pub fn identity(
+    repo: &Repository,
+) -> Result<(Signature<'static>, Signature<'static>), WorkspaceError> {
+    let config = repo.config()?.snapshot()?;
+    resolve_identity(&config, &|key| std::env::var(key).ok())
+}
+
+fn resolve_identity(
+    config: &Config,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Signature<'static>, Signature<'static>), WorkspaceError> {
+    let value = |env_key: &str, config_key: &str| {
+        env(env_key)
+            .or_else(|| config.get_string(config_key).ok())
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let sign = |who: &str| -> Result<Signature<'static>, WorkspaceError> {
+        let upper = who.to_uppercase();
+        let name = value(&format!("GIT_{upper}_NAME"), "user.name")
+            .ok_or_else(|| WorkspaceError::NoIdentity("user.name is not set".into()))?;
+        let email = value(&format!("GIT_{upper}_EMAIL"), "user.email")
+            .ok_or_else(|| WorkspaceError::NoIdentity("user.email is not set".into()))?;
+        Signature::now(&name, &email)
+            .map_err(|e| WorkspaceError::NoIdentity(e.message().to_string()))
+    };
+    Ok((sign("author")?, sign("committer")?))
+}
+
+impl Workspace {
+    /// Commits the run's cumulative changes (baseline → `last`, inside the workspace) on top
+    /// of HEAD, then makes the index agree with the commit for those paths.
+    pub fn commit_run(
+        &self,
+        baseline: &Baseline,
+        last: &Snapshot,
+        message: &str,
+    ) -> Result<CommitOutcome, WorkspaceError> {
+        if let Some(what) = self.git_state_changes(baseline)? {
+            return Err(WorkspaceError::GitStateChanged(what));
+        }
+        let message = git2::message_prettify(message, None)?;
+        if message.trim().is_empty() {
+            return Err(WorkspaceError::EmptyMessage);
+        }
+        let changes = changes(&self.repo, baseline.snapshot.tree, last.tree, &self.prefix)?;
+        if changes.is_empty() {
+            return Err(WorkspaceError::NothingToCommit);
+        }
+        let (author, committer) = identity(&self.repo)?;
+
+        let head = head_state(&self.repo)?;
+        let parent = head.oid.map(|oid| self.repo.find_commit(oid)).transpose()?;
+        let mut index = Index::new()?;
+        if let Some(parent) = &parent {
+            index.read_tree(&parent.tree()?)?;
+        }
+        for (path, change) in &changes {
+            if change.is_none() {
+                index.remove_path(&path_from_bytes(path))?;
+            }
+        }
+        for (path, change) in &changes {
+            if let Some((id, mode)) = change {
+                index.add(&index_entry(path.clone(), *id, *mode))?;
+            }
+        }
+        let tree = self.repo.find_tree(index.write_tree_to(&self.repo)?)?;
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        let commit =
+            self.repo
+                .commit(Some("HEAD"), &author, &committer, &message, &tree, &parents)?;
+
+        let old_tree = match &parent {
+            Some(p) => p.tree()?.id(),
+            None => self.repo.treebuilder(None)?.write()?,
+        };
+        let stats = super::diff::between(&self.repo, old_tree, tree.id(), "")?;
+        self.sync_index(&changes)
+            .map_err(|e| WorkspaceError::IndexNotUpdated {
+                commit: commit.to_string(),
+                reason: e.message().to_string(),
+            })?;
+        Ok(CommitOutcome {
+            commit,
+            branch: head
+                .branch
+                .map(|b| b.strip_prefix("refs/heads/").unwrap_or(&b).to_string()),
+            files_changed: stats.files_changed(),
+            insertions: stats.insertions,
+            deletions: stats.deletions,
+        })
+    }
+
+    /// Sets the committed paths in the user's index to the committed entries. A work-tree
+    /// file that still has the committed content gets its stat data recorded (so `git status`
+    /// need not read it again); one that changed since gets blank stat data, so git looks.
+    fn sync_index(&self, changes: &Changes) -> Result<(), git2::Error> {
+        let mut index = self.repo.index()?;
+        index.read(true)?;
+        for (path, change) in changes {
+            let p = path_from_bytes(path);
+            match change {
+                None => index.remove_path(&p)?,
+                Some((id, mode)) if *mode == GITLINK => {
+                    index.add(&index_entry(path.clone(), *id, *mode))?
+                }
+                Some((id, mode)) => {
+                    let fresh = index.add_path(&p).is_ok()
+                        && index
+                            .get_path(&p, 0)
+                            .is_some_and(|e| e.id == *id && e.mode == *mode);
+                    if !fresh {
+                        index.add(&index_entry(path.clone(), *id, *mode))?;
+                    }
+                }
+            }
+        }
+        index.write()
+    }
+
+    /// What discarding the run's changes would lose: the diff from the baseline to the work
+    /// tree as it is now. Show it, ask, then pass the plan to `discard`.
+    pub fn discard_plan(&self, baseline: &Baseline) -> Result<DiscardPlan, WorkspaceError> {
+        let current = self.snapshot()?;
+        let lost = self.diff(&baseline.snapshot, &current)?;
+        Ok(DiscardPlan { current, lost })
+    }
+
+    /// Puts the workspace back to the baseline: files the run changed or deleted are restored,
+    /// files it added are removed. Refuses when the work tree changed since `plan` was made.
+    /// The index, HEAD and refs are not touched; submodules are left where they are. Returns
+    /// the paths it restored or removed, relative to the work tree's top.
+    pub fn discard(
+        &self,
+        baseline: &Baseline,
+        plan: &DiscardPlan,
+    ) -> Result<Vec<String>, WorkspaceError> {
+        if self.snapshot()? != plan.current {
+            return Err(WorkspaceError::WorkTreeChanged);
+        }
+        let changes = changes(
+            &self.repo,
+            plan.current.tree,
+            baseline.snapshot.tree,
+            &self.prefix,
+        )?;
+        let mut done = Vec::new();
+        let mut restore = Vec::new();
+        for (path, change) in &changes {
+            let rel = path_from_bytes(path);
+            match change {
+                Some((_, GITLINK)) => {}
+                Some(_) => restore.push(path.clone()),
+                None => {
+                    let full = self.top.join(&rel);
+                    let Ok(meta) = std::fs::symlink_metadata(&full) else {
+                        continue;
+                    };
+                    if meta.is_dir() {
+                        continue;
+                    }
+                    std::fs::remove_file(&full).map_err(|source| WorkspaceError::Io {
+                        path: full.clone(),
+                        source,
+                    })?;
+                    self.prune_empty_dirs(&full);
+                }
+            }
+            if !matches!(change, Some((_, GITLINK))) {
+                done.push(rel.to_string_lossy().into_owned());
+            }
+        }
+        if !restore.is_empty() {
+            // A handle of its own with an in-memory index, and `update_index(false)`: the
+            // checkout writes work-tree files only.
+            let repo = Repository::open(&self.top)?;
+            let mut scratch = Index::new()?;
+            repo.set_index(&mut scratch)?;
+            let tree = repo.find_tree(baseline.snapshot.tree)?;
+            let mut checkout = CheckoutBuilder::new();
+            checkout
+                .force()
+                .recreate_missing(true)
+                .update_index(false)
+                .refresh(false)
+                .disable_pathspec_match(true);
+            for path in &restore {
+                checkout.path(path.as_slice());
+            }
+            repo.checkout_tree(tree.as_object(), Some(&mut checkout))?;
+        }
+        Ok(done)
+    }
+
+    /// Removes the directories a removed file leaves empty, up to the workspace root.
+    fn prune_empty_dirs(&self, removed: &Path) {
+        let mut dir = removed.parent();
+        while let Some(d) = dir {
+            if d == self.root || !d.starts_with(&self.root) || std::fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> (tempfile::TempDir, Config) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, text).unwrap();
+        let config = Config::open(&path).unwrap();
+        (dir, config)
+    }
+
+    #[test]
+    fn identity_comes_from_config_or_environment() {
+        let (_d, with) = config("[user]\n\tname = Ann\n\temail = ann@example.com\n");
+        let (author, committer) = resolve_identity(&with, &|_| None).unwrap();
+        assert_eq!(author.name(), Some("Ann"));
+        assert_eq!(committer.email(), Some("ann@example.com"));
+
+        let env = |k: &str| (k == "GIT_AUTHOR_NAME").then(|| "Bob".to_string());
+        let (author, committer) = resolve_identity(&with, &env).unwrap();
+        assert_eq!(author.name(), Some("Bob"));
+        assert_eq!(committer.name(), Some("Ann"));
+    }
+
+    #[test]
+    fn missing_identity_is_a_clear_error() {
+        let (_d, without) = config("[core]\n\tbare = false\n");
+        let Err(err) = resolve_identity(&without, &|_| None) else {
+            panic!("an identity from nowhere");
+        };
+        assert!(matches!(err, WorkspaceError::NoIdentity(_)));
+        let text = err.to_string();
+        assert!(text.contains("git config --global user.name"), "{text}");
+        let (_d, empty) = config("[user]\n\tname = \n\temail = x@example.com\n");
+        assert!(matches!(
+            resolve_identity(&empty, &|_| None),
+            Err(WorkspaceError::NoIdentity(_))
+        ));
+    }
+}

@@ -1,0 +1,220 @@
+//! Snapshots: the work tree as a tree object, the way `git add -A && git write-tree` would
+//! see it, without writing the user's index.
+//!
+//! A second `Repository` handle loads its own copy of the index from `.git/index` (reading
+//! only); the changes a diff of that copy against the work tree finds (tracked and untracked,
+//! ignored files left out) are applied to the copy in memory, and `write_tree` turns it into a
+//! tree. The copy keeps the user's stat cache and the index file's timestamp (libgit2 uses it
+//! to spot racily-clean entries), so only files that changed are read and hashed. Nothing here
+//! calls `Index::write`, and the handle is dropped at the end, so the index file, HEAD, refs,
+//! stash and config stay byte-identical. Objects (blobs, trees) are the only thing written.
+//!
+//! Changed regular files that no filter applies to (no `core.autocrlf`, no `text`, `eol`,
+//! `crlf`, `ident` or `filter` attribute) are hashed in memory: libgit2 would stream each one
+//! through a new temporary file in the object store even when the blob already exists, which
+//! is most of a snapshot's cost when a round keeps changing the same files. Everything else
+//! (symlinks, filtered files, very large files) goes through libgit2 as `git add` would.
+
+use std::path::Path;
+
+use git2::{AttrCheckFlags, Delta, DiffOptions, Index, Repository};
+
+use super::{index_entry, path_from_bytes, path_to_bytes, Snapshot, WorkspaceError};
+
+/// Files up to this size are read into memory to be hashed; larger ones are streamed.
+const IN_MEMORY_MAX: u64 = 64 * 1024 * 1024;
+/// Attributes that make libgit2 convert a file's content on its way into a blob.
+const FILTER_ATTRIBUTES: [&str; 5] = ["text", "eol", "crlf", "ident", "filter"];
+
+pub(super) fn take(top: &Path) -> Result<Snapshot, WorkspaceError> {
+    let repo = Repository::open(top)?;
+    let mut index = private_index(&repo)?;
+    drop_conflicts(&mut index)?;
+    let config = repo.config()?.snapshot()?;
+    let autocrlf = config
+        .get_string("core.autocrlf")
+        .map(|v| !v.eq_ignore_ascii_case("false"))
+        .unwrap_or(false);
+    let filemode = config.get_bool("core.filemode").unwrap_or(true);
+
+    // What `add_all` does, minus the content it loads for every change just to call back.
+    let mut opts = DiffOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_typechange(true);
+    let changed: Vec<(Vec<u8>, bool)> = repo
+        .diff_index_to_workdir(Some(&index), Some(&mut opts))?
+        .deltas()
+        .filter(|d| d.status() != Delta::Unreadable)
+        .filter_map(|d| {
+            let path = d.new_file().path_bytes().or(d.old_file().path_bytes())?;
+            Some((path.to_vec(), d.new_file().exists()))
+        })
+        .collect();
+    for (bytes, exists) in changed {
+        let path = path_from_bytes(&bytes);
+        if !exists {
+            index.remove_path(&path)?;
+            continue;
+        }
+        match classify(&repo, top, &path, !autocrlf) {
+            Kind::ForLibgit2 => {
+                if let Err(e) = index.add_path(&path) {
+                    tracing::debug!("snapshot: {}: {e}; left out", path.display());
+                }
+            }
+            Kind::Plain { executable } => {
+                add_plain(&repo, &mut index, top, &path, executable, filemode)?;
+            }
+            Kind::Repository => add_gitlink(&mut index, top, &path)?,
+        }
+    }
+    let tree = index.write_tree_to(&repo)?;
+    Ok(Snapshot { tree })
+}
+
+/// The handle's own copy of the user's index, or HEAD's tree when there is no usable one.
+fn private_index(repo: &Repository) -> Result<Index, WorkspaceError> {
+    let head = || repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+    match repo.index() {
+        Ok(mut index) => {
+            // No index file but commits (someone removed it): start from HEAD, so tracked
+            // files that match .gitignore stay in the snapshot.
+            if index.is_empty() {
+                if let Some(tree) = head() {
+                    index.read_tree(&tree)?;
+                }
+            }
+            Ok(index)
+        }
+        Err(e) => {
+            // An index libgit2 cannot read (an extension it does not know): the snapshot is
+            // still exact, only slower, because every file is hashed.
+            tracing::debug!("snapshot: the index is not readable ({e}); starting from HEAD");
+            let mut index = Index::new()?;
+            repo.set_index(&mut index)?;
+            let mut index = repo.index()?;
+            if let Some(tree) = head() {
+                index.read_tree(&tree)?;
+            }
+            Ok(index)
+        }
+    }
+}
+
+/// A merge in progress leaves conflict stages, from which no tree can be written: the work
+/// tree's file is what the snapshot wants, so the stages go and `add_all` adds the file.
+fn drop_conflicts(index: &mut Index) -> Result<(), WorkspaceError> {
+    if !index.has_conflicts() {
+        return Ok(());
+    }
+    let mut paths = Vec::new();
+    for conflict in index.conflicts()? {
+        let conflict = conflict?;
+        if let Some(entry) = conflict.our.or(conflict.their).or(conflict.ancestor) {
+            paths.push(entry.path);
+        }
+    }
+    for path in paths {
+        index.conflict_remove(&path_from_bytes(&path))?;
+    }
+    Ok(())
+}
+
+enum Kind {
+    /// libgit2 adds it (or removes it, when it is gone).
+    ForLibgit2,
+    /// A regular file no filter applies to: hashed in memory.
+    Plain { executable: bool },
+    /// A directory: a submodule or another repository inside the work tree.
+    Repository,
+}
+
+/// How a changed path gets into the index. Directories only come up as nested repositories;
+/// they are recorded as gitlinks here (libgit2 stops on an untracked one). A file that cannot
+/// be read is left out (a tracked one keeps its indexed content) rather than failing the
+/// snapshot, where `git add -A` would stop.
+fn classify(repo: &Repository, top: &Path, path: &Path, unfiltered: bool) -> Kind {
+    let full = top.join(path);
+    let Ok(meta) = std::fs::symlink_metadata(&full) else {
+        return Kind::ForLibgit2;
+    };
+    if meta.is_dir() {
+        return Kind::Repository;
+    }
+    if !meta.is_file() {
+        return Kind::ForLibgit2;
+    }
+    let filtered = || {
+        FILTER_ATTRIBUTES.iter().any(|name| {
+            repo.get_attr(path, name, AttrCheckFlags::FILE_THEN_INDEX)
+                .map_or(true, |value| value.is_some())
+        })
+    };
+    if !cfg!(unix) || !unfiltered || meta.len() > IN_MEMORY_MAX || filtered() {
+        return Kind::ForLibgit2;
+    }
+    Kind::Plain {
+        executable: is_executable(&meta),
+    }
+}
+
+#[cfg(unix)]
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_meta: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// Adds a plain file's blob, written only if the object store does not have it yet.
+fn add_plain(
+    repo: &Repository,
+    index: &mut Index,
+    top: &Path,
+    path: &Path,
+    executable: bool,
+    filemode: bool,
+) -> Result<(), WorkspaceError> {
+    let content = match std::fs::read(top.join(path)) {
+        Ok(content) => content,
+        // Gone since the scan: as `add_all` would have done.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            index.remove_path(path)?;
+            return Ok(());
+        }
+        Err(e) => {
+            tracing::debug!("snapshot: {}: {e}; left out", path.display());
+            return Ok(());
+        }
+    };
+    let id = repo.blob(&content)?;
+    let mode = match index.get_path(path, 0) {
+        Some(old) if !filemode && (old.mode == 0o100644 || old.mode == 0o100755) => old.mode,
+        _ if executable && filemode => 0o100755,
+        _ => 0o100644,
+    };
+    index.add(&index_entry(path_to_bytes(path), id, mode))?;
+    Ok(())
+}
+
+/// Records a nested repository as a gitlink to its HEAD, as `git add -A` does; one without a
+/// commit has nothing to record and is left out.
+fn add_gitlink(index: &mut Index, top: &Path, path: &Path) -> Result<(), WorkspaceError> {
+    let head = Repository::open(top.join(path))
+        .ok()
+        .and_then(|r| r.head().ok().and_then(|h| h.target()));
+    let Some(head) = head else {
+        tracing::debug!("snapshot: {} has no commit; left out", path.display());
+        return Ok(());
+    };
+    let mut bytes = path_to_bytes(path);
+    while bytes.last() == Some(&b'/') {
+        bytes.pop();
+    }
+    index.add(&index_entry(bytes, head, 0o160000))?;
+    Ok(())
+}
