@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use git2::{ErrorCode, Index, Oid, Repository};
+use sha2::{Digest, Sha256};
 
 use super::{Snapshot, Workspace, WorkspaceError};
 
@@ -24,12 +25,20 @@ pub(super) struct HeadState {
 /// The index's content: (path, stage) → (mode, object id). `None` when there is no index file.
 pub(super) type IndexEntries = Option<BTreeMap<(Vec<u8>, u16), (u32, Oid)>>;
 
+/// What the index held, in the most precise form available.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum IndexContent {
+    Entries(IndexEntries),
+    /// An index libgit2 cannot parse (a split index, say): its bytes' digest.
+    Digest(Vec<u8>),
+}
+
 /// The run's starting point, taken once before the first round.
 #[derive(Debug, Clone)]
 pub struct Baseline {
     pub snapshot: Snapshot,
     pub(super) head: HeadState,
-    pub(super) index: IndexEntries,
+    pub(super) index: IndexContent,
 }
 
 impl Workspace {
@@ -74,17 +83,27 @@ pub(super) fn head_state(repo: &Repository) -> Result<HeadState, WorkspaceError>
 }
 
 /// Reads the index file (never writes it) into its entries.
-pub(super) fn index_entries(repo: &Repository) -> Result<IndexEntries, WorkspaceError> {
+pub(super) fn index_entries(repo: &Repository) -> Result<IndexContent, WorkspaceError> {
     let path = repo.path().join("index");
     if !path.exists() {
-        return Ok(None);
+        return Ok(IndexContent::Entries(None));
     }
-    let index = Index::open(&path)?;
+    let index = match Index::open(&path) {
+        Ok(index) => index,
+        Err(e) => {
+            tracing::debug!("index: {e}; comparing its bytes instead");
+            let bytes = std::fs::read(&path).map_err(|source| WorkspaceError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            return Ok(IndexContent::Digest(Sha256::digest(bytes).to_vec()));
+        }
+    };
     let entries = index
         .iter()
         .map(|e| ((e.path, (e.flags >> 12) & 0x3), (e.mode, e.id)))
         .collect();
-    Ok(Some(entries))
+    Ok(IndexContent::Entries(Some(entries)))
 }
 
 fn short(oid: Oid) -> String {
@@ -128,10 +147,13 @@ fn describe_head_change(before: &HeadState, now: &HeadState) -> Option<String> {
     ))
 }
 
-fn describe_index_change(before: &IndexEntries, now: &IndexEntries) -> Option<String> {
+fn describe_index_change(before: &IndexContent, now: &IndexContent) -> Option<String> {
     if before == now {
         return None;
     }
+    let (IndexContent::Entries(before), IndexContent::Entries(now)) = (before, now) else {
+        return Some("the index (staging area) file changed during the run".to_string());
+    };
     let empty = BTreeMap::new();
     let (a, b) = (
         before.as_ref().unwrap_or(&empty),
@@ -207,8 +229,11 @@ mod tests {
             ((b"x.txt".to_vec(), 0), (0o100644, b)),
             ((b"y.txt".to_vec(), 0), (0o100644, b)),
         ]));
+        let (before, now) = (IndexContent::Entries(before), IndexContent::Entries(now));
         let text = describe_index_change(&before, &now).unwrap();
         assert!(text.contains("x.txt, y.txt"), "{text}");
         assert_eq!(describe_index_change(&now, &now), None);
+        let digest = IndexContent::Digest(vec![1, 2, 3]);
+        assert!(describe_index_change(&digest, &now).is_some());
     }
 }

@@ -188,6 +188,105 @@ fn a_headless_run_leaves_the_users_git_state_byte_identical() {
 }
 
 #[test]
+fn a_run_that_edits_adds_deletes_and_renames_logs_each_round_and_commits_exactly_that() {
+    let repo = TempRepo::new();
+    let long: String = (1..=30).map(|i| format!("moving line {i}\n")).collect();
+    repo.write("a.txt", "alpha\nbeta\n");
+    repo.write("old.txt", &long);
+    repo.write("gone.txt", "to delete\n");
+    let start = repo.commit_all("start");
+    let ws = Workspace::open(repo.path()).unwrap();
+    let baseline = ws.baseline().unwrap();
+    let before = git_state(repo.path());
+
+    let tmp = tempfile::tempdir().unwrap();
+    let script = script(
+        tmp.path(),
+        vec![
+            turns(&[
+                call(
+                    "write_file",
+                    json!({"path": "src/new.rs", "content": "fn f() {}\n"}),
+                ),
+                call(
+                    "edit_file",
+                    json!({"path": "a.txt", "old": "beta\n", "new": "BETA\ngamma\n"}),
+                ),
+                continue_report("added and edited"),
+            ]),
+            turns(&[
+                call(
+                    "run_command",
+                    json!({"command": "mv old.txt renamed.txt && rm gone.txt"}),
+                ),
+                complete_report("renamed and deleted"),
+            ]),
+        ],
+    );
+    let run_dir = tmp.path().join("run");
+    let backend = format!("script:{}", script.display());
+    let mut args = vec!["--backend", backend.as_str()];
+    let sandbox = ralph_tui::tools::sandbox::probe_with(Path::new(BIN));
+    if sandbox
+        .check(ralph_tui::config::SandboxMode::WorkspaceWrite, false)
+        .is_err()
+    {
+        args.extend(["--sandbox", "off"]);
+    }
+    args.push("reshape the files");
+    let out = headless(repo.path(), &run_dir, &args).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(git_state(repo.path()), before, "the run left git alone");
+
+    let events = events(&out.stdout);
+    let rounds = of_type(&events, "round_finished");
+    let counts: Vec<(u64, u64, u64)> = rounds
+        .iter()
+        .map(|r| {
+            (
+                r["files_changed"].as_u64().unwrap(),
+                r["insertions"].as_u64().unwrap(),
+                r["deletions"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(counts, vec![(2, 3, 1), (2, 0, 1)]);
+    let first = std::fs::read_to_string(run_dir.join("rounds/01/diff.patch")).unwrap();
+    assert!(first.contains("diff --git a/src/new.rs b/src/new.rs\nnew file mode 100644\n"));
+    assert!(first.contains("-beta\n+BETA\n+gamma\n"), "{first}");
+    let second = std::fs::read_to_string(run_dir.join("rounds/02/diff.patch")).unwrap();
+    assert!(
+        second.contains("rename from old.txt\nrename to renamed.txt\n"),
+        "{second}"
+    );
+    assert!(second.contains("deleted file mode 100644"), "{second}");
+
+    let last = ws.snapshot().unwrap();
+    let cumulative = ws.diff(&baseline.snapshot, &last).unwrap();
+    assert_eq!(
+        files_of(&cumulative),
+        vec![
+            ("a.txt".into(), FileStatus::Modified),
+            ("gone.txt".into(), FileStatus::Deleted),
+            ("renamed.txt".into(), FileStatus::Renamed),
+            ("src/new.rs".into(), FileStatus::Added)
+        ]
+    );
+    let done = ws.commit_run(&baseline, &last, "The run's work").unwrap();
+    let r = git2::Repository::open(repo.path()).unwrap();
+    let committed = ralph_tui::workspace::diff::between(
+        &r,
+        r.find_commit(start).unwrap().tree_id(),
+        r.find_commit(done.commit).unwrap().tree_id(),
+        "",
+    )
+    .unwrap();
+    assert_eq!(committed, cumulative);
+    let status = git(repo.path(), &["status", "--porcelain"]);
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "");
+}
+
+#[test]
 fn diffs_name_added_modified_deleted_renamed_and_binary_files_with_counts() {
     let repo = TempRepo::new();
     let long: String = (1..=40)
