@@ -84,7 +84,7 @@ impl State {
             Event::ReportRejected { round, reason } => {
                 self.transcript
                     .push_line(LineKind::Notice, &format!("✗ report rejected: {reason}"));
-                self.reports.push(ReportEntry::Rejected { round, reason });
+                self.push_report(ReportEntry::Rejected { round, reason });
             }
             Event::ReportAccepted { round, report } => {
                 self.transcript.push_line(
@@ -95,8 +95,7 @@ impl State {
                         report.summary
                     ),
                 );
-                self.reports.push(ReportEntry::Accepted { round, report });
-                self.report_sel = self.reports.len() - 1;
+                self.push_report(ReportEntry::Accepted { round, report });
             }
             Event::WorkspaceChanged { round, files } => {
                 self.keeping_change_selection(|s| s.round_changes(round).files = files);
@@ -144,7 +143,7 @@ impl State {
                     self.transcript
                         .push_line(LineKind::Notice, &format!("✗ {error}"));
                     if outcome == RoundOutcome::Failed {
-                        self.reports.push(ReportEntry::Failed { round, error });
+                        self.push_report(ReportEntry::Failed { round, error });
                     }
                 }
                 self.approvals.retain(|a| a.round != round);
@@ -189,6 +188,15 @@ impl State {
             }
         }
         Vec::new()
+    }
+
+    /// Adds a row to the reports list; a selection on the last row moves to the new one.
+    fn push_report(&mut self, entry: ReportEntry) {
+        let on_last = self.report_sel + 1 >= self.reports.len();
+        self.reports.push(entry);
+        if on_last {
+            self.report_sel = self.reports.len() - 1;
+        }
     }
 
     fn push_tool_result(&mut self, name: &str, ok: bool, output: &str) {

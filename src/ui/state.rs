@@ -241,6 +241,8 @@ pub struct State {
     pub objective_scroll: usize,
     pub overlay: Option<Overlay>,
     pub approvals: VecDeque<Approval>,
+    /// Every approval id seen, so one announced twice (notifier and event) is asked once.
+    asked: std::collections::BTreeSet<u64>,
     pub cancel_requested: Option<Duration>,
     pub quit_when_finished: bool,
     pub review: Option<Review>,
@@ -297,6 +299,7 @@ impl State {
             objective_scroll: 0,
             overlay: None,
             approvals: VecDeque::new(),
+            asked: std::collections::BTreeSet::new(),
             cancel_requested: None,
             quit_when_finished: false,
             review: None,
@@ -405,7 +408,7 @@ impl State {
     }
 
     pub(super) fn ask(&mut self, approval: Approval) {
-        if self.phase == Phase::Running && !self.approvals.iter().any(|a| a.id == approval.id) {
+        if self.phase == Phase::Running && self.asked.insert(approval.id) {
             self.transcript.push_line(
                 LineKind::Notice,
                 &format!("? approval asked: {}", approval.command),

@@ -124,6 +124,14 @@ fn snapshot_approval_modal() {
         vec![Effect::Answer(7, ApprovalDecision::AlwaysThisRun)]
     );
     assert!(state.approvals.is_empty());
+    // A late duplicate of an answered question does not ask again.
+    state.update(Msg::ApprovalAsked(Approval {
+        id: 7,
+        round: 3,
+        command: "python3 -m unittest -v".into(),
+        cwd: "~/src/demo-repo".into(),
+    }));
+    assert!(state.approvals.is_empty());
 }
 
 #[test]
