@@ -201,7 +201,7 @@ impl Launch {
 
 /// Rounds that stream slowly: each a long turn, then a `continue` report.
 fn slow_rounds(n: usize) -> Vec<serde_json::Value> {
-    let words = "thinking about the objective step by step ".repeat(12);
+    let words = "thinking about the objective step by step ".repeat(40);
     (1..=n)
         .map(|i| {
             turns(&[format!(
