@@ -36,6 +36,8 @@ use runlog::RunLog;
 
 /// How many rejected reports a child may correct within one round.
 pub const MAX_REPORT_ATTEMPTS: u32 = 3;
+/// Most bytes of serialized arguments one tool call may carry.
+pub const MAX_ARGUMENT_BYTES: usize = 256 * 1024;
 
 /// Receives every event after the run log has it.
 pub type EventSink = Box<dyn FnMut(&Stamped) + Send>;
@@ -576,6 +578,22 @@ impl Engine<'_> {
                             continue;
                         }
                     }
+                }
+                let size = arguments.to_string().len();
+                if size > MAX_ARGUMENT_BYTES {
+                    let output = format!(
+                        "the arguments of {name} are {size} bytes; the limit is {MAX_ARGUMENT_BYTES}: split the work into smaller calls"
+                    );
+                    self.rec.emit(Event::ToolResult {
+                        round,
+                        name: name.clone(),
+                        ok: false,
+                        output: output.clone(),
+                    });
+                    let message = self.format.tool_result(&name, &output);
+                    self.rec.transcript(&message);
+                    messages.push(message);
+                    continue;
                 }
                 let ctx = ToolContext {
                     root: self.workspace.root(),

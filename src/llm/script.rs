@@ -72,7 +72,7 @@ impl Backend for ScriptBackend {
             name: format!("script:{}", self.path.display()),
             model: None,
             device: "script".into(),
-            ctx_size: 32_768,
+            ctx_size: 131_072,
             chat_format: "hermes".into(),
         }
     }

@@ -696,8 +696,8 @@ fn token_budget_ends_the_run_budget_limited_between_turns() {
 #[test]
 fn a_full_context_window_ends_the_round_cleanly() {
     let repo = TempRepo::new();
-    // The script backend estimates 4 bytes a token in a 32,768-token window.
-    let flood = "lorem ipsum ".repeat(12_000);
+    // The script backend estimates 4 bytes a token in a 131,072-token window.
+    let flood = "lorem ipsum ".repeat(48_000);
     let run = run_script(
         &repo,
         vec![
@@ -709,6 +709,31 @@ fn a_full_context_window_ends_the_round_cleanly() {
     assert_eq!(code(&run.out), 5);
     let end = finished(&run);
     assert_eq!(end["status"], "round-failed");
-    assert!(end["error"].as_str().unwrap().contains("context window is full"), "{end}");
+    assert!(
+        end["error"]
+            .as_str()
+            .unwrap()
+            .contains("context window is full"),
+        "{end}"
+    );
     assert_eq!(end["last_valid_report"]["summary"], "r1");
+}
+
+#[test]
+fn huge_arguments_are_refused_without_running_the_tool() {
+    let repo = TempRepo::new();
+    let huge = "y".repeat(300 * 1024);
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            call("write_file", json!({"path": "big.txt", "content": huge})),
+            complete_report("done"),
+        ])],
+        &["objective"],
+    );
+    assert_eq!(code(&run.out), 0);
+    let r = of_type(&run.events, "tool_result")[0].clone();
+    assert_eq!(r["ok"], false);
+    assert!(r["output"].as_str().unwrap().contains("the limit is"));
+    assert!(!repo.path().join("big.txt").exists());
 }
