@@ -6,6 +6,9 @@
 //! out only the calls the format says are final, so a call is never taken back or changed
 //! later: the calls handed out, followed by those `finish` returns, are exactly what `parse`
 //! finds in the whole turn, however the text was split.
+//!
+//! Each re-parse reads the whole turn so far: a stream costs (pushes that carry a closing
+//! character) × (turn length), small for token-capped turns but quadratic for huge ones.
 
 use super::{ChatFormat, ParsedCall, ParsedTurn};
 
