@@ -14,6 +14,15 @@ fn fail(message: &str, code: ExitCode) -> ! {
 }
 
 fn main() {
+    // The sandbox helper runs before anything else, while the process is single-threaded.
+    let helper = std::ffi::OsStr::new(ralph_tui::tools::sandbox::EXEC_ARG);
+    if std::env::args_os().nth(1).as_deref() == Some(helper) {
+        let args: Vec<String> = std::env::args_os()
+            .skip(2)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        ralph_tui::tools::sandbox::exec_main(&args);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

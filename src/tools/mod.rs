@@ -7,7 +7,16 @@
 //! never offered: a call to it is denied.
 
 pub mod approval;
+mod args;
+pub mod edit_file;
+pub mod list_dir;
+pub mod path;
 pub mod process;
+pub mod read_file;
+pub mod run_command;
+pub mod sandbox;
+pub mod search;
+pub mod write_file;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -143,9 +152,16 @@ impl Registry {
         Self { tools }
     }
 
-    /// The standard workspace tools.
+    /// The standard workspace tools, in the order the child is told about them.
     pub fn standard() -> Self {
-        Self::new(Vec::new())
+        Self::new(vec![
+            Box::new(list_dir::ListDir),
+            Box::new(read_file::ReadFile),
+            Box::new(search::Search),
+            Box::new(write_file::WriteFile),
+            Box::new(edit_file::EditFile),
+            Box::new(run_command::RunCommand),
+        ])
     }
 
     /// Every spec offered to the child, `ralph_report` last.

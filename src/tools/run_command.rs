@@ -1,0 +1,98 @@
+//! `run_command`: a shell command in the workspace, under the sandbox and approval policy.
+//!
+//! The command runs as `sh -c` with the workspace as its working directory, in its own
+//! process group that the round's `ProcessTracker` remembers, so anything it leaves running
+//! in the background is killed at the end of the round. It is bounded in time (the call's
+//! `timeout_s`, else the run's default) and in output (head and tail kept). The exit code is
+//! always reported; a non-zero exit, a timeout or a refusal comes back as a tool error.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::approval::authorize_in;
+use super::args;
+use super::process::run_captured;
+use super::sandbox::{self, FAILURE_PREFIX, SETUP_FAILED};
+use super::{Tool, ToolContext, ToolError, ToolSpec};
+
+/// Longest timeout a call may ask for, in seconds.
+pub const MAX_TIMEOUT_S: u64 = 3600;
+/// Bytes of the output budget kept for the status line.
+const STATUS_ROOM: usize = 256;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunCommand;
+
+impl Tool for RunCommand {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "run_command".into(),
+            description: "Run a shell command (sh -c) in the workspace root and get its exit code and combined stdout/stderr (long output keeps its start and end). Commands are sandboxed: they may write only inside the workspace and $TMPDIR, and have no network unless the run allows it. Background processes are killed when the round ends. `timeout_s` overrides the default time limit.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "minLength": 1, "description": "shell command line"},
+                    "timeout_s": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_S, "description": "time limit in seconds"}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let command = args::string(arguments, "command")?;
+        if command.trim().is_empty() {
+            return Err(ToolError::new("the command is empty"));
+        }
+        let timeout = args::opt_u64(arguments, "timeout_s")?
+            .map_or(ctx.policy.command_timeout, |s| {
+                Duration::from_secs(s.clamp(1, MAX_TIMEOUT_S))
+            });
+        authorize_in(ctx, command.to_string())?;
+        std::fs::create_dir_all(ctx.round_tmp).map_err(|e| {
+            ToolError::new(format!(
+                "cannot prepare the command's scratch directory: {e}"
+            ))
+        })?;
+        let cmd = sandbox::command(ctx.policy, ctx.root, ctx.round_tmp, command);
+        let cap = ctx.policy.output_cap.saturating_sub(STATUS_ROOM).max(1024);
+        let captured = run_captured(cmd, timeout, ctx.cancel, cap, Some(ctx.processes))
+            .map_err(|e| ToolError::new(format!("cannot start the command: {e}")))?;
+        let output = captured.output.trim_end();
+        let shown = if output.is_empty() {
+            "(no output)".to_string()
+        } else {
+            output.to_string()
+        };
+        if captured.cancelled {
+            return Err(ToolError::new(format!(
+                "the command was cancelled and killed\n{shown}"
+            )));
+        }
+        if captured.timed_out {
+            return Err(ToolError::new(format!(
+                "timed out after {}s; the command and everything it started were killed (pass a larger timeout_s if it needs longer)\n{shown}",
+                timeout.as_secs()
+            )));
+        }
+        match captured.exit_code {
+            Some(SETUP_FAILED) if output.trim_start().starts_with(FAILURE_PREFIX) => {
+                let reason: Vec<&str> = output
+                    .lines()
+                    .filter(|l| l.starts_with(FAILURE_PREFIX))
+                    .collect();
+                Err(ToolError::new(format!(
+                    "the command was not run: {}",
+                    reason.join("; ")
+                )))
+            }
+            Some(0) => Ok(format!("exit code 0\n{shown}")),
+            Some(code) => Err(ToolError::new(format!("exit code {code}\n{shown}"))),
+            None => Err(ToolError::new(format!(
+                "the command was killed by a signal\n{shown}"
+            ))),
+        }
+    }
+}

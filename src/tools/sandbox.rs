@@ -1,0 +1,466 @@
+//! The OS sandbox around a child's commands (Linux: Landlock and a network namespace).
+//!
+//! A command never gets a `pre_exec` hook (code after `fork` in a multithreaded process may
+//! only call async-signal-safe functions). Instead ralph-tui re-executes itself:
+//!
+//! ```text
+//! <ralph-tui> __sandbox-exec --mode workspace-write --write DIR --write DIR [--no-network] -- sh -c CMD
+//! ```
+//!
+//! That hidden entry point ([`exec_main`]) runs before anything else in `main`, while the
+//! process is still single-threaded: it moves itself into a new network namespace (no
+//! interfaces up, not even loopback) unless the run allows the network, restricts itself with
+//! Landlock so that writes succeed only beneath the `--write` directories and a few harmless
+//! devices (reads and execution stay allowed everywhere), and then `exec`s the shell. The
+//! restrictions are inherited by everything the command starts.
+//!
+//! Modes: `workspace-write` writes the workspace and the round's scratch dir; `read-only`
+//! writes only the round's scratch dir; `off` runs `sh -c` directly with no confinement at
+//! all (no Landlock and no network namespace). It fails closed: when the kernel lacks what a
+//! mode needs, the helper refuses to run the command and says to use `--sandbox off`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use landlock::{
+    path_beneath_rules, AccessFs, LandlockStatus, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, ABI,
+};
+use nix::sched::{unshare, CloneFlags};
+
+use super::ToolPolicy;
+use crate::config::SandboxMode;
+
+/// The hidden first argument that turns ralph-tui into the sandbox helper.
+pub const EXEC_ARG: &str = "__sandbox-exec";
+/// The helper's exit code when it could not set the sandbox up (the command never ran).
+pub const SETUP_FAILED: i32 = 125;
+/// How the helper's own error lines start, so they are not taken for the command's output.
+pub const FAILURE_PREFIX: &str = "ralph-tui sandbox:";
+
+/// The Landlock ABI whose write rights are requested; older kernels get what they support.
+const TARGET_ABI: ABI = ABI::V3;
+/// Devices a sandboxed command may always open for writing.
+const WRITABLE_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// How a command can be cut off from the network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetworkIsolation {
+    /// A new network namespace directly (ralph-tui runs with the privilege for it).
+    Namespace,
+    /// A new user namespace first, then the network namespace (unprivileged).
+    UserNamespace,
+    /// Neither works; the reason.
+    Unavailable(String),
+}
+
+/// What this kernel offers the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSupport {
+    /// The kernel's Landlock ABI version; `None` when Landlock is missing or disabled.
+    pub landlock_abi: Option<u32>,
+    /// Why Landlock is unusable, when it is.
+    pub landlock_problem: Option<String>,
+    pub network: NetworkIsolation,
+}
+
+impl SandboxSupport {
+    /// Whether commands can run under `mode` (with or without network); the error is a
+    /// sentence for the person, naming the way out.
+    pub fn check(&self, mode: SandboxMode, network: bool) -> Result<(), String> {
+        if mode == SandboxMode::Off {
+            return Ok(());
+        }
+        if self.landlock_abi.is_none() {
+            let why = self
+                .landlock_problem
+                .as_deref()
+                .unwrap_or("Landlock is not available");
+            return Err(format!(
+                "the sandbox cannot confine file writes on this system ({why}); commands will be refused — run with --sandbox off to run them unconfined"
+            ));
+        }
+        if let (false, NetworkIsolation::Unavailable(why)) = (network, &self.network) {
+            return Err(format!(
+                "the sandbox cannot cut commands off the network on this system ({why}); commands will be refused — run with --network to allow the network, or --sandbox off"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One sentence on what the sandbox can do here, for the run's log and events.
+pub fn describe(support: &SandboxSupport) -> String {
+    let files = match (support.landlock_abi, &support.landlock_problem) {
+        (Some(abi), _) => format!("Landlock ABI {abi} confines command writes to the workspace"),
+        (None, Some(why)) => format!("no Landlock ({why}), so command writes cannot be confined"),
+        (None, None) => "no Landlock, so command writes cannot be confined".into(),
+    };
+    let net = match &support.network {
+        NetworkIsolation::Namespace => "a network namespace cuts commands off the network".into(),
+        NetworkIsolation::UserNamespace => {
+            "a user + network namespace cuts commands off the network".into()
+        }
+        NetworkIsolation::Unavailable(why) => {
+            format!("no network namespace ({why}), so commands cannot be cut off the network")
+        }
+    };
+    format!("Sandbox: {files}; {net}.")
+}
+
+/// Probes with ralph-tui itself as the helper (call it from the ralph-tui binary).
+pub fn probe() -> SandboxSupport {
+    match std::env::current_exe() {
+        Ok(exe) => probe_with(&exe),
+        Err(e) => unsupported(format!("cannot find the ralph-tui executable: {e}")),
+    }
+}
+
+/// Probes by running `exe __sandbox-exec --probe`, which tries exactly what a command gets.
+pub fn probe_with(exe: &Path) -> SandboxSupport {
+    let output = match Command::new(exe).args([EXEC_ARG, "--probe"]).output() {
+        Ok(o) => o,
+        Err(e) => {
+            return unsupported(format!(
+                "cannot run the sandbox helper {}: {e}",
+                exe.display()
+            ))
+        }
+    };
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut support = unsupported("the sandbox helper gave no answer".into());
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("landlock=") {
+            match v.parse::<u32>() {
+                Ok(abi) => {
+                    support.landlock_abi = Some(abi);
+                    support.landlock_problem = None;
+                }
+                Err(_) => support.landlock_problem = Some(v.to_string()),
+            }
+        } else if let Some(v) = line.strip_prefix("netns=") {
+            support.network = match v {
+                "namespace" => NetworkIsolation::Namespace,
+                "user" => NetworkIsolation::UserNamespace,
+                other => NetworkIsolation::Unavailable(other.to_string()),
+            };
+        }
+    }
+    support
+}
+
+fn unsupported(why: String) -> SandboxSupport {
+    SandboxSupport {
+        landlock_abi: None,
+        landlock_problem: Some(why.clone()),
+        network: NetworkIsolation::Unavailable(why),
+    }
+}
+
+fn mode_name(mode: SandboxMode) -> &'static str {
+    match mode {
+        SandboxMode::WorkspaceWrite => "workspace-write",
+        SandboxMode::ReadOnly => "read-only",
+        SandboxMode::Off => "off",
+    }
+}
+
+/// The command that runs `shell_command` under `policy`: `sh -c` directly when the sandbox is
+/// off, otherwise through the helper. Working directory = `root`; `TMPDIR` = `round_tmp`.
+pub fn command(policy: &ToolPolicy, root: &Path, round_tmp: &Path, shell_command: &str) -> Command {
+    let mut cmd = match policy.sandbox {
+        SandboxMode::Off => Command::new("sh"),
+        mode => {
+            let mut cmd = Command::new(&policy.sandbox_exe);
+            cmd.arg(EXEC_ARG).args(["--mode", mode_name(mode)]);
+            if mode == SandboxMode::WorkspaceWrite {
+                cmd.arg("--write").arg(root);
+            }
+            cmd.arg("--write").arg(round_tmp);
+            if !policy.network {
+                cmd.arg("--no-network");
+            }
+            cmd.args(["--", "sh"]);
+            cmd
+        }
+    };
+    cmd.arg("-c")
+        .arg(shell_command)
+        .current_dir(root)
+        .env("TMPDIR", round_tmp)
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_TERMINAL_PROMPT", "0");
+    cmd
+}
+
+/// The helper's parsed command line.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct ExecArgs {
+    probe: bool,
+    mode: Option<SandboxMode>,
+    writable: Vec<PathBuf>,
+    no_network: bool,
+    program: Vec<String>,
+}
+
+fn parse(args: &[String]) -> Result<ExecArgs, String> {
+    let mut parsed = ExecArgs::default();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--probe" => parsed.probe = true,
+            "--no-network" => parsed.no_network = true,
+            "--mode" => {
+                parsed.mode = Some(match it.next().map(String::as_str) {
+                    Some("workspace-write") => SandboxMode::WorkspaceWrite,
+                    Some("read-only") => SandboxMode::ReadOnly,
+                    Some("off") => SandboxMode::Off,
+                    other => return Err(format!("unknown --mode {other:?}")),
+                })
+            }
+            "--write" => match it.next() {
+                Some(dir) => parsed.writable.push(PathBuf::from(dir)),
+                None => return Err("--write needs a directory".into()),
+            },
+            "--" => {
+                parsed.program = it.cloned().collect();
+                break;
+            }
+            other => return Err(format!("unexpected argument {other:?}")),
+        }
+    }
+    if !parsed.probe {
+        if parsed.mode.is_none() {
+            return Err("--mode is required".into());
+        }
+        if parsed.program.is_empty() {
+            return Err("no command after --".into());
+        }
+    }
+    Ok(parsed)
+}
+
+/// The helper: `args` are the arguments after [`EXEC_ARG`]. Applies the sandbox to this
+/// process and execs the command, or exits with [`SETUP_FAILED`] saying why. Call it first
+/// thing in `main`, before any thread exists.
+pub fn exec_main(args: &[String]) -> ! {
+    let parsed = match parse(args) {
+        Ok(p) => p,
+        Err(e) => fail(&format!("bad helper arguments: {e}")),
+    };
+    if parsed.probe {
+        run_probe();
+    }
+    if parsed.no_network {
+        if let Err(e) = isolate_network() {
+            fail(&format!(
+                "cannot cut this command off the network ({e}); run with --network to allow it, or --sandbox off"
+            ));
+        }
+    }
+    if parsed.mode != Some(SandboxMode::Off) {
+        if let Err(e) = restrict_writes(&parsed.writable) {
+            fail(&format!(
+                "cannot confine this command's writes ({e}); run with --sandbox off to run commands unconfined"
+            ));
+        }
+    }
+    let (program, rest) = match parsed.program.split_first() {
+        Some(split) => split,
+        None => fail("no command to run"),
+    };
+    let error = std::os::unix::process::CommandExt::exec(Command::new(program).args(rest));
+    let _ = writeln!(
+        std::io::stderr(),
+        "{FAILURE_PREFIX} cannot start {program}: {error}"
+    );
+    std::process::exit(127);
+}
+
+fn fail(message: &str) -> ! {
+    let _ = writeln!(std::io::stderr(), "{FAILURE_PREFIX} {message}");
+    std::process::exit(SETUP_FAILED);
+}
+
+/// Reports what works, as `key=value` lines on stdout, and exits.
+fn run_probe() -> ! {
+    let netns = match isolate_network() {
+        Ok(NetworkIsolation::Namespace) => "namespace".to_string(),
+        Ok(NetworkIsolation::UserNamespace) => "user".to_string(),
+        Ok(NetworkIsolation::Unavailable(why)) | Err(why) => why,
+    };
+    let landlock = match restrict_writes(&[]) {
+        Ok(abi) => abi.to_string(),
+        Err(why) => why,
+    };
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "landlock={landlock}");
+    let _ = writeln!(out, "netns={netns}");
+    std::process::exit(0);
+}
+
+/// Moves this (single-threaded) process into a new network namespace.
+fn isolate_network() -> Result<NetworkIsolation, String> {
+    let direct = match unshare(CloneFlags::CLONE_NEWNET) {
+        Ok(()) => return Ok(NetworkIsolation::Namespace),
+        Err(e) => e,
+    };
+    let uid = nix::unistd::getuid();
+    let gid = nix::unistd::getgid();
+    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET).map_err(|e| {
+        format!("new network namespace: {direct}; new user + network namespace: {e}")
+    })?;
+    // Map our own ids, or files the command creates would have no owner.
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|e| format!("writing {file}: {e}"))
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    Ok(NetworkIsolation::UserNamespace)
+}
+
+/// Restricts this process: writes only beneath `writable` (and the harmless devices).
+/// Returns the kernel's Landlock ABI version.
+fn restrict_writes(writable: &[PathBuf]) -> Result<u32, String> {
+    let access = AccessFs::from_write(TARGET_ABI);
+    let mut ruleset = Ruleset::default()
+        .handle_access(access)
+        .and_then(|r| r.create())
+        .map_err(|e| format!("Landlock: {e}"))?;
+    for dir in writable {
+        let fd = PathFd::new(dir)
+            .map_err(|e| format!("cannot open {} for the sandbox: {e}", dir.display()))?;
+        ruleset = ruleset
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(|e| format!("Landlock rule for {}: {e}", dir.display()))?;
+    }
+    let status = ruleset
+        .add_rules(path_beneath_rules(WRITABLE_DEVICES, access))
+        .and_then(|r| r.restrict_self())
+        .map_err(|e| format!("Landlock: {e}"))?;
+    let abi = match status.landlock {
+        LandlockStatus::Available {
+            effective_abi,
+            kernel_abi,
+        } => kernel_abi
+            .and_then(|v| u32::try_from(v).ok())
+            .or_else(|| effective_abi.to_string().parse().ok()),
+        LandlockStatus::NotEnabled => return Err("Landlock is disabled in this kernel".into()),
+        LandlockStatus::NotImplemented => {
+            return Err("this kernel has no Landlock (Linux 5.13+ with Landlock enabled)".into())
+        }
+    };
+    match (status.ruleset, abi) {
+        (RulesetStatus::NotEnforced, _) | (_, None) => {
+            Err("Landlock could not be enforced on this kernel".into())
+        }
+        (_, Some(abi)) => Ok(abi),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ApprovalPolicy;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    #[test]
+    fn parses_the_helper_command_line() {
+        let parsed = parse(&strings(&[
+            "--mode",
+            "workspace-write",
+            "--write",
+            "/w",
+            "--write",
+            "/t",
+            "--no-network",
+            "--",
+            "sh",
+            "-c",
+            "echo --mode",
+        ]))
+        .unwrap();
+        assert_eq!(parsed.mode, Some(SandboxMode::WorkspaceWrite));
+        assert_eq!(
+            parsed.writable,
+            vec![PathBuf::from("/w"), PathBuf::from("/t")]
+        );
+        assert!(parsed.no_network);
+        assert_eq!(parsed.program, strings(&["sh", "-c", "echo --mode"]));
+        assert!(parse(&strings(&["--mode", "sideways", "--", "true"])).is_err());
+        assert!(parse(&strings(&["--mode", "off"])).is_err());
+        assert!(parse(&strings(&["--write"])).is_err());
+        assert!(parse(&strings(&["--probe"])).unwrap().probe);
+    }
+
+    #[test]
+    fn builds_the_wrapped_command() {
+        let mut policy = ToolPolicy::new(SandboxMode::ReadOnly, ApprovalPolicy::Auto, false);
+        policy.sandbox_exe = PathBuf::from("/bin/ralph");
+        let cmd = command(&policy, Path::new("/w"), Path::new("/t"), "ls");
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(cmd.get_program(), "/bin/ralph");
+        assert_eq!(
+            args,
+            strings(&[
+                EXEC_ARG,
+                "--mode",
+                "read-only",
+                "--write",
+                "/t",
+                "--no-network",
+                "--",
+                "sh",
+                "-c",
+                "ls"
+            ])
+        );
+        policy.sandbox = SandboxMode::Off;
+        let cmd = command(&policy, Path::new("/w"), Path::new("/t"), "ls");
+        assert_eq!(cmd.get_program(), "sh");
+        assert_eq!(cmd.get_current_dir(), Some(Path::new("/w")));
+    }
+
+    #[test]
+    fn support_check_fails_closed_and_names_the_way_out() {
+        let full = SandboxSupport {
+            landlock_abi: Some(4),
+            landlock_problem: None,
+            network: NetworkIsolation::Namespace,
+        };
+        assert!(full.check(SandboxMode::WorkspaceWrite, false).is_ok());
+        let none = unsupported("no kernel support".into());
+        assert!(none.check(SandboxMode::Off, false).is_ok());
+        let err = none.check(SandboxMode::ReadOnly, true).unwrap_err();
+        assert!(err.contains("--sandbox off"), "{err}");
+        let no_net = SandboxSupport {
+            network: NetworkIsolation::Unavailable("EPERM".into()),
+            ..full.clone()
+        };
+        assert!(no_net.check(SandboxMode::WorkspaceWrite, true).is_ok());
+        let err = no_net
+            .check(SandboxMode::WorkspaceWrite, false)
+            .unwrap_err();
+        assert!(err.contains("--network") && err.contains("EPERM"), "{err}");
+        assert!(describe(&full).contains("Landlock ABI 4"));
+        assert!(describe(&no_net).contains("no network namespace (EPERM)"));
+    }
+}

@@ -1,0 +1,159 @@
+//! `search`: a regular expression over the workspace's text files, `file:line: text` per hit.
+//!
+//! Walks with the `ignore` crate so `.gitignore` is respected, skips `.git/`, binary files and
+//! very large files. `glob` narrows the files by name or workspace-relative path; it never
+//! brings back an ignored file. Results are bounded; past the bound the output says how many
+//! more there were and how to narrow the search.
+
+use std::path::Path;
+
+use globset::{Glob, GlobMatcher};
+use regex::Regex;
+use serde_json::{json, Value};
+
+use super::args;
+use super::path::{display_rel, resolve, Access};
+use super::read_file::is_binary;
+use super::{Tool, ToolContext, ToolError, ToolSpec};
+
+/// Most matching lines shown.
+pub const MAX_MATCHES: usize = 100;
+/// Longest text shown per matching line.
+const MAX_TEXT_CHARS: usize = 240;
+/// Files larger than this are skipped.
+const MAX_SEARCH_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// Past this many further matches, counting stops.
+const MAX_COUNTED: usize = 10_000;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Search;
+
+impl Tool for Search {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "search".into(),
+            description: format!(
+                "Search the workspace's text files for a regular expression (Rust regex syntax; (?i) for case-insensitive). Optional `path` (a directory or file to search in, default the root) and `glob` (e.g. \"*.rs\" or \"src/**/*.py\"). Returns up to {MAX_MATCHES} hits as `file:line: text`; files ignored by .gitignore are skipped."
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "minLength": 1, "description": "regular expression"},
+                    "path": {"type": "string", "description": "directory or file relative to the workspace root"},
+                    "glob": {"type": "string", "minLength": 1, "description": "only files whose name or path matches this glob"}
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let pattern = args::string(arguments, "pattern")?;
+        let regex = Regex::new(pattern)
+            .map_err(|e| ToolError::new(format!("invalid regular expression: {e}")))?;
+        let raw_path = args::opt_string(arguments, "path")?.unwrap_or(".");
+        let glob = match args::opt_string(arguments, "glob")? {
+            Some(g) => Some(
+                Glob::new(g)
+                    .map_err(|e| ToolError::new(format!("invalid glob '{g}': {e}")))?
+                    .compile_matcher(),
+            ),
+            None => None,
+        };
+        let target = resolve(ctx.root, raw_path, Access::Read)?;
+        if !target.abs.exists() {
+            return Err(ToolError::new(format!(
+                "no file or directory '{}' in the workspace",
+                target.rel
+            )));
+        }
+        let root = ctx
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| ctx.root.to_path_buf());
+        let walker = ignore::WalkBuilder::new(&target.abs)
+            .hidden(false)
+            .require_git(false)
+            .git_global(false)
+            .filter_entry(|entry| entry.file_name() != ".git")
+            .sort_by_file_name(|a, b| a.cmp(b))
+            .build();
+
+        let mut hits: Vec<String> = Vec::new();
+        let mut more = 0usize;
+        let mut files_with_hits = 0usize;
+        for entry in walker {
+            if ctx.cancel.is_cancelled() {
+                return Err(ToolError::new("the search was cancelled"));
+            }
+            let Ok(entry) = entry else { continue };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let rel_path = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+            let rel = display_rel(rel_path);
+            if let Some(glob) = &glob {
+                if !glob_matches(glob, rel_path) {
+                    continue;
+                }
+            }
+            if entry
+                .metadata()
+                .is_ok_and(|m| m.len() > MAX_SEARCH_FILE_BYTES)
+            {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(entry.path()) else {
+                continue;
+            };
+            if is_binary(&bytes) {
+                continue;
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            let mut any = false;
+            for (index, line) in text.lines().enumerate() {
+                if !regex.is_match(line) {
+                    continue;
+                }
+                any = true;
+                if hits.len() < MAX_MATCHES {
+                    hits.push(format!("{rel}:{}: {}", index + 1, clip(line.trim_end())));
+                } else {
+                    more += 1;
+                }
+            }
+            files_with_hits += usize::from(any);
+            if more >= MAX_COUNTED {
+                break;
+            }
+        }
+        if hits.is_empty() {
+            return Ok(format!("no matches for /{pattern}/ in '{}'", target.rel));
+        }
+        let mut out = hits.join("\n");
+        if more > 0 {
+            let counted = if more >= MAX_COUNTED {
+                format!("{MAX_COUNTED}+")
+            } else {
+                more.to_string()
+            };
+            out.push_str(&format!(
+                "\n[{counted} more match(es) not shown, in {files_with_hits} file(s) overall; narrow the search with `path`, `glob` or a more specific pattern]"
+            ));
+        }
+        Ok(out)
+    }
+}
+
+/// A glob matches a file by its workspace-relative path or by its file name.
+fn glob_matches(glob: &GlobMatcher, rel: &Path) -> bool {
+    glob.is_match(rel) || rel.file_name().is_some_and(|name| glob.is_match(name))
+}
+
+fn clip(line: &str) -> String {
+    match line.char_indices().nth(MAX_TEXT_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}

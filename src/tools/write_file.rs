@@ -1,0 +1,90 @@
+//! `write_file`: create or replace a workspace file with the given content.
+//!
+//! Parent directories are created (inside the workspace only; see `path`). `.git/` is not
+//! writable. Under `--sandbox read-only` the worker may not change the workspace on its own:
+//! a write is refused, unless the approval policy is `ask`, in which case the person at the
+//! terminal decides each write (the same rule applies to `edit_file`).
+
+use serde_json::{json, Value};
+
+use super::approval::authorize_in;
+use super::args;
+use super::path::{resolve, Access};
+use super::{Tool, ToolContext, ToolError, ToolSpec};
+use crate::config::{ApprovalPolicy, SandboxMode};
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteFile;
+
+impl Tool for WriteFile {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "write_file".into(),
+            description: "Create or overwrite a file in the workspace with `content` (the whole file). Missing parent directories are created. To change part of a file, prefer edit_file.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "file path relative to the workspace root"},
+                    "content": {"type": "string", "description": "the complete new content"}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let raw = args::string(arguments, "path")?;
+        let content = args::string(arguments, "content")?;
+        let target = resolve(ctx.root, raw, Access::Write)?;
+        if target.abs.is_dir() {
+            return Err(ToolError::new(format!(
+                "'{}' is a directory; give a file path",
+                target.rel
+            )));
+        }
+        let existed = target.abs.exists();
+        allow_workspace_change(
+            ctx,
+            format!(
+                "write_file {} ({} bytes, {})",
+                target.rel,
+                content.len(),
+                if existed { "replacing it" } else { "new file" }
+            ),
+        )?;
+        if let Some(parent) = target.abs.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                ToolError::new(format!(
+                    "cannot create the directories for '{}': {e}",
+                    target.rel
+                ))
+            })?;
+        }
+        std::fs::write(&target.abs, content)
+            .map_err(|e| ToolError::new(format!("cannot write '{}': {e}", target.rel)))?;
+        Ok(format!(
+            "{} '{}' ({} bytes, {} lines)",
+            if existed { "replaced" } else { "created" },
+            target.rel,
+            content.len(),
+            content.lines().count()
+        ))
+    }
+}
+
+/// The read-only rule for the file tools: refused, or put to the person under `--approval ask`.
+pub(crate) fn allow_workspace_change(
+    ctx: &ToolContext<'_>,
+    description: String,
+) -> Result<(), ToolError> {
+    if ctx.policy.sandbox != SandboxMode::ReadOnly {
+        return Ok(());
+    }
+    if ctx.policy.approval == ApprovalPolicy::Ask {
+        return authorize_in(ctx, description);
+    }
+    Err(ToolError::new(
+        "the workspace is read-only in this run (--sandbox read-only): files cannot be changed; describe the change you would make in your report instead",
+    ))
+}

@@ -1,0 +1,291 @@
+//! File tools through the registry: confinement, schema checks, pagination, .gitignore,
+//! writes and exact edits, and the read-only rule.
+
+use ralph_tui::config::{ApprovalPolicy, SandboxMode};
+use ralph_tui::tools::approval::ApprovalDecision;
+use serde_json::json;
+
+use super::super::common::*;
+use super::{Bench, Scripted};
+
+// ---------------------------------------------------------------- confinement
+
+#[test]
+fn escapes_from_the_workspace_are_refused() {
+    let bench = Bench::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "secret\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), bench.repo.path().join("link")).unwrap();
+    let victim = outside.path().join("new.txt");
+
+    let out = bench.err("read_file", json!({"path": "../secret.txt"}));
+    assert!(out.contains("outside the workspace"), "{out}");
+    let out = bench.err("read_file", json!({"path": "/etc/passwd"}));
+    assert!(out.contains("outside the workspace"), "{out}");
+    let out = bench.err(
+        "write_file",
+        json!({"path": victim.to_str().unwrap(), "content": "x"}),
+    );
+    assert!(out.contains("outside the workspace"), "{out}");
+    let out = bench.err(
+        "write_file",
+        json!({"path": "link/new.txt", "content": "x"}),
+    );
+    assert!(out.contains("symlink"), "{out}");
+    let out = bench.err("read_file", json!({"path": "link/secret.txt"}));
+    assert!(out.contains("symlink"), "{out}");
+    let out = bench.err("list_dir", json!({"path": "src/../../"}));
+    assert!(out.contains("outside the workspace"), "{out}");
+    let out = bench.err("search", json!({"pattern": "secret", "path": "link"}));
+    assert!(out.contains("symlink"), "{out}");
+    assert!(!victim.exists(), "a file was written outside the workspace");
+
+    let git_config = bench.repo.read(".git/config");
+    let out = bench.err("write_file", json!({"path": ".git/config", "content": "x"}));
+    assert!(out.contains(".git"), "{out}");
+    let out = bench.err(
+        "edit_file",
+        json!({"path": ".git/config", "old": "[core]", "new": "[evil]"}),
+    );
+    assert!(out.contains(".git"), "{out}");
+    assert_eq!(bench.repo.read(".git/config"), git_config);
+    // Reading git internals is fine.
+    assert!(bench
+        .ok("read_file", json!({"path": ".git/config"}))
+        .contains("[core]"));
+}
+
+#[test]
+fn arguments_are_checked_against_the_schema() {
+    let bench = Bench::new();
+    let out = bench.err("read_file", json!({"path": "README.md", "lines": 3}));
+    assert!(out.contains("invalid arguments for read_file"), "{out}");
+    let out = bench.err("read_file", json!({"path": "README.md", "offset": 0}));
+    assert!(out.contains("invalid arguments"), "{out}");
+    let out = bench.err("edit_file", json!({"path": "README.md", "old": "x"}));
+    assert!(out.contains("invalid arguments"), "{out}");
+    let names: Vec<String> = bench.registry.specs().into_iter().map(|s| s.name).collect();
+    assert_eq!(
+        names,
+        [
+            "list_dir",
+            "read_file",
+            "search",
+            "write_file",
+            "edit_file",
+            "run_command",
+            "ralph_report"
+        ]
+    );
+}
+
+// ---------------------------------------------------------------- reading and listing
+
+#[test]
+fn read_file_pages_and_names_binary_and_large_files() {
+    let bench = Bench::new();
+    let text: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+    bench.repo.write("notes.txt", &text);
+    let out = bench.ok(
+        "read_file",
+        json!({"path": "notes.txt", "offset": 11, "limit": 5}),
+    );
+    assert!(out.starts_with("notes.txt (lines 11-15 of 30):"), "{out}");
+    assert!(out.contains("line 11\n") && out.contains("line 15\n"));
+    assert!(!out.contains("line 10\n") && !out.contains("line 16\n"));
+    assert!(out.contains("offset=16"), "{out}");
+    let last = bench.ok("read_file", json!({"path": "notes.txt", "offset": 26}));
+    assert!(
+        last.contains("line 30") && !last.contains("offset="),
+        "{last}"
+    );
+
+    std::fs::write(
+        bench.repo.path().join("blob.bin"),
+        b"\x89PNG\r\n\x1a\n\0\0\0",
+    )
+    .unwrap();
+    let out = bench.err("read_file", json!({"path": "blob.bin"}));
+    assert!(out.contains("binary"), "{out}");
+
+    let big = std::fs::File::create(bench.repo.path().join("big.dat")).unwrap();
+    big.set_len(20 * 1024 * 1024).unwrap();
+    let out = bench.err("read_file", json!({"path": "big.dat"}));
+    assert!(out.contains("too large"), "{out}");
+
+    let out = bench.err("read_file", json!({"path": "missing.txt"}));
+    assert!(out.contains("missing.txt"), "{out}");
+    let out = bench.err("read_file", json!({"path": "."}));
+    assert!(out.contains("directory"), "{out}");
+}
+
+fn ignored_layout(repo: &TempRepo) {
+    repo.write(".gitignore", "build/\n*.log\n");
+    repo.write("src/main.rs", "fn main() {\n    // needle here\n}\n");
+    repo.write("src/nested/deep.rs", "// deep needle\n");
+    repo.write("build/out.rs", "// needle in build output\n");
+    repo.write("debug.log", "needle in a log\n");
+    repo.write("docs/guide.md", "a needle in the docs\n");
+}
+
+#[test]
+fn list_dir_respects_gitignore_and_depth() {
+    let bench = Bench::new();
+    ignored_layout(&bench.repo);
+    let out = bench.ok("list_dir", json!({"path": ".", "depth": 3}));
+    for shown in [
+        ".gitignore",
+        "README.md",
+        "src/",
+        "src/main.rs",
+        "src/nested/deep.rs",
+        "docs/guide.md",
+    ] {
+        assert!(out.lines().any(|l| l == shown), "{shown} missing:\n{out}");
+    }
+    for hidden in ["build", "debug.log", ".git/", ".git/config"] {
+        assert!(
+            !out.lines().any(|l| l.starts_with(hidden)),
+            "{hidden} shown:\n{out}"
+        );
+    }
+    let shallow = bench.ok("list_dir", json!({"path": "src", "depth": 1}));
+    assert!(shallow.lines().any(|l| l == "src/nested/"), "{shallow}");
+    assert!(!shallow.contains("deep.rs"), "{shallow}");
+    let out = bench.err("list_dir", json!({"path": "README.md"}));
+    assert!(out.contains("not a directory"), "{out}");
+}
+
+#[test]
+fn search_respects_gitignore_and_glob() {
+    let bench = Bench::new();
+    ignored_layout(&bench.repo);
+    let out = bench.ok("search", json!({"pattern": "needle"}));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "docs/guide.md:1: a needle in the docs",
+            "src/main.rs:2:     // needle here",
+            "src/nested/deep.rs:1: // deep needle",
+        ],
+        "{out}"
+    );
+    let out = bench.ok("search", json!({"pattern": "needle", "glob": "*.rs"}));
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(
+        !out.contains("build/"),
+        "a glob must not bring back ignored files: {out}"
+    );
+    let out = bench.ok(
+        "search",
+        json!({"pattern": "(?i)NEEDLE", "path": "src/nested"}),
+    );
+    assert_eq!(out, "src/nested/deep.rs:1: // deep needle");
+    let out = bench.ok("search", json!({"pattern": "absent-text"}));
+    assert!(out.contains("no matches"), "{out}");
+    let out = bench.err("search", json!({"pattern": "(unclosed"}));
+    assert!(out.contains("invalid regular expression"), "{out}");
+}
+
+#[test]
+fn search_is_bounded_with_a_hint() {
+    let bench = Bench::new();
+    let many: String = (0..250).map(|i| format!("hit {i}\n")).collect();
+    bench.repo.write("many.txt", &many);
+    let out = bench.ok("search", json!({"pattern": "^hit"}));
+    let hits = out.lines().filter(|l| l.starts_with("many.txt:")).count();
+    assert_eq!(hits, 100, "{out}");
+    assert!(out.contains("150 more match(es)"), "{out}");
+    assert!(out.contains("narrow the search"), "{out}");
+}
+
+// ---------------------------------------------------------------- writing and editing
+
+#[test]
+fn write_file_creates_parents_inside_the_workspace() {
+    let bench = Bench::new();
+    let out = bench.ok(
+        "write_file",
+        json!({"path": "a/b/c/new.txt", "content": "one\ntwo\n"}),
+    );
+    assert!(out.contains("created 'a/b/c/new.txt'"), "{out}");
+    assert_eq!(bench.repo.read("a/b/c/new.txt"), "one\ntwo\n");
+    let out = bench.ok(
+        "write_file",
+        json!({"path": "a/b/c/new.txt", "content": "3\n"}),
+    );
+    assert!(out.contains("replaced"), "{out}");
+    assert_eq!(bench.repo.read("a/b/c/new.txt"), "3\n");
+    let out = bench.err("write_file", json!({"path": "a/b", "content": "x"}));
+    assert!(out.contains("directory"), "{out}");
+}
+
+#[test]
+fn edit_file_needs_the_exact_match_count() {
+    let bench = Bench::new();
+    bench.repo.write("f.txt", "alpha\nbeta\nalpha\nalpha\n");
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "f.txt", "old": "alpha", "new": "A"}),
+    );
+    assert!(
+        out.contains("matches 3 times") && out.contains("count is 1"),
+        "{out}"
+    );
+    assert_eq!(bench.repo.read("f.txt"), "alpha\nbeta\nalpha\nalpha\n");
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "f.txt", "old": "alpha", "new": "A", "count": 2}),
+    );
+    assert!(out.contains("matches 3 times"), "{out}");
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "f.txt", "old": "gamma", "new": "G"}),
+    );
+    assert!(out.contains("no match"), "{out}");
+
+    let out = bench.ok(
+        "edit_file",
+        json!({"path": "f.txt", "old": "beta", "new": "B"}),
+    );
+    assert!(out.contains("replaced 1 occurrence"), "{out}");
+    bench.ok(
+        "edit_file",
+        json!({"path": "f.txt", "old": "alpha\n", "new": "", "count": 3}),
+    );
+    assert_eq!(bench.repo.read("f.txt"), "B\n");
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "nope.txt", "old": "a", "new": "b"}),
+    );
+    assert!(out.contains("write_file"), "{out}");
+}
+
+#[test]
+fn read_only_runs_refuse_file_changes_unless_the_person_approves() {
+    let bench = Bench::with(SandboxMode::ReadOnly, ApprovalPolicy::Auto, false);
+    let out = bench.err("write_file", json!({"path": "x.txt", "content": "x"}));
+    assert!(out.contains("read-only"), "{out}");
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "README.md", "old": "demo", "new": "x"}),
+    );
+    assert!(out.contains("read-only"), "{out}");
+    assert!(!bench.repo.path().join("x.txt").exists());
+    assert_eq!(bench.repo.read("README.md"), "# demo\n");
+
+    let asking = Bench::with(SandboxMode::ReadOnly, ApprovalPolicy::Ask, false);
+    let yes = Scripted::new(ApprovalDecision::Approve);
+    let result = asking.call_with(&yes, "write_file", json!({"path": "y.txt", "content": "y"}));
+    assert!(result.ok, "{}", result.output);
+    assert_eq!(yes.questions(), ["write_file y.txt (1 bytes, new file)"]);
+    let no = Scripted::new(ApprovalDecision::Deny);
+    let result = asking.call_with(&no, "write_file", json!({"path": "z.txt", "content": "z"}));
+    assert!(
+        !result.ok && result.output.contains("denied"),
+        "{}",
+        result.output
+    );
+    assert!(!asking.repo.path().join("z.txt").exists());
+}
