@@ -20,7 +20,9 @@ use crate::error::UsageError;
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
 use crate::tools::approval::Approver;
-use crate::tools::{Registry, ToolPolicy};
+use crate::engine::RoundWatch;
+use crate::tools::{sandbox, Registry, ToolPolicy};
+use crate::workspace::watch::{LiveWatch, OnChange};
 use crate::workspace::Workspace;
 
 /// The backend a run will use, checked but not yet loaded.
@@ -167,12 +169,26 @@ pub fn start(
     approver: Arc<dyn Approver>,
     sink: EventSink,
 ) -> Result<RunHandle, StartError> {
+    start_with_live(prepared, objective, approver, sink, None)
+}
+
+/// Like `start`, and also watches the workspace while each round runs: `live` hears the
+/// current round's changed files as they happen (from the watcher's thread).
+pub fn start_with_live(
+    prepared: Prepared,
+    objective: String,
+    approver: Arc<dyn Approver>,
+    sink: EventSink,
+    live: Option<OnChange>,
+) -> Result<RunHandle, StartError> {
     let cancel = CancellationToken::new();
     let run_dir = prepared.run_dir.clone();
     let thread_cancel = cancel.clone();
     let thread = std::thread::Builder::new()
         .name("ralph-engine".into())
-        .spawn(move || run_on_this_thread(prepared, objective, approver, sink, thread_cancel))
+        .spawn(move || {
+            run_on_this_thread(prepared, objective, approver, sink, live, thread_cancel)
+        })
         .map_err(|e| StartError::Internal(format!("cannot start the engine thread: {e}")))?;
     Ok(RunHandle {
         cancel,
@@ -186,6 +202,7 @@ fn run_on_this_thread(
     objective: String,
     approver: Arc<dyn Approver>,
     sink: EventSink,
+    live: Option<OnChange>,
     cancel: CancellationToken,
 ) -> Result<RunSummary, StartError> {
     let settings = &prepared.settings;
@@ -205,6 +222,24 @@ fn run_on_this_thread(
     let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);
     policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);
     let registry = Registry::standard();
+    let support = sandbox::probe_with(&policy.sandbox_exe);
+    let sandbox_note = sandbox::describe(&support);
+    tracing::info!("{sandbox_note}");
+    let mut warnings = Vec::new();
+    if let Err(problem) = support.check(settings.sandbox, settings.network) {
+        tracing::warn!("{problem}");
+        warnings.push(problem);
+    }
+    let watch: Option<Box<dyn RoundWatch>> = match live {
+        Some(on_change) => match LiveWatch::start(workspace.root(), on_change) {
+            Ok(watch) => Some(Box::new(watch)),
+            Err(e) => {
+                warnings.push(format!("live changes are off: {e}"));
+                None
+            }
+        },
+        None => None,
+    };
     let engine = Engine {
         config: RunConfig {
             run_id: prepared.run_id.clone(),
@@ -213,7 +248,9 @@ fn run_on_this_thread(
             max_turns: settings.max_turns,
             token_budget: settings.token_budget,
             verify: settings.verify.clone(),
+            warnings,
             run_info: json!({
+                "sandbox_support": sandbox_note,
                 "backend": info.name,
                 "model_file": source.display().to_string(),
                 "model_sha256": source_sha,
@@ -239,7 +276,7 @@ fn run_on_this_thread(
         workspace,
         rec: Recorder::new(log, sink),
         cancel,
-        watch: None,
+        watch,
         generated_total: 0,
     };
     Ok(engine.run())

@@ -14,6 +14,9 @@ use crate::tools::approval::DenyAll;
 /// Writes each event as one line on stdout, flushed.
 fn stdout_sink() -> crate::engine::EventSink {
     Box::new(|event: &Stamped| {
+        if let crate::engine::event::Event::Warning { message } = &event.event {
+            say(&format!("warning: {message}"));
+        }
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{}", event.to_line());
         let _ = out.flush();

@@ -52,6 +52,8 @@ pub struct RunConfig {
     /// Most tokens generated over the whole run (`None`: unbounded).
     pub token_budget: Option<u64>,
     pub verify: Option<String>,
+    /// Things the person should know, emitted as `warning` events right after `run_started`.
+    pub warnings: Vec<String>,
     /// Extra facts for `run.json` (settings, model sha256, ...).
     pub run_info: Value,
 }
@@ -193,6 +195,10 @@ impl Engine<'_> {
             sandbox,
             run_dir: self.rec.log.dir().display().to_string(),
         });
+
+        for message in self.config.warnings.clone() {
+            self.rec.emit(Event::Warning { message });
+        }
 
         let mut last_valid: Option<Report> = None;
         let mut rounds_started = 0;

@@ -106,11 +106,17 @@ impl Driver {
                 cwd: request.cwd,
             }));
         }));
-        let handle: RunHandle = app::start(
+        let live_tx = self.inbound_tx.clone();
+        let live: crate::workspace::watch::OnChange = Box::new(move |round, files| {
+            // Live changes are a view; when the UI lags, dropping one is harmless.
+            let _ = live_tx.try_send(Inbound::Event(Event::WorkspaceChanged { round, files }));
+        });
+        let handle: RunHandle = app::start_with_live(
             self.prepared.clone(),
             objective,
             broker.clone(),
             sink(self.inbound_tx.clone()),
+            Some(live),
         )
         .map_err(|e| internal(e.to_string()))?;
         let run_dir = handle.run_dir.clone();
