@@ -149,15 +149,19 @@ impl Workspace {
             }
         }
         let tree = self.repo.find_tree(index.write_tree_to(&self.repo)?)?;
+        let old_tree = match &parent {
+            Some(p) => p.tree()?.id(),
+            None => self.repo.treebuilder(None)?.write()?,
+        };
+        // The run can change files back to what HEAD has (say, undo an edit made before it).
+        if tree.id() == old_tree {
+            return Err(WorkspaceError::NothingToCommit);
+        }
         let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
         let commit =
             self.repo
                 .commit(Some("HEAD"), &author, &committer, &message, &tree, &parents)?;
 
-        let old_tree = match &parent {
-            Some(p) => p.tree()?.id(),
-            None => self.repo.treebuilder(None)?.write()?,
-        };
         let stats = super::diff::between(&self.repo, old_tree, tree.id(), "")?;
         self.sync_index(&changes)
             .map_err(|e| WorkspaceError::IndexNotUpdated {

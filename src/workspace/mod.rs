@@ -34,7 +34,7 @@ pub enum WorkspaceError {
     NoIdentity(String),
     #[error("refusing to commit: {0}. Nothing was committed; the run's changes are still in the work tree")]
     GitStateChanged(String),
-    #[error("nothing to commit: the run left the workspace as it found it")]
+    #[error("nothing to commit: the run changed nothing that HEAD does not already have")]
     NothingToCommit,
     #[error("the commit message is empty")]
     EmptyMessage,

@@ -191,7 +191,9 @@ fn add_plain(
             return Ok(());
         }
     };
-    let id = repo.blob(&content)?;
+    // `Odb::write` hashes first and only touches an object that exists; `Repository::blob`
+    // would stream through a temporary file either way.
+    let id = repo.odb()?.write(git2::ObjectType::Blob, &content)?;
     let mode = match index.get_path(path, 0) {
         Some(old) if !filemode && (old.mode == 0o100644 || old.mode == 0o100755) => old.mode,
         _ if executable && filemode => 0o100755,

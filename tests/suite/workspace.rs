@@ -599,6 +599,17 @@ fn commit_needs_an_identity_and_a_message_and_something_to_commit() {
         ws.commit_run(&baseline, &last, "  \n"),
         Err(WorkspaceError::EmptyMessage)
     ));
+    // An edit made before the run that the run undoes leaves nothing new for HEAD.
+    repo.write("README.md", "# edited before the run\n");
+    let dirty = ws.baseline().unwrap();
+    repo.write("README.md", "# demo\n");
+    std::fs::remove_file(repo.path().join("x.txt")).unwrap();
+    let undone = ws.snapshot().unwrap();
+    assert!(matches!(
+        ws.commit_run(&dirty, &undone, "msg"),
+        Err(WorkspaceError::NothingToCommit)
+    ));
+    repo.write("x.txt", "x\n");
     if std::env::var_os("GIT_AUTHOR_NAME").is_none() {
         let r = git2::Repository::open(repo.path()).unwrap();
         r.config().unwrap().set_str("user.name", "").unwrap();
