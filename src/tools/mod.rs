@@ -76,9 +76,28 @@ impl ToolPolicy {
             network,
             command_timeout: Duration::from_secs(120),
             output_cap: DEFAULT_OUTPUT_CAP,
-            sandbox_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("ralph-tui")),
+            sandbox_exe: sandbox_helper(),
         }
     }
+}
+
+/// The `ralph-tui` executable that applies the sandbox. Only a ralph-tui binary understands
+/// `__sandbox-exec`: another program embedding the library (a test or a bench) would start
+/// itself again instead, so it gets the `ralph-tui` binary beside it (or on `PATH`).
+pub fn sandbox_helper() -> PathBuf {
+    const NAME: &str = "ralph-tui";
+    let Ok(exe) = std::env::current_exe() else {
+        return PathBuf::from(NAME);
+    };
+    if exe.file_name().is_some_and(|n| n == NAME) {
+        return exe;
+    }
+    exe.ancestors()
+        .skip(1)
+        .take(3)
+        .map(|dir| dir.join(NAME))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| PathBuf::from(NAME))
 }
 
 /// What a tool may use while it runs.
