@@ -20,13 +20,13 @@ use tokio::sync::mpsc;
 
 use super::frames::FrameScheduler;
 use crate::app::{self, Prepared, RunHandle, StartError};
-use crate::engine::event::{Event, Stamped};
+use crate::engine::event::{ChangedFile, Event, Stamped};
 use crate::engine::RunSummary;
 use crate::error::ExitCode;
 use crate::tools::approval::ApprovalBroker;
 use crate::ui::patch;
 use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Msg, Phase, State};
-use crate::workspace::{Baseline, DiffModel, DisplayLimits, Snapshot, Workspace};
+use crate::workspace::{Baseline, DiffModel, DisplayLimits, OnChange, Snapshot, Workspace};
 
 /// Most engine messages handled between two looks at the terminal.
 const BATCH: usize = 512;
@@ -38,6 +38,8 @@ const CHANNEL: usize = 4096;
 enum Inbound {
     Event(Event),
     Approval(Approval),
+    /// The live watcher's files for a running round.
+    Live(u32, Vec<ChangedFile>),
     /// The engine thread ended.
     Joined(Result<RunSummary, StartError>),
 }
@@ -107,9 +109,9 @@ impl Driver {
             }));
         }));
         let live_tx = self.inbound_tx.clone();
-        let live: crate::workspace::watch::OnChange = Box::new(move |round, files| {
+        let live: OnChange = Box::new(move |round, files| {
             // Live changes are a view; when the UI lags, dropping one is harmless.
-            let _ = live_tx.try_send(Inbound::Event(Event::WorkspaceChanged { round, files }));
+            let _ = live_tx.try_send(Inbound::Live(round, files));
         });
         let handle: RunHandle = app::start_with_live(
             self.prepared.clone(),
@@ -416,6 +418,9 @@ where
                         Inbound::Event(event) => effects.extend(state.update(Msg::Engine(event))),
                         Inbound::Approval(approval) => {
                             effects.extend(state.update(Msg::ApprovalAsked(approval)));
+                        }
+                        Inbound::Live(round, files) => {
+                            effects.extend(state.update(Msg::LiveChanges(round, files)));
                         }
                         Inbound::Joined(Ok(summary)) => {
                             if state.phase != Phase::Finished {

@@ -8,7 +8,7 @@ use super::state::{
 };
 use super::transcript::LineKind;
 use super::wrap;
-use crate::engine::event::{Event, RoundOutcome};
+use crate::engine::event::{ChangedFile, Event, RoundOutcome};
 
 impl State {
     pub(super) fn on_event(&mut self, event: Event) -> Vec<Effect> {
@@ -97,9 +97,7 @@ impl State {
                 );
                 self.push_report(ReportEntry::Accepted { round, report });
             }
-            Event::WorkspaceChanged { round, files } => {
-                self.keeping_change_selection(|s| s.round_changes(round).files = files);
-            }
+            Event::WorkspaceChanged { round, files } => self.set_round_files(round, files),
             Event::ApprovalRequested {
                 id,
                 round,
@@ -238,6 +236,11 @@ impl State {
             }
         };
         &mut self.changes[index]
+    }
+
+    /// Replaces a round's changed files, keeping the selection where it was.
+    pub(super) fn set_round_files(&mut self, round: u32, files: Vec<ChangedFile>) {
+        self.keeping_change_selection(|s| s.round_changes(round).files = files);
     }
 
     /// What a changes row shows: the round, and the file's path for a file row.

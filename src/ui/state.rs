@@ -189,6 +189,8 @@ pub enum Msg {
     Engine(Event),
     /// The approval broker asks (may also arrive as `Event::ApprovalRequested`).
     ApprovalAsked(Approval),
+    /// The live watcher's list of files changed so far in a round that is still running.
+    LiveChanges(u32, Vec<ChangedFile>),
     Key(crossterm::event::KeyEvent),
     Mouse(crossterm::event::MouseEvent),
     Paste(String),
@@ -318,6 +320,13 @@ impl State {
             Msg::Engine(event) => self.on_event(event),
             Msg::ApprovalAsked(approval) => {
                 self.ask(approval);
+                Vec::new()
+            }
+            Msg::LiveChanges(round, files) => {
+                // A report that comes after its round ended would undo the round's final list.
+                if self.changes.iter().any(|c| c.round == round && c.live) {
+                    self.set_round_files(round, files);
+                }
                 Vec::new()
             }
             Msg::Key(key) => self.on_key(key),

@@ -374,3 +374,32 @@ fn approval_ask_shows_the_command_and_runs_it_once_approved() {
     tmux.keys(&["q"]);
     launch.assert_restored(&tmux, 0);
 }
+
+#[test]
+fn files_changed_show_live_while_the_round_runs() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let slow = "still working on it ".repeat(150);
+    let rounds = vec![turns(&[
+        call(
+            "write_file",
+            json!({"path": "live.txt", "content": "written early\n"}),
+        ),
+        format!("{slow}\n{}", complete_report("wrote live.txt")),
+    ])];
+    let script = script_with_delay(launch.tmp.path(), rounds, 10);
+    let sh = launch.script(repo.path(), &script, &["write live.txt"]);
+    let tmux = Tmux::start(&sh);
+
+    // Before the round ends (its report is seconds of tokens away), the watcher's list shows.
+    let screen = tmux.wait_for("the live change", |s| {
+        s.contains("Round 1 · live · 1 file") && s.contains("A live.txt")
+    });
+    assert!(!screen.contains("complete after"), "{screen}");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the cancel question", |s| s.contains("Cancel this run?"));
+    tmux.keys(&["y"]);
+    tmux.wait_for("the review", |s| s.contains("cancelled after"));
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 130);
+}

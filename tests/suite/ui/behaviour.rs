@@ -237,3 +237,24 @@ fn approvals_wait_for_y_n_or_a_and_a_cancel_clears_them() {
         "the round's questions end with it"
     );
 }
+
+#[test]
+fn live_changes_update_the_running_round_only() {
+    let mut state = mid_run(Theme::default());
+    state.update(Msg::LiveChanges(
+        3,
+        vec![
+            changed("slug.py", "modified", 4, 2),
+            changed("NOTES.md", "added", 2, 0),
+        ],
+    ));
+    let text = screen(&mut state, 80, 24);
+    assert!(
+        text.contains("Round 3 · live · 2 files") && text.contains("A NOTES.md"),
+        "{text}"
+    );
+    // Round 2 has ended: a late live report for it changes nothing.
+    state.update(Msg::LiveChanges(2, vec![]));
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("Round 2 · 1 file +6 −1"), "{text}");
+}
