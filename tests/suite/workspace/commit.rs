@@ -1,0 +1,209 @@
+//! Commit on review (exactly the cumulative diff, the index cleaned for it, refusals, identity,
+//! first commit, detached HEAD) and discard to baseline.
+
+use ralph_tui::workspace::{FileStatus, Workspace, WorkspaceError};
+
+use super::super::common::*;
+use super::{files_of, git, git_state};
+
+#[test]
+fn a_repo_without_commits_snapshots_and_gets_its_first_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = git2::Repository::init(dir.path()).unwrap();
+    let mut cfg = r.config().unwrap();
+    cfg.set_str("user.name", "Test User").unwrap();
+    cfg.set_str("user.email", "test@example.com").unwrap();
+    let ws = Workspace::open(dir.path()).unwrap();
+    let baseline = ws.baseline().unwrap();
+    std::fs::write(dir.path().join("first.txt"), "first\n").unwrap();
+    let last = ws.snapshot().unwrap();
+    let diff = ws.diff(&baseline.snapshot, &last).unwrap();
+    assert_eq!(
+        files_of(&diff),
+        vec![("first.txt".into(), FileStatus::Added)]
+    );
+    let done = ws.commit_run(&baseline, &last, "First commit").unwrap();
+    let head = r.head().unwrap();
+    assert!(head.is_branch());
+    assert_eq!(head.target(), Some(done.commit));
+    let commit = r.find_commit(done.commit).unwrap();
+    assert_eq!(commit.parent_count(), 0);
+    assert_eq!(commit.author().name(), Some("Test User"));
+    let status = git(dir.path(), &["status", "--porcelain"]);
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "");
+}
+
+#[test]
+fn commit_contains_exactly_the_cumulative_diff_and_cleans_status_for_it() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", "a\n");
+    repo.write("b.txt", "b\n");
+    let start = repo.commit_all("start");
+    // Dirty before the run: not the run's, so not committed.
+    repo.write("mine.txt", "the person's own edit\n");
+    let branch = git2::Repository::open(repo.path())
+        .unwrap()
+        .head()
+        .unwrap()
+        .shorthand()
+        .map(String::from);
+    let ws = Workspace::open(repo.path()).unwrap();
+    let baseline = ws.baseline().unwrap();
+
+    repo.write("a.txt", "a\nmore\n");
+    std::fs::remove_file(repo.path().join("b.txt")).unwrap();
+    repo.write("c/d.txt", "d\n");
+    let last = ws.snapshot().unwrap();
+    let cumulative = ws.diff(&baseline.snapshot, &last).unwrap();
+    // `git status` rewrites the index's stat cache: not a change of what is staged.
+    git(repo.path(), &["status", "--porcelain"]);
+
+    let done = ws
+        .commit_run(&baseline, &last, "Apply the run's changes\n\nBody.")
+        .unwrap();
+    let r = git2::Repository::open(repo.path()).unwrap();
+    let commit = r.find_commit(done.commit).unwrap();
+    assert_eq!(commit.parent_id(0).unwrap(), start);
+    assert_eq!(commit.message(), Some("Apply the run's changes\n\nBody.\n"));
+    assert_eq!(done.branch, branch);
+    let committed = ralph_tui::workspace::diff::between(
+        &r,
+        r.find_commit(start).unwrap().tree_id(),
+        commit.tree_id(),
+        "",
+    )
+    .unwrap();
+    assert_eq!(committed.files, cumulative.files);
+    assert_eq!(committed.patch, cumulative.patch);
+    assert_eq!(
+        (done.files_changed, done.insertions, done.deletions),
+        (3, 2, 1)
+    );
+    let status = git(repo.path(), &["status", "--porcelain"]);
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "?? mine.txt\n");
+}
+
+#[test]
+fn commit_refuses_when_head_moved_or_the_index_changed() {
+    let repo = TempRepo::new();
+    let ws = Workspace::open(repo.path()).unwrap();
+    let baseline = ws.baseline().unwrap();
+    repo.write("run.txt", "the run's work\n");
+    let last = ws.snapshot().unwrap();
+
+    // Someone stages a file during the run.
+    repo.write("staged.txt", "staged\n");
+    git(repo.path(), &["add", "staged.txt"]);
+    let err = ws.commit_run(&baseline, &last, "msg").unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, WorkspaceError::GitStateChanged(_)), "{err:?}");
+    assert!(
+        text.contains("index") && text.contains("staged.txt"),
+        "{text}"
+    );
+
+    // ... and commits it: HEAD moved.
+    let before = git_state(repo.path());
+    repo.commit_all("moved");
+    let moved = git_state(repo.path());
+    assert_ne!(before, moved);
+    let err = ws.commit_run(&baseline, &last, "msg").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("moved from"), "{text}");
+    assert!(text.contains("Nothing was committed"), "{text}");
+    assert_eq!(git_state(repo.path()), moved, "a refusal writes nothing");
+}
+
+#[test]
+fn commit_needs_an_identity_and_a_message_and_something_to_commit() {
+    let repo = TempRepo::new();
+    let ws = Workspace::open(repo.path()).unwrap();
+    let baseline = ws.baseline().unwrap();
+    let same = ws.snapshot().unwrap();
+    assert!(matches!(
+        ws.commit_run(&baseline, &same, "msg"),
+        Err(WorkspaceError::NothingToCommit)
+    ));
+    repo.write("x.txt", "x\n");
+    let last = ws.snapshot().unwrap();
+    assert!(matches!(
+        ws.commit_run(&baseline, &last, "  \n"),
+        Err(WorkspaceError::EmptyMessage)
+    ));
+    // An edit made before the run that the run undoes leaves nothing new for HEAD.
+    repo.write("README.md", "# edited before the run\n");
+    let dirty = ws.baseline().unwrap();
+    repo.write("README.md", "# demo\n");
+    std::fs::remove_file(repo.path().join("x.txt")).unwrap();
+    let undone = ws.snapshot().unwrap();
+    assert!(matches!(
+        ws.commit_run(&dirty, &undone, "msg"),
+        Err(WorkspaceError::NothingToCommit)
+    ));
+    repo.write("x.txt", "x\n");
+    if std::env::var_os("GIT_AUTHOR_NAME").is_none() {
+        let r = git2::Repository::open(repo.path()).unwrap();
+        r.config().unwrap().set_str("user.name", "").unwrap();
+        let err = ws.commit_run(&baseline, &last, "msg").unwrap_err();
+        assert!(matches!(err, WorkspaceError::NoIdentity(_)), "{err:?}");
+        assert!(err.to_string().contains("user.name"), "{err}");
+    }
+}
+
+#[test]
+fn detached_head_commits_move_head_and_leave_branches_alone() {
+    let repo = TempRepo::new();
+    let r = git2::Repository::open(repo.path()).unwrap();
+    let tip = r.head().unwrap().target().unwrap();
+    let branch = r.head().unwrap().name().unwrap().to_string();
+    r.set_head_detached(tip).unwrap();
+    let ws = Workspace::open(repo.path()).unwrap();
+    let baseline = ws.baseline().unwrap();
+    repo.write("d.txt", "detached work\n");
+    let last = ws.snapshot().unwrap();
+    let done = ws
+        .commit_run(&baseline, &last, "on a detached HEAD")
+        .unwrap();
+    assert_eq!(done.branch, None);
+    assert!(r.head_detached().unwrap());
+    assert_eq!(r.head().unwrap().target(), Some(done.commit));
+    assert_eq!(r.refname_to_id(&branch).unwrap(), tip);
+}
+
+#[test]
+fn discard_says_what_is_lost_refuses_stale_plans_and_restores_the_baseline() {
+    let repo = TempRepo::new();
+    repo.write("keep.txt", "original\n");
+    repo.write("doomed.txt", "will be deleted by the run\n");
+    repo.commit_all("start");
+    let ws = Workspace::open(repo.path()).unwrap();
+    let baseline = ws.baseline().unwrap();
+    let state = git_state(repo.path());
+
+    repo.write("keep.txt", "changed by the run\n");
+    std::fs::remove_file(repo.path().join("doomed.txt")).unwrap();
+    repo.write("new/dir/file.txt", "added by the run\n");
+    let plan = ws.discard_plan(&baseline).unwrap();
+    assert_eq!(
+        files_of(&plan.lost),
+        vec![
+            ("doomed.txt".into(), FileStatus::Deleted),
+            ("keep.txt".into(), FileStatus::Modified),
+            ("new/dir/file.txt".into(), FileStatus::Added)
+        ]
+    );
+    repo.write("later.txt", "written after the plan\n");
+    assert!(matches!(
+        ws.discard(&baseline, &plan),
+        Err(WorkspaceError::WorkTreeChanged)
+    ));
+    std::fs::remove_file(repo.path().join("later.txt")).unwrap();
+
+    let done = ws.discard(&baseline, &plan).unwrap();
+    assert_eq!(done.len(), 3, "{done:?}");
+    assert_eq!(repo.read("keep.txt"), "original\n");
+    assert_eq!(repo.read("doomed.txt"), "will be deleted by the run\n");
+    assert!(!repo.path().join("new").exists());
+    assert_eq!(ws.snapshot().unwrap(), baseline.snapshot);
+    assert_eq!(git_state(repo.path()), state);
+}
