@@ -30,7 +30,7 @@ use crate::tools::approval::Approver;
 use crate::tools::process::ProcessTracker;
 use crate::tools::{Registry, ToolContext, ToolPolicy, REPORT_TOOL};
 use crate::workspace::{Snapshot, Workspace};
-use event::{ChangedFile, Event, RoundOutcome, RunStatus, Stamped, Verification};
+use event::{Event, RoundOutcome, RunStatus, Stamped, Verification};
 use report::Report;
 use runlog::RunLog;
 
@@ -130,19 +130,6 @@ pub struct Engine<'a> {
 fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn changed_files(diff: &crate::workspace::DiffModel) -> Vec<ChangedFile> {
-    diff.files
-        .iter()
-        .map(|f| ChangedFile {
-            path: f.path.clone(),
-            status: f.status.as_str().to_string(),
-            insertions: f.insertions,
-            deletions: f.deletions,
-            binary: f.binary,
-        })
-        .collect()
 }
 
 /// Per-round totals for `round_finished`.
@@ -369,7 +356,7 @@ impl Engine<'_> {
         if !diff.files.is_empty() {
             self.rec.emit(Event::WorkspaceChanged {
                 round,
-                files: changed_files(&diff),
+                files: diff.changed_files(),
             });
         }
         let (outcome, error) = match &end {
