@@ -156,6 +156,17 @@ fn file_sha256(path: &Path) -> Option<String> {
 fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
     match &prepared.backend {
         BackendPlan::Script(script, _) => Ok(Box::new(script.clone())),
+        #[cfg(feature = "llama")]
+        BackendPlan::Llama(path) => {
+            let settings = &prepared.settings;
+            let backend = crate::llm::llama::LlamaBackend::load(
+                path,
+                &settings.inference,
+                settings.chat_format.as_deref(),
+            )?;
+            Ok(Box::new(backend))
+        }
+        #[cfg(not(feature = "llama"))]
         BackendPlan::Llama(_) => Err(StartError::Usage(UsageError::Invalid(
             "this build has no llama backend (built without the `llama` feature): use --backend script:FILE".into(),
         ))),

@@ -1,1 +1,399 @@
-//! The llama.cpp backend (feature `llama`).
+//! The llama.cpp backend (feature `llama`): the model loaded once, a brand-new context per round.
+//!
+//! `LlamaBackend` owns the model (memory-mapped) for the whole run, its chat template and the
+//! chat format that parses its tool calls. Each round gets a `LlamaChild` holding a fresh
+//! `LlamaContext` (empty KV cache) that is dropped with the child; nothing crosses rounds.
+//! llama.cpp contexts are not `Sync` and creating them in parallel from one model is unsound,
+//! so the backend and its children live on the engine's thread, which is the only thread that
+//! touches them. llama.cpp's process-wide state is initialised once (a `OnceLock`), with its
+//! logs routed to `tracing` before anything is loaded.
+
+mod child;
+mod grammar;
+mod sampling;
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend as Runtime;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::{list_llama_ggml_backend_devices, LlamaBackendDeviceType, LogOptions};
+
+pub use child::{sha256_hex, LlamaChild, TurnStats};
+
+use super::template::{role_name, ChatTemplate};
+use super::{Backend, BackendError, BackendInfo, Child, Message, Request, Role};
+use crate::chat::{self, ChatFormat};
+use crate::config::InferenceSettings;
+use crate::error::UsageError;
+
+/// Whether this build has a GPU backend compiled in.
+pub const GPU_BUILD: bool = cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal"));
+
+/// llama.cpp's process-wide state: initialised once, never torn down.
+fn runtime() -> Result<&'static Runtime, String> {
+    static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(LogOptions::default());
+            Runtime::init().map_err(|e| format!("llama.cpp does not start: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// How prompts are rendered: the model's own Jinja template, or llama.cpp's built-in matcher
+/// when MiniJinja cannot render that template.
+enum Prompter {
+    Jinja(Box<ChatTemplate>),
+    Builtin(LlamaChatTemplate),
+}
+
+/// The model, loaded once per run.
+pub struct LlamaBackend {
+    runtime: &'static Runtime,
+    model: LlamaModel,
+    path: PathBuf,
+    settings: InferenceSettings,
+    ctx_size: u32,
+    prompter: Prompter,
+    format: Box<dyn ChatFormat>,
+    device: String,
+    bos_text: String,
+}
+
+impl std::fmt::Debug for LlamaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlamaBackend")
+            .field("path", &self.path)
+            .field("device", &self.device)
+            .field("ctx_size", &self.ctx_size)
+            .field("chat_format", &self.format.name())
+            .finish_non_exhaustive()
+    }
+}
+
+fn model_error(path: &Path, message: impl Into<String>) -> UsageError {
+    UsageError::Model {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// GPU layers to ask for: the setting, else all of them on a GPU build and none otherwise.
+pub fn requested_gpu_layers(settings: &InferenceSettings) -> u32 {
+    settings
+        .gpu_layers
+        .unwrap_or(if GPU_BUILD { u32::MAX } else { 0 })
+}
+
+/// Says which device runs the model, and whether a requested offload fell back to the CPU.
+fn describe_device(runtime: &Runtime, requested: u32, n_layer: u32) -> String {
+    if requested == 0 {
+        return "CPU".into();
+    }
+    let gpus: Vec<_> = list_llama_ggml_backend_devices()
+        .into_iter()
+        .filter(|d| {
+            matches!(
+                d.device_type,
+                LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu
+            )
+        })
+        .collect();
+    match gpus.first() {
+        Some(dev) if runtime.supports_gpu_offload() => {
+            // llama.cpp offloads the repeating layers plus the output layer.
+            let total = n_layer + 1;
+            let used = requested.min(total);
+            let label = if dev.description.is_empty() {
+                dev.name.clone()
+            } else {
+                format!("{} {}", dev.name, dev.description)
+            };
+            format!("GPU ({label}, {used}/{total} layers)")
+        }
+        _ => format!(
+            "CPU ({requested_text} GPU layers requested, but {why}: running on the CPU)",
+            requested_text = if requested == u32::MAX {
+                "all".to_string()
+            } else {
+                requested.to_string()
+            },
+            why = if GPU_BUILD {
+                "no usable GPU device was found"
+            } else {
+                "this build has no GPU backend"
+            }
+        ),
+    }
+}
+
+impl LlamaBackend {
+    /// Loads a GGUF model. `chat_format` is `--chat-format` (`None` or `auto`: detected from
+    /// the model). Every failure is a usage error naming the file and what to do.
+    pub fn load(
+        model: &Path,
+        settings: &InferenceSettings,
+        chat_format: Option<&str>,
+    ) -> Result<Self, UsageError> {
+        crate::app::check_model_file(model)?;
+        let runtime = runtime().map_err(|e| model_error(model, e))?;
+        if llama_cpp_2::gguf::GgufContext::from_file(model).is_none() {
+            return Err(model_error(
+                model,
+                "not a valid GGUF file (its header or metadata is corrupt or truncated): fetch it again or pass another --model",
+            ));
+        }
+        let requested = requested_gpu_layers(settings);
+        let params = LlamaModelParams::default().with_n_gpu_layers(requested);
+        let started = std::time::Instant::now();
+        let llama_model = LlamaModel::load_from_file(runtime, model, &params).map_err(|e| {
+            model_error(
+                model,
+                format!("llama.cpp cannot load it ({e}): the file is corrupt, truncated or of an unsupported architecture (details in the log file)"),
+            )
+        })?;
+        tracing::info!(
+            path = %model.display(),
+            ms = started.elapsed().as_millis() as u64,
+            "model loaded"
+        );
+
+        let architecture = llama_model.meta_val_str("general.architecture").ok();
+        let template_source = llama_model
+            .chat_template(None)
+            .ok()
+            .and_then(|t| t.to_string().ok());
+        let format_name = match chat_format {
+            None | Some("auto") => {
+                chat::detect(template_source.as_deref(), architecture.as_deref()).to_string()
+            }
+            Some(name) => name.to_string(),
+        };
+        let format = chat::by_name(&format_name).ok_or_else(|| {
+            UsageError::Invalid(format!(
+                "unknown --chat-format '{format_name}': use auto or one of {}",
+                chat::FORMAT_NAMES.join(", ")
+            ))
+        })?;
+
+        let vocab = llama_model.vocab();
+        let token_text = |t: LlamaToken| {
+            if t.0 < 0 {
+                String::new()
+            } else {
+                String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned()
+            }
+        };
+        let bos_text = token_text(vocab.bos());
+        let eos_text = token_text(vocab.eos());
+        let prompter = choose_prompter(
+            model,
+            template_source.as_deref(),
+            &bos_text,
+            &eos_text,
+            &llama_model,
+        )?;
+
+        let n_ctx_train = llama_model.n_ctx_train();
+        let ctx_size = if n_ctx_train > 0 {
+            settings.ctx_size.min(n_ctx_train)
+        } else {
+            settings.ctx_size
+        };
+        if ctx_size < settings.ctx_size {
+            tracing::warn!(
+                requested = settings.ctx_size,
+                used = ctx_size,
+                "context size capped at the model's training context"
+            );
+        }
+        let device = describe_device(runtime, requested, llama_model.n_layer());
+        tracing::info!(
+            device = %device,
+            chat_format = format.name(),
+            architecture = architecture.as_deref().unwrap_or("?"),
+            ctx_size,
+            threads = settings.threads,
+            template = match prompter { Prompter::Jinja(_) => "jinja", Prompter::Builtin(_) => "llama.cpp built-in" },
+            "llama backend ready"
+        );
+        Ok(Self {
+            runtime,
+            model: llama_model,
+            path: model.to_path_buf(),
+            settings: settings.clone(),
+            ctx_size,
+            prompter,
+            format,
+            device,
+            bos_text,
+        })
+    }
+
+    /// The chat format this backend's output is parsed with.
+    pub fn format(&self) -> &dyn ChatFormat {
+        self.format.as_ref()
+    }
+
+    /// The settings the backend runs with.
+    pub fn settings(&self) -> &InferenceSettings {
+        &self.settings
+    }
+
+    /// The loaded model.
+    pub fn model(&self) -> &LlamaModel {
+        &self.model
+    }
+
+    /// A fresh child for `round`: a new context with an empty KV cache.
+    pub fn child(&self, round: u32) -> Result<LlamaChild<'_>, BackendError> {
+        let threads = self.settings.threads.max(1);
+        let batch = self.settings.batch_size.max(1);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(self.ctx_size))
+            .with_n_batch(batch)
+            .with_n_ubatch(batch)
+            .with_n_seq_max(1)
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
+        let ctx = self.model.new_context(self.runtime, params).map_err(|e| {
+            BackendError::ChildFailed(format!("cannot create a llama context: {e}"))
+        })?;
+        Ok(LlamaChild::new(self, ctx, round))
+    }
+
+    /// The prompt text for a request: the messages rendered with the model's chat template,
+    /// ending with the assistant's generation prompt. This is exactly what gets tokenized.
+    pub fn render_prompt(&self, request: Request<'_>) -> Result<String, BackendError> {
+        match self.render_with(request.messages, request.tools) {
+            Ok(text) => Ok(text),
+            Err(first) if request.messages.iter().any(|m| m.role == Role::Tool) => {
+                // Templates without a tool role often raise on one: retry with tool results
+                // as user messages before giving up.
+                let converted: Vec<Message> = request
+                    .messages
+                    .iter()
+                    .map(|m| match m.role {
+                        Role::Tool => Message::new(
+                            Role::User,
+                            format!(
+                                "[result of {}]\n{}",
+                                m.name.as_deref().unwrap_or("the tool"),
+                                m.content
+                            ),
+                        ),
+                        _ => m.clone(),
+                    })
+                    .collect();
+                self.render_with(&converted, request.tools)
+                    .map_err(|_| BackendError::ChildFailed(first))
+            }
+            Err(e) => Err(BackendError::ChildFailed(e)),
+        }
+    }
+
+    fn render_with(
+        &self,
+        messages: &[Message],
+        tools: &[crate::tools::ToolSpec],
+    ) -> Result<String, String> {
+        match &self.prompter {
+            Prompter::Jinja(template) => {
+                let instructions = self.format.tool_instructions(tools);
+                let in_system = !instructions.is_empty()
+                    && messages
+                        .iter()
+                        .any(|m| m.role == Role::System && m.content.contains(&instructions));
+                let pass_tools = template.uses_tools() && !tools.is_empty() && !in_system;
+                template
+                    .render(messages, pass_tools.then_some(tools))
+                    .map_err(|e| e.to_string())
+            }
+            Prompter::Builtin(template) => builtin_render(&self.model, template, messages),
+        }
+    }
+
+    /// Tokenizes a rendered prompt the way generation does: special tokens parsed, BOS added
+    /// when the model wants one and the template did not write it.
+    pub fn tokenize(&self, prompt: &str) -> Vec<LlamaToken> {
+        let vocab = self.model.vocab();
+        let written = !self.bos_text.is_empty() && prompt.starts_with(&self.bos_text);
+        let add_bos = vocab.should_add_bos() && !written;
+        vocab.tokenize(prompt.as_bytes(), add_bos, true)
+    }
+}
+
+fn builtin_render(
+    model: &LlamaModel,
+    template: &LlamaChatTemplate,
+    messages: &[Message],
+) -> Result<String, String> {
+    let chat: Result<Vec<LlamaChatMessage>, _> = messages
+        .iter()
+        .map(|m| LlamaChatMessage::new(role_name(m.role).to_string(), m.content.clone()))
+        .collect();
+    let chat = chat.map_err(|e| format!("a message cannot be passed to llama.cpp: {e}"))?;
+    model
+        .apply_chat_template(template, &chat, true)
+        .map_err(|e| format!("llama.cpp's built-in template failed: {e}"))
+}
+
+/// Picks how to render prompts: the GGUF's Jinja template when MiniJinja renders it, else
+/// llama.cpp's built-in matcher, else a clear error.
+fn choose_prompter(
+    path: &Path,
+    source: Option<&str>,
+    bos: &str,
+    eos: &str,
+    model: &LlamaModel,
+) -> Result<Prompter, UsageError> {
+    let Some(source) = source else {
+        return Err(model_error(
+            path,
+            "it has no chat template (tokenizer.chat_template): ralph-tui needs an instruct/chat model",
+        ));
+    };
+    let probe = [
+        Message::new(Role::System, "You are a test."),
+        Message::new(Role::User, "Hello."),
+    ];
+    let jinja_error = match ChatTemplate::new(source, bos, eos) {
+        Ok(template) => match template.render(&probe, None) {
+            Ok(_) => return Ok(Prompter::Jinja(Box::new(template))),
+            Err(e) => e.to_string(),
+        },
+        Err(e) => e.to_string(),
+    };
+    tracing::warn!("{jinja_error}; trying llama.cpp's built-in template matcher");
+    let builtin = LlamaChatTemplate::new(source)
+        .map_err(|e| model_error(path, format!("its chat template is unusable: {e}")))?;
+    match builtin_render(model, &builtin, &probe) {
+        Ok(_) => Ok(Prompter::Builtin(builtin)),
+        Err(e) => Err(model_error(
+            path,
+            format!("its chat template cannot be rendered ({jinja_error}; {e})"),
+        )),
+    }
+}
+
+impl Backend for LlamaBackend {
+    fn info(&self) -> BackendInfo {
+        BackendInfo {
+            name: "llama".into(),
+            model: Some(self.path.display().to_string()),
+            device: self.device.clone(),
+            ctx_size: self.ctx_size,
+            chat_format: self.format.name().to_string(),
+        }
+    }
+
+    fn new_child(&mut self, round: u32) -> Result<Box<dyn Child + '_>, BackendError> {
+        Ok(Box::new(self.child(round)?))
+    }
+}

@@ -8,6 +8,7 @@
 #[cfg(feature = "llama")]
 pub mod llama;
 pub mod script;
+pub mod template;
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;

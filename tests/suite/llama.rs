@@ -1,1 +1,513 @@
-//! Tests: llama.
+//! Tests: the llama backend on the real default model (CPU, seeded, small sizes).
+//!
+//! These load SmolLM2-135M (`make model` fetches it; `RALPH_TEST_MODEL` points elsewhere) and
+//! fail with a message saying so when it is missing. They take the machine's cores, so they
+//! run one at a time under a shared lock.
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use ralph_tui::config::{Dirs, InferenceSettings};
+use ralph_tui::engine::report;
+use ralph_tui::llm::llama::{sha256_hex, LlamaBackend, LlamaChild};
+use ralph_tui::llm::{Child, Message, Request, Role, StopReason};
+use ralph_tui::tools::{report_spec, ToolSpec};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::common::{code, events, headless, of_type, TempRepo, BIN};
+
+/// One real-model test at a time, across test processes too: each one uses every core.
+struct Exclusive {
+    _thread: MutexGuard<'static, ()>,
+    _process: nix::fcntl::Flock<std::fs::File>,
+}
+
+fn exclusive() -> Exclusive {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let thread = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let path = std::env::temp_dir().join("ralph-tui-real-model-tests.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let process = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| e)
+        .unwrap();
+    Exclusive {
+        _thread: thread,
+        _process: process,
+    }
+}
+
+/// The default model, or the test fails saying how to get it.
+fn model_path() -> PathBuf {
+    let path = std::env::var_os("RALPH_TEST_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Dirs::discover().default_model());
+    assert!(
+        path.is_file(),
+        "the real-model tests need the default model at {}: run `make model` (make test fetches it first), or set RALPH_TEST_MODEL to a GGUF file",
+        path.display()
+    );
+    path
+}
+
+fn cores() -> i32 {
+    std::thread::available_parallelism()
+        .map(|n| i32::try_from(n.get()).unwrap_or(2))
+        .unwrap_or(2)
+}
+
+fn settings(seed: u32) -> InferenceSettings {
+    InferenceSettings {
+        ctx_size: 2048,
+        threads: cores(),
+        gpu_layers: Some(0),
+        batch_size: 64,
+        max_tokens: 320,
+        temperature: 0.7,
+        top_k: 40,
+        top_p: 0.95,
+        min_p: 0.05,
+        repeat_penalty: 1.1,
+        seed,
+    }
+}
+
+fn greedy() -> InferenceSettings {
+    InferenceSettings {
+        temperature: 0.0,
+        max_tokens: 40,
+        ..settings(1)
+    }
+}
+
+fn load(settings: &InferenceSettings) -> LlamaBackend {
+    LlamaBackend::load(&model_path(), settings, None).unwrap()
+}
+
+/// A round prompt that asks for nothing but the report.
+fn report_messages(backend: &LlamaBackend, tools: &[ToolSpec]) -> Vec<Message> {
+    let system = format!(
+        "You are one round of a Ralph loop working on a git repository.\n\n{}",
+        backend.format().tool_instructions(tools)
+    );
+    let user = "Objective (fixed for the whole run):\nAdd a greeting to README.md.\n\nThis is round 1 of 8. You listed the files and read README.md; it has one line, '# demo'. The greeting is not there yet.\n\nEnd the round now: call ralph_report with status continue, a one-sentence summary and one next step.";
+    vec![
+        Message::new(Role::System, system),
+        Message::new(Role::User, user),
+    ]
+}
+
+fn quiet(_: &str) {}
+
+#[test]
+fn a_round_files_a_schema_valid_report_for_five_seeds() {
+    let _lock = exclusive();
+    let tools = vec![report_spec()];
+    let started = Instant::now();
+    for seed in [1u32, 7, 42, 1234, 9001] {
+        let backend = load(&settings(seed));
+        let mut child = backend.child(1).unwrap();
+        let mut messages = report_messages(&backend, &tools);
+        let cancel = CancellationToken::new();
+        let mut accepted = None;
+        let mut transcript = Vec::new();
+        for _turn in 0..3 {
+            let request = Request {
+                messages: &messages,
+                tools: &tools,
+            };
+            let generation = child.generate(request, &mut quiet, &cancel).unwrap();
+            show_turn(seed, &child, &generation.text);
+            transcript.push(generation.text.clone());
+            let parsed = backend.format().parse(&generation.text);
+            let report = parsed.calls.iter().find_map(|call| match call {
+                ralph_tui::chat::ParsedCall::Call { name, arguments } if name == "ralph_report" => {
+                    Some(arguments.clone())
+                }
+                _ => None,
+            });
+            if let Some(arguments) = report {
+                accepted = Some(report::validate(&arguments).unwrap_or_else(|e| {
+                    panic!("seed {seed}: the captured report is invalid ({e}): {arguments}")
+                }));
+                break;
+            }
+            messages.push(Message::new(Role::Assistant, generation.text));
+            messages.push(Message::new(
+                Role::User,
+                ralph_tui::engine::prompt::NO_CALL_REMINDER,
+            ));
+        }
+        assert!(
+            accepted.is_some(),
+            "seed {seed}: no report within 3 turns: {transcript:#?}"
+        );
+    }
+    report_time("five constrained reports", started);
+}
+
+#[allow(
+    clippy::print_stderr,
+    reason = "measured figures are shown, not asserted"
+)]
+fn show_turn(seed: u32, child: &LlamaChild<'_>, text: &str) {
+    let s = child.last_stats();
+    eprintln!(
+        "seed {seed}: prompt {} tokens ({} reused) in {} ms; {} tokens in {} ms ({} resampled): {text:?}",
+        s.prompt_tokens,
+        s.reused_tokens,
+        s.prompt_time.as_millis(),
+        s.generated_tokens,
+        s.generation_time.as_millis(),
+        s.resampled
+    );
+}
+
+#[allow(
+    clippy::print_stderr,
+    reason = "measured figures are shown, not asserted"
+)]
+fn report_time(what: &str, started: Instant) {
+    eprintln!("{what}: {:.1} s", started.elapsed().as_secs_f64());
+}
+
+#[allow(
+    clippy::print_stderr,
+    reason = "measured figures are shown, not asserted"
+)]
+fn report_latency(what: &str, latency: Duration) {
+    eprintln!("{what}: returned {} ms after cancel", latency.as_millis());
+}
+
+/// Greedy output of one fresh child for the report prompt.
+fn greedy_round(backend: &LlamaBackend, round: u32) -> (String, u32, u32) {
+    let tools = vec![report_spec()];
+    let messages = report_messages(backend, &tools);
+    let mut child = backend.child(round).unwrap();
+    let before = child.kv_tokens();
+    let request = Request {
+        messages: &messages,
+        tools: &tools,
+    };
+    let g = child
+        .generate(request, &mut quiet, &CancellationToken::new())
+        .unwrap();
+    (g.text, before, child.kv_tokens())
+}
+
+#[test]
+fn fresh_contexts_are_empty_and_greedy_rounds_repeat_exactly() {
+    let _lock = exclusive();
+    let backend = load(&greedy());
+    let (first, empty1, used1) = greedy_round(&backend, 1);
+    let (second, empty2, used2) = greedy_round(&backend, 2);
+    assert_eq!(empty1, 0, "round 1's KV cache was not empty");
+    assert_eq!(empty2, 0, "round 2's KV cache was not empty");
+    assert!(used1 > 0 && used1 == used2, "{used1} vs {used2}");
+    assert!(!first.is_empty());
+    assert_eq!(first, second, "greedy output differs between fresh rounds");
+}
+
+#[test]
+fn a_later_turn_reuses_the_rounds_own_prefix_only() {
+    let _lock = exclusive();
+    let backend = load(&greedy());
+    let tools = vec![report_spec()];
+    let mut messages = report_messages(&backend, &tools);
+    let mut child = backend.child(1).unwrap();
+    let cancel = CancellationToken::new();
+    let g = child
+        .generate(
+            Request {
+                messages: &messages,
+                tools: &tools,
+            },
+            &mut quiet,
+            &cancel,
+        )
+        .unwrap();
+    let first = child.last_stats();
+    assert_eq!(first.reused_tokens, 0);
+    messages.push(Message::new(Role::Assistant, g.text));
+    messages.push(Message::new(Role::User, "Go on."));
+    child
+        .generate(
+            Request {
+                messages: &messages,
+                tools: &tools,
+            },
+            &mut quiet,
+            &cancel,
+        )
+        .unwrap();
+    let second = child.last_stats();
+    assert!(
+        second.reused_tokens >= first.prompt_tokens - 1,
+        "turn 2 reused {} tokens of turn 1's {}",
+        second.reused_tokens,
+        first.prompt_tokens
+    );
+    drop(child);
+    let fresh = backend.child(2).unwrap();
+    assert_eq!(fresh.kv_tokens(), 0);
+}
+
+#[test]
+fn the_rendered_prompt_is_exactly_what_was_tokenized() {
+    let _lock = exclusive();
+    let backend = load(&greedy());
+    let tools = vec![report_spec()];
+    let messages = report_messages(&backend, &tools);
+    let request = Request {
+        messages: &messages,
+        tools: &tools,
+    };
+    let rendered = backend.render_prompt(request).unwrap();
+    let mut child: LlamaChild<'_> = backend.child(1).unwrap();
+    let counted = child.count_prompt_tokens(request).unwrap();
+    child
+        .generate(request, &mut quiet, &CancellationToken::new())
+        .unwrap();
+    assert_eq!(child.last_prompt(), rendered);
+    assert_eq!(
+        child.last_prompt_tokens(),
+        backend.tokenize(&rendered).as_slice()
+    );
+    assert_eq!(counted as usize, child.last_prompt_tokens().len());
+    // The model's own template, with our system prompt (not SmolLM's default one).
+    assert!(rendered.starts_with("<|im_start|>system\nYou are one round of a Ralph loop"));
+    assert!(rendered.contains(&messages[1].content));
+    assert!(rendered.ends_with("<|im_start|>assistant\n"));
+    assert!(!rendered.contains("SmolLM"));
+    let text = backend
+        .model()
+        .vocab()
+        .detokenize(child.last_prompt_tokens(), false, true);
+    assert_eq!(String::from_utf8_lossy(&text), rendered);
+}
+
+/// Runs `generate` while another thread cancels once `arm` fires; returns the stop reason,
+/// the generated tokens and how long after the cancel `generate` returned.
+fn cancel_when(
+    child: &mut LlamaChild<'_>,
+    messages: &[Message],
+    arm: impl FnOnce(mpsc::Receiver<()>) + Send + 'static,
+) -> (StopReason, u32, Duration) {
+    let cancel = CancellationToken::new();
+    let cancelled_at = Arc::new(Mutex::new(None::<Instant>));
+    let (tx, rx) = mpsc::channel::<()>();
+    let canceller = {
+        let cancel = cancel.clone();
+        let cancelled_at = cancelled_at.clone();
+        std::thread::spawn(move || {
+            arm(rx);
+            *cancelled_at.lock().unwrap() = Some(Instant::now());
+            cancel.cancel();
+        })
+    };
+    let mut on_text = move |_: &str| {
+        let _ = tx.send(());
+    };
+    let g = child
+        .generate(
+            Request {
+                messages,
+                tools: &[],
+            },
+            &mut on_text,
+            &cancel,
+        )
+        .unwrap();
+    let returned = Instant::now();
+    drop(on_text);
+    canceller.join().unwrap();
+    let at = cancelled_at
+        .lock()
+        .unwrap()
+        .expect("the cancel never fired");
+    (
+        g.stop,
+        g.generated_tokens,
+        returned.saturating_duration_since(at),
+    )
+}
+
+#[test]
+fn cancel_stops_generation_between_tokens() {
+    let _lock = exclusive();
+    let backend = load(&InferenceSettings {
+        max_tokens: 2000,
+        ..settings(3)
+    });
+    let messages = vec![
+        Message::new(Role::System, "You are a storyteller."),
+        Message::new(
+            Role::User,
+            "Tell a very long story about a lighthouse keeper.",
+        ),
+    ];
+    let mut child = backend.child(1).unwrap();
+    let (stop, generated, latency) = cancel_when(&mut child, &messages, |rx| {
+        let _ = rx.recv();
+    });
+    assert_eq!(stop, StopReason::Cancelled);
+    assert!((1..100).contains(&generated), "{generated} tokens");
+    report_latency("cancel mid-generation", latency);
+}
+
+#[test]
+fn cancel_stops_prompt_evaluation_between_batches() {
+    let _lock = exclusive();
+    let backend = load(&settings(3));
+    let long = "The lighthouse keeper counted the waves every night. ".repeat(120);
+    let messages = vec![
+        Message::new(Role::System, "You are a storyteller."),
+        Message::new(Role::User, long),
+    ];
+    let mut child = backend.child(1).unwrap();
+    let total = child
+        .count_prompt_tokens(Request {
+            messages: &messages,
+            tools: &[],
+        })
+        .unwrap();
+    let (stop, generated, latency) = cancel_when(&mut child, &messages, |_| {
+        std::thread::sleep(Duration::from_millis(150));
+    });
+    assert_eq!(stop, StopReason::Cancelled);
+    assert_eq!(generated, 0);
+    let evaluated = child.kv_tokens();
+    assert!(
+        evaluated > 0 && evaluated < total,
+        "cancelled after {evaluated} of {total} prompt tokens"
+    );
+    report_latency("cancel mid-prompt", latency);
+}
+
+#[test]
+fn a_corrupt_or_truncated_gguf_is_a_usage_error() {
+    let _lock = exclusive();
+    let repo = TempRepo::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let corrupt = scratch.path().join("corrupt.gguf");
+    let mut bytes = b"GGUF".to_vec();
+    bytes.extend((0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    std::fs::write(&corrupt, &bytes).unwrap();
+    let truncated = scratch.path().join("truncated.gguf");
+    let real = std::fs::read(model_path()).unwrap();
+    std::fs::write(&truncated, &real[..real.len() / 3]).unwrap();
+    for (i, file) in [corrupt, truncated].iter().enumerate() {
+        let run_dir = scratch.path().join(format!("run{i}"));
+        let out = headless(repo.path(), &run_dir, &["--model"])
+            .arg(file)
+            .arg("do something")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), 2, "{}: {stderr}", file.display());
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one clear line, got: {stderr}");
+        assert!(
+            lines[0].starts_with("ralph-tui: model ")
+                && lines[0].contains(&file.display().to_string()),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_headless_run_streams_real_tokens_and_logs_its_prompts() {
+    let _lock = exclusive();
+    let model = model_path();
+    let repo = TempRepo::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let run_dir = scratch.path().join("run");
+    let threads = cores().to_string();
+    let started = Instant::now();
+    let out = headless(
+        repo.path(),
+        &run_dir,
+        &[
+            "-n",
+            "2",
+            "--max-turns",
+            "2",
+            "--max-tokens",
+            "200",
+            "--ctx-size",
+            "3072",
+            "--seed",
+            "11",
+            "--threads",
+            &threads,
+            "--gpu-layers",
+            "0",
+        ],
+    )
+    .arg("--model")
+    .arg(&model)
+    .arg("Add a greeting line to README.md.")
+    .output()
+    .unwrap();
+    report_time("headless run, real model", started);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        [0, 3, 4, 5].contains(&code(&out)),
+        "exit {}: {stderr}",
+        code(&out)
+    );
+    let evs = events(&out.stdout);
+    assert_eq!(evs[0]["type"], "run_started");
+    assert_eq!(evs[0]["backend"], "llama");
+    assert_eq!(evs[0]["device"], "CPU");
+    let finished = evs.last().unwrap();
+    assert_eq!(finished["type"], "run_finished", "{stderr}");
+    assert_eq!(of_type(&evs, "run_finished").len(), 1);
+    let starts = of_type(&evs, "round_started");
+    let ends = of_type(&evs, "round_finished");
+    assert!(!starts.is_empty());
+    assert_eq!(starts.len(), ends.len());
+    for (s, e) in starts.iter().zip(&ends) {
+        assert_eq!(s["round"], e["round"]);
+        assert!(s["prompt_tokens"].as_u64().unwrap() > 100);
+        assert!(e["generated_tokens"].as_u64().unwrap() > 0);
+    }
+    let streamed: String = of_type(&evs, "token")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert!(streamed.trim().len() > 10, "no real tokens: {streamed:?}");
+
+    // What the engine recorded as round 1's prompt is what the backend tokenized: render
+    // prompt.json's messages with the model's template and find that hash in the log.
+    let prompt: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("rounds/01/prompt.json")).unwrap())
+            .unwrap();
+    let messages: Vec<Message> = serde_json::from_value(prompt["messages"].clone()).unwrap();
+    let tools: Vec<ToolSpec> = serde_json::from_value(prompt["tools"].clone()).unwrap();
+    let backend = LlamaBackend::load(&model, &settings(11), None).unwrap();
+    let rendered = backend
+        .render_prompt(Request {
+            messages: &messages,
+            tools: &tools,
+        })
+        .unwrap();
+    let log = std::fs::read_to_string(run_dir.join("ralph-tui.log")).unwrap();
+    assert!(
+        log.contains(&format!(
+            "prompt_sha256={}",
+            sha256_hex(rendered.as_bytes())
+        )),
+        "round 1's rendered prompt is not in the log"
+    );
+    assert!(!log.is_empty() && !stderr.contains("llama_model_loader"));
+    let _ = BIN;
+}

@@ -1,0 +1,317 @@
+//! One round's child: a fresh llama context, prompt evaluation and token-by-token generation.
+//!
+//! The context is created empty for the round and dropped with the child. Within the round
+//! each turn's prompt extends the previous one (the same messages plus the new ones), so the
+//! child keeps the tokens already in the KV cache and evaluates only the new suffix; that reuse
+//! never outlives the round. The prompt is evaluated in chunks sized to take about
+//! `CHUNK_TARGET` each (never more than `--batch-size` tokens), with cancellation checked
+//! between chunks; generation checks it between tokens.
+
+use std::time::{Duration, Instant};
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::DecodeError;
+use tokio_util::sync::CancellationToken;
+
+use super::grammar;
+use super::sampling::{TurnSampler, Utf8Stream};
+use super::LlamaBackend;
+use crate::llm::{BackendError, Child, Generation, Request, StopReason};
+
+/// Aim for prompt chunks of about this long, so a cancel lands quickly.
+const CHUNK_TARGET: Duration = Duration::from_millis(40);
+const FIRST_CHUNK: usize = 16;
+const MIN_CHUNK: usize = 4;
+
+/// Lower-case hex SHA-256, as the log records rendered prompts.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Figures of the last turn, for logs and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TurnStats {
+    /// Tokens in the whole prompt.
+    pub prompt_tokens: u32,
+    /// Prompt tokens already in the KV cache from this round's earlier turns.
+    pub reused_tokens: u32,
+    /// Prompt tokens evaluated this turn.
+    pub evaluated_tokens: u32,
+    pub prompt_time: Duration,
+    pub generated_tokens: u32,
+    pub generation_time: Duration,
+    /// Tokens the call grammar made the sampler choose again.
+    pub resampled: u32,
+}
+
+/// The fresh child of one round.
+pub struct LlamaChild<'b> {
+    backend: &'b LlamaBackend,
+    ctx: LlamaContext<'b>,
+    batch: LlamaBatch<'static>,
+    round: u32,
+    turns: u32,
+    /// The tokens in the KV cache (sequence 0, positions 0..len).
+    cached: Vec<LlamaToken>,
+    last_prompt: String,
+    last_tokens: Vec<LlamaToken>,
+    stats: TurnStats,
+}
+
+enum Decoded {
+    Done,
+    Full,
+}
+
+impl<'b> LlamaChild<'b> {
+    pub(super) fn new(backend: &'b LlamaBackend, ctx: LlamaContext<'b>, round: u32) -> Self {
+        let batch = LlamaBatch::new(backend.settings().batch_size.max(1) as usize, 1);
+        Self {
+            backend,
+            ctx,
+            batch,
+            round,
+            turns: 0,
+            cached: Vec::new(),
+            last_prompt: String::new(),
+            last_tokens: Vec::new(),
+            stats: TurnStats::default(),
+        }
+    }
+
+    /// Tokens held in the KV cache right now (0 for a fresh child).
+    pub fn kv_tokens(&self) -> u32 {
+        u32::try_from(self.ctx.kv_cache_seq_pos_max(0).saturating_add(1)).unwrap_or(0)
+    }
+
+    /// The context window in tokens.
+    pub fn n_ctx(&self) -> u32 {
+        self.ctx.n_ctx()
+    }
+
+    /// The prompt text the last turn rendered and tokenized.
+    pub fn last_prompt(&self) -> &str {
+        &self.last_prompt
+    }
+
+    /// The tokens the last turn's prompt became.
+    pub fn last_prompt_tokens(&self) -> &[LlamaToken] {
+        &self.last_tokens
+    }
+
+    /// Figures of the last turn.
+    pub fn last_stats(&self) -> TurnStats {
+        self.stats
+    }
+
+    fn decode(&mut self) -> Result<Decoded, BackendError> {
+        match self.ctx.decode(&mut self.batch) {
+            Ok(()) => Ok(Decoded::Done),
+            Err(DecodeError::NoKvCacheSlot) => Ok(Decoded::Full),
+            Err(e) => {
+                // The cache's state is unknown after a failed decode: start over next turn.
+                self.ctx.clear_kv_cache();
+                self.cached.clear();
+                Err(BackendError::ChildFailed(format!(
+                    "llama.cpp decode failed: {e}"
+                )))
+            }
+        }
+    }
+
+    fn add(&mut self, token: LlamaToken, pos: usize, logits: bool) -> Result<(), BackendError> {
+        let pos = i32::try_from(pos)
+            .map_err(|_| BackendError::ChildFailed("position out of range".into()))?;
+        self.batch
+            .add(token, pos, &[0], logits)
+            .map_err(|e| BackendError::ChildFailed(format!("llama batch: {e}")))
+    }
+
+    /// Brings the KV cache to `tokens`, reusing the cached prefix. Returns the batch index of
+    /// the last token's logits, `None` when cancelled, or `Err` on a decode failure.
+    fn eval_prompt(
+        &mut self,
+        tokens: &[LlamaToken],
+        cancel: &CancellationToken,
+    ) -> Result<Option<Result<i32, StopReason>>, BackendError> {
+        let mut keep = self
+            .cached
+            .iter()
+            .zip(tokens)
+            .take_while(|(a, b)| a == b)
+            .count();
+        // At least the last token is evaluated again: its logits start the turn.
+        keep = keep.min(tokens.len().saturating_sub(1));
+        if keep < self.cached.len() {
+            let from = u32::try_from(keep).unwrap_or(u32::MAX);
+            if self.ctx.kv_cache_seq_rm(0, Some(from), None).is_err() {
+                self.ctx.clear_kv_cache();
+                keep = 0;
+            }
+            self.cached.truncate(keep);
+        }
+        self.stats.reused_tokens = u32::try_from(keep).unwrap_or(u32::MAX);
+        let batch_cap = self.backend.settings().batch_size.max(1) as usize;
+        let mut chunk = FIRST_CHUNK.min(batch_cap);
+        let mut pos = keep;
+        while pos < tokens.len() {
+            if cancel.is_cancelled() {
+                return Ok(None);
+            }
+            let end = (pos + chunk).min(tokens.len());
+            self.batch.clear();
+            for (i, &token) in tokens[pos..end].iter().enumerate() {
+                self.add(token, pos + i, pos + i + 1 == tokens.len())?;
+            }
+            let started = Instant::now();
+            if let Decoded::Full = self.decode()? {
+                return Ok(Some(Err(StopReason::ContextFull)));
+            }
+            self.cached.extend_from_slice(&tokens[pos..end]);
+            let per_token = started.elapsed() / u32::try_from(end - pos).unwrap_or(1).max(1);
+            let fit = CHUNK_TARGET.as_nanos() / per_token.as_nanos().max(1);
+            chunk = usize::try_from(fit)
+                .unwrap_or(batch_cap)
+                .clamp(MIN_CHUNK.min(batch_cap), batch_cap);
+            pos = end;
+        }
+        Ok(Some(Ok(self.batch.n_tokens() - 1)))
+    }
+
+    fn seed(&self) -> u32 {
+        self.backend
+            .settings()
+            .seed
+            .wrapping_add(self.round.wrapping_mul(0x9E37_79B9))
+            .wrapping_add(self.turns)
+    }
+}
+
+impl Child for LlamaChild<'_> {
+    fn count_prompt_tokens(&mut self, request: Request<'_>) -> Result<u32, BackendError> {
+        let prompt = self.backend.render_prompt(request)?;
+        Ok(u32::try_from(self.backend.tokenize(&prompt).len()).unwrap_or(u32::MAX))
+    }
+
+    fn generate(
+        &mut self,
+        request: Request<'_>,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancellationToken,
+    ) -> Result<Generation, BackendError> {
+        self.turns += 1;
+        let backend = self.backend;
+        let prompt = backend.render_prompt(request)?;
+        let tokens = backend.tokenize(&prompt);
+        if tokens.is_empty() {
+            return Err(BackendError::ChildFailed("the prompt is empty".into()));
+        }
+        let prompt_tokens = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+        tracing::info!(
+            round = self.round,
+            turn = self.turns,
+            prompt_tokens,
+            prompt_sha256 = %sha256_hex(prompt.as_bytes()),
+            "prompt tokenized"
+        );
+        self.last_prompt = prompt;
+        self.last_tokens = tokens.clone();
+        self.stats = TurnStats {
+            prompt_tokens,
+            ..TurnStats::default()
+        };
+        let ended = |stop, text: String, generated| Generation {
+            text,
+            prompt_tokens,
+            generated_tokens: generated,
+            stop,
+        };
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if tokens.len() >= n_ctx {
+            return Ok(ended(StopReason::ContextFull, String::new(), 0));
+        }
+
+        let started = Instant::now();
+        let mut idx = match self.eval_prompt(&tokens, cancel)? {
+            None => return Ok(ended(StopReason::Cancelled, String::new(), 0)),
+            Some(Err(stop)) => return Ok(ended(stop, String::new(), 0)),
+            Some(Ok(idx)) => idx,
+        };
+        self.stats.prompt_time = started.elapsed();
+        self.stats.evaluated_tokens =
+            u32::try_from(tokens.len() - usize::try_from(self.stats.reused_tokens).unwrap_or(0))
+                .unwrap_or(0);
+
+        let grammar = grammar::for_turn(backend.format(), request.tools, request.messages);
+        let settings = backend.settings();
+        let mut sampler =
+            TurnSampler::new(backend.model(), settings, self.seed(), grammar.as_ref());
+        let vocab = backend.model().vocab();
+        let started = Instant::now();
+        let mut text = String::new();
+        let mut utf8 = Utf8Stream::default();
+        let mut piece = Vec::new();
+        let mut generated = 0u32;
+        let stop = loop {
+            if cancel.is_cancelled() {
+                break StopReason::Cancelled;
+            }
+            if generated >= settings.max_tokens {
+                break StopReason::MaxTokens;
+            }
+            if self.cached.len() >= n_ctx {
+                break StopReason::ContextFull;
+            }
+            let Some(token) = sampler.sample(&self.ctx, idx) else {
+                tracing::warn!("the call grammar allows no token here; ending the turn");
+                break StopReason::EndOfTurn;
+            };
+            if vocab.is_eog(token) {
+                break StopReason::EndOfTurn;
+            }
+            sampler.accept(token);
+            generated += 1;
+            piece.clear();
+            vocab.token_to_piece_into(token, &mut piece, true, None);
+            let fresh = utf8.push(&piece);
+            if !fresh.is_empty() {
+                on_text(&fresh);
+                text.push_str(&fresh);
+            }
+            self.batch.clear();
+            self.add(token, self.cached.len(), true)?;
+            if let Decoded::Full = self.decode()? {
+                break StopReason::ContextFull;
+            }
+            self.cached.push(token);
+            idx = 0;
+        };
+        let tail = utf8.finish();
+        if !tail.is_empty() {
+            on_text(&tail);
+            text.push_str(&tail);
+        }
+        self.stats.generated_tokens = generated;
+        self.stats.generation_time = started.elapsed();
+        self.stats.resampled = sampler.resampled;
+        tracing::debug!(
+            round = self.round,
+            turn = self.turns,
+            reused = self.stats.reused_tokens,
+            evaluated = self.stats.evaluated_tokens,
+            prompt_ms = self.stats.prompt_time.as_millis() as u64,
+            generated,
+            generation_ms = self.stats.generation_time.as_millis() as u64,
+            resampled = sampler.resampled,
+            ?stop,
+            "turn finished"
+        );
+        Ok(ended(stop, text, generated))
+    }
+}

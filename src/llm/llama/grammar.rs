@@ -1,0 +1,184 @@
+//! Which grammar a turn samples under, built from the chat format's call grammar.
+//!
+//! The chat format owns the call syntax and its grammar (tool names, argument schemas, the
+//! bounded report). This module only decides how a turn uses it:
+//! - *lazy*: free text until one of the format's trigger words, then the call grammar;
+//! - *required*: a short preamble that cannot start a call, then a call is mandatory. Used
+//!   for models whose template knows nothing of tools (the `generic` format), which rarely
+//!   open a call on their own, and after a turn of the round that called nothing.
+
+use super::sampling::TurnGrammar;
+use crate::chat::{CallGrammar, ChatFormat};
+use crate::llm::{Message, Role};
+use crate::tools::ToolSpec;
+
+/// Longest free text allowed before a call in required mode, in characters.
+pub const PREAMBLE_MAX_CHARS: usize = 400;
+
+/// The grammar for one turn, or `None` when the format has none for these tools.
+pub fn for_turn(
+    format: &dyn ChatFormat,
+    tools: &[ToolSpec],
+    messages: &[Message],
+) -> Option<TurnGrammar> {
+    let call = format.grammar(tools)?;
+    if call.trigger_words.is_empty() {
+        return Some(TurnGrammar::Required { gbnf: call.grammar });
+    }
+    let previous_called_nothing = messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .is_some_and(|m| {
+            !call
+                .trigger_words
+                .iter()
+                .any(|t| m.content.contains(t.as_str()))
+        });
+    if format.name() == "generic" || previous_called_nothing {
+        Some(TurnGrammar::Required {
+            gbnf: required(&call),
+        })
+    } else {
+        Some(TurnGrammar::Lazy {
+            gbnf: call.grammar,
+            triggers: call.trigger_words,
+        })
+    }
+}
+
+/// `root ::= preamble <the call grammar's root>`: the preamble excludes the first character
+/// of every trigger word, so the call grammar is entered exactly where a call starts.
+pub fn required(call: &CallGrammar) -> String {
+    let mut firsts: Vec<char> = call
+        .trigger_words
+        .iter()
+        .filter_map(|t| t.chars().next())
+        .collect();
+    firsts.sort_unstable();
+    firsts.dedup();
+    format!(
+        "root ::= preamble call-root\npreamble ::= {}{{0,{PREAMBLE_MAX_CHARS}}}\n{}",
+        negated_class(&firsts),
+        rename_rule(&call.grammar, "root", "call-root")
+    )
+}
+
+/// A character class matching anything but `chars` (and NUL).
+fn negated_class(chars: &[char]) -> String {
+    let mut out = String::from("[^");
+    for &c in chars {
+        match c {
+            ']' | '[' | '\\' | '-' | '^' | '"' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\x{:02X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push_str("\\x00]");
+    out
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '-'
+}
+
+/// Renames rule `from` to `to` in a GBNF text, its definition and every reference, leaving
+/// string literals, character classes and comments alone.
+pub fn rename_rule(gbnf: &str, from: &str, to: &str) -> String {
+    let mut out = String::with_capacity(gbnf.len() + 16);
+    let mut chars = gbnf.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' | '[' => {
+                let close = if c == '"' { '"' } else { ']' };
+                out.push(c);
+                while let Some((_, d)) = chars.next() {
+                    out.push(d);
+                    if d == '\\' {
+                        if let Some((_, e)) = chars.next() {
+                            out.push(e);
+                        }
+                    } else if d == close {
+                        break;
+                    }
+                }
+            }
+            '#' => {
+                out.push(c);
+                for (_, d) in chars.by_ref() {
+                    out.push(d);
+                    if d == '\n' {
+                        break;
+                    }
+                }
+            }
+            c if is_word_char(c) => {
+                let mut end = i + c.len_utf8();
+                while let Some(&(j, d)) = chars.peek() {
+                    if !is_word_char(d) {
+                        break;
+                    }
+                    end = j + d.len_utf8();
+                    chars.next();
+                }
+                let word = &gbnf[i..end];
+                out.push_str(if word == from { to } else { word });
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renaming_leaves_literals_classes_and_longer_names_alone() {
+        let g = "root ::= \"root\" [root\\]] root-x | root\nroot-x ::= \"x\" # root\n";
+        assert_eq!(
+            rename_rule(g, "root", "call-root"),
+            "call-root ::= \"root\" [root\\]] root-x | call-root\nroot-x ::= \"x\" # root\n"
+        );
+    }
+
+    #[test]
+    fn the_required_preamble_cannot_open_a_call() {
+        let call = CallGrammar {
+            grammar: "root ::= \"<tool_call>\" [a-z]+ \"</tool_call>\" | obj\nobj ::= \"{\\\"name\\\"\"\n"
+                .into(),
+            trigger_words: vec!["<tool_call>".into(), "{\"name\"".into()],
+        };
+        let g = required(&call);
+        assert!(g.starts_with(
+            "root ::= preamble call-root\npreamble ::= [^<{\\x00]{0,400}\ncall-root ::= "
+        ));
+        assert!(g.contains("| obj\n"));
+    }
+
+    #[test]
+    fn a_turn_after_one_without_a_call_requires_a_call() {
+        let format = crate::chat::by_name("hermes").unwrap();
+        let tools = vec![crate::tools::report_spec()];
+        let mut messages = vec![Message::new(Role::User, "go")];
+        assert!(matches!(
+            for_turn(format.as_ref(), &tools, &messages),
+            Some(TurnGrammar::Lazy { .. })
+        ));
+        messages.push(Message::new(Role::Assistant, "I will think about it."));
+        assert!(matches!(
+            for_turn(format.as_ref(), &tools, &messages),
+            Some(TurnGrammar::Required { .. })
+        ));
+        let generic = crate::chat::by_name("generic").unwrap();
+        assert!(matches!(
+            for_turn(generic.as_ref(), &tools, &messages[..1]),
+            Some(TurnGrammar::Required { .. })
+        ));
+        assert!(for_turn(format.as_ref(), &[], &messages).is_none());
+    }
+}
