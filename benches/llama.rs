@@ -1,6 +1,7 @@
 //! Speed and memory figures of the llama backend, measured side by side in one run.
 //!
-//! `cargo bench --bench llama [-- --model PATH --threads N --rounds N]` prints:
+//! `cargo bench --bench llama [-- --model PATH --threads N --rounds N]` (what
+//! `scripts/bench-llama.sh` runs) prints:
 //! model load time; fresh-context creation per round against a naive variant that reloads
 //! the model every round; prompt and generation tokens per second; resident memory after
 //! round 1 and after the last round. Figures only: nothing is asserted.
@@ -119,6 +120,12 @@ fn long_prompt(backend: &LlamaBackend, tokens: usize) -> Vec<Message> {
 }
 
 fn main() {
+    // `cargo test --all-targets` runs bench binaries too, without `--bench`: the figures need
+    // an idle machine and a minute, so they are only measured under `cargo bench`.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("llama bench: figures are measured by `cargo bench --bench llama`");
+        return;
+    }
     let a = args();
     println!(
         "ralph-tui llama backend bench: {} ({} threads)",

@@ -69,6 +69,14 @@ enum Decoded {
     Full,
 }
 
+/// How prompt evaluation ended.
+enum Prompted {
+    /// The prompt is in the cache; sampling starts from this batch index's logits.
+    Ready(i32),
+    Cancelled,
+    ContextFull,
+}
+
 impl<'b> LlamaChild<'b> {
     pub(super) fn new(backend: &'b LlamaBackend, ctx: LlamaContext<'b>, round: u32) -> Self {
         let batch = LlamaBatch::new(backend.settings().batch_size.max(1) as usize, 1);
@@ -133,13 +141,12 @@ impl<'b> LlamaChild<'b> {
             .map_err(|e| BackendError::ChildFailed(format!("llama batch: {e}")))
     }
 
-    /// Brings the KV cache to `tokens`, reusing the cached prefix. Returns the batch index of
-    /// the last token's logits, `None` when cancelled, or `Err` on a decode failure.
+    /// Brings the KV cache to `tokens`, reusing the cached prefix; `Err` on a decode failure.
     fn eval_prompt(
         &mut self,
         tokens: &[LlamaToken],
         cancel: &CancellationToken,
-    ) -> Result<Option<Result<i32, StopReason>>, BackendError> {
+    ) -> Result<Prompted, BackendError> {
         let mut keep = self
             .cached
             .iter()
@@ -162,7 +169,7 @@ impl<'b> LlamaChild<'b> {
         let mut pos = keep;
         while pos < tokens.len() {
             if cancel.is_cancelled() {
-                return Ok(None);
+                return Ok(Prompted::Cancelled);
             }
             let end = (pos + chunk).min(tokens.len());
             self.batch.clear();
@@ -171,7 +178,7 @@ impl<'b> LlamaChild<'b> {
             }
             let started = Instant::now();
             if let Decoded::Full = self.decode()? {
-                return Ok(Some(Err(StopReason::ContextFull)));
+                return Ok(Prompted::ContextFull);
             }
             self.cached.extend_from_slice(&tokens[pos..end]);
             let per_token = started.elapsed() / u32::try_from(end - pos).unwrap_or(1).max(1);
@@ -181,7 +188,7 @@ impl<'b> LlamaChild<'b> {
                 .clamp(MIN_CHUNK.min(batch_cap), batch_cap);
             pos = end;
         }
-        Ok(Some(Ok(self.batch.n_tokens() - 1)))
+        Ok(Prompted::Ready(self.batch.n_tokens() - 1))
     }
 
     fn seed(&self) -> u32 {
@@ -239,9 +246,9 @@ impl Child for LlamaChild<'_> {
 
         let started = Instant::now();
         let mut idx = match self.eval_prompt(&tokens, cancel)? {
-            None => return Ok(ended(StopReason::Cancelled, String::new(), 0)),
-            Some(Err(stop)) => return Ok(ended(stop, String::new(), 0)),
-            Some(Ok(idx)) => idx,
+            Prompted::Cancelled => return Ok(ended(StopReason::Cancelled, String::new(), 0)),
+            Prompted::ContextFull => return Ok(ended(StopReason::ContextFull, String::new(), 0)),
+            Prompted::Ready(idx) => idx,
         };
         self.stats.prompt_time = started.elapsed();
         self.stats.evaluated_tokens =
