@@ -15,12 +15,12 @@ use tokio_util::sync::CancellationToken;
 use crate::chat;
 use crate::config::{BackendKind, Settings};
 use crate::engine::runlog::RunLog;
+use crate::engine::RoundWatch;
 use crate::engine::{Engine, EventSink, Recorder, RunConfig, RunSummary};
 use crate::error::UsageError;
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
 use crate::tools::approval::Approver;
-use crate::engine::RoundWatch;
 use crate::tools::{sandbox, Registry, ToolPolicy};
 use crate::workspace::watch::{LiveWatch, OnChange};
 use crate::workspace::Workspace;
@@ -197,9 +197,7 @@ pub fn start_with_live(
     let thread_cancel = cancel.clone();
     let thread = std::thread::Builder::new()
         .name("ralph-engine".into())
-        .spawn(move || {
-            run_on_this_thread(prepared, objective, approver, sink, live, thread_cancel)
-        })
+        .spawn(move || run_on_this_thread(prepared, objective, approver, sink, live, thread_cancel))
         .map_err(|e| StartError::Internal(format!("cannot start the engine thread: {e}")))?;
     Ok(RunHandle {
         cancel,
