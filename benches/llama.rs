@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ralph_tui::config::{Dirs, InferenceSettings};
-use ralph_tui::llm::llama::LlamaBackend;
+use ralph_tui::llm::llama::{LlamaBackend, DEFAULT_CHUNK_TARGET};
 use ralph_tui::llm::{Child, Message, Request, Role};
 use tokio_util::sync::CancellationToken;
 
@@ -139,31 +139,41 @@ fn main() {
     let load = started.elapsed();
     println!("model load (mmap):                 {:8.1} ms", ms(load));
 
-    // Prompt throughput on fresh contexts.
+    // Prompt throughput on fresh contexts, for several chunk targets (cancel latency bound).
     let prompt = long_prompt(&backend, a.prompt_tokens);
-    let mut pp = Vec::new();
     let mut round_prompt_ms = Vec::new();
-    for round in 1..=3 {
-        let mut child = backend.child(round).unwrap();
-        child
-            .generate(
-                Request {
-                    messages: &prompt,
-                    tools: &[],
-                },
-                &mut |_| {},
-                &cancel,
-            )
-            .unwrap();
-        let s = child.last_stats();
-        pp.push(f64::from(s.evaluated_tokens) / s.prompt_time.as_secs_f64());
-        round_prompt_ms.push(ms(s.prompt_time));
+    let mut backend = backend;
+    for target_ms in [DEFAULT_CHUNK_TARGET.as_millis() as u64, 30, 120, 10_000] {
+        backend = backend.with_chunk_target(Duration::from_millis(target_ms));
+        let mut pp = Vec::new();
+        let mut times = Vec::new();
+        for round in 1..=3 {
+            let mut child = backend.child(round).unwrap();
+            child
+                .generate(
+                    Request {
+                        messages: &prompt,
+                        tools: &[],
+                    },
+                    &mut |_| {},
+                    &cancel,
+                )
+                .unwrap();
+            let s = child.last_stats();
+            pp.push(f64::from(s.evaluated_tokens) / s.prompt_time.as_secs_f64());
+            times.push(ms(s.prompt_time));
+        }
+        if round_prompt_ms.is_empty() {
+            round_prompt_ms = times;
+        }
+        println!(
+            "prompt eval ({} tokens, chunks of ~{target_ms} ms, batch {}): {:8.1} tok/s",
+            a.prompt_tokens,
+            a.batch,
+            median(pp)
+        );
     }
-    let pp_tps = median(pp);
-    println!(
-        "prompt eval ({} tokens, batch {}): {:8.1} tok/s",
-        a.prompt_tokens, a.batch, pp_tps
-    );
+    let backend = backend.with_chunk_target(DEFAULT_CHUNK_TARGET);
 
     // Generation throughput.
     let gen_backend = LlamaBackend::load(&a.model, &settings(&a, a.gen_tokens), None).unwrap();

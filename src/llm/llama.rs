@@ -15,6 +15,7 @@ mod sampling;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend as Runtime;
@@ -30,6 +31,10 @@ use super::{Backend, BackendError, BackendInfo, Child, Message, Request, Role};
 use crate::chat::{self, ChatFormat};
 use crate::config::InferenceSettings;
 use crate::error::UsageError;
+
+/// How long one prompt-evaluation chunk should take: cancellation is checked between chunks,
+/// and bigger chunks evaluate faster, so this is the cancel latency traded for speed.
+pub const DEFAULT_CHUNK_TARGET: Duration = Duration::from_millis(60);
 
 /// Whether this build has a GPU backend compiled in.
 pub const GPU_BUILD: bool = cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal"));
@@ -64,6 +69,7 @@ pub struct LlamaBackend {
     format: Box<dyn ChatFormat>,
     device: String,
     bos_text: String,
+    chunk_target: Duration,
 }
 
 impl std::fmt::Debug for LlamaBackend {
@@ -233,6 +239,7 @@ impl LlamaBackend {
             format,
             device,
             bos_text,
+            chunk_target: DEFAULT_CHUNK_TARGET,
         })
     }
 
@@ -244,6 +251,17 @@ impl LlamaBackend {
     /// The settings the backend runs with.
     pub fn settings(&self) -> &InferenceSettings {
         &self.settings
+    }
+
+    /// Sets how long one prompt-evaluation chunk should take (see `DEFAULT_CHUNK_TARGET`).
+    pub fn with_chunk_target(mut self, target: Duration) -> Self {
+        self.chunk_target = target;
+        self
+    }
+
+    /// How long one prompt-evaluation chunk should take.
+    pub fn chunk_target(&self) -> Duration {
+        self.chunk_target
     }
 
     /// The loaded model.

@@ -3,6 +3,7 @@
 //! These load SmolLM2-135M (`make model` fetches it; `RALPH_TEST_MODEL` points elsewhere) and
 //! fail with a message saying so when it is missing. They take the machine's cores, so they
 //! run one at a time under a shared lock.
+#![cfg(feature = "llama")]
 
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -371,24 +372,29 @@ fn cancel_stops_prompt_evaluation_between_batches() {
         Message::new(Role::System, "You are a storyteller."),
         Message::new(Role::User, long),
     ];
-    let mut child = backend.child(1).unwrap();
-    let total = child
-        .count_prompt_tokens(Request {
-            messages: &messages,
-            tools: &[],
-        })
-        .unwrap();
-    let (stop, generated, latency) = cancel_when(&mut child, &messages, |_| {
-        std::thread::sleep(Duration::from_millis(150));
-    });
-    assert_eq!(stop, StopReason::Cancelled);
-    assert_eq!(generated, 0);
-    let evaluated = child.kv_tokens();
-    assert!(
-        evaluated > 0 && evaluated < total,
-        "cancelled after {evaluated} of {total} prompt tokens"
-    );
-    report_latency("cancel mid-prompt", latency);
+    let mut worst = Duration::ZERO;
+    // Cancel at several points of the prompt; each attempt is a fresh child.
+    for (attempt, delay_ms) in [150u64, 183, 216, 249, 282].into_iter().enumerate() {
+        let mut child = backend.child(attempt as u32 + 1).unwrap();
+        let total = child
+            .count_prompt_tokens(Request {
+                messages: &messages,
+                tools: &[],
+            })
+            .unwrap();
+        let (stop, generated, latency) = cancel_when(&mut child, &messages, move |_| {
+            std::thread::sleep(Duration::from_millis(delay_ms));
+        });
+        assert_eq!(stop, StopReason::Cancelled);
+        assert_eq!(generated, 0);
+        let evaluated = child.kv_tokens();
+        assert!(
+            evaluated > 0 && evaluated < total,
+            "cancelled after {evaluated} of {total} prompt tokens"
+        );
+        worst = worst.max(latency);
+    }
+    report_latency("cancel mid-prompt (worst of 5)", worst);
 }
 
 #[test]

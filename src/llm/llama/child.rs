@@ -3,9 +3,9 @@
 //! The context is created empty for the round and dropped with the child. Within the round
 //! each turn's prompt extends the previous one (the same messages plus the new ones), so the
 //! child keeps the tokens already in the KV cache and evaluates only the new suffix; that reuse
-//! never outlives the round. The prompt is evaluated in chunks sized to take about
-//! `CHUNK_TARGET` each (never more than `--batch-size` tokens), with cancellation checked
-//! between chunks; generation checks it between tokens.
+//! never outlives the round. The prompt is evaluated in chunks sized to take about the
+//! backend's chunk target each (never more than `--batch-size` tokens), with cancellation
+//! checked between chunks; generation checks it between tokens.
 
 use std::time::{Duration, Instant};
 
@@ -20,8 +20,6 @@ use super::sampling::{TurnSampler, Utf8Stream};
 use super::LlamaBackend;
 use crate::llm::{BackendError, Child, Generation, Request, StopReason};
 
-/// Aim for prompt chunks of about this long, so a cancel lands quickly.
-const CHUNK_TARGET: Duration = Duration::from_millis(40);
 const FIRST_CHUNK: usize = 16;
 const MIN_CHUNK: usize = 4;
 
@@ -182,7 +180,7 @@ impl<'b> LlamaChild<'b> {
             }
             self.cached.extend_from_slice(&tokens[pos..end]);
             let per_token = started.elapsed() / u32::try_from(end - pos).unwrap_or(1).max(1);
-            let fit = CHUNK_TARGET.as_nanos() / per_token.as_nanos().max(1);
+            let fit = self.backend.chunk_target().as_nanos() / per_token.as_nanos().max(1);
             chunk = usize::try_from(fit)
                 .unwrap_or(batch_cap)
                 .clamp(MIN_CHUNK.min(batch_cap), batch_cap);
