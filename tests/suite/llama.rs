@@ -517,3 +517,37 @@ fn a_headless_run_streams_real_tokens_and_logs_its_prompts() {
     assert!(!log.is_empty() && !stderr.contains("llama_model_loader"));
     let _ = BIN;
 }
+
+/// The GPU path on whatever Vulkan device there is (`make test-gpu` runs it on Mesa's
+/// software device, lavapipe): layers really offloaded, and two fresh GPU contexts give
+/// identical greedy output.
+#[cfg(feature = "vulkan")]
+#[test]
+fn gpu_offload_is_real_and_fresh_gpu_contexts_repeat_exactly() {
+    use ralph_tui::llm::Backend;
+    let _lock = exclusive();
+    // llama.cpp skips CPU-type Vulkan devices (lavapipe) unless this names them; it is read
+    // when llama.cpp starts, so it is set before the first load in this process.
+    if std::env::var_os("GGML_VK_VISIBLE_DEVICES").is_none() {
+        std::env::set_var("GGML_VK_VISIBLE_DEVICES", "0");
+    }
+    let settings = InferenceSettings {
+        gpu_layers: Some(2),
+        max_tokens: 8,
+        ..greedy()
+    };
+    let backend = load(&settings);
+    let device = backend.info().device;
+    assert!(
+        device.starts_with("GPU (") && device.contains(" 2/"),
+        "the layers were not offloaded: {device}"
+    );
+    let (first, empty1, _) = greedy_round(&backend, 1);
+    let (second, empty2, _) = greedy_round(&backend, 2);
+    assert_eq!((empty1, empty2), (0, 0));
+    assert!(!first.is_empty());
+    assert_eq!(
+        first, second,
+        "greedy output differs between fresh GPU contexts"
+    );
+}
