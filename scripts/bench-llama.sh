@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Figures of the llama backend (benches/llama.rs), and, side by side, llama.cpp's own
-# llama-bench on the same model, threads and sizes.
+# The baseline for the llama backend's figures: llama.cpp's own llama-bench on the same model,
+# threads and sizes as benches/llama.rs (512-token prompt, 128 generated tokens, batch 512).
+# scripts/bench.sh runs benches/llama.rs just before this; --with-backend runs it here too.
 #
 # llama-bench is not in the crate's vendored llama.cpp tree. The llama-cpp-python sdist on PyPI
 # carries llama.cpp's whole tree; it is fetched with pip and built once in a scratch directory
-# under target/ (never committed). Set BENCH_BASELINE=0 to skip the baseline.
+# under target/ (never committed). BENCH_BASELINE=0 skips the baseline.
 #
-# Usage: scripts/bench-llama.sh [--model PATH] [--threads N] [--rounds N]
+# Usage: scripts/bench-llama.sh [--with-backend] [--model PATH] [--threads N] [--rounds N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,11 +16,13 @@ threads="$(nproc)"
 rounds=64
 prompt_tokens=512
 gen_tokens=128
+with_backend=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
+    --with-backend) with_backend=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -28,8 +31,10 @@ if [ ! -f "$model" ]; then
   exit 2
 fi
 
-cargo bench --bench llama -- --model "$model" --threads "$threads" --rounds "$rounds" \
-  --prompt-tokens "$prompt_tokens" --gen-tokens "$gen_tokens" --batch-size 512
+if [ "$with_backend" = "1" ]; then
+  cargo bench --quiet --bench llama -- --model "$model" --threads "$threads" --rounds "$rounds" \
+    --prompt-tokens "$prompt_tokens" --gen-tokens "$gen_tokens" --batch-size 512
+fi
 
 if [ "${BENCH_BASELINE:-1}" = "0" ]; then
   exit 0
@@ -53,6 +58,5 @@ if [ ! -x "$bench_bin" ]; then
     -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON -DBUILD_SHARED_LIBS=OFF >"$scratch/cmake.log"
   cmake --build "$scratch/build" --target llama-bench -j "$(nproc)" >"$scratch/build.log"
 fi
-echo
 echo "llama.cpp llama-bench ($(basename "$(ls "$scratch"/llama_cpp_python-*.tar.gz | head -n1)" .tar.gz)), same model, $threads threads:"
 "$bench_bin" -m "$model" -t "$threads" -p "$prompt_tokens" -n "$gen_tokens" -b 512 -r 3 -o md
