@@ -9,7 +9,8 @@ use std::sync::Mutex;
 
 use tracing_subscriber::EnvFilter;
 
-/// Sends `tracing` output to `path` (appending). Returns an error message when the file cannot
+/// Sends `tracing` output to `path` (appending). `RALPH_LOG` overrides the filter; by default
+/// llama.cpp's thousands of load-time info lines are left out. Returns an error message when the file cannot
 /// be opened; the caller decides whether that matters.
 pub fn init(path: &Path) -> Result<(), String> {
     if let Some(parent) = path.parent() {
@@ -20,7 +21,7 @@ pub fn init(path: &Path) -> Result<(), String> {
         .append(true)
         .open(path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let filter = EnvFilter::try_from_env("RALPH_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_env("RALPH_LOG").unwrap_or_else(|_| EnvFilter::new("info,llama-cpp-2=warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
