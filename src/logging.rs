@@ -21,7 +21,8 @@ pub fn init(path: &Path) -> Result<(), String> {
         .append(true)
         .open(path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let filter = EnvFilter::try_from_env("RALPH_LOG").unwrap_or_else(|_| EnvFilter::new("info,llama-cpp-2=warn"));
+    let filter = EnvFilter::try_from_env("RALPH_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,llama-cpp-2=warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
