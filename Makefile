@@ -5,7 +5,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test lint bench model deps build bundle demo clean-demo
+.PHONY: run test test-gpu lint bench model deps build bundle demo clean-demo
 
 deps:
 	@bash scripts/install-deps.sh
@@ -26,6 +26,10 @@ run: model build
 test: model
 	$(CARGO) test --lib --bins --tests --no-fail-fast -- --skip suite::llama::
 	$(CARGO) test --test all --no-fail-fast suite::llama:: -- --test-threads=1
+
+## The GPU-offload test on a Vulkan device (Mesa's software one where there is no GPU).
+test-gpu: model
+	@bash scripts/test-gpu.sh
 
 lint: deps
 	$(CARGO) fmt --all -- --check

@@ -518,9 +518,38 @@ fn a_headless_run_streams_real_tokens_and_logs_its_prompts() {
     let _ = BIN;
 }
 
+/// llama.cpp's log lines, captured while `f` runs on this thread.
+#[cfg(feature = "vulkan")]
+fn with_llama_logs<T>(f: impl FnOnce() -> T) -> (T, String) {
+    #[derive(Clone)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Capture {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let capture = Capture(Arc::new(Mutex::new(Vec::new())));
+    let writer = capture.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let value = tracing::subscriber::with_default(subscriber, f);
+    let bytes = capture.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    (value, String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// The GPU path on whatever Vulkan device there is (`make test-gpu` runs it on Mesa's
-/// software device, lavapipe): layers really offloaded, and two fresh GPU contexts give
-/// identical greedy output.
+/// software device, lavapipe): layers really offloaded (model weights in a Vulkan buffer, not
+/// only asked for), and two fresh GPU contexts give identical greedy output.
 #[cfg(feature = "vulkan")]
 #[test]
 fn gpu_offload_is_real_and_fresh_gpu_contexts_repeat_exactly() {
@@ -536,14 +565,38 @@ fn gpu_offload_is_real_and_fresh_gpu_contexts_repeat_exactly() {
         max_tokens: 8,
         ..greedy()
     };
-    let backend = load(&settings);
+    let (backend, log) = with_llama_logs(|| load(&settings));
     let device = backend.info().device;
+    eprintln!("gpu device: {device}");
+    // llama.cpp says how many layers it offloaded and which buffers hold the weights; a
+    // silent fall-back to the CPU leaves no Vulkan weights buffer.
+    let offload: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("offloaded ") || l.contains("model buffer size"))
+        .collect();
+    for line in &offload {
+        eprintln!("gpu log: {}", line.trim());
+    }
     assert!(
         device.starts_with("GPU (") && device.contains(" 2/"),
         "the layers were not offloaded: {device}"
     );
+    let vulkan_weights = offload.iter().any(|l| {
+        // The device's own buffer (`Vulkan0`), not pinned host memory (`Vulkan_Host`).
+        l.split_once("Vulkan")
+            .filter(|(_, rest)| rest.starts_with(|c: char| c.is_ascii_digit()))
+            .and_then(|(_, rest)| rest.split_once("model buffer size ="))
+            .and_then(|(_, size)| size.split_whitespace().next()?.parse::<f64>().ok())
+            .is_some_and(|mib| mib > 0.0)
+    });
+    assert!(
+        vulkan_weights,
+        "no model weights in a Vulkan buffer ({device}); llama.cpp said:\n{}",
+        offload.join("\n")
+    );
     let (first, empty1, _) = greedy_round(&backend, 1);
     let (second, empty2, _) = greedy_round(&backend, 2);
+    eprintln!("gpu greedy output: {first:?}");
     assert_eq!((empty1, empty2), (0, 0));
     assert!(!first.is_empty());
     assert_eq!(
