@@ -5,7 +5,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test test-gpu lint bench model deps build bundle demo clean-demo
+.PHONY: run test test-gpu lint bench eval model deps build bundle
 
 deps:
 	@bash scripts/install-deps.sh
@@ -39,6 +39,11 @@ lint: deps
 bench: model
 	$(CARGO) build --release
 	@bash scripts/bench.sh
+
+## The evals (evals/README.md): every task, both arms, one seed, on the default model.
+eval: model
+	$(CARGO) build --bins
+	$(CARGO) run --quiet --bin ralph-eval -- $(EVAL_ARGS)
 
 ## Release binary + assets + README + LICENSE in dist/ralph-tui-<version>.tar.gz
 bundle: deps
