@@ -82,9 +82,13 @@ struct Args {
     #[arg(long, value_name = "PATH")]
     ralph_bin: Option<PathBuf>,
 
-    /// Turns per round for the Ralph arm [default: ralph-tui's].
-    #[arg(long, value_name = "N")]
-    max_turns: Option<u32>,
+    /// Turns per round for the Ralph arm.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    max_turns: u32,
+
+    /// Most tokens the model generates in one turn, both arms (ralph-tui's --max-tokens).
+    #[arg(long, value_name = "N", default_value_t = 384)]
+    max_tokens: u32,
 
     /// Turns for the single arm's one session.
     #[arg(long, value_name = "N", default_value_t = 200)]
@@ -182,7 +186,8 @@ fn main() {
             ArmArg::Single => Arm::Single,
         })
         .collect();
-    options.max_turns = args.max_turns;
+    options.max_turns = Some(args.max_turns);
+    options.max_tokens = Some(args.max_tokens);
     options.single_max_turns = args.single_max_turns;
     options.single_budget = args.single_budget;
     options.run_timeout = Duration::from_secs(args.run_timeout);

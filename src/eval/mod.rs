@@ -122,6 +122,8 @@ pub struct EvalOptions {
     pub ralph_bin: PathBuf,
     /// `--max-turns` per round for the Ralph arm (`None`: ralph-tui's default).
     pub max_turns: Option<u32>,
+    /// `--max-tokens` (per turn) for both arms (`None`: ralph-tui's default).
+    pub max_tokens: Option<u32>,
     /// `--max-turns` for the single arm's one long session.
     pub single_max_turns: u32,
     /// The single arm's token budget when there is no Ralph arm to take it from.
@@ -149,7 +151,8 @@ impl EvalOptions {
             seeds: vec![1],
             arms: vec![Arm::Ralph, Arm::Single],
             ralph_bin,
-            max_turns: None,
+            max_turns: Some(8),
+            max_tokens: Some(384),
             single_max_turns: 200,
             single_budget: None,
             run_timeout: Duration::from_secs(900),
@@ -173,6 +176,9 @@ impl EvalOptions {
         }
         if self.single_max_turns == 0 || self.max_turns == Some(0) {
             return usage("turn limits must be at least 1");
+        }
+        if self.max_tokens == Some(0) {
+            return usage("--max-tokens must be at least 1");
         }
         if self.arms == [Arm::Single] && self.single_budget.is_none() {
             return usage(
@@ -360,6 +366,7 @@ pub fn run(
         seeds: options.seeds.clone(),
         arms,
         max_turns: options.max_turns,
+        max_tokens: options.max_tokens,
         single_max_turns: options.single_max_turns,
         extra_args: options.extra_args.clone(),
         tasks: tasks.iter().map(|t| t.name.clone()).collect(),
@@ -423,6 +430,9 @@ fn run_one(
     }
     if let Some(turns) = max_turns {
         command.arg("--max-turns").arg(turns.to_string());
+    }
+    if let Some(tokens) = options.max_tokens {
+        command.arg("--max-tokens").arg(tokens.to_string());
     }
     if let Some(budget) = token_budget {
         command.arg("--token-budget").arg(budget.to_string());

@@ -158,6 +158,8 @@ pub struct EvalResults {
     pub arms: Vec<Arm>,
     /// Turns per round for the Ralph arm (`None`: ralph-tui's default).
     pub max_turns: Option<u32>,
+    /// Tokens per turn, both arms (`None`: ralph-tui's default).
+    pub max_tokens: Option<u32>,
     pub single_max_turns: u32,
     /// Extra arguments every ralph-tui run got.
     pub extra_args: Vec<String>,
@@ -216,12 +218,15 @@ impl EvalResults {
         );
         let _ = writeln!(
             md,
-            "- Ralph arm: `-n {}`, {} turns per round · single arm: `-n 1`, {} turns, token budget = the Ralph arm's generated tokens",
+            "- Ralph arm: `-n {}`, {} turns per round · single arm: `-n 1`, {} turns, token budget = the Ralph arm's generated tokens · {} tokens per turn",
             self.rounds,
             self.max_turns
                 .map_or_else(|| "default".to_string(), |t| t.to_string()),
-            self.single_max_turns
+            self.single_max_turns,
+            self.max_tokens
+                .map_or_else(|| "default".to_string(), |t| t.to_string()),
         );
+        let _ = writeln!(md, "- ran {} → {}", self.started_at, self.finished_at);
         if !self.extra_args.is_empty() {
             let _ = writeln!(
                 md,
