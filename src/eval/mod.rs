@@ -470,9 +470,17 @@ fn run_one(
         .map_err(io(format!("cannot read {}", events_path.display())))?;
     let metrics = metrics::parse_events(&String::from_utf8_lossy(&bytes));
 
-    let Some(verify) = verify(task, &workspace, &dir, options.verify_timeout, cancel)? else {
+    let Some(mut verify) = verify(task, &workspace, &dir, options.verify_timeout, cancel)? else {
         return Ok(None);
     };
+    // The results are meant to be committed: no paths of this machine in them.
+    let places = [
+        (workspace.as_path(), "<workspace>"),
+        (dir.as_path(), "<run>"),
+        (setup.scratch, "<scratch>"),
+        (task.dir.as_path(), "<task>"),
+    ];
+    verify.output_tail = scrub_paths(&verify.output_tail, &places);
     let claimed_complete = metrics.status.as_deref() == Some("complete");
     let error = metrics.error.clone().or_else(|| {
         metrics.status.is_none().then(|| {
@@ -487,6 +495,7 @@ fn run_one(
             )
         })
     });
+    let error = error.map(|e| scrub_paths(&e, &places));
     Ok(Some(RunRecord {
         task: task.name.clone(),
         arm,
@@ -544,6 +553,21 @@ fn verify(
         output_tail: process::tail(&log, VERIFY_TAIL_BYTES),
         wall_ms: millis(finished.wall),
     }))
+}
+
+/// Replaces each path (as given and canonical) with its placeholder, in the order given.
+pub fn scrub_paths(text: &str, places: &[(&Path, &str)]) -> String {
+    let mut out = text.to_string();
+    for (path, placeholder) in places {
+        let canonical = path.canonicalize().ok();
+        for form in std::iter::once(path.to_path_buf()).chain(canonical) {
+            let form = form.to_string_lossy().into_owned();
+            if !form.is_empty() && form != "/" {
+                out = out.replace(&form, placeholder);
+            }
+        }
+    }
+    out
 }
 
 fn millis(d: Duration) -> u64 {

@@ -32,7 +32,8 @@ fn task(root: &Path, name: &str, verify: &str, rounds: Vec<Value>) -> PathBuf {
 /// Done when done.txt exists.
 const VERIFY_DONE_FILE: &str =
     "#!/bin/sh\n[ -f done.txt ] || { echo 'done.txt is missing'; exit 1; }\n";
-const VERIFY_ALWAYS_FAILS: &str = "#!/bin/sh\necho 'not done'\nexit 1\n";
+/// Fails, naming where it ran (the harness must scrub those paths from the results).
+const VERIFY_ALWAYS_FAILS: &str = "#!/bin/sh\necho \"not done in $PWD for $TASK_DIR\"\nexit 1\n";
 
 fn options(tasks: &Path, rounds: u32, arms: &[Arm]) -> EvalOptions {
     let mut o = EvalOptions::new(tasks.to_path_buf(), PathBuf::from(BIN));
@@ -124,7 +125,7 @@ fn known_outcomes_are_recorded_as_such() {
     assert!(!f.completed);
     assert_eq!(f.status, "complete");
     assert!(f.claimed_complete && f.false_completion);
-    assert!(f.verify.output_tail.contains("not done"), "{f:?}");
+    assert_eq!(f.verify.output_tail, "not done in <workspace> for <task>");
 
     let b = only(&results, "c-blocked", Arm::Ralph);
     assert!(!b.completed && !b.claimed_complete && !b.false_completion);
