@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod process;
 pub mod results;
 pub mod task;
+mod trial;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -22,14 +23,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use process::Stop;
-use results::{ArmSummary, EvalResults, ModelInfo, RunRecord, VerifyResult};
-use task::Task;
-
-/// How long an interrupted ralph-tui run gets to finish cleanly before it is killed.
-const INTERRUPT_GRACE: Duration = Duration::from_secs(30);
-/// The most of a verify script's output kept in the results.
-const VERIFY_TAIL_BYTES: u64 = 1500;
+use results::{ArmSummary, EvalResults, ModelInfo, RunRecord};
+use trial::Setup;
 
 /// The two ways of spending the same work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -245,14 +240,6 @@ impl Drop for Scratch {
     }
 }
 
-/// What stays the same across one eval's runs.
-struct Setup<'a> {
-    options: &'a EvalOptions,
-    model: Option<PathBuf>,
-    config: PathBuf,
-    scratch: &'a Path,
-}
-
 /// Runs every selected task × seed × arm and returns the results (not yet written).
 /// Cancelling stops the run in progress (it is left out) and returns what was done, marked
 /// `interrupted`.
@@ -336,7 +323,7 @@ pub fn run(
                     Arm::Ralph => None,
                     Arm::Single => options.single_budget.or(ralph_generated),
                 };
-                let Some(record) = run_one(&setup, task, arm, seed, budget, cancel)? else {
+                let Some(record) = trial::run_one(&setup, task, arm, seed, budget, cancel)? else {
                     interrupted = true;
                     break 'all;
                 };
@@ -374,204 +361,6 @@ pub fn run(
         runs,
         summary,
     })
-}
-
-/// One task × arm × seed. `None` when the eval was cancelled during it.
-fn run_one(
-    setup: &Setup<'_>,
-    task: &Task,
-    arm: Arm,
-    seed: u32,
-    token_budget: Option<u64>,
-    cancel: &CancellationToken,
-) -> Result<Option<RunRecord>, EvalError> {
-    let options = setup.options;
-    let dir = setup
-        .scratch
-        .join(format!("{}-{}-s{seed}", task.name, arm.as_str()));
-    let workspace = dir.join("workspace");
-    task.prepare_workspace(&workspace)?;
-    let (max_rounds, max_turns) = match arm {
-        Arm::Ralph => (options.rounds, options.max_turns),
-        Arm::Single => (1, Some(options.single_max_turns)),
-    };
-    let mut command = Command::new(&options.ralph_bin);
-    command
-        .arg("--headless")
-        .arg("-C")
-        .arg(&workspace)
-        .arg("--run-dir")
-        .arg(dir.join("run"))
-        .arg("--config")
-        .arg(&setup.config)
-        .arg("--seed")
-        .arg(seed.to_string())
-        .arg("-n")
-        .arg(max_rounds.to_string());
-    match (&setup.model, &task.script) {
-        (Some(model), _) => {
-            command
-                .arg("--backend")
-                .arg("llama")
-                .arg("--model")
-                .arg(model);
-        }
-        (None, Some(script)) => {
-            command
-                .arg("--backend")
-                .arg(format!("script:{}", script.display()));
-        }
-        (None, None) => {
-            return Err(EvalError::Task {
-                task: task.name.clone(),
-                message: "it has no script.json, which the script backend needs".into(),
-            })
-        }
-    }
-    if let Some(turns) = max_turns {
-        command.arg("--max-turns").arg(turns.to_string());
-    }
-    if let Some(tokens) = options.max_tokens {
-        command.arg("--max-tokens").arg(tokens.to_string());
-    }
-    if let Some(budget) = token_budget {
-        command.arg("--token-budget").arg(budget.to_string());
-    }
-    command
-        .args(&options.extra_args)
-        .arg("--objective-file")
-        .arg(&task.objective_file);
-
-    let events_path = dir.join("events.jsonl");
-    let stderr_path = dir.join("stderr.txt");
-    let io = |what: String| move |source| EvalError::Io { what, source };
-    let finished = process::run(
-        command,
-        &events_path,
-        &stderr_path,
-        options.run_timeout,
-        Stop::Interrupt(INTERRUPT_GRACE),
-        cancel,
-    )
-    .map_err(io(format!("cannot run {}", options.ralph_bin.display())))?;
-    if finished.cancelled {
-        return Ok(None);
-    }
-    if finished.exit_code == Some(2) {
-        return Err(EvalError::Refused {
-            task: task.name.clone(),
-            arm: arm.as_str(),
-            message: process::tail(&stderr_path, 600),
-        });
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(&events_path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(io(format!("cannot read {}", events_path.display())))?;
-    let metrics = metrics::parse_events(&String::from_utf8_lossy(&bytes));
-
-    let Some(mut verify) = verify(task, &workspace, &dir, options.verify_timeout, cancel)? else {
-        return Ok(None);
-    };
-    // The results are meant to be committed: no paths of this machine in them.
-    let places = [
-        (workspace.as_path(), "<workspace>"),
-        (dir.as_path(), "<run>"),
-        (setup.scratch, "<scratch>"),
-        (task.dir.as_path(), "<task>"),
-    ];
-    verify.output_tail = scrub_paths(&verify.output_tail, &places);
-    let claimed_complete = metrics.status.as_deref() == Some("complete");
-    let error = metrics.error.clone().or_else(|| {
-        metrics.status.is_none().then(|| {
-            let why = if finished.timed_out {
-                format!("timed out after {} s", options.run_timeout.as_secs())
-            } else {
-                format!("exit code {:?}", finished.exit_code)
-            };
-            format!(
-                "no run_finished event ({why}): {}",
-                process::tail(&stderr_path, 400)
-            )
-        })
-    });
-    let error = error.map(|e| scrub_paths(&e, &places));
-    Ok(Some(RunRecord {
-        task: task.name.clone(),
-        arm,
-        seed,
-        completed: verify.passed,
-        status: metrics.status.unwrap_or_else(|| "no-result".into()),
-        report_status: metrics.report_status,
-        claimed_complete,
-        false_completion: claimed_complete && !verify.passed,
-        discovery: metrics.discovery,
-        tool_calls: metrics.tool_calls,
-        prompt_tokens: metrics.prompt_tokens,
-        generated_tokens: metrics.generated_tokens,
-        rounds_used: metrics.rounds_used,
-        max_rounds,
-        max_turns,
-        token_budget,
-        wall_ms: millis(finished.wall),
-        exit_code: finished.exit_code,
-        timed_out: finished.timed_out,
-        error,
-        verify,
-    }))
-}
-
-/// Runs the task's verify script on the final tree. `None` when cancelled.
-fn verify(
-    task: &Task,
-    workspace: &Path,
-    dir: &Path,
-    timeout: Duration,
-    cancel: &CancellationToken,
-) -> Result<Option<VerifyResult>, EvalError> {
-    let log = dir.join("verify.txt");
-    let mut command = Command::new("sh");
-    command
-        .arg(&task.verify)
-        .current_dir(workspace)
-        .env("TASK_DIR", &task.dir)
-        .env("PYTHONDONTWRITEBYTECODE", "1");
-    let finished =
-        process::run(command, &log, &log, timeout, Stop::Kill, cancel).map_err(|source| {
-            EvalError::Io {
-                what: format!("cannot run {}", task.verify.display()),
-                source,
-            }
-        })?;
-    if finished.cancelled {
-        return Ok(None);
-    }
-    Ok(Some(VerifyResult {
-        passed: finished.exit_code == Some(0) && !finished.timed_out,
-        exit_code: finished.exit_code,
-        timed_out: finished.timed_out,
-        output_tail: process::tail(&log, VERIFY_TAIL_BYTES),
-        wall_ms: millis(finished.wall),
-    }))
-}
-
-/// Replaces each path (as given and canonical) with its placeholder, in the order given.
-pub fn scrub_paths(text: &str, places: &[(&Path, &str)]) -> String {
-    let mut out = text.to_string();
-    for (path, placeholder) in places {
-        let canonical = path.canonicalize().ok();
-        for form in std::iter::once(path.to_path_buf()).chain(canonical) {
-            let form = form.to_string_lossy().into_owned();
-            if !form.is_empty() && form != "/" {
-                out = out.replace(&form, placeholder);
-            }
-        }
-    }
-    out
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// `--model`, else the default model `make model` fetches; it must exist.
