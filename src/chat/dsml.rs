@@ -257,10 +257,6 @@ impl ChatFormat for Dsml {
         )
     }
 
-    fn parse(&self, text: &str) -> ParsedTurn {
-        Self::scan(text).0
-    }
-
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
         Self::scan(text)
     }

@@ -58,10 +58,6 @@ impl ChatFormat for Generic {
         out
     }
 
-    fn parse(&self, text: &str) -> ParsedTurn {
-        Self::scan(text).0
-    }
-
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
         Self::scan(text)
     }

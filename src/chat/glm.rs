@@ -186,10 +186,6 @@ impl ChatFormat for Glm {
         )
     }
 
-    fn parse(&self, text: &str) -> ParsedTurn {
-        Self::scan(text).0
-    }
-
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
         Self::scan(text)
     }

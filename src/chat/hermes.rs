@@ -148,10 +148,6 @@ impl ChatFormat for Hermes {
         )
     }
 
-    fn parse(&self, text: &str) -> ParsedTurn {
-        Self::scan(text).0
-    }
-
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
         Self::scan(text)
     }

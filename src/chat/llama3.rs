@@ -165,10 +165,6 @@ impl ChatFormat for Llama3 {
         )
     }
 
-    fn parse(&self, text: &str) -> ParsedTurn {
-        Self::scan(text).0
-    }
-
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
         Self::scan(text)
     }

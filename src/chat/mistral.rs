@@ -201,10 +201,6 @@ impl ChatFormat for Mistral {
         )
     }
 
-    fn parse(&self, text: &str) -> ParsedTurn {
-        self.scan(text).0
-    }
-
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
         self.scan(text)
     }

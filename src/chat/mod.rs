@@ -63,7 +63,9 @@ pub trait ChatFormat: Send + Sync {
     fn tool_instructions(&self, tools: &[ToolSpec]) -> String;
 
     /// Finds the calls in one complete generated turn.
-    fn parse(&self, text: &str) -> ParsedTurn;
+    fn parse(&self, text: &str) -> ParsedTurn {
+        self.parse_partial(text).0
+    }
 
     /// Renders one call in this family's syntax, exactly as the model would emit it.
     fn render_call(&self, name: &str, arguments: &Value) -> String;
@@ -80,10 +82,8 @@ pub trait ChatFormat: Send + Sync {
 
     /// Parses a turn that may still be growing: the parse of `text` so far, and how many of
     /// its calls are final (closed by their own markup, so no continuation can change them).
-    /// The default settles nothing before the turn ends.
-    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
-        (self.parse(text), 0)
-    }
+    /// Every family implements this one scan; `parse` is its complete-turn view.
+    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize);
 }
 
 /// The formats `--chat-format` accepts.
