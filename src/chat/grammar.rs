@@ -3,8 +3,9 @@
 //! Every family grammar limits the tool name to the offered tools, the argument keys and
 //! value types to each tool's schema, and `ralph_report`'s arguments to a report that passes
 //! validation: one alternative per status, its strings trimmed and bounded so a small model
-//! cannot loop inside them. Free-text tool arguments (file contents) stay unbounded: the
-//! per-turn token cap bounds them, and a bound would cut real files short.
+//! cannot loop inside them. The status shapes and the bounds come from `protocol::report`,
+//! where the report's rules are written once. Free-text tool arguments (file contents) stay
+//! unbounded: the per-turn token cap bounds them, and a bound would cut real files short.
 //!
 //! llama.cpp expands `x{m,n}` into n rules and refuses a sequence whose repetitions multiply
 //! past 2000 (a single bound above 2000 silently becomes unbounded), so every bound here is

@@ -3,7 +3,8 @@
 //! A `Backend` lives for the whole run (for llama: the model, loaded once). Each round asks it
 //! for a brand-new `Child` (for llama: a fresh context with an empty KV cache), which is
 //! dropped when the round ends. Nothing else crosses rounds: the engine hands each child its
-//! whole message list every turn.
+//! whole message list every turn. Messages and tool specs come from `protocol`; the model
+//! file check lives in `model_file`, below the app wiring that also uses it.
 
 #[cfg(feature = "llama")]
 pub mod llama;

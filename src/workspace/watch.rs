@@ -6,6 +6,8 @@
 //! (a refresh runs 200 ms after the last relevant event, or at most 1 s after the first of a
 //! burst) and calls back only when the list of changed files differs from the last one it
 //! reported. Between rounds events are dropped. Idle, both threads sit in blocking waits.
+//! Whoever runs rounds tells it where each starts and ends (`round_started`/`round_ended`);
+//! the app wiring connects that to the engine, which this module does not know.
 //!
 //! The tree is watched directory by directory rather than with one recursive watch, so
 //! ignored directories (build outputs, `node_modules`), `.git/` and submodules are never
