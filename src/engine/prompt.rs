@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use super::report::Report;
-use crate::llm::{Message, Role};
+use crate::protocol::message::{Message, Role};
+use crate::protocol::report::Report;
 
 /// Most bytes of `AGENTS.md` given to a child.
 pub const AGENTS_MAX_BYTES: usize = 8 * 1024;

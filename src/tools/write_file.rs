@@ -11,7 +11,7 @@ use super::approval::authorize_in;
 use super::args;
 use super::path::{resolve, Access};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
-use crate::config::{ApprovalPolicy, SandboxMode};
+use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteFile;
