@@ -32,11 +32,19 @@ pub fn load_config(path: &Path, must_exist: bool) -> Result<Options, UsageError>
         }
     };
     toml::from_str(&text).map_err(|e| {
+        // The line the problem starts on; one found at the very end is on the last line.
         let line = e.span().map(|span| {
             let before = &text.as_bytes()[..span.start.min(text.len())];
-            before.iter().filter(|&&b| b == b'\n').count() + 1
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            line.min(text.lines().count().max(1))
         });
-        let message = e.message().trim().to_string();
+        let message = e
+            .message()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(", ");
         UsageError::Config {
             path: path.to_path_buf(),
             message: match line {

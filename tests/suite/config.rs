@@ -187,6 +187,9 @@ fn an_unknown_key_names_the_file_the_line_and_the_key() {
     assert!(err.contains("config.toml"), "{err}");
     assert!(err.contains("line 3"), "{err}");
     assert!(err.contains("bogus"), "{err}");
+    let err = config_error("max_rounds = 1\nbogus = [\n");
+    assert!(err.contains("line 2"), "a problem at the end is on the last line: {err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
 }
 
 #[test]
