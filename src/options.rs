@@ -222,7 +222,9 @@ impl BackendKind {
         }
         match raw.strip_prefix("script:") {
             Some(path) if !path.is_empty() => Ok(Self::Script(PathBuf::from(path))),
-            _ => Err(format!("unknown backend '{raw}': use `llama` or `script:FILE`")),
+            _ => Err(format!(
+                "unknown backend '{raw}': use `llama` or `script:FILE`"
+            )),
         }
     }
 }

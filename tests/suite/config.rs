@@ -37,14 +37,24 @@ const fn case(
 
 const CASES: &[Case] = &[
     case("max_rounds", &["-n", "3"], "3", &["--max-rounds", "64"]),
-    case("model", &["-m", "a.gguf"], "\"a.gguf\"", &["--model", "b.gguf"]),
+    case(
+        "model",
+        &["-m", "a.gguf"],
+        "\"a.gguf\"",
+        &["--model", "b.gguf"],
+    ),
     case(
         "backend",
         &["--backend", "script:a.json"],
         "\"script:a.json\"",
         &["--backend", "llama"],
     ),
-    case("run_dir", &["--run-dir", "runs"], "\"runs\"", &["--run-dir", "r2"]),
+    case(
+        "run_dir",
+        &["--run-dir", "runs"],
+        "\"runs\"",
+        &["--run-dir", "r2"],
+    ),
     case(
         "verify",
         &["--verify", "make test"],
@@ -70,7 +80,12 @@ const CASES: &[Case] = &[
         "5",
         &["--command-timeout", "6"],
     ),
-    case("max_turns", &["--max-turns", "3"], "3", &["--max-turns", "4"]),
+    case(
+        "max_turns",
+        &["--max-turns", "3"],
+        "3",
+        &["--max-turns", "4"],
+    ),
     case(
         "token_budget",
         &["--token-budget", "900"],
@@ -83,11 +98,31 @@ const CASES: &[Case] = &[
         "\"llama3\"",
         &["--chat-format", "glm"],
     ),
-    case("ctx_size", &["--ctx-size", "512"], "512", &["--ctx-size", "513"]),
+    case(
+        "ctx_size",
+        &["--ctx-size", "512"],
+        "512",
+        &["--ctx-size", "513"],
+    ),
     case("threads", &["--threads", "3"], "3", &["--threads", "5"]),
-    case("gpu_layers", &["--gpu-layers", "0"], "0", &["--gpu-layers", "9"]),
-    case("batch_size", &["--batch-size", "8"], "8", &["--batch-size", "9"]),
-    case("max_tokens", &["--max-tokens", "77"], "77", &["--max-tokens", "78"]),
+    case(
+        "gpu_layers",
+        &["--gpu-layers", "0"],
+        "0",
+        &["--gpu-layers", "9"],
+    ),
+    case(
+        "batch_size",
+        &["--batch-size", "8"],
+        "8",
+        &["--batch-size", "9"],
+    ),
+    case(
+        "max_tokens",
+        &["--max-tokens", "77"],
+        "77",
+        &["--max-tokens", "78"],
+    ),
     case(
         "temperature",
         &["--temperature", "0.25"],
@@ -188,14 +223,20 @@ fn an_unknown_key_names_the_file_the_line_and_the_key() {
     assert!(err.contains("line 3"), "{err}");
     assert!(err.contains("bogus"), "{err}");
     let err = config_error("max_rounds = 1\nbogus = [\n");
-    assert!(err.contains("line 2"), "a problem at the end is on the last line: {err}");
+    assert!(
+        err.contains("line 2"),
+        "a problem at the end is on the last line: {err}"
+    );
     assert_eq!(err.lines().count(), 1, "one line: {err}");
 }
 
 #[test]
 fn a_bad_value_in_the_config_file_names_the_file_line_and_what_is_allowed() {
     let err = config_error("seed = 1\nsandbox = \"nope\"\n");
-    assert!(err.contains("config.toml") && err.contains("line 2"), "{err}");
+    assert!(
+        err.contains("config.toml") && err.contains("line 2"),
+        "{err}"
+    );
     for allowed in ["workspace-write", "read-only", "off"] {
         assert!(err.contains(allowed), "{err}");
     }
@@ -208,7 +249,10 @@ fn a_bad_value_in_the_config_file_names_the_file_line_and_what_is_allowed() {
     let err = config_error("backend = \"gpt\"\n");
     assert!(err.contains("unknown backend 'gpt'"), "{err}");
     let err = config_error("chat_format = \"nope\"\n");
-    assert!(err.contains("unknown chat format") && err.contains("hermes"), "{err}");
+    assert!(
+        err.contains("unknown chat format") && err.contains("hermes"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -236,7 +280,10 @@ fn the_binary_says_a_bad_mode_in_one_line_and_exits_two() {
     let repo = TempRepo::new();
     let tmp = tempfile::tempdir().unwrap();
     for (args, needle) in [
-        (&["--sandbox", "nope", "obj"][..], "workspace-write, read-only, off"),
+        (
+            &["--sandbox", "nope", "obj"][..],
+            "workspace-write, read-only, off",
+        ),
         (&["--approval", "nope", "obj"][..], "auto, ask, deny"),
     ] {
         let out = headless(repo.path(), &tmp.path().join("run"), args)
@@ -255,7 +302,10 @@ fn the_binary_says_a_bad_mode_in_one_line_and_exits_two() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(code(&out), 2, "{err}");
-    assert!(err.contains("config.toml") && err.contains("line 1"), "{err}");
+    assert!(
+        err.contains("config.toml") && err.contains("line 1"),
+        "{err}"
+    );
     assert!(err.contains("workspace-write"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(!tmp.path().join("run").exists());
