@@ -74,7 +74,8 @@ macro_rules! options {
 
 options! {
     /// Most rounds to run, 1..=64.
-    #[arg(short = 'n', long, value_name = "N", allow_hyphen_values = true, value_parser = RoundCount::parse)]
+    #[arg(short = 'n', long, value_name = "N", allow_hyphen_values = true)]
+    #[arg(value_parser = RoundCount::parse)]
     max_rounds: RoundCount = RoundCount::DEFAULT;
     /// GGUF model file [default: the model fetched by `make model`].
     #[arg(short = 'm', long, value_name = "PATH")]
@@ -95,7 +96,8 @@ options! {
     #[arg(long, value_name = "POLICY")]
     approval: ApprovalPolicyArg = ApprovalPolicyArg::Auto;
     /// Let the commands the child runs use the network (`--network=false` turns it off).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true)]
+    #[arg(default_missing_value = "true")]
     network: bool = false;
     /// Default timeout for one of the child's commands, in seconds.
     #[arg(long, value_name = "SECS")]
@@ -106,7 +108,7 @@ options! {
     /// Most tokens generated over the whole run; reaching it ends the run budget-limited.
     #[arg(long, value_name = "N")]
     token_budget: u64;
-    /// Tool-call format: auto (from the model's template) or a family name or alias [default: auto].
+    /// Tool-call format: a family or alias, or auto from the model's template [default: auto].
     #[arg(long, value_name = "FORMAT", value_parser = ChatFormatName::parse)]
     chat_format: ChatFormatName;
     /// Context size in tokens, at least 256.
