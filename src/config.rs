@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::cli::Cli;
 use crate::error::UsageError;
 pub use crate::options::BackendKind;
-use crate::options::Options;
+use crate::options::{ApprovalPolicyArg, Options, SandboxModeArg};
 
 /// The default model's file name inside the cache dir (see `make model`).
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -98,6 +98,26 @@ pub enum ApprovalPolicy {
     Auto,
     Ask,
     Deny,
+}
+
+impl From<SandboxModeArg> for SandboxMode {
+    fn from(arg: SandboxModeArg) -> Self {
+        match arg {
+            SandboxModeArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            SandboxModeArg::ReadOnly => SandboxMode::ReadOnly,
+            SandboxModeArg::Off => SandboxMode::Off,
+        }
+    }
+}
+
+impl From<ApprovalPolicyArg> for ApprovalPolicy {
+    fn from(arg: ApprovalPolicyArg) -> Self {
+        match arg {
+            ApprovalPolicyArg::Auto => ApprovalPolicy::Auto,
+            ApprovalPolicyArg::Ask => ApprovalPolicy::Ask,
+            ApprovalPolicyArg::Deny => ApprovalPolicy::Deny,
+        }
+    }
 }
 
 /// Sampling and context options for the llama backend.

@@ -14,8 +14,6 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ApprovalPolicy, SandboxMode};
-
 /// Declares the option table: `Options`, `Resolved`, layering and resolution.
 ///
 /// Each entry is one help line (a `///` comment), clap's `#[arg]` attributes, then
@@ -287,7 +285,8 @@ impl From<ChatFormatName> for String {
     }
 }
 
-/// The sandbox as the command line and the config file spell it.
+/// The sandbox as the command line and the config file spell it (`config` turns it into the
+/// policy enum).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxModeArg {
@@ -299,17 +298,8 @@ pub enum SandboxModeArg {
     Off,
 }
 
-impl From<SandboxModeArg> for SandboxMode {
-    fn from(arg: SandboxModeArg) -> Self {
-        match arg {
-            SandboxModeArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
-            SandboxModeArg::ReadOnly => SandboxMode::ReadOnly,
-            SandboxModeArg::Off => SandboxMode::Off,
-        }
-    }
-}
-
-/// The approval policy as the command line and the config file spell it.
+/// The approval policy as the command line and the config file spell it (`config` turns it
+/// into the policy enum).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalPolicyArg {
@@ -319,16 +309,6 @@ pub enum ApprovalPolicyArg {
     Ask,
     /// Refuse every command.
     Deny,
-}
-
-impl From<ApprovalPolicyArg> for ApprovalPolicy {
-    fn from(arg: ApprovalPolicyArg) -> Self {
-        match arg {
-            ApprovalPolicyArg::Auto => ApprovalPolicy::Auto,
-            ApprovalPolicyArg::Ask => ApprovalPolicy::Ask,
-            ApprovalPolicyArg::Deny => ApprovalPolicy::Deny,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use ralph_tui::cli::{error_line, Cli};
 use ralph_tui::config::{load_config, Dirs, Settings};
 use ralph_tui::options::Options;
@@ -309,4 +309,30 @@ fn the_binary_says_a_bad_mode_in_one_line_and_exits_two() {
     assert!(err.contains("workspace-write"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(!tmp.path().join("run").exists());
+}
+
+#[test]
+fn help_gives_each_option_its_default_and_each_mode_its_values() {
+    // Wide enough that no help line wraps.
+    let command = || Cli::command().term_width(1000).max_term_width(1000);
+    let long = command().render_long_help().to_string();
+    for needle in [
+        "Most rounds to run, 1..=64 [default: 8]",
+        "[default: llama]",
+        "[default: workspace-write]",
+        "Commands may write nowhere",
+        "Ask a person before each command (TUI only)",
+        "[default: 120]",
+        "[default: 0.7]",
+        "[default: 1234]",
+        "Exit codes: 0 complete",
+    ] {
+        assert!(long.contains(needle), "{needle} missing from:\n{long}");
+    }
+    let short = command().render_help().to_string();
+    assert!(
+        short.contains("[possible values: workspace-write, read-only, off]"),
+        "{short}"
+    );
+    assert!(short.len() < long.len(), "-h is the summary");
 }
