@@ -102,14 +102,6 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
             BackendPlan::Llama(path)
         }
     };
-    if let Some(name) = settings.chat_format.as_deref() {
-        if name != "auto" && chat::by_name(name).is_none() {
-            return Err(UsageError::Invalid(format!(
-                "unknown --chat-format '{name}': use auto or one of {}",
-                chat::FORMAT_NAMES.join(", ")
-            )));
-        }
-    }
     let run_id = new_run_id();
     let run_dir = settings
         .run_dir

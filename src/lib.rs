@@ -16,6 +16,7 @@ pub mod eval;
 pub mod headless;
 pub mod llm;
 pub mod logging;
+pub mod options;
 pub mod protocol;
 pub mod tools;
 pub mod tui;

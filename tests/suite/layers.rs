@@ -2,8 +2,9 @@
 //!
 //! Every `crate::name` a file mentions (in `use` lines, `use crate::{a, b}` blocks over several
 //! lines, or paths in code) is an edge from the file's top-level module to `name`. The layers,
-//! lowest first: `protocol` (imports nothing of ours); `error`, `cli`, `config`, `logging`;
-//! `workspace`, `tools`; `chat`; `llm`; `engine`; `app`, `headless`, `eval`; `ui`; `tui`.
+//! lowest first: `protocol` (imports nothing of ours); `error`, `logging`; `workspace`, `tools`;
+//! `chat` with the settings (`options`, `cli`, `config`: a chat format is a setting's value);
+//! `llm`; `engine`; `app`, `headless`, `eval`; `ui`; `tui`.
 //! A module may import its own layer or lower ones, never a higher one, and the graph has no
 //! cycle. Comments are skipped; the binaries (`main.rs`, `bin/`) sit above everything. Files
 //! inside one module (the `ui/` screens among themselves) are not this check's business.
@@ -15,12 +16,13 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u8)] = &[
     ("protocol", 0),
     ("error", 1),
-    ("cli", 1),
-    ("config", 1),
     ("logging", 1),
     ("workspace", 2),
     ("tools", 2),
     ("chat", 3),
+    ("options", 3),
+    ("cli", 3),
+    ("config", 3),
     ("llm", 4),
     ("engine", 5),
     ("app", 6),

@@ -1,5 +1,6 @@
 mod chat;
 pub mod common;
+mod config;
 mod e2e;
 mod engine;
 mod eval;
