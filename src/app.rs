@@ -16,7 +16,7 @@ use crate::chat;
 use crate::config::{BackendKind, Settings};
 use crate::engine::runlog::RunLog;
 use crate::engine::RoundWatch;
-use crate::engine::{Engine, EventSink, Recorder, RunConfig, RunSummary};
+use crate::engine::{Engine, EventSink, RunConfig, RunSummary, Toolbox};
 use crate::error::UsageError;
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
@@ -249,44 +249,50 @@ fn run_on_this_thread(
         },
         None => None,
     };
-    let engine = Engine {
-        config: RunConfig {
-            run_id: prepared.run_id.clone(),
-            objective,
-            max_rounds: settings.max_rounds,
-            max_turns: settings.max_turns,
-            token_budget: settings.token_budget,
-            verify: settings.verify.clone(),
-            warnings,
-            run_info: json!({
-                "sandbox_support": sandbox_note,
-                "backend": info.name,
-                "model_file": source.display().to_string(),
-                "model_sha256": source_sha,
-                "device": info.device,
-                "chat_format": info.chat_format,
-                "settings": {
-                    "max_turns": settings.max_turns,
-                    "token_budget": settings.token_budget,
-                    "sandbox": settings.sandbox,
-                    "approval": settings.approval,
-                    "network": settings.network,
-                    "command_timeout_s": settings.command_timeout_s,
-                    "verify": settings.verify,
-                    "inference": settings.inference,
-                },
-            }),
-        },
-        backend: backend.as_mut(),
-        format: format.as_ref(),
+    let config = RunConfig {
+        run_id: prepared.run_id.clone(),
+        objective,
+        max_rounds: settings.max_rounds,
+        max_turns: settings.max_turns,
+        token_budget: settings.token_budget,
+        verify: settings.verify.clone(),
+        warnings,
+        run_info: json!({
+            "sandbox_support": sandbox_note,
+            "backend": info.name,
+            "model_file": source.display().to_string(),
+            "model_sha256": source_sha,
+            "device": info.device,
+            "chat_format": info.chat_format,
+            "settings": {
+                "max_turns": settings.max_turns,
+                "token_budget": settings.token_budget,
+                "sandbox": settings.sandbox,
+                "approval": settings.approval,
+                "network": settings.network,
+                "command_timeout_s": settings.command_timeout_s,
+                "verify": settings.verify,
+                "inference": settings.inference,
+            },
+        }),
+    };
+    let tools = Toolbox {
         registry: &registry,
         policy,
         approver,
-        workspace,
-        rec: Recorder::new(log, sink),
-        cancel,
-        watch,
-        generated_total: 0,
     };
+    let mut engine = Engine::new(
+        config,
+        backend.as_mut(),
+        format.as_ref(),
+        tools,
+        workspace,
+        log,
+        sink,
+    )
+    .with_cancel(cancel);
+    if let Some(watch) = watch {
+        engine = engine.with_watch(watch);
+    }
     Ok(engine.run())
 }
