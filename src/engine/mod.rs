@@ -112,7 +112,7 @@ pub struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     /// A run of `config` in `workspace`, logged to `log`; `sink` hears every event after the
-    /// log has it. It has its own cancellation token until [`Engine::with_cancel`] gives one.
+    /// log has it. Without [`Engine::with_cancel`] nothing outside can cancel it.
     pub fn new(
         config: RunConfig,
         backend: &'a mut dyn Backend,
@@ -147,11 +147,6 @@ impl<'a> Engine<'a> {
     pub fn with_watch(mut self, watch: Box<dyn RoundWatch + 'a>) -> Self {
         self.watch = Some(watch);
         self
-    }
-
-    /// The token that cancels this run.
-    pub fn cancel_token(&self) -> CancellationToken {
-        self.cancel.clone()
     }
 
     /// Runs the whole loop and returns how it ended. The last event is always `run_finished`.

@@ -29,7 +29,12 @@ impl Engine<'_> {
     }
 
     /// Runs round `round` after `previous`, the last valid report.
-    pub(super) fn round(&mut self, round: u32, previous: Option<&Report>, ctx_size: u32) -> RoundEnd {
+    pub(super) fn round(
+        &mut self,
+        round: u32,
+        previous: Option<&Report>,
+        ctx_size: u32,
+    ) -> RoundEnd {
         let started = Instant::now();
         let base = self.snapshot();
         if let (Some(watch), Some(base)) = (&self.watch, base) {

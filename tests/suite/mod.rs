@@ -2,6 +2,7 @@ mod chat;
 pub mod common;
 mod e2e;
 mod engine;
+mod engine_inproc;
 mod eval;
 mod llama;
 mod tools;
