@@ -13,6 +13,7 @@
 
 use std::path::Path;
 
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
@@ -25,7 +26,6 @@ use crate::llm::{BackendError, Child, Generation, Message, Request, Role, StopRe
 use crate::tools::process::ProcessTracker;
 use crate::tools::{ToolContext, ToolResult, ToolSpec, REPORT_TOOL};
 use crate::workspace::Workspace;
-use serde_json::Value;
 
 /// Why a round fails when generation stopped at a full context window.
 const CONTEXT_FILLED: &str = "the context window filled up before a valid report";
