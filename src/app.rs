@@ -17,7 +17,7 @@ use crate::chat;
 use crate::config::{BackendKind, Settings};
 use crate::engine::run_info::{RunInfo, RunSettings};
 use crate::engine::runlog::RunLog;
-use crate::engine::{Engine, EventSink, Recorder, RoundWatch, RunConfig, RunSummary};
+use crate::engine::{Engine, EventSink, RoundWatch, RunConfig, RunSummary, Toolbox};
 use crate::error::UsageError;
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
@@ -232,44 +232,50 @@ fn run_on_this_thread(
         },
         None => None,
     };
-    let engine = Engine {
-        config: RunConfig {
-            run_id: prepared.run_id.clone(),
-            objective,
-            max_rounds: settings.max_rounds,
-            max_turns: settings.max_turns,
-            token_budget: settings.token_budget,
-            verify: settings.verify.clone(),
-            warnings,
-            run_info: RunInfo {
-                sandbox_support: sandbox_note,
-                backend: info.name,
-                model_file: source.display().to_string(),
-                model_sha256: source_sha,
-                device: info.device,
-                chat_format: info.chat_format,
-                settings: RunSettings {
-                    max_turns: settings.max_turns,
-                    token_budget: settings.token_budget,
-                    sandbox: settings.sandbox,
-                    approval: settings.approval,
-                    network: settings.network,
-                    command_timeout_s: settings.command_timeout_s,
-                    verify: settings.verify.clone(),
-                    inference: settings.inference.clone(),
-                },
+    let config = RunConfig {
+        run_id: prepared.run_id.clone(),
+        objective,
+        max_rounds: settings.max_rounds,
+        max_turns: settings.max_turns,
+        token_budget: settings.token_budget,
+        verify: settings.verify.clone(),
+        warnings,
+        run_info: RunInfo {
+            sandbox_support: sandbox_note,
+            backend: info.name,
+            model_file: source.display().to_string(),
+            model_sha256: source_sha,
+            device: info.device,
+            chat_format: info.chat_format,
+            settings: RunSettings {
+                max_turns: settings.max_turns,
+                token_budget: settings.token_budget,
+                sandbox: settings.sandbox,
+                approval: settings.approval,
+                network: settings.network,
+                command_timeout_s: settings.command_timeout_s,
+                verify: settings.verify.clone(),
+                inference: settings.inference.clone(),
             },
         },
-        backend: backend.as_mut(),
-        format: format.as_ref(),
+    };
+    let tools = Toolbox {
         registry: &registry,
         policy,
         approver,
-        workspace,
-        rec: Recorder::new(log, sink),
-        cancel,
-        watch,
-        generated_total: 0,
     };
+    let mut engine = Engine::new(
+        config,
+        backend.as_mut(),
+        format.as_ref(),
+        tools,
+        workspace,
+        log,
+        sink,
+    )
+    .with_cancel(cancel);
+    if let Some(watch) = watch {
+        engine = engine.with_watch(watch);
+    }
     Ok(engine.run())
 }

@@ -3,6 +3,7 @@ pub mod common;
 mod config;
 mod e2e;
 mod engine;
+mod engine_inproc;
 mod eval;
 mod layers;
 mod llama;
