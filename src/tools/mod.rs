@@ -8,6 +8,7 @@
 
 pub mod approval;
 mod args;
+pub mod confined;
 pub mod edit_file;
 pub mod list_dir;
 pub mod path;
