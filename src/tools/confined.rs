@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path};
 
-use rustix::fs::{self as rfs, FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 /// Why a confined open or read did not happen; `Display` is fit for the child (with the path
@@ -122,12 +122,7 @@ impl Root {
                 Ok(()) | Err(Errno::EXIST) => {}
                 Err(e) => return Err(e.into()),
             }
-            dir = rfs::openat(
-                &dir,
-                part,
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?;
+            dir = step(&dir, part)?;
         }
         let base = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let (fd, existed) = match rfs::openat(
@@ -191,7 +186,12 @@ fn classify(fd: OwnedFd) -> Result<Opened, Refusal> {
 
 /// Opens `rel` beneath `root` with `flags`, following no symlink and never blocking.
 fn open_beneath(root: &OwnedFd, rel: &Path, flags: OFlags) -> Result<OwnedFd, Refusal> {
-    let flags = flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+    // openat2 refuses any other flag beside O_PATH (EINVAL); an O_PATH open never blocks.
+    let flags = if flags.contains(OFlags::PATH) {
+        flags | OFlags::NOFOLLOW | OFlags::CLOEXEC
+    } else {
+        flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY
+    };
     let rel = if rel.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -224,14 +224,25 @@ fn walk_beneath(root: &OwnedFd, rel: &Path, flags: OFlags) -> Result<OwnedFd, Re
         Mode::empty(),
     )?;
     for part in parents {
-        dir = rfs::openat(
-            &dir,
-            part,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+        dir = step(&dir, part)?;
     }
     Ok(rfs::openat(&dir, name, flags, Mode::empty())?)
+}
+
+/// Opens the directory `part` of `dir` without following a symlink.
+fn step(dir: &OwnedFd, part: &std::ffi::OsStr) -> Result<OwnedFd, Refusal> {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match rfs::openat(dir, part, flags, Mode::empty()) {
+        Ok(fd) => Ok(fd),
+        // O_NOFOLLOW | O_DIRECTORY on a symlink says ENOTDIR; name the symlink instead.
+        Err(Errno::NOTDIR) => match rfs::statat(dir, part, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink => {
+                Err(Refusal::Symlink)
+            }
+            _ => Err(Refusal::NotDirectory),
+        },
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The normal components of `rel` before the last one, and the last one; `..`, absolute
