@@ -1,15 +1,17 @@
 //! `list_dir`: what a workspace directory holds, down to `depth` levels.
 //!
-//! Walks with the `ignore` crate so `.gitignore` (and `.git/info/exclude`) hide what git
-//! hides; `.git/` itself is never listed. Symlinks are shown (with `@`), never followed, and
-//! every entry is checked to exist beneath the root through `confined` before it is shown. Entries are workspace-relative paths, directories
-//! with a trailing `/`, sorted, and bounded in number.
+//! Walks with `walk` (the `ignore` crate, with the rules read confined) so `.gitignore` (and
+//! `.git/info/exclude`) hide what git hides; `.git/` itself is never listed. Symlinks are shown
+//! (with `@`), never followed, and every entry is checked to exist beneath the root through
+//! `confined` before it is shown. Entries are workspace-relative paths, directories with a
+//! trailing `/`, sorted, and bounded in number.
 
 use serde_json::{json, Value};
 
 use super::args;
 use super::confined::{Opened, Refusal};
 use super::path::{display_rel, open_root, resolve, Access};
+use super::walk::{walk, Rules};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 
 /// Levels listed when no `depth` is given.
@@ -68,14 +70,7 @@ impl Tool for ListDir {
             .root
             .canonicalize()
             .unwrap_or_else(|_| ctx.root.to_path_buf());
-        let walker = ignore::WalkBuilder::new(&target.abs)
-            .max_depth(Some(depth))
-            .hidden(false)
-            .require_git(false)
-            .git_global(false)
-            .filter_entry(|entry| entry.file_name() != ".git")
-            .sort_by_file_name(|a, b| a.cmp(b))
-            .build();
+        let walker = walk(&target.abs, &Rules::new(&root)?, Some(depth));
         let mut entries = Vec::new();
         let mut more = 0usize;
         for entry in walker {

@@ -17,6 +17,7 @@ pub mod read_file;
 pub mod run_command;
 pub mod sandbox;
 pub mod search;
+mod walk;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};

@@ -1,12 +1,13 @@
 //! `search`: a regular expression over the workspace's text files, `file:line: text` per hit.
 //!
-//! Walks with the `ignore` crate so `.gitignore` is respected, skips `.git/` and binary files,
-//! and never follows a symlink. Each file is read through `confined` (beneath the root, regular
-//! files only, size checked first); a file not searched for any other reason than being binary
-//! (too large, a FIFO, unreadable) is named in the output with the reason, so "no matches"
-//! never hides a file that was not looked at. `glob` narrows the files by name or workspace-relative path; it never
-//! brings back an ignored file. Results are bounded; past the bound the output says how many
-//! more there were and how to narrow the search.
+//! Walks with `walk` (the `ignore` crate, with the rules read confined) so `.gitignore` is
+//! respected; skips `.git/` and binary files, and never follows a symlink. Each file is read
+//! through `confined` (beneath the root, regular files only, size checked first); a file not
+//! searched for any other reason than being binary (too large, a FIFO, unreadable) is named in
+//! the output with the reason, so "no matches" never hides a file that was not looked at.
+//! `glob` narrows the files by name or workspace-relative path; it never brings back an
+//! ignored file. Results are bounded; past the bound the output says how many more there were
+//! and how to narrow the search.
 
 use std::path::Path;
 
@@ -17,6 +18,7 @@ use serde_json::{json, Value};
 use super::args;
 use super::confined::Refusal;
 use super::path::{display_rel, open_root, resolve, Access};
+use super::walk::{walk, Rules};
 use super::read_file::is_binary;
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 
@@ -83,13 +85,7 @@ impl Tool for Search {
             .root
             .canonicalize()
             .unwrap_or_else(|_| ctx.root.to_path_buf());
-        let walker = ignore::WalkBuilder::new(&target.abs)
-            .hidden(false)
-            .require_git(false)
-            .git_global(false)
-            .filter_entry(|entry| entry.file_name() != ".git")
-            .sort_by_file_name(|a, b| a.cmp(b))
-            .build();
+        let walker = walk(&target.abs, &Rules::new(&root)?, None);
 
         let mut hits: Vec<String> = Vec::new();
         let mut more = 0usize;
