@@ -43,9 +43,8 @@ pub fn agent_instructions(root: &Path) -> Option<String> {
 /// [`AGENTS_MAX_BYTES`] + 1 bytes read. `Ok(None)` when there is none; `Err(warning)` when
 /// there is one that is refused (a symlink, a FIFO, a device), to be shown to the person.
 pub fn agents_file(root: &Path) -> Result<Option<String>, String> {
-    let refused = |reason: &dyn std::fmt::Display| {
-        format!("AGENTS.md is not given to the worker: {reason}")
-    };
+    let refused =
+        |reason: &dyn std::fmt::Display| format!("AGENTS.md is not given to the worker: {reason}");
     let confined = Root::open(root).map_err(|e| refused(&e))?;
     let (file, len) = match confined.open_read(Path::new(AGENTS_FILE)) {
         Ok(Opened::File { file, len }) => (file, len),
@@ -116,3 +115,29 @@ impl RoundPrompt<'_> {
 
 /// The reminder given when a turn called no tool.
 pub const NO_CALL_REMINDER: &str = "You did not call a tool. Keep working with the tools, and end the round by calling ralph_report.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agents_md_is_confined_regular_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(agents_file(dir.path()), Ok(None));
+        std::fs::write(dir.path().join("AGENTS.md"), "be careful\n").unwrap();
+        assert_eq!(agents_file(dir.path()), Ok(Some("be careful\n".into())));
+        std::fs::write(dir.path().join("AGENTS.md"), "é".repeat(AGENTS_MAX_BYTES)).unwrap();
+        let cut = agents_file(dir.path()).unwrap().unwrap();
+        assert!(cut.len() < AGENTS_MAX_BYTES + 100 && cut.ends_with("read the file for the rest]"));
+        for target in ["/proc/self/environ", "/dev/zero"] {
+            std::fs::remove_file(dir.path().join("AGENTS.md")).unwrap();
+            std::os::unix::fs::symlink(target, dir.path().join("AGENTS.md")).unwrap();
+            let warning = agents_file(dir.path()).unwrap_err();
+            assert!(warning.contains("symlink"), "{target}: {warning}");
+        }
+        std::fs::remove_file(dir.path().join("AGENTS.md")).unwrap();
+        nix::unistd::mkfifo(&dir.path().join("AGENTS.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let warning = agents_file(dir.path()).unwrap_err();
+        assert!(warning.contains("FIFO"), "{warning}");
+    }
+}

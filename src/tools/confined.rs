@@ -324,7 +324,10 @@ mod tests {
             assert!(matches!(err, Refusal::Symlink), "{rel}: {err}");
         }
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
-        assert_eq!(std::fs::read(dir.path().join("src/lib.rs")).unwrap(), b"inside");
+        assert_eq!(
+            std::fs::read(dir.path().join("src/lib.rs")).unwrap(),
+            b"inside"
+        );
     }
 
     #[test]

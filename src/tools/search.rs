@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 use super::args;
 use super::confined::Refusal;
 use super::path::{display_rel, open_root, resolve, Access};
-use super::walk::{walk, Rules};
 use super::read_file::is_binary;
+use super::walk::{walk, Rules};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 
 /// Most matching lines shown.
@@ -167,7 +167,9 @@ impl Tool for Search {
 fn skip_reason(refusal: &Refusal) -> String {
     match refusal {
         Refusal::TooLarge { size, limit } => {
-            format!("{size} bytes, over the {limit}-byte limit for search; use run_command with grep")
+            format!(
+                "{size} bytes, over the {limit}-byte limit for search; use run_command with grep"
+            )
         }
         Refusal::NotRegular(kind) => format!("a {kind}, not a regular file"),
         other => other.to_string(),
@@ -191,10 +193,7 @@ fn skipped_note(skipped: &[String]) -> String {
     } else {
         String::new()
     };
-    format!(
-        "\n[not searched, {} file(s): {shown}{more}]",
-        skipped.len()
-    )
+    format!("\n[not searched, {} file(s): {shown}{more}]", skipped.len())
 }
 
 /// A glob matches a file by its workspace-relative path or by its file name.

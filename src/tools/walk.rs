@@ -155,12 +155,25 @@ mod tests {
         std::fs::write(root.join(".gitignore"), "*.log\nbuild/\n").unwrap();
         std::fs::create_dir_all(root.join("src/build")).unwrap();
         std::fs::write(root.join("src/.gitignore"), "!keep.log\n").unwrap();
-        for file in ["a.log", "secret.txt", "src/keep.log", "src/x.log", "src/build/o", "src/m.rs"] {
+        for file in [
+            "a.log",
+            "secret.txt",
+            "src/keep.log",
+            "src/x.log",
+            "src/build/o",
+            "src/m.rs",
+        ] {
             std::fs::write(root.join(file), "x").unwrap();
         }
         assert_eq!(
             names(&root),
-            [".gitignore", "src", "src/.gitignore", "src/keep.log", "src/m.rs"]
+            [
+                ".gitignore",
+                "src",
+                "src/.gitignore",
+                "src/keep.log",
+                "src/m.rs"
+            ]
         );
     }
 
@@ -172,6 +185,9 @@ mod tests {
         std::fs::create_dir(root.join("sub")).unwrap();
         std::os::unix::fs::symlink("/dev/zero", root.join("sub/.gitignore")).unwrap();
         std::fs::write(root.join("sub/file"), "x").unwrap();
-        assert_eq!(names(&root), [".gitignore", "sub", "sub/.gitignore", "sub/file"]);
+        assert_eq!(
+            names(&root),
+            [".gitignore", "sub", "sub/.gitignore", "sub/file"]
+        );
     }
 }

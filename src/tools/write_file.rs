@@ -77,9 +77,7 @@ impl Tool for WriteFile {
 /// The child's sentence for a file that cannot be written.
 pub(crate) fn written(rel: &str, refusal: &Refusal) -> ToolError {
     match refusal {
-        Refusal::Directory => {
-            ToolError::new(format!("'{rel}' is a directory; give a file path"))
-        }
+        Refusal::Directory => ToolError::new(format!("'{rel}' is a directory; give a file path")),
         other => ToolError::new(format!("cannot write '{rel}': {other}")),
     }
 }

@@ -90,14 +90,20 @@ impl Workspace {
             .map_err(|_| WorkspaceError::NotGitRepo(dir.to_path_buf()))?;
         let repo =
             Repository::discover(&root).map_err(|_| WorkspaceError::NotGitRepo(root.clone()))?;
-        let Some(top) = repo.workdir().map(Path::to_path_buf).filter(|_| !repo.is_bare()) else {
+        let Some(top) = repo
+            .workdir()
+            .map(Path::to_path_buf)
+            .filter(|_| !repo.is_bare())
+        else {
             return Err(WorkspaceError::Bare(root));
         };
         // `-C repo/.git` opens the repository too (with the work tree above it); the file
         // tools would then write hooks and config directly. A workspace is never inside a
         // git directory, the repository's own or the common one of a linked work tree.
         for git_dir in [repo.path(), repo.commondir()] {
-            let git_dir = git_dir.canonicalize().unwrap_or_else(|_| git_dir.to_path_buf());
+            let git_dir = git_dir
+                .canonicalize()
+                .unwrap_or_else(|_| git_dir.to_path_buf());
             if root.starts_with(&git_dir) {
                 return Err(WorkspaceError::InsideGitDir { dir: root, git_dir });
             }

@@ -150,9 +150,30 @@ fn fifos_and_other_special_files_are_refused_without_blocking() {
         "{}",
         result.output
     );
+    // Ignore files are read confined too: a FIFO or a link to /dev/zero as `.gitignore`
+    // neither hangs nor fills memory.
+    nix::unistd::mkfifo(&root.join(".gitignore"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", root.join("sub/.gitignore")).unwrap();
+    std::fs::write(root.join("sub/found.txt"), "needle\n").unwrap();
+    let result = call_or_hang(&bench, "list_dir", json!({"path": "."}));
+    assert!(
+        result.ok && result.output.contains("sub/found.txt"),
+        "{}",
+        result.output
+    );
+    let result = call_or_hang(&bench, "search", json!({"pattern": "needle"}));
+    assert!(
+        result.output.contains("sub/found.txt:1: needle"),
+        "{}",
+        result.output
+    );
     // A symlink to a device is refused as a symlink, never read.
     let out = bench.err("read_file", json!({"path": "zero"}));
-    assert!(out.contains("outside the workspace") || out.contains("symlink"), "{out}");
+    assert!(
+        out.contains("outside the workspace") || out.contains("symlink"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -160,7 +181,10 @@ fn edit_file_checks_the_size_before_reading() {
     let bench = Bench::new();
     let big = std::fs::File::create(bench.root().join("big.txt")).unwrap();
     big.set_len(20 * 1024 * 1024).unwrap();
-    let out = bench.err("edit_file", json!({"path": "big.txt", "old": "a", "new": "b"}));
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "big.txt", "old": "a", "new": "b"}),
+    );
     assert!(out.contains("too large"), "{out}");
     assert!(out.contains("20971520 bytes"), "{out}");
 }
@@ -172,7 +196,10 @@ fn search_names_the_files_it_skipped() {
     text.push_str("needle\n");
     bench.repo.write("huge.log.txt", &text);
     bench.repo.write("small.txt", "no hit here\n");
-    let out = bench.ok("search", json!({"pattern": "needle", "path": "huge.log.txt"}));
+    let out = bench.ok(
+        "search",
+        json!({"pattern": "needle", "path": "huge.log.txt"}),
+    );
     assert!(out.starts_with("no matches"), "{out}");
     assert!(
         out.contains("not searched, 1 file(s): huge.log.txt (5400007 bytes, over the"),
@@ -183,7 +210,10 @@ fn search_names_the_files_it_skipped() {
     bench.repo.write("small.txt", "needle\n");
     let out = bench.ok("search", json!({"pattern": "needle"}));
     assert!(out.starts_with("small.txt:1: needle"), "{out}");
-    assert!(out.contains("not searched, 1 file(s): huge.log.txt"), "{out}");
+    assert!(
+        out.contains("not searched, 1 file(s): huge.log.txt"),
+        "{out}"
+    );
 }
 
 // ---------------------------------------------------------------- through the binary
@@ -220,7 +250,11 @@ fn agents_md_is_read_confined_regular_and_bounded() {
         let prompt = std::fs::read_to_string(run_dir.join("rounds/01/prompt.json")).unwrap();
         assert!(!prompt.contains("AGENTS.md):"), "{target:?}: {prompt}");
         assert!(!prompt.contains("OUTSIDE-SECRET") && !prompt.contains("HOME="));
-        assert!(prompt.len() < 64 * 1024, "{target:?}: {} bytes", prompt.len());
+        assert!(
+            prompt.len() < 64 * 1024,
+            "{target:?}: {} bytes",
+            prompt.len()
+        );
         let warnings = of_type(&events, "warning");
         assert!(
             warnings
@@ -232,7 +266,11 @@ fn agents_md_is_read_confined_regular_and_bounded() {
 
     // A FIFO does not hang the run.
     let repo = TempRepo::new();
-    nix::unistd::mkfifo(&repo.path().join("AGENTS.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    nix::unistd::mkfifo(
+        &repo.path().join("AGENTS.md"),
+        nix::sys::stat::Mode::S_IRWXU,
+    )
+    .unwrap();
     let (code, events, _run_dir, _tmp) = run(&repo, &[complete_report("done")]);
     assert_eq!(code, 0, "{events:?}");
     assert!(of_type(&events, "warning")
@@ -284,7 +322,10 @@ fn a_fifo_made_by_the_worker_fails_the_call_and_cancel_still_works() {
     let mut tokens_after_tools = 0;
     while tokens_after_tools < 20 {
         let mut line = String::new();
-        assert!(reader.read_line(&mut line).unwrap() > 0, "stream ended early: {seen:?}");
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "stream ended early: {seen:?}"
+        );
         let v: Value = serde_json::from_str(&line).unwrap();
         if v["type"] == "token" && of_type(&seen, "tool_result").len() == 4 {
             tokens_after_tools += 1;
@@ -295,7 +336,10 @@ fn a_fifo_made_by_the_worker_fails_the_call_and_cancel_still_works() {
     assert_eq!(results[0]["ok"], true, "mkfifo: {}", results[0]);
     for result in &results[1..] {
         assert_eq!(result["ok"], false, "{result}");
-        assert!(result["output"].as_str().unwrap().contains("FIFO"), "{result}");
+        assert!(
+            result["output"].as_str().unwrap().contains("FIFO"),
+            "{result}"
+        );
     }
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
@@ -312,9 +356,13 @@ fn assert_refused_workspace(dir: &Path, needle: &str, not: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let good = script(tmp.path(), vec![turns(&[complete_report("x")])]);
     let backend = format!("script:{}", good.display());
-    let out = headless(dir, &tmp.path().join("run"), &["--backend", &backend, "obj"])
-        .output()
-        .unwrap();
+    let out = headless(
+        dir,
+        &tmp.path().join("run"),
+        &["--backend", &backend, "obj"],
+    )
+    .output()
+    .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(code(&out), 2, "{dir:?}: {err}");
     assert!(err.contains(needle), "{dir:?}: {err}");
@@ -328,13 +376,24 @@ fn assert_refused_workspace(dir: &Path, needle: &str, not: &str) {
 fn a_git_directory_or_a_bare_repository_is_not_a_workspace() {
     let repo = TempRepo::new();
     let git_dir = repo.path().join(".git");
-    let hooks_before = std::fs::read_dir(git_dir.join("hooks")).map(|d| d.count()).ok();
+    let hooks_before = std::fs::read_dir(git_dir.join("hooks"))
+        .map(|d| d.count())
+        .ok();
     let config_before = std::fs::read(git_dir.join("config")).unwrap();
     assert_refused_workspace(&git_dir, "inside the git directory", "git init");
     std::fs::create_dir_all(git_dir.join("hooks")).unwrap();
-    assert_refused_workspace(&git_dir.join("hooks"), "inside the git directory", "git init");
-    assert_eq!(std::fs::read(git_dir.join("config")).unwrap(), config_before);
-    let hooks_after = std::fs::read_dir(git_dir.join("hooks")).map(|d| d.count()).ok();
+    assert_refused_workspace(
+        &git_dir.join("hooks"),
+        "inside the git directory",
+        "git init",
+    );
+    assert_eq!(
+        std::fs::read(git_dir.join("config")).unwrap(),
+        config_before
+    );
+    let hooks_after = std::fs::read_dir(git_dir.join("hooks"))
+        .map(|d| d.count())
+        .ok();
     assert_eq!(hooks_after.unwrap_or(0), hooks_before.unwrap_or(0));
 
     let bare = tempfile::tempdir().unwrap();
