@@ -33,11 +33,6 @@ work: inspect the files before acting, and never assume.
 objective is met; \"blocked\" with the blocker when you cannot go on.
   Your report is the only thing the next round will know about this one.";
 
-/// Reads the workspace's `AGENTS.md`, bounded; `None` when there is none or it is refused.
-pub fn agent_instructions(root: &Path) -> Option<String> {
-    agents_file(root).ok().flatten()
-}
-
 /// Reads the workspace's `AGENTS.md` the way the file tools read: beneath the root, no
 /// symlink followed, a regular file only, opened without blocking, and never more than
 /// [`AGENTS_MAX_BYTES`] + 1 bytes read. `Ok(None)` when there is none; `Err(warning)` when

@@ -204,7 +204,8 @@ fn open_beneath(root: &OwnedFd, rel: &Path, flags: OFlags) -> Result<OwnedFd, Re
         Mode::empty(),
         ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
     ) {
-        Err(Errno::NOSYS) => walk_beneath(root, rel, flags),
+        // ENOSYS: a kernel before 5.6; EPERM: a seccomp filter that does not know openat2.
+        Err(Errno::NOSYS | Errno::PERM) => walk_beneath(root, rel, flags),
         other => other.map_err(Refusal::from),
     }
 }
