@@ -95,6 +95,11 @@ fn a_racing_symlink_swap_never_lets_a_tool_escape() {
             "write_file",
             json!({"path": format!("d/w{i}.txt"), "content": "written\n"}),
         );
+        // `old` only occurs in the outside file: any success is an escape.
+        bench.call(
+            "edit_file",
+            json!({"path": "d/f.txt", "old": "OUTSIDE-SECRET", "new": "EDITED"}),
+        );
         let listed = bench.call("list_dir", json!({"path": "d"}));
         list_escapes += usize::from(listed.output.contains("only-outside"));
         let found = bench.call("search", json!({"pattern": "OUTSIDE", "path": "d"}));
@@ -111,6 +116,11 @@ fn a_racing_symlink_swap_never_lets_a_tool_escape() {
     assert!(swaps > 0, "the swapper never ran");
     assert_eq!(read_escapes, 0, "read_file returned an outside file");
     assert_eq!(written_outside, 0, "write_file wrote outside the workspace");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("f.txt")).unwrap(),
+        "OUTSIDE-SECRET\n",
+        "edit_file changed an outside file"
+    );
     assert_eq!(list_escapes, 0, "list_dir listed an outside directory");
     assert_eq!(search_escapes, 0, "search read an outside file");
 }
