@@ -3,27 +3,40 @@
 //! `prepare` does every check that can fail on bad input (workspace, script, model file)
 //! before anything is written; `start` loads the backend on a dedicated thread, opens the run
 //! log and runs the engine there. The TUI and the headless mode both start runs this way.
+//! Glue between layers that must not know each other (the workspace's live watcher and the
+//! engine's round hook) lives here too.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::chat;
 use crate::config::{BackendKind, Settings};
+use crate::engine::run_info::{RunInfo, RunSettings};
 use crate::engine::runlog::RunLog;
-use crate::engine::RoundWatch;
-use crate::engine::{Engine, EventSink, Recorder, RunConfig, RunSummary};
+use crate::engine::{Engine, EventSink, Recorder, RoundWatch, RunConfig, RunSummary};
 use crate::error::UsageError;
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
 use crate::tools::approval::Approver;
 use crate::tools::{sandbox, Registry, ToolPolicy};
 use crate::workspace::watch::{LiveWatch, OnChange};
-use crate::workspace::{Workspace, WorkspaceError};
+use crate::workspace::{Snapshot, Workspace, WorkspaceError};
+
+/// The live watcher hears where each round starts: the glue between the workspace's watcher
+/// and the engine's round hook lives here, so neither layer knows the other.
+impl RoundWatch for LiveWatch {
+    fn round_started(&self, round: u32, base: Snapshot) {
+        LiveWatch::round_started(self, round, base);
+    }
+
+    fn round_ended(&self) {
+        LiveWatch::round_ended(self);
+    }
+}
 
 /// The backend a run will use, checked but not yet loaded.
 #[derive(Debug, Clone)]
@@ -74,28 +87,6 @@ pub fn new_run_id() -> String {
     format!("{}-{:04x}", now.format("%Y%m%d-%H%M%S"), noise & 0xffff)
 }
 
-/// Checks that a file looks like a GGUF model: present, readable, the magic, a sane size.
-pub fn check_model_file(path: &Path) -> Result<(), UsageError> {
-    use std::io::Read;
-    let err = |message: &str| UsageError::Model {
-        path: path.to_path_buf(),
-        message: message.to_string(),
-    };
-    let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => err("not found: run `make model`, or pass --model PATH"),
-        _ => err(&format!("cannot read it: {e}")),
-    })?;
-    let mut magic = [0u8; 4];
-    if file.read_exact(&mut magic).is_err() || &magic != b"GGUF" {
-        return Err(err("not a GGUF file (no GGUF header): pass a .gguf model"));
-    }
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if len < 1024 {
-        return Err(err("the file is truncated: fetch it again (`make model`)"));
-    }
-    Ok(())
-}
-
 /// Opens the workspace; a directory that is no work tree is a usage error that names why.
 fn open_workspace(dir: &Path) -> Result<Workspace, UsageError> {
     Workspace::open(dir).map_err(|e| match e {
@@ -114,7 +105,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
             if settings.model.is_none() && !path.exists() {
                 return Err(UsageError::NoModel);
             }
-            check_model_file(&path)?;
+            crate::llm::model_file::check(&path)?;
             BackendPlan::Llama(path)
         }
     };
@@ -264,24 +255,24 @@ fn run_on_this_thread(
             token_budget: settings.token_budget,
             verify: settings.verify.clone(),
             warnings,
-            run_info: json!({
-                "sandbox_support": sandbox_note,
-                "backend": info.name,
-                "model_file": source.display().to_string(),
-                "model_sha256": source_sha,
-                "device": info.device,
-                "chat_format": info.chat_format,
-                "settings": {
-                    "max_turns": settings.max_turns,
-                    "token_budget": settings.token_budget,
-                    "sandbox": settings.sandbox,
-                    "approval": settings.approval,
-                    "network": settings.network,
-                    "command_timeout_s": settings.command_timeout_s,
-                    "verify": settings.verify,
-                    "inference": settings.inference,
+            run_info: RunInfo {
+                sandbox_support: sandbox_note,
+                backend: info.name,
+                model_file: source.display().to_string(),
+                model_sha256: source_sha,
+                device: info.device,
+                chat_format: info.chat_format,
+                settings: RunSettings {
+                    max_turns: settings.max_turns,
+                    token_budget: settings.token_budget,
+                    sandbox: settings.sandbox,
+                    approval: settings.approval,
+                    network: settings.network,
+                    command_timeout_s: settings.command_timeout_s,
+                    verify: settings.verify.clone(),
+                    inference: settings.inference.clone(),
                 },
-            }),
+            },
         },
         backend: backend.as_mut(),
         format: format.as_ref(),

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::cli::Cli;
 use crate::error::UsageError;
+use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
 pub const DEFAULT_MAX_ROUNDS: u32 = 8;
 pub const MAX_ROUNDS_CEILING: u32 = 64;
@@ -110,22 +111,6 @@ impl Dirs {
 pub enum BackendKind {
     Llama,
     Script(PathBuf),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    WorkspaceWrite,
-    ReadOnly,
-    Off,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ApprovalPolicy {
-    Auto,
-    Ask,
-    Deny,
 }
 
 /// Sampling and context options for the llama backend.

@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+use crate::protocol::event::RunStatus;
+
 /// The process exit codes from the CLI contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitCode {
@@ -20,6 +22,18 @@ pub enum ExitCode {
 impl ExitCode {
     pub fn code(self) -> i32 {
         self as i32
+    }
+}
+
+impl From<RunStatus> for ExitCode {
+    fn from(status: RunStatus) -> Self {
+        match status {
+            RunStatus::Complete => Self::Complete,
+            RunStatus::Blocked => Self::Blocked,
+            RunStatus::BudgetLimited => Self::BudgetLimited,
+            RunStatus::Cancelled => Self::Cancelled,
+            RunStatus::RoundFailed => Self::RoundFailed,
+        }
     }
 }
 

@@ -10,9 +10,10 @@
 //! and every context (llama contexts are not `Sync`). Cancellation is one token for the run;
 //! each round works under a child token.
 
-pub mod event;
+mod announce;
 pub mod prompt;
 pub mod report;
+pub mod run_info;
 pub mod runlog;
 pub mod verify;
 
@@ -25,13 +26,16 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::chat::{ChatFormat, ParsedCall};
-use crate::llm::{Backend, BackendError, Message, Request, Role, StopReason};
+use crate::llm::{Backend, BackendError, Request, StopReason};
+use crate::protocol::event::{Event, RoundOutcome, RunStatus, Stamped, Verification};
+use crate::protocol::message::{Message, Role};
+use crate::protocol::report::{self as report_rules, Report, ReportStatus};
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::approval::Approver;
 use crate::tools::process::ProcessTracker;
-use crate::tools::{Registry, ToolContext, ToolPolicy, REPORT_TOOL};
+use crate::tools::{Registry, ToolContext, ToolPolicy};
 use crate::workspace::{Snapshot, Workspace};
-use event::{Event, RoundOutcome, RunStatus, Stamped, Verification};
-use report::Report;
+use run_info::RunInfo;
 use runlog::RunLog;
 
 /// How many rejected reports a child may correct within one round.
@@ -55,7 +59,7 @@ pub struct RunConfig {
     /// Things the person should know, emitted as `warning` events right after `run_started`.
     pub warnings: Vec<String>,
     /// Extra facts for `run.json` (settings, model sha256, ...).
-    pub run_info: Value,
+    pub run_info: RunInfo,
 }
 
 /// How a run ended, for the caller.
@@ -97,7 +101,8 @@ impl Recorder {
     }
 
     pub fn emit(&mut self, event: Event) {
-        let stamped = Stamped::now(event);
+        let ts = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let stamped = Stamped::new(ts, event);
         if let Err(e) = self.log.append_event(&stamped.to_line()) {
             tracing::error!("run log: {e}");
         }
@@ -152,10 +157,9 @@ impl Engine<'_> {
             "rounds_started": rounds,
             "worker_reported": true,
         });
-        if let (Value::Object(map), Value::Object(extra)) = (&mut value, &self.config.run_info) {
-            for (k, v) in extra {
-                map.insert(k.clone(), v.clone());
-            }
+        let info = serde_json::to_value(&self.config.run_info).unwrap_or(Value::Null);
+        if let (Value::Object(map), Value::Object(extra)) = (&mut value, info) {
+            map.extend(extra);
         }
         if let Err(e) = self.rec.log.write_run_json(&value) {
             tracing::error!("run.json: {e}");
@@ -203,17 +207,17 @@ impl Engine<'_> {
                     let report_status = report.status;
                     last_valid = Some(report.clone());
                     match report_status {
-                        report::ReportStatus::Continue => {
+                        ReportStatus::Continue => {
                             if round == self.config.max_rounds {
                                 final_report = Some(report);
                             }
                         }
-                        report::ReportStatus::Complete => {
+                        ReportStatus::Complete => {
                             status = RunStatus::Complete;
                             final_report = Some(report);
                             break;
                         }
-                        report::ReportStatus::Blocked => {
+                        ReportStatus::Blocked => {
                             status = RunStatus::Blocked;
                             final_report = Some(report);
                             break;
@@ -393,7 +397,7 @@ impl Engine<'_> {
         &mut self,
         round: u32,
         mut messages: Vec<Message>,
-        tools: &[crate::tools::ToolSpec],
+        tools: &[ToolSpec],
         prompt_json: &[u8],
         ctx_size: u32,
         processes: &ProcessTracker,
@@ -529,7 +533,7 @@ impl Engine<'_> {
                     match report::validate(&arguments) {
                         Ok(report) => {
                             // The engine boundary checks again what it is about to carry over.
-                            if let Err(rejection) = report::check_rules(&report) {
+                            if let Err(rejection) = report_rules::check_rules(&report) {
                                 return RoundEnd::Failed(format!(
                                     "report failed the engine's check: {rejection}"
                                 ));
@@ -591,6 +595,10 @@ impl Engine<'_> {
                     messages.push(message);
                     continue;
                 }
+                let approver = announce::Announcing {
+                    inner: self.approver.as_ref(),
+                    rec: std::sync::Mutex::new(&mut self.rec),
+                };
                 let ctx = ToolContext {
                     root: self.workspace.root(),
                     round,
@@ -598,7 +606,7 @@ impl Engine<'_> {
                     cancel,
                     policy: &self.policy,
                     processes,
-                    approver: self.approver.as_ref(),
+                    approver: &approver,
                 };
                 let result = self.registry.call(&name, &arguments, &ctx);
                 self.rec.emit(Event::ToolResult {

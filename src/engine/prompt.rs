@@ -9,8 +9,8 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::report::Report;
-use crate::llm::{Message, Role};
+use crate::protocol::message::{Message, Role};
+use crate::protocol::report::Report;
 use crate::tools::confined::{Opened, Refusal, Root};
 
 /// The repository instructions file, at the workspace root.

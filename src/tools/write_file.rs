@@ -14,7 +14,7 @@ use super::args;
 use super::confined::{Opened, Refusal};
 use super::path::{open_root, resolve, Access};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
-use crate::config::{ApprovalPolicy, SandboxMode};
+use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteFile;

@@ -20,9 +20,9 @@ use tokio::sync::mpsc;
 
 use super::frames::FrameScheduler;
 use crate::app::{self, Prepared, RunHandle, StartError};
-use crate::engine::event::{ChangedFile, Event, Stamped};
 use crate::engine::RunSummary;
 use crate::error::ExitCode;
+use crate::protocol::event::{ChangedFile, Event, Stamped};
 use crate::tools::approval::ApprovalBroker;
 use crate::ui::patch;
 use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Msg, Phase, State};

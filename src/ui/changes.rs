@@ -8,18 +8,7 @@ use ratatui::widgets::Widget;
 use super::state::{ChangeRow, Pane, State};
 use super::theme::Theme;
 use super::{pane_block, put_line, wrap};
-use crate::engine::event::ChangedFile;
-
-/// One letter for a file status, as `git status --short` would.
-pub fn status_letter(status: &str) -> &'static str {
-    match status {
-        "added" => "A",
-        "deleted" => "D",
-        "renamed" => "R",
-        "typechange" => "T",
-        _ => "M",
-    }
-}
+use crate::protocol::event::ChangedFile;
 
 /// `+3 −1`, or `binary`.
 pub fn counts(
@@ -40,7 +29,7 @@ pub fn counts(
 fn file_line(theme: Theme, file: &ChangedFile, width: usize) -> Line<'static> {
     let tail = counts(theme, file.insertions, file.deletions, file.binary);
     let tail_width: usize = tail.iter().map(Span::width).sum();
-    let head = format!("  {} ", status_letter(&file.status));
+    let head = format!("  {} ", file.status.letter());
     let room = width.saturating_sub(head.len() + tail_width);
     let mut spans = vec![
         Span::styled(head, theme.bold()),

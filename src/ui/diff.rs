@@ -26,11 +26,7 @@ pub fn file_rows(file: Option<&FileDiff>, _width: u16) -> usize {
 /// The rows of one file's diff.
 pub fn file_lines(theme: Theme, file: &FileDiff) -> Vec<Line<'static>> {
     let mut head = vec![Span::styled(
-        format!(
-            "{} {}",
-            changes::status_letter(file.status.as_str()),
-            file.path
-        ),
+        format!("{} {}", file.status.letter(), file.path),
         theme.file_header(),
     )];
     if let Some(old) = &file.old_path {

@@ -8,7 +8,7 @@ use super::state::{
 };
 use super::transcript::LineKind;
 use super::wrap;
-use crate::engine::event::{ChangedFile, Event, RoundOutcome};
+use crate::protocol::event::{ChangedFile, Event, RoundOutcome};
 
 impl State {
     pub(super) fn on_event(&mut self, event: Event) -> Vec<Effect> {
@@ -180,7 +180,7 @@ impl State {
                     commit: CommitState::NotYet,
                 });
                 if self.quit_when_finished {
-                    return vec![Effect::Quit(status.exit_code())];
+                    return vec![Effect::Quit(crate::error::ExitCode::from(status))];
                 }
                 return vec![Effect::LoadDiff(DiffSource::Review)];
             }

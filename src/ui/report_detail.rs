@@ -9,7 +9,7 @@ use super::layout::popup;
 use super::state::{ReportEntry, State};
 use super::theme::Theme;
 use super::{draw_lines, modal, reports, wrap};
-use crate::engine::report::Report;
+use crate::protocol::report::Report;
 
 fn area_of(area: Rect) -> Rect {
     popup(area, 80, 80, 50, 12)

@@ -16,9 +16,9 @@ pub fn label(theme: Theme, entry: &ReportEntry) -> (&'static str, Style) {
     match entry {
         ReportEntry::Accepted { report, .. } => {
             let style = match report.status {
-                crate::engine::report::ReportStatus::Continue => theme.text(),
-                crate::engine::report::ReportStatus::Complete => theme.good(),
-                crate::engine::report::ReportStatus::Blocked => theme.warning(),
+                crate::protocol::report::ReportStatus::Continue => theme.text(),
+                crate::protocol::report::ReportStatus::Complete => theme.good(),
+                crate::protocol::report::ReportStatus::Blocked => theme.warning(),
             };
             (report.status.as_str(), style)
         }

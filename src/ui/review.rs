@@ -137,7 +137,7 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     {
         let tail = changes::counts(theme, file.insertions, file.deletions, file.binary);
         let tail_width: usize = tail.iter().map(Span::width).sum();
-        let head = format!("{} ", changes::status_letter(file.status.as_str()));
+        let head = format!("{} ", file.status.letter());
         let room = width.saturating_sub(head.len() + tail_width);
         let mut spans = vec![
             Span::styled(head, theme.bold()),

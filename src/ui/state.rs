@@ -15,9 +15,9 @@ use super::layout::{self, ReviewAreas, RunAreas};
 use super::theme::Theme;
 use super::transcript::{LineKind, Transcript};
 use super::wrap;
-use crate::engine::event::{ChangedFile, Event, RunStatus, Verification};
-use crate::engine::report::Report;
 use crate::error::ExitCode;
+use crate::protocol::event::{ChangedFile, Event, RunStatus, Verification};
+use crate::protocol::report::Report;
 use crate::tools::approval::ApprovalDecision;
 use crate::workspace::DiffModel;
 
@@ -375,7 +375,7 @@ impl State {
     /// The exit code if the program ended now.
     pub fn exit_code(&self) -> ExitCode {
         match &self.review {
-            Some(review) => review.status.exit_code(),
+            Some(review) => ExitCode::from(review.status),
             None => ExitCode::Cancelled,
         }
     }

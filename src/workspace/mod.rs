@@ -22,7 +22,7 @@ use git2::{Oid, Repository};
 
 pub use baseline::Baseline;
 pub use commit::{CommitOutcome, DiscardPlan};
-pub use diff::{DiffLine, DiffModel, DisplayLimits, FileDiff, FileStatus, Hunk, LineKind};
+pub use diff::{DiffLine, DiffModel, DisplayLimits, FileDiff, Hunk, LineKind};
 pub use watch::{LiveWatch, OnChange, WatchStats};
 
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ mod files;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use ralph_tui::config::{ApprovalPolicy, SandboxMode};
+use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
 use ralph_tui::tools::approval::{ApprovalDecision, ApprovalRequest, Approver, DenyAll};
 use ralph_tui::tools::process::ProcessTracker;
 use ralph_tui::tools::sandbox;

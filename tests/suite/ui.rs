@@ -10,7 +10,7 @@ mod fixtures;
 mod streaming;
 
 use crossterm::event::KeyCode;
-use ralph_tui::engine::event::{Event, RunStatus};
+use ralph_tui::protocol::event::{Event, RunStatus};
 use ralph_tui::tools::approval::ApprovalDecision;
 use ralph_tui::ui::state::{Approval, DiffSource, Effect, Overlay, Pane};
 use ralph_tui::ui::{patch, Msg, State, Theme};
@@ -181,7 +181,7 @@ fn snapshot_review_outcomes() {
         insta::assert_snapshot!(name, text);
         assert_eq!(
             press(&mut state, KeyCode::Char('q')),
-            vec![Effect::Quit(status.exit_code())]
+            vec![Effect::Quit(ralph_tui::error::ExitCode::from(status))]
         );
     }
     let mut state = finished(RunStatus::Complete, Some(verification(true)));

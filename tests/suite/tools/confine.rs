@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use ralph_tui::config::SandboxMode;
+use ralph_tui::protocol::policy::SandboxMode;
 use ralph_tui::tools::sandbox;
 use ralph_tui::tools::ToolResult;
 use rustix::fs::{renameat_with, RenameFlags, CWD};

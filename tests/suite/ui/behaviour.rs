@@ -2,8 +2,8 @@
 //! mode, the review's keys, selections that stay put.
 
 use crossterm::event::KeyCode;
-use ralph_tui::engine::event::{Event, RoundOutcome, RunStatus};
 use ralph_tui::error::ExitCode;
+use ralph_tui::protocol::event::{Event, RoundOutcome, RunStatus};
 use ralph_tui::ui::state::{Effect, Overlay};
 use ralph_tui::ui::{Msg, Phase, State, Theme};
 
