@@ -24,7 +24,7 @@ use crate::llm::Backend;
 use crate::tools::approval::Approver;
 use crate::tools::{sandbox, Registry, ToolPolicy};
 use crate::workspace::watch::{LiveWatch, OnChange};
-use crate::workspace::{Snapshot, Workspace};
+use crate::workspace::{Snapshot, Workspace, WorkspaceError};
 
 /// The live watcher hears where each round starts: the glue between the workspace's watcher
 /// and the engine's round hook lives here, so neither layer knows the other.
@@ -87,10 +87,17 @@ pub fn new_run_id() -> String {
     format!("{}-{:04x}", now.format("%Y%m%d-%H%M%S"), noise & 0xffff)
 }
 
+/// Opens the workspace; a directory that is no work tree is a usage error that names why.
+fn open_workspace(dir: &Path) -> Result<Workspace, UsageError> {
+    Workspace::open(dir).map_err(|e| match e {
+        WorkspaceError::NotGitRepo(_) => UsageError::NotGitRepo(dir.to_path_buf()),
+        other => UsageError::Invalid(other.to_string()),
+    })
+}
+
 /// Checks everything that depends on input before a run starts.
 pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
-    Workspace::open(&settings.workspace)
-        .map_err(|_| UsageError::NotGitRepo(settings.workspace.clone()))?;
+    open_workspace(&settings.workspace)?;
     let backend = match &settings.backend {
         BackendKind::Script(path) => BackendPlan::Script(ScriptBackend::load(path)?, path.clone()),
         BackendKind::Llama => {
@@ -203,8 +210,7 @@ fn run_on_this_thread(
     let format = chat::by_name(&info.chat_format)
         .or_else(|| chat::by_name("hermes"))
         .ok_or_else(|| StartError::Internal("no chat format".into()))?;
-    let workspace = Workspace::open(&settings.workspace)
-        .map_err(|_| UsageError::NotGitRepo(settings.workspace.clone()))?;
+    let workspace = open_workspace(&settings.workspace)?;
     let log = RunLog::create(&prepared.run_dir)
         .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
     let (source, source_sha) = match &prepared.backend {

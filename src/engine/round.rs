@@ -41,7 +41,10 @@ impl Engine<'_> {
             watch.round_started(round, base);
         }
         let tools = self.tools.registry.specs();
-        let agents = prompt::agent_instructions(self.workspace.root());
+        let agents = prompt::agents_file(self.workspace.root()).unwrap_or_else(|message| {
+            self.rec.emit(Event::Warning { message });
+            None
+        });
         let tool_instructions = self.format.tool_instructions(&tools);
         let messages = prompt::RoundPrompt {
             objective: &self.config.objective,

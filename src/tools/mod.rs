@@ -8,6 +8,7 @@
 
 pub mod approval;
 mod args;
+pub mod confined;
 pub mod edit_file;
 pub mod list_dir;
 pub mod path;
@@ -16,6 +17,7 @@ pub mod read_file;
 pub mod run_command;
 pub mod sandbox;
 pub mod search;
+mod walk;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};
