@@ -35,13 +35,7 @@ pub fn reply(key: &KeyEvent) -> Reply {
 }
 
 /// Draws `request`, with a note when `waiting` more are queued behind it.
-pub fn render(
-    theme: Theme,
-    request: &Approval,
-    waiting: usize,
-    area: Rect,
-    buf: &mut Buffer,
-) {
+pub fn render(theme: Theme, request: &Approval, waiting: usize, area: Rect, buf: &mut Buffer) {
     let width = (area.width * 70 / 100).max(50).min(area.width);
     let text_width = usize::from(width.saturating_sub(4));
     let clean = wrap::sanitize(&request.command);

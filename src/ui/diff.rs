@@ -82,7 +82,6 @@ pub fn counts(
     ]
 }
 
-
 /// How many rows a file's diff takes.
 pub fn file_rows(file: Option<&FileDiff>, _width: u16) -> usize {
     match file {
@@ -95,22 +94,13 @@ pub fn file_rows(file: Option<&FileDiff>, _width: u16) -> usize {
 /// The rows of one file's diff.
 pub fn file_lines(theme: Theme, file: &FileDiff) -> Vec<Line<'static>> {
     let mut head = vec![Span::styled(
-        format!(
-            "{} {}",
-            status_letter(file.status.as_str()),
-            file.path
-        ),
+        format!("{} {}", status_letter(file.status.as_str()), file.path),
         theme.file_header(),
     )];
     if let Some(old) = &file.old_path {
         head.push(Span::styled(format!(" (from {old})"), theme.dim()));
     }
-    head.extend(counts(
-        theme,
-        file.insertions,
-        file.deletions,
-        file.binary,
-    ));
+    head.extend(counts(theme, file.insertions, file.deletions, file.binary));
     let mut lines = vec![Line::from(head)];
     if file.hunks.is_empty() {
         let why = if file.binary {
@@ -219,7 +209,7 @@ impl View for DiffView {
     fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         let view = self;
         let theme = ctx.theme;
-    let what = match view.source {
+        let what = match view.source {
             DiffSource::Round(r) => format!("round {r}"),
             DiffSource::Live(r) => {
                 format!("round {r} (live: since the run started, files this round touched)")

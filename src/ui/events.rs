@@ -2,7 +2,10 @@
 //!
 //! Each event changes the state in one place here; what it shows is up to the widgets.
 
-use super::model::{Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Pane, Phase, ReportEntry, Review, RoundChanges};
+use super::model::{
+    Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Pane, Phase, ReportEntry,
+    Review, RoundChanges,
+};
 use super::state::State;
 use super::transcript::LineKind;
 use super::wrap;

@@ -4,9 +4,9 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+use super::draw::{bar, put_line};
 use super::model::Phase;
 use super::state::State;
-use super::draw::{bar, put_line};
 use super::wrap;
 
 /// `h:mm:ss` past an hour, else `mm:ss`.

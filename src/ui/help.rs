@@ -78,10 +78,7 @@ impl View for Help {
     fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         let hint = Some(" ↑↓ scroll · any other key closes ".to_string());
         let inner = modal(ctx.theme, " Keys ".to_string(), hint, area_of(area), buf);
-        let lines: Vec<Line> = all_lines(ctx.theme)
-            .into_iter()
-            .skip(self.scroll)
-            .collect();
+        let lines: Vec<Line> = all_lines(ctx.theme).into_iter().skip(self.scroll).collect();
         draw_lines(&lines, inner, buf);
     }
 }

@@ -112,7 +112,10 @@ pub const EVERYWHERE: Section = Section {
         row(
             "?",
             "this help (F1 in editors)",
-            &[(ch('?'), Action::Help), (plain(KeyCode::F(1)), Action::Help)],
+            &[
+                (ch('?'), Action::Help),
+                (plain(KeyCode::F(1)), Action::Help),
+            ],
         ),
         row(
             "Ctrl-C",
@@ -197,7 +200,11 @@ pub const RUN: Section = Section {
             "select text (the UI takes the mouse otherwise)",
             &[],
         ),
-        row("l", "show where the run log is", &[(ch('l'), Action::RunLog)]),
+        row(
+            "l",
+            "show where the run log is",
+            &[(ch('l'), Action::RunLog)],
+        ),
     ],
 };
 

@@ -5,9 +5,9 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Widget;
 
+use super::draw::{draw_lines, pane_block};
 use super::model::Pane;
 use super::state::State;
-use super::draw::{draw_lines, pane_block};
 use super::wrap;
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {

@@ -125,10 +125,7 @@ fn lines_styled(theme: Theme, entry: &ReportEntry, width: u16) -> Vec<Line<'stat
         ReportEntry::Accepted { report, .. } => {
             out.push(Line::from(vec![
                 Span::styled("Status: ", theme.bold()),
-                Span::styled(
-                    report.status.as_str().to_string(),
-                    label(theme, entry).1,
-                ),
+                Span::styled(report.status.as_str().to_string(), label(theme, entry).1),
                 Span::styled("  (the worker's own report, not verified)", theme.dim()),
             ]));
             out.push(Line::raw(""));

@@ -6,13 +6,13 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+use super::diff;
+use super::draw::{draw_lines, pane_block, put_line};
+use super::header;
 use super::model::{CommitState, Loadable, Review};
+use super::report_detail;
 use super::state::State;
 use super::theme::Theme;
-use super::draw::{draw_lines, pane_block, put_line};
-use super::diff;
-use super::header;
-use super::report_detail;
 use super::wrap;
 
 /// The outcome sentence, e.g. "complete after 3 rounds: the worker reports …".

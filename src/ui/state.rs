@@ -14,8 +14,8 @@ use tui_textarea::TextArea;
 use super::diff;
 use super::layout::{self, ReviewAreas, RunAreas};
 pub use super::model::{
-    Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Msg, Pane, Phase,
-    ReportEntry, Review, RoundChanges, Setup, FORCE_QUIT_AFTER,
+    Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Msg, Pane, Phase, ReportEntry,
+    Review, RoundChanges, Setup, FORCE_QUIT_AFTER,
 };
 pub use super::overlay::Overlay;
 use super::scroll::{self, keep_visible};
@@ -275,7 +275,8 @@ impl State {
 
     /// Closes the cancel question, wherever it is in the stack.
     pub fn close_cancel_question(&mut self) {
-        self.overlays.retain(|o| !matches!(o, Overlay::ConfirmCancel));
+        self.overlays
+            .retain(|o| !matches!(o, Overlay::ConfirmCancel));
     }
 
     /// Sizes every scrollable view for a frame of `area`; call before each draw.

@@ -4,9 +4,9 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+use super::draw::{bar, compact, put_line};
 use super::model::Pane;
 use super::state::State;
-use super::draw::{bar, compact, put_line};
 use super::wrap;
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
