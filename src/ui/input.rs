@@ -20,7 +20,7 @@ use super::report_detail::ReportDetail;
 use super::scroll::moved;
 use super::state::State;
 use super::transcript::LineKind;
-use super::view::{Ctx, Outcome, View};
+use super::view::{Outcome, View};
 use crate::error::ExitCode;
 use crate::tools::approval::ApprovalDecision;
 
@@ -161,13 +161,8 @@ impl State {
 
     /// Hands a key to the view on top and carries out what it answers.
     fn overlay_key(&mut self, key: &KeyEvent) -> Vec<Effect> {
-        let ctx = Ctx {
-            theme: self.theme,
-            screen: self.screen,
-            reports: &self.reports,
-            run_dir: &self.setup.run_dir,
-        };
-        let Some(top) = self.overlays.last_mut() else {
+        let (overlays, ctx) = self.overlays_and_ctx();
+        let Some(top) = overlays.last_mut() else {
             return Vec::new();
         };
         match top.handle_key(key, &ctx) {

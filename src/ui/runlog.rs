@@ -36,7 +36,7 @@ fn render(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     );
     let width = usize::from(inner.width);
     let mut lines = vec![Line::styled("This run's log is in", theme.text())];
-    for row in wrap::rows(&ctx.run_dir, width.saturating_sub(2)) {
+    for row in wrap::rows(ctx.run_dir, width.saturating_sub(2)) {
         lines.push(Line::styled(format!("  {row}"), theme.bold()));
     }
     lines.push(Line::raw(""));

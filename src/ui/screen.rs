@@ -10,7 +10,7 @@ use super::draw::put_line;
 use super::model::Phase;
 use super::overlay::Overlay;
 use super::state::State;
-use super::view::{Ctx, View};
+use super::view::View;
 use super::{approval, changes, editor, header, objective, reports, review, status, stream};
 
 /// The smallest screen the panes are drawn on; below it a single line says so.
@@ -37,12 +37,7 @@ impl Widget for &State {
             }
             Phase::Finished => review::render(self, area, buf),
         }
-        let ctx = Ctx {
-            theme: self.theme,
-            screen: self.screen,
-            reports: &self.reports,
-            run_dir: &self.setup.run_dir,
-        };
+        let ctx = self.view_ctx();
         let is_question = |o: &&Overlay| matches!(o, Overlay::ConfirmCancel);
         for overlay in self.overlays.iter().filter(|o| !is_question(o)) {
             overlay.render(&ctx, area, buf);

@@ -251,6 +251,27 @@ impl State {
         }
     }
 
+    /// What the views may read of the state.
+    pub fn view_ctx(&self) -> Ctx<'_> {
+        Ctx {
+            theme: self.theme,
+            screen: self.screen,
+            reports: &self.reports,
+            run_dir: &self.setup.run_dir,
+        }
+    }
+
+    /// The open views, to change, with what they may read of the rest of the state.
+    pub(super) fn overlays_and_ctx(&mut self) -> (&mut Vec<Overlay>, Ctx<'_>) {
+        let ctx = Ctx {
+            theme: self.theme,
+            screen: self.screen,
+            reports: &self.reports,
+            run_dir: &self.setup.run_dir,
+        };
+        (&mut self.overlays, ctx)
+    }
+
     /// The view on top, which takes the keys.
     pub fn overlay(&self) -> Option<&Overlay> {
         self.overlays.last()
@@ -331,13 +352,8 @@ impl State {
     }
 
     fn sync_overlay(&mut self, area: Rect) {
-        let ctx = Ctx {
-            theme: self.theme,
-            screen: self.screen,
-            reports: &self.reports,
-            run_dir: &self.setup.run_dir,
-        };
-        for overlay in &mut self.overlays {
+        let (overlays, ctx) = self.overlays_and_ctx();
+        for overlay in overlays {
             overlay.sync(area, &ctx);
         }
     }
