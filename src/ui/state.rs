@@ -4,6 +4,10 @@
 //! update returns the side effects it wants as [`Effect`] values, which the event loop
 //! performs. Rendering only reads `&State`; whatever it needs (wrapped row counts, scroll
 //! clamps, pane sizes) is computed here, in [`State::sync`], right before each frame.
+//!
+//! The state holds data (the types are in [`super::model`]) and the stack of open views
+//! ([`Overlay`]); it never draws. Views own their scroll and keys and are given what they
+//! read of the state as a [`Ctx`], so no view imports this module.
 
 use std::collections::VecDeque;
 use std::time::Duration;
