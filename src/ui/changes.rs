@@ -5,26 +5,13 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::state::{ChangeRow, Pane, State};
+use super::diff::counts;
+use super::draw::{pane_block, put_line};
+use super::model::{ChangeRow, Pane};
+use super::state::State;
 use super::theme::Theme;
-use super::{pane_block, put_line, wrap};
+use super::wrap;
 use crate::protocol::event::ChangedFile;
-
-/// `+3 −1`, or `binary`.
-pub fn counts(
-    theme: Theme,
-    insertions: usize,
-    deletions: usize,
-    binary: bool,
-) -> Vec<Span<'static>> {
-    if binary {
-        return vec![Span::styled(" binary", theme.dim())];
-    }
-    vec![
-        Span::styled(format!(" +{insertions}"), theme.added()),
-        Span::styled(format!(" −{deletions}"), theme.removed()),
-    ]
-}
 
 fn file_line(theme: Theme, file: &ChangedFile, width: usize) -> Line<'static> {
     let tail = counts(theme, file.insertions, file.deletions, file.binary);
