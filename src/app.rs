@@ -52,6 +52,9 @@ pub struct Prepared {
     pub backend: BackendPlan,
     pub run_id: String,
     pub run_dir: PathBuf,
+    /// The run directory did not exist before this run: a run refused before it starts
+    /// removes it again (with the log file the program opened in it).
+    pub fresh_run_dir: bool,
 }
 
 /// A started run.
@@ -114,11 +117,13 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         .run_dir
         .clone()
         .unwrap_or_else(|| settings.dirs.data.join("runs").join(&run_id));
+    let fresh_run_dir = !run_dir.exists();
     Ok(Prepared {
         settings: settings.clone(),
         backend,
         run_id,
         run_dir,
+        fresh_run_dir,
     })
 }
 
@@ -196,6 +201,17 @@ pub fn start_with_live(
     })
 }
 
+/// Takes back what was written for a run refused before it started: the log file this
+/// program opened in the run directory, and the directory itself when this run created it.
+fn unwrite_run_dir(prepared: &Prepared) {
+    if prepared.settings.log_file.is_none() {
+        let _ = std::fs::remove_file(prepared.run_dir.join("ralph-tui.log"));
+    }
+    if prepared.fresh_run_dir {
+        let _ = std::fs::remove_dir(&prepared.run_dir);
+    }
+}
+
 fn run_on_this_thread(
     prepared: Prepared,
     objective: String,
@@ -211,6 +227,21 @@ fn run_on_this_thread(
         .or_else(|| chat::by_name("hermes"))
         .ok_or_else(|| StartError::Internal("no chat format".into()))?;
     let workspace = open_workspace(&settings.workspace)?;
+    let registry = Registry::standard();
+    // The round prompt must leave room for the report: refused here, before anything is written.
+    if let Some(fit) = crate::engine::wrapup::check_prompt_fits(
+        backend.as_mut(),
+        format.as_ref(),
+        &registry.specs(),
+        &objective,
+        settings.max_rounds,
+        workspace.root(),
+    )
+    .filter(|fit| !fit.fits())
+    {
+        unwrite_run_dir(&prepared);
+        return Err(StartError::Usage(UsageError::Invalid(fit.refusal())));
+    }
     let log = RunLog::create(&prepared.run_dir)
         .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
     let (source, source_sha) = match &prepared.backend {
@@ -219,7 +250,6 @@ fn run_on_this_thread(
     };
     let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);
     policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);
-    let registry = Registry::standard();
     let support = sandbox::probe_with(&policy.sandbox_exe);
     let sandbox_note = sandbox::describe(&support);
     tracing::info!("{sandbox_note}");

@@ -22,6 +22,7 @@ pub mod verify;
 mod record;
 mod round;
 mod turn;
+pub mod wrapup;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -186,7 +187,7 @@ impl<'a> Engine<'a> {
                 break;
             }
             rounds_started = round;
-            match self.round(round, last_valid.as_ref(), info.ctx_size) {
+            match self.round(round, last_valid.as_ref(), info.ctx_size, info.max_tokens) {
                 RoundEnd::Reported(report) => {
                     let report_status = report.status;
                     last_valid = Some(report.clone());

@@ -4,11 +4,13 @@
 //! report (or a line saying there is none), and the repository's `AGENTS.md`. Nothing else
 //! from earlier rounds ever reaches it. `AGENTS.md` is the worker's own file (it can change
 //! it), so it is read confined and bounded like the file tools read, never followed to
-//! `/proc`, a device or a FIFO.
+//! `/proc`, a device or a FIFO. The words of the wrap-up turn (the round's last, report
+//! only) are here too.
 
 use std::io::Read;
 use std::path::Path;
 
+use crate::protocol::event::WrapUpReason;
 use crate::protocol::message::{Message, Role};
 use crate::protocol::report::Report;
 use crate::tools::confined::{Opened, Refusal, Root};
@@ -107,6 +109,28 @@ impl RoundPrompt<'_> {
         ]
     }
 }
+
+/// The instruction that opens a wrap-up turn: why the round ends here, and that the report
+/// is the only thing left to do.
+pub fn wrap_up(reason: WrapUpReason) -> String {
+    let why = match reason {
+        WrapUpReason::Turns => "This round has used its turns",
+        WrapUpReason::Context => "This round's context window is nearly full",
+        WrapUpReason::Budget => "The run's token budget is nearly spent",
+    };
+    format!(
+        "{why}, so this is your last turn: file your report now, and do nothing else. Call \
+ralph_report once, with no other tool call and no other text. Say what is true:
+- status \"continue\" when work remains, with next_steps saying exactly what the next round \
+should do first;
+- status \"complete\" only when the objective is met, with the evidence;
+- status \"blocked\" when you cannot go on, with the blocker.
+The next round starts fresh from the files and this report alone."
+    )
+}
+
+/// The reminder given when a wrap-up turn called nothing.
+pub const WRAP_UP_REMINDER: &str = "You did not call ralph_report. This is the wrap-up: call ralph_report now, and nothing else.";
 
 /// The reminder given when a turn called no tool.
 pub const NO_CALL_REMINDER: &str = "You did not call a tool. Keep working with the tools, and end the round by calling ralph_report.";

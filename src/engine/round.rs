@@ -34,6 +34,7 @@ impl Engine<'_> {
         round: u32,
         previous: Option<&Report>,
         ctx_size: u32,
+        max_tokens: u32,
     ) -> RoundEnd {
         let started = Instant::now();
         let base = self.snapshot();
@@ -77,6 +78,7 @@ impl Engine<'_> {
             tools: &tools,
             prompt_json: &prompt_json,
             ctx_size,
+            max_tokens,
             processes: &processes,
             round_tmp: &round_tmp,
             cancel: &round_cancel,

@@ -1,11 +1,13 @@
 //! The child's turn loop inside one round, in named steps.
 //!
-//! Each turn: [`ChildTurns::generate_turn`] (cancel, budget and context checks, then one
-//! streamed generation), parse the calls, and hand each to [`ChildTurns::handle_report_call`]
+//! Each turn: [`ChildTurns::before_turn`] (in `wrapup`: does the context still hold the
+//! report, must this turn be the wrap-up), [`ChildTurns::generate_turn`] (cancel and budget
+//! checks, then one streamed generation), parse the calls, and hand each to [`ChildTurns::handle_report_call`]
 //! or [`ChildTurns::handle_tool_call`]. Every tool outcome, whatever produced it, reaches the
 //! child the same way: [`ChildTurns::tool_message`] emits `tool_result` and renders the message
-//! the child reads next. The loop ends on an accepted report, a failure, the budget, a cancel,
-//! or the last turn.
+//! the child reads next; a result too large for what is left of the context is cut first
+//! ([`ChildTurns::fit_tool_result`]). The loop ends on an accepted report, a failure, the
+//! budget or a cancel; the round's last turn is always a wrap-up turn that may only report.
 //!
 //! The report is validated here, at the engine boundary, with `report::validate` (schema, text
 //! and status rules, size): whatever the grammar or the format let through, nothing unvalidated
@@ -18,6 +20,7 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::record::Recorder;
+use super::wrapup::{self, WrapUp};
 use super::{prompt, report, Engine, RoundEnd, RunConfig, Toolbox};
 use super::{MAX_ARGUMENT_BYTES, MAX_REPORT_ATTEMPTS};
 use crate::chat::{ChatFormat, ParsedCall};
@@ -51,6 +54,8 @@ pub(super) struct RoundScope<'r> {
     /// The round prompt as written to the run log (its hash goes into `round_started`).
     pub(super) prompt_json: &'r [u8],
     pub(super) ctx_size: u32,
+    /// Most tokens one ordinary turn may generate.
+    pub(super) max_tokens: u32,
     pub(super) processes: &'r ProcessTracker,
     pub(super) round_tmp: &'r Path,
     pub(super) cancel: &'r CancellationToken,
@@ -80,6 +85,7 @@ impl Engine<'_> {
             scope,
             messages,
             rejections: 0,
+            wrap_up: None,
             tally,
         };
         turns.run(child.as_mut())
@@ -87,24 +93,29 @@ impl Engine<'_> {
 }
 
 /// One round's conversation with its child, and the parts of the engine it works with.
-struct ChildTurns<'t, 'a> {
-    config: &'t RunConfig,
-    format: &'a dyn ChatFormat,
+pub(super) struct ChildTurns<'t, 'a> {
+    pub(super) config: &'t RunConfig,
+    pub(super) format: &'a dyn ChatFormat,
     tools: &'t Toolbox<'a>,
     workspace: &'t Workspace,
-    rec: &'t mut Recorder,
-    generated_total: &'t mut u64,
-    scope: &'t RoundScope<'t>,
-    messages: Vec<Message>,
+    pub(super) rec: &'t mut Recorder,
+    pub(super) generated_total: &'t mut u64,
+    pub(super) scope: &'t RoundScope<'t>,
+    pub(super) messages: Vec<Message>,
     /// Reports rejected so far this round.
     rejections: u32,
+    /// The round's wrap-up, once it has begun.
+    pub(super) wrap_up: Option<WrapUp>,
     tally: &'t mut RoundTally,
 }
 
 impl ChildTurns<'_, '_> {
     fn run(&mut self, child: &mut dyn Child) -> RoundEnd {
         self.announce(child);
-        for _turn in 0..self.config.max_turns {
+        for turn in 1.. {
+            if let Err(end) = self.before_turn(child, turn) {
+                return end;
+            }
             let generation = match self.generate_turn(child) {
                 Ok(generation) => generation,
                 Err(end) => return end,
@@ -114,14 +125,18 @@ impl ChildTurns<'_, '_> {
                 if generation.stop == StopReason::ContextFull {
                     return RoundEnd::Failed(CONTEXT_FILLED.into());
                 }
-                self.push(Message::new(Role::User, prompt::NO_CALL_REMINDER));
+                let reminder = match self.wrap_up {
+                    Some(_) => prompt::WRAP_UP_REMINDER,
+                    None => prompt::NO_CALL_REMINDER,
+                };
+                self.push(Message::new(Role::User, reminder));
                 continue;
             }
             for call in parsed.calls {
                 if self.scope.cancel.is_cancelled() {
                     return RoundEnd::Cancelled;
                 }
-                if let Some(end) = self.handle_call(call) {
+                if let Some(end) = self.handle_call(child, call) {
                     return end;
                 }
             }
@@ -129,19 +144,13 @@ impl ChildTurns<'_, '_> {
                 return RoundEnd::Failed(CONTEXT_FILLED.into());
             }
         }
-        RoundEnd::Failed(format!(
-            "the child used all {} turns without a valid report",
-            self.config.max_turns
-        ))
+        RoundEnd::Failed("the round ran out of turns without a valid report".into())
     }
 
     /// Emits `round_started` and writes the prompt's messages to the transcript.
     fn announce(&mut self, child: &mut dyn Child) {
         let prompt_tokens = child
-            .count_prompt_tokens(Request {
-                messages: &self.messages,
-                tools: self.scope.tools,
-            })
+            .count_prompt_tokens(Request::new(&self.messages, self.scope.tools))
             .unwrap_or(0);
         self.rec.emit(Event::RoundStarted {
             round: self.scope.round,
@@ -165,6 +174,7 @@ impl ChildTurns<'_, '_> {
         let request = Request {
             messages: &self.messages,
             tools: self.scope.tools,
+            report_only: self.wrap_up.is_some(),
         };
         if self
             .config
@@ -172,14 +182,6 @@ impl ChildTurns<'_, '_> {
             .is_some_and(|budget| *self.generated_total >= budget)
         {
             return Err(RoundEnd::OutOfBudget);
-        }
-        let ctx_size = self.scope.ctx_size;
-        if let Ok(used) = child.count_prompt_tokens(request) {
-            if used >= ctx_size {
-                return Err(RoundEnd::Failed(format!(
-                    "the context window is full ({used} of {ctx_size} tokens) before a valid report"
-                )));
-            }
         }
         let round = self.scope.round;
         let rec = &mut *self.rec;
@@ -221,7 +223,7 @@ impl ChildTurns<'_, '_> {
     }
 
     /// Emits `tool_call` and handles one parsed call; `Some` ends the round.
-    fn handle_call(&mut self, call: ParsedCall) -> Option<RoundEnd> {
+    fn handle_call(&mut self, child: &mut dyn Child, call: ParsedCall) -> Option<RoundEnd> {
         let round = self.scope.round;
         match call {
             ParsedCall::Malformed { raw, reason } => {
@@ -249,8 +251,12 @@ impl ChildTurns<'_, '_> {
                 });
                 if name == REPORT_TOOL {
                     self.handle_report_call(&arguments)
+                } else if self.wrap_up.is_some() {
+                    let message = self.tool_message(&name, wrapup::refusal(&name));
+                    self.push(message);
+                    None
                 } else {
-                    self.handle_tool_call(&name, &arguments);
+                    self.handle_tool_call(child, &name, &arguments);
                     None
                 }
             }
@@ -307,7 +313,7 @@ impl ChildTurns<'_, '_> {
 
     /// Runs a workspace tool (arguments over `MAX_ARGUMENT_BYTES` are refused unrun) and gives
     /// the child its outcome.
-    fn handle_tool_call(&mut self, name: &str, arguments: &Value) {
+    fn handle_tool_call(&mut self, child: &mut dyn Child, name: &str, arguments: &Value) {
         let size = arguments.to_string().len();
         let outcome = if size > MAX_ARGUMENT_BYTES {
             ToolResult {
@@ -332,6 +338,7 @@ impl ChildTurns<'_, '_> {
             };
             self.tools.registry.call(name, arguments, &ctx)
         };
+        let outcome = self.fit_tool_result(child, name, outcome);
         let message = self.tool_message(name, outcome);
         self.push(message);
     }
@@ -352,7 +359,7 @@ impl ChildTurns<'_, '_> {
     }
 
     /// Adds a message to the conversation and the transcript.
-    fn push(&mut self, message: Message) {
+    pub(super) fn push(&mut self, message: Message) {
         self.rec.transcript(&message);
         self.messages.push(message);
     }

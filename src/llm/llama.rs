@@ -408,6 +408,7 @@ impl Backend for LlamaBackend {
             model: Some(self.path.display().to_string()),
             device: self.device.clone(),
             ctx_size: self.ctx_size,
+            max_tokens: self.settings.max_tokens,
             chat_format: self.format.name().to_string(),
         }
     }

@@ -23,6 +23,20 @@ use crate::protocol::tool::ToolSpec;
 pub struct Request<'a> {
     pub messages: &'a [Message],
     pub tools: &'a [ToolSpec],
+    /// A wrap-up turn: the only output allowed is one `ralph_report` call. The llama backend
+    /// samples it under the report's grammar alone; the script backend plays its next turn.
+    pub report_only: bool,
+}
+
+impl<'a> Request<'a> {
+    /// An ordinary turn: any offered tool may be called.
+    pub fn new(messages: &'a [Message], tools: &'a [ToolSpec]) -> Self {
+        Self {
+            messages,
+            tools,
+            report_only: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +83,9 @@ pub struct BackendInfo {
     pub device: String,
     /// Context size in tokens, for the context meter.
     pub ctx_size: u32,
+    /// Most tokens one ordinary turn may generate (`--max-tokens`; for a script, its longest
+    /// turn).
+    pub max_tokens: u32,
     /// The tool-call format this backend's model speaks (`hermes`, `generic`, ...).
     pub chat_format: String,
 }

@@ -18,7 +18,17 @@ use crate::error::UsageError;
 struct ScriptFile {
     #[serde(default)]
     token_delay_ms: u64,
+    /// The context window the script stands in for, in its estimated tokens.
+    #[serde(default = "default_ctx_size")]
+    ctx_size: u32,
     rounds: Vec<ScriptRound>,
+}
+
+/// A script's context window unless it names one: large enough never to matter.
+const DEFAULT_CTX_SIZE: u32 = 131_072;
+
+fn default_ctx_size() -> u32 {
+    DEFAULT_CTX_SIZE
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -33,6 +43,7 @@ enum ScriptRound {
 pub struct ScriptBackend {
     path: PathBuf,
     token_delay: Duration,
+    ctx_size: u32,
     rounds: Vec<ScriptRound>,
 }
 
@@ -61,8 +72,25 @@ impl ScriptBackend {
         Ok(Self {
             path: path.to_path_buf(),
             token_delay: Duration::from_millis(file.token_delay_ms),
+            ctx_size: file.ctx_size,
             rounds: file.rounds,
         })
+    }
+}
+
+impl ScriptBackend {
+    /// The script's per-turn token bound: its longest turn, in the pieces it streams.
+    fn longest_turn(&self) -> u32 {
+        let longest = self
+            .rounds
+            .iter()
+            .filter_map(|round| match round {
+                ScriptRound::Turns { turns } => turns.iter().map(|t| pieces(t).len()).max(),
+                ScriptRound::Fail { .. } => None,
+            })
+            .max()
+            .unwrap_or(0);
+        u32::try_from(longest).unwrap_or(u32::MAX)
     }
 }
 
@@ -72,7 +100,8 @@ impl Backend for ScriptBackend {
             name: format!("script:{}", self.path.display()),
             model: None,
             device: "script".into(),
-            ctx_size: 131_072,
+            ctx_size: self.ctx_size,
+            max_tokens: self.longest_turn(),
             chat_format: "hermes".into(),
         }
     }

@@ -109,6 +109,37 @@ pub struct ChangedFile {
     pub binary: bool,
 }
 
+/// Why a round's last turn is a wrap-up turn, one that may only file the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WrapUpReason {
+    /// The next turn is the round's last (`--max-turns`).
+    Turns,
+    /// The next turn might not fit the context window beside the report's reserve.
+    Context,
+    /// The next turn could cross the run's token budget.
+    Budget,
+}
+
+impl WrapUpReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Turns => "turns",
+            Self::Context => "context",
+            Self::Budget => "budget",
+        }
+    }
+
+    /// What ran out, for a person.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Turns => "the round's turns ran out",
+            Self::Context => "the context window is nearly full",
+            Self::Budget => "the run's token budget is nearly spent",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
@@ -143,6 +174,11 @@ pub enum Event {
         name: String,
         ok: bool,
         output: String,
+    },
+    /// The next turn is the round's last: it may only file the report.
+    WrapUp {
+        round: u32,
+        reason: WrapUpReason,
     },
     ReportRejected {
         round: u32,

@@ -26,6 +26,26 @@ pub const REPORT_ITEMS_MAX: usize = 5;
 /// Most characters of the blocker, under the grammar.
 pub const REPORT_BLOCKER_MAX: usize = 300;
 
+/// Most characters of a report call the grammar lets the model write, with the strings and
+/// lists at their bounds: the summary, ten items (five evidence, five next steps), the
+/// blocker, plus [`REPORT_CALL_OVERHEAD_CHARS`] for keys, quotes, commas and the call's own
+/// markup.
+pub const REPORT_MAX_CHARS: usize = REPORT_SUMMARY_MAX
+    + 2 * REPORT_ITEMS_MAX * (REPORT_ITEM_MAX + 4)
+    + REPORT_BLOCKER_MAX
+    + REPORT_CALL_OVERHEAD_CHARS;
+/// Characters of a report call that are not its text: the five keys with their quotes and
+/// colons, the status word, brackets, commas, and a call's markup (`<tool_call>{"name":
+/// "ralph_report", "arguments": ...}</tool_call>` is the longest of the families').
+pub const REPORT_CALL_OVERHEAD_CHARS: usize = 160;
+/// Characters per token assumed for report text: English prose and JSON punctuation run at
+/// about four characters a token with the tokenizers of common open models.
+pub const REPORT_CHARS_PER_TOKEN: usize = 4;
+/// Tokens of context kept free for the round's report: a report at every bound of the
+/// grammar at [`REPORT_CHARS_PER_TOKEN`]. A typical report is far smaller (the README gives
+/// the measured figure); the wrap-up turn may also use whatever else is left of the context.
+pub const REPORT_RESERVE_TOKENS: u32 = REPORT_MAX_CHARS.div_ceil(REPORT_CHARS_PER_TOKEN) as u32;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportStatus {

@@ -82,6 +82,17 @@ impl State {
                 self.round_tool_bytes += output.len() as u64;
                 self.push_tool_result(&name, ok, &output);
             }
+            Event::WrapUp { round, reason } => {
+                self.transcript.push_line(
+                    LineKind::Notice,
+                    &format!(
+                        "⏳ wrap-up ({}): {}; the next turn may only file the report",
+                        reason.as_str(),
+                        reason.describe()
+                    ),
+                );
+                self.wrap_ups.push((round, reason));
+            }
             Event::ReportRejected { round, reason } => {
                 self.transcript
                     .push_line(LineKind::Notice, &format!("✗ report rejected: {reason}"));

@@ -1,5 +1,5 @@
 //! The reports list: one row per report the worker filed, rejected ones and failed rounds
-//! included.
+//! included; a round that needed a wrap-up turn says so, and why, on its closing row.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -47,7 +47,12 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         let (word, style) = label(theme, entry);
         let head = format!("R{:<2} {word:<9}", entry.round());
         let rest = width.saturating_sub(wrap::str_width(&head));
-        let flat = summary(entry).replace('\n', " ");
+        let mut flat = summary(entry).replace('\n', " ");
+        // The round's closing row says when the round had to be wrapped up.
+        let closes_round = !matches!(entry, ReportEntry::Rejected { .. });
+        if let Some(reason) = state.wrap_up_of(entry.round()).filter(|_| closes_round) {
+            flat = format!("[wrap-up: {}] {flat}", reason.as_str());
+        }
         let mut line = Line::from(vec![
             Span::styled(head, style),
             Span::raw(wrap::truncate(&flat, rest)),

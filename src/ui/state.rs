@@ -28,6 +28,7 @@ use super::transcript::{LineKind, Transcript};
 use super::view::{Ctx, View};
 use super::wrap;
 use crate::error::ExitCode;
+use crate::protocol::event::WrapUpReason;
 use crate::workspace::DiffModel;
 
 #[derive(Debug, Clone)]
@@ -51,6 +52,8 @@ pub struct State {
     pub round_tool_bytes: u64,
     pub transcript: Transcript,
     pub reports: Vec<ReportEntry>,
+    /// The rounds that needed a wrap-up turn, and why.
+    pub wrap_ups: Vec<(u32, WrapUpReason)>,
     pub report_sel: usize,
     pub report_offset: usize,
     pub changes: Vec<RoundChanges>,
@@ -105,6 +108,7 @@ impl State {
             round_tool_bytes: 0,
             transcript: Transcript::default(),
             reports: Vec::new(),
+            wrap_ups: Vec::new(),
             report_sel: 0,
             report_offset: 0,
             changes: Vec::new(),
@@ -197,6 +201,14 @@ impl State {
             Some(start) => self.run_ended.unwrap_or(self.now).saturating_sub(start),
             None => Duration::ZERO,
         }
+    }
+
+    /// Why round `round` needed a wrap-up turn, if it did.
+    pub fn wrap_up_of(&self, round: u32) -> Option<WrapUpReason> {
+        self.wrap_ups
+            .iter()
+            .find(|(r, _)| *r == round)
+            .map(|(_, reason)| *reason)
     }
 
     /// An estimate of the context the current child has used, in tokens.

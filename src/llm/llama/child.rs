@@ -253,8 +253,21 @@ impl Child for LlamaChild<'_> {
             u32::try_from(tokens.len() - usize::try_from(self.stats.reused_tokens).unwrap_or(0))
                 .unwrap_or(0);
 
-        let grammar = grammar::for_turn(backend.format(), request.tools, request.messages);
+        let grammar = if request.report_only {
+            grammar::for_report(backend.format(), request.tools)
+        } else {
+            grammar::for_turn(backend.format(), request.tools, request.messages)
+        };
         let settings = backend.settings();
+        // A wrap-up turn may use all the context that is left (the engine keeps at least the
+        // report's reserve free), so its report is never cut by the per-turn cap.
+        let cap = if request.report_only {
+            u32::try_from(n_ctx.saturating_sub(tokens.len()))
+                .unwrap_or(u32::MAX)
+                .max(settings.max_tokens)
+        } else {
+            settings.max_tokens
+        };
         let mut sampler =
             TurnSampler::new(backend.model(), settings, self.seed(), grammar.as_ref());
         let vocab = backend.model().vocab();
@@ -267,7 +280,7 @@ impl Child for LlamaChild<'_> {
             if cancel.is_cancelled() {
                 break StopReason::Cancelled;
             }
-            if generated >= settings.max_tokens {
+            if generated >= cap {
                 break StopReason::MaxTokens;
             }
             if self.cached.len() >= n_ctx {
@@ -288,6 +301,10 @@ impl Child for LlamaChild<'_> {
             if !fresh.is_empty() {
                 on_text(&fresh);
                 text.push_str(&fresh);
+                // A wrap-up turn ends with its first complete call: the report.
+                if request.report_only && backend.format().parse_partial(&text).1 > 0 {
+                    break StopReason::EndOfTurn;
+                }
             }
             self.batch.clear();
             self.add(token, self.cached.len(), true)?;

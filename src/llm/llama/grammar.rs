@@ -5,17 +5,18 @@
 //! - *lazy*: free text until one of the format's trigger words, then the call grammar;
 //! - *required*: a short preamble that cannot start a call, then a call is mandatory. Used
 //!   for models whose template knows nothing of tools (the `generic` format), which rarely
-//!   open a call on their own, and after a turn of the round that called nothing.
+//!   open a call on their own, and after a turn of the round that called nothing;
+//! - *report only*: a wrap-up turn, the report call and nothing else from its first token.
 
 use super::sampling::TurnGrammar;
 use crate::chat::{CallGrammar, ChatFormat};
 use crate::protocol::message::{Message, Role};
-use crate::protocol::tool::ToolSpec;
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 /// Longest free text allowed before a call in required mode, in characters.
 pub const PREAMBLE_MAX_CHARS: usize = 400;
 
-/// The grammar for one turn, or `None` when the format has none for these tools.
+/// The grammar for one ordinary turn, or `None` when the format has none for these tools.
 pub fn for_turn(
     format: &dyn ChatFormat,
     tools: &[ToolSpec],
@@ -45,6 +46,23 @@ pub fn for_turn(
             triggers: call.trigger_words,
         })
     }
+}
+
+/// The grammar of a wrap-up turn: the format's call grammar for `ralph_report` alone, from
+/// the first token (no preamble, no other tool), so the turn can only be a report call whose
+/// arguments are a report that passes validation. `None` when the request offers no report
+/// tool or the format has no grammar.
+pub fn for_report(format: &dyn ChatFormat, tools: &[ToolSpec]) -> Option<TurnGrammar> {
+    let report: Vec<ToolSpec> = tools
+        .iter()
+        .filter(|t| t.name == REPORT_TOOL)
+        .cloned()
+        .collect();
+    if report.is_empty() {
+        return None;
+    }
+    let call = format.grammar(&report)?;
+    Some(TurnGrammar::Required { gbnf: call.grammar })
 }
 
 /// `root ::= preamble <the call grammar's root>`: the preamble excludes the first character

@@ -1,0 +1,319 @@
+//! The wrap-up: a round never just runs out. Before every turn the engine asks whether the
+//! next one could be the round's end (its last turn by `--max-turns`, a turn that might not
+//! fit beside the report's reserve, a turn that could cross the run's token budget); if so,
+//! it emits `wrap_up`, tells the child to file its report now, and that turn is *report
+//! only*: the llama backend samples it under the report call's grammar alone, the engine
+//! refuses any other call, and the report is validated at the boundary as always. A wrap-up
+//! that yields no valid report within [`MAX_REPORT_ATTEMPTS`] report-only turns fails the
+//! round.
+//!
+//! The reserve is [`REPORT_RESERVE_TOKENS`] (derived from the report grammar's bounds in
+//! `protocol::report`). Two more things keep it free: a tool result that would eat into it is
+//! cut to what fits ([`ChildTurns::fit_tool_result`]), and a round prompt that leaves no room
+//! for it is refused before a run starts ([`check_prompt_fits`]).
+
+use std::path::Path;
+
+use crate::chat::ChatFormat;
+use crate::llm::{Backend, Child, Request};
+use crate::protocol::event::{Event, WrapUpReason};
+use crate::protocol::message::{Message, Role};
+use crate::protocol::report::REPORT_RESERVE_TOKENS;
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
+use crate::tools::{cap_output, ToolResult};
+
+use super::turn::ChildTurns;
+use super::{prompt, RoundEnd, MAX_REPORT_ATTEMPTS};
+
+/// Tokens kept beside the reserve when a tool result is cut: the reminder or wrap-up message
+/// that may follow it, and the chat template's markup around each.
+const MESSAGE_MARGIN_TOKENS: u32 = 96;
+
+/// A round's wrap-up once it has begun.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct WrapUp {
+    pub(super) reason: WrapUpReason,
+    /// Report-only turns given so far.
+    pub(super) turns: u32,
+}
+
+/// What decides whether the next turn is a wrap-up turn.
+#[derive(Debug, Clone, Copy)]
+pub struct NextTurn {
+    /// The next turn's number in the round, from 1.
+    pub turn: u32,
+    pub max_turns: u32,
+    /// The prompt's tokens as the next turn would see them (`None`: the backend cannot say).
+    pub prompt_tokens: Option<u32>,
+    /// Most tokens one ordinary turn may generate.
+    pub max_tokens: u32,
+    pub ctx_size: u32,
+    /// Tokens generated so far in the run.
+    pub generated_total: u64,
+    pub token_budget: Option<u64>,
+}
+
+impl NextTurn {
+    /// Why the next turn must be the wrap-up, if it must: it is the round's last, or it might
+    /// not fit (prompt + `--max-tokens` + the reserve > the context), or it could cross the
+    /// token budget.
+    pub fn wrap_up_reason(&self) -> Option<WrapUpReason> {
+        if self.turn >= self.max_turns {
+            return Some(WrapUpReason::Turns);
+        }
+        if self.prompt_tokens.is_some_and(|used| {
+            u64::from(used) + u64::from(self.max_tokens) + u64::from(REPORT_RESERVE_TOKENS)
+                > u64::from(self.ctx_size)
+        }) {
+            return Some(WrapUpReason::Context);
+        }
+        if self.token_budget.is_some_and(|budget| {
+            self.generated_total
+                .saturating_add(u64::from(self.max_tokens))
+                > budget
+        }) {
+            return Some(WrapUpReason::Budget);
+        }
+        None
+    }
+}
+
+/// The tool result a call other than the report gets in a wrap-up turn; the tool never runs.
+pub(super) fn refusal(name: &str) -> ToolResult {
+    ToolResult {
+        ok: false,
+        output: format!(
+            "{name} was not run: this is the round's wrap-up turn and only {REPORT_TOOL} may be called now"
+        ),
+    }
+}
+
+impl ChildTurns<'_, '_> {
+    fn prompt_tokens(&self, child: &mut dyn Child) -> Option<u32> {
+        child
+            .count_prompt_tokens(Request::new(&self.messages, self.scope.tools))
+            .ok()
+    }
+
+    /// Runs before turn `turn`: fails the round when the context cannot take another turn or
+    /// the wrap-up has had its attempts; otherwise starts the wrap-up when the next turn must
+    /// be it (`wrap_up`, then the instruction to report now).
+    pub(super) fn before_turn(&mut self, child: &mut dyn Child, turn: u32) -> Result<(), RoundEnd> {
+        let used = self.prompt_tokens(child);
+        let ctx_size = self.scope.ctx_size;
+        if let Some(used) = used.filter(|&used| used >= ctx_size) {
+            return Err(RoundEnd::Failed(format!(
+                "the context window is full ({used} of {ctx_size} tokens) before a valid report"
+            )));
+        }
+        if let Some(wrap_up) = &mut self.wrap_up {
+            if wrap_up.turns >= MAX_REPORT_ATTEMPTS {
+                return Err(RoundEnd::Failed(format!(
+                    "the round ended without a valid report: {} wrap-up turn(s) ({}) filed none",
+                    wrap_up.turns,
+                    wrap_up.reason.describe()
+                )));
+            }
+            wrap_up.turns += 1;
+            return Ok(());
+        }
+        let next = NextTurn {
+            turn,
+            max_turns: self.config.max_turns,
+            prompt_tokens: used,
+            max_tokens: self.scope.max_tokens,
+            ctx_size,
+            generated_total: *self.generated_total,
+            token_budget: self.config.token_budget,
+        };
+        if let Some(reason) = next.wrap_up_reason() {
+            self.rec.emit(Event::WrapUp {
+                round: self.scope.round,
+                reason,
+            });
+            self.push(Message::new(Role::User, prompt::wrap_up(reason)));
+            self.wrap_up = Some(WrapUp { reason, turns: 1 });
+        }
+        Ok(())
+    }
+
+    /// Cuts a tool result that would leave less than the report's reserve (and a small margin
+    /// for the messages that may follow) for the next turn, keeping its start and saying how
+    /// to ask for the rest. A result that fits, or a backend that cannot count, is left alone.
+    pub(super) fn fit_tool_result(
+        &mut self,
+        child: &mut dyn Child,
+        name: &str,
+        outcome: ToolResult,
+    ) -> ToolResult {
+        let limit = self
+            .scope
+            .ctx_size
+            .saturating_sub(REPORT_RESERVE_TOKENS + MESSAGE_MARGIN_TOKENS);
+        let Some(full) = self.tokens_with(child, name, &outcome.output) else {
+            return outcome;
+        };
+        if full <= limit {
+            return outcome;
+        }
+        let total = outcome.output.len();
+        let empty = self.tokens_with(child, name, "").unwrap_or(0);
+        let room = u64::from(limit.saturating_sub(empty));
+        let spent = u64::from(full.saturating_sub(empty)).max(1);
+        let mut keep =
+            usize::try_from(u64::try_from(total).unwrap_or(u64::MAX).saturating_mul(room) / spent)
+                .unwrap_or(total);
+        let hint = format!(
+            "\n[the result was cut to fit the context window ({total} bytes in all): ask for less at a time, e.g. read_file with offset and limit, a narrower search, or a command with shorter output]"
+        );
+        loop {
+            let mut output = cap_output(outcome.output.clone(), keep);
+            output.push_str(&hint);
+            let fits = self
+                .tokens_with(child, name, &output)
+                .is_none_or(|tokens| tokens <= limit);
+            if fits || keep == 0 {
+                return ToolResult {
+                    ok: outcome.ok,
+                    output,
+                };
+            }
+            keep = keep.saturating_mul(3) / 4;
+        }
+    }
+
+    /// The prompt's tokens if `output` were the next tool result.
+    fn tokens_with(&mut self, child: &mut dyn Child, name: &str, output: &str) -> Option<u32> {
+        self.messages.push(self.format.tool_result(name, output));
+        let tokens = self.prompt_tokens(child);
+        self.messages.pop();
+        tokens
+    }
+}
+
+/// The round prompt's size against the context, checked before a run writes anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PromptFit {
+    pub prompt_tokens: u32,
+    pub reserve: u32,
+    pub ctx_size: u32,
+}
+
+impl PromptFit {
+    pub fn fits(&self) -> bool {
+        u64::from(self.prompt_tokens) + u64::from(self.reserve) <= u64::from(self.ctx_size)
+    }
+
+    /// One line naming both numbers and the fix.
+    pub fn refusal(&self) -> String {
+        format!(
+            "the round prompt takes {} tokens and the report needs {} more, but the context window is {} tokens: raise --ctx-size (to at least {}) or shorten AGENTS.md",
+            self.prompt_tokens,
+            self.reserve,
+            self.ctx_size,
+            u64::from(self.prompt_tokens) + u64::from(self.reserve)
+        )
+    }
+}
+
+/// Measures round 1's fixed prompt (system + first user message, no report yet, the
+/// workspace's `AGENTS.md` included) with the backend's own token count. `None` when the
+/// backend cannot say (a script whose first round fails, say): the run then goes on and the
+/// turn loop's checks still apply.
+pub fn check_prompt_fits(
+    backend: &mut dyn Backend,
+    format: &dyn ChatFormat,
+    tools: &[ToolSpec],
+    objective: &str,
+    max_rounds: u32,
+    root: &Path,
+) -> Option<PromptFit> {
+    let ctx_size = backend.info().ctx_size;
+    let agents = prompt::agents_file(root).ok().flatten();
+    let tool_instructions = format.tool_instructions(tools);
+    let messages = prompt::RoundPrompt {
+        objective,
+        round: 1,
+        max_rounds,
+        previous: None,
+        agents: agents.as_deref(),
+        tool_instructions: &tool_instructions,
+    }
+    .messages();
+    let mut child = backend.new_child(1).ok()?;
+    let prompt_tokens = child
+        .count_prompt_tokens(Request::new(&messages, tools))
+        .ok()?;
+    Some(PromptFit {
+        prompt_tokens,
+        reserve: REPORT_RESERVE_TOKENS,
+        ctx_size,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn next() -> NextTurn {
+        NextTurn {
+            turn: 1,
+            max_turns: 24,
+            prompt_tokens: Some(1000),
+            max_tokens: 1024,
+            ctx_size: 4096,
+            generated_total: 0,
+            token_budget: None,
+        }
+    }
+
+    #[test]
+    fn the_last_turn_a_tight_context_and_a_near_budget_each_call_for_the_wrap_up() {
+        assert_eq!(next().wrap_up_reason(), None);
+        let last = NextTurn {
+            turn: 24,
+            ..next()
+        };
+        assert_eq!(last.wrap_up_reason(), Some(WrapUpReason::Turns));
+        let edge = 4096 - 1024 - REPORT_RESERVE_TOKENS;
+        let fits = NextTurn {
+            prompt_tokens: Some(edge),
+            ..next()
+        };
+        assert_eq!(fits.wrap_up_reason(), None);
+        let tight = NextTurn {
+            prompt_tokens: Some(edge + 1),
+            ..next()
+        };
+        assert_eq!(tight.wrap_up_reason(), Some(WrapUpReason::Context));
+        let budget = NextTurn {
+            generated_total: 5000,
+            token_budget: Some(6000),
+            ..next()
+        };
+        assert_eq!(budget.wrap_up_reason(), Some(WrapUpReason::Budget));
+        let room = NextTurn {
+            token_budget: Some(6024),
+            ..budget
+        };
+        assert_eq!(room.wrap_up_reason(), None);
+    }
+
+    #[test]
+    fn a_prompt_that_leaves_no_room_for_the_report_is_refused_with_both_numbers() {
+        let fit = PromptFit {
+            prompt_tokens: 900,
+            reserve: REPORT_RESERVE_TOKENS,
+            ctx_size: 1024,
+        };
+        assert!(!fit.fits());
+        let line = fit.refusal();
+        assert!(line.contains("900") && line.contains("1024") && line.contains("--ctx-size"));
+        assert!(line.contains("AGENTS.md") && !line.contains('\n'));
+        assert!(PromptFit {
+            ctx_size: 900 + REPORT_RESERVE_TOKENS,
+            ..fit
+        }
+        .fits());
+    }
+}
