@@ -95,10 +95,17 @@ impl ChildTurns<'_, '_> {
             .ok()
     }
 
-    /// Runs before turn `turn`: fails the round when the context cannot take another turn or
-    /// the wrap-up has had its attempts; otherwise starts the wrap-up when the next turn must
+    /// Runs before turn `turn`: ends the round when the budget is spent, the context cannot
+    /// take another turn or the wrap-up has had its attempts; otherwise starts the wrap-up when the next turn must
     /// be it (`wrap_up`, then the instruction to report now).
     pub(super) fn before_turn(&mut self, child: &mut dyn Child, turn: u32) -> Result<(), RoundEnd> {
+        if self
+            .config
+            .token_budget
+            .is_some_and(|budget| *self.generated_total >= budget)
+        {
+            return Err(RoundEnd::OutOfBudget);
+        }
         let used = self.prompt_tokens(child);
         let ctx_size = self.scope.ctx_size;
         if let Some(used) = used.filter(|&used| used >= ctx_size) {
