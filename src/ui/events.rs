@@ -86,7 +86,7 @@ impl State {
                 self.transcript.push_line(
                     LineKind::Notice,
                     &format!(
-                        "⏳ wrap-up ({}): {}; the next turn may only file the report",
+                        "◆ wrap-up ({}): {}; the last turn may only file the report",
                         reason.as_str(),
                         reason.describe()
                     ),

@@ -3,7 +3,8 @@
 
 use crossterm::event::KeyCode;
 use ralph_tui::error::ExitCode;
-use ralph_tui::protocol::event::{Event, RoundOutcome, RunStatus};
+use ralph_tui::protocol::event::{Event, RoundOutcome, RunStatus, WrapUpReason};
+use ralph_tui::protocol::report::ReportStatus;
 use ralph_tui::ui::state::{Effect, Overlay};
 use ralph_tui::ui::{Msg, Phase, State, Theme};
 
@@ -257,4 +258,33 @@ fn live_changes_update_the_running_round_only() {
     state.update(Msg::LiveChanges(2, vec![]));
     let text = screen(&mut state, 80, 24);
     assert!(text.contains("Round 2 · 1 file +6 −1"), "{text}");
+}
+
+#[test]
+fn a_wrap_up_shows_in_the_stream_and_on_its_rounds_row_and_the_meter_marks_the_reserve() {
+    let mut state = new_state(Theme::default());
+    start_round(&mut state, 1);
+    tokens(&mut state, 1, "Looking at the files. ");
+    send(
+        &mut state,
+        Event::WrapUp {
+            round: 1,
+            reason: WrapUpReason::Context,
+        },
+    );
+    send(
+        &mut state,
+        Event::ReportAccepted {
+            round: 1,
+            report: report(ReportStatus::Continue, "handed over"),
+        },
+    );
+    let text = screen(&mut state, 100, 30);
+    assert!(
+        text.contains("◆ wrap-up (context): the context window is nearly"),
+        "{text}"
+    );
+    assert!(text.contains("[wrap-up: context] handed over"), "{text}");
+    // 4096 tokens, the reserve's 625 from 3471 on: the marker sits in the seventh cell.
+    assert!(text.contains("ctx ██░░░░┃░"), "{text}");
 }
