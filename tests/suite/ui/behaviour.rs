@@ -279,7 +279,7 @@ fn a_wrap_up_shows_in_the_stream_and_on_its_rounds_row_and_the_meter_marks_the_r
             report: report(ReportStatus::Continue, "handed over"),
         },
     );
-    let text = screen(&mut state, 100, 30);
+    let text = screen(&mut state, 160, 30);
     assert!(
         text.contains("◆ wrap-up (context): the context window is nearly"),
         "{text}"
