@@ -270,6 +270,16 @@ impl LlamaBackend {
         &self.model
     }
 
+    /// The GBNF a wrap-up turn is sampled under (root `root`): the report call alone, in this
+    /// backend's chat format. `None` when `tools` offer no report or the format has no grammar.
+    pub fn wrap_up_grammar(&self, tools: &[crate::protocol::tool::ToolSpec]) -> Option<String> {
+        match grammar::for_report(self.format(), tools)? {
+            sampling::TurnGrammar::Required { gbnf } | sampling::TurnGrammar::Lazy { gbnf, .. } => {
+                Some(gbnf)
+            }
+        }
+    }
+
     /// A fresh child for `round`: a new context with an empty KV cache.
     pub fn child(&self, round: u32) -> Result<LlamaChild<'_>, BackendError> {
         let threads = self.settings.threads.max(1);

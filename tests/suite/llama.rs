@@ -157,6 +157,100 @@ fn a_round_files_a_schema_valid_report_for_five_seeds() {
     report_time("five constrained reports", started);
 }
 
+/// Whether the grammar `gbnf` takes every token of `text` (tokenized without special tokens).
+fn grammar_takes(backend: &LlamaBackend, gbnf: &str, text: &str) -> bool {
+    let mut sampler =
+        llama_cpp_2::sampling::LlamaSampler::grammar(backend.model(), gbnf, "root").unwrap();
+    let tokens = backend.model().vocab().tokenize(text.as_bytes(), false, false);
+    tokens.iter().all(|&token| sampler.try_accept(token).is_ok())
+}
+
+#[test]
+fn the_wrap_up_grammar_admits_only_the_report_call() {
+    let _lock = exclusive();
+    let backend = load(&greedy());
+    assert!(
+        ["generic", "hermes"].contains(&backend.format().name()),
+        "this test writes <tool_call> calls; the default model's format is {}",
+        backend.format().name()
+    );
+    let tools = ralph_tui::tools::Registry::standard().specs();
+    let gbnf = backend.wrap_up_grammar(&tools).unwrap();
+    let report = r#"<tool_call>{"name": "ralph_report", "arguments": {"status": "continue", "summary": "Read the files.", "evidence": [], "next_steps": ["Write the greeting."], "blocker": ""}}</tool_call>"#;
+    assert!(grammar_takes(&backend, &gbnf, report), "{gbnf}");
+    let others = [
+        r#"<tool_call>{"name": "list_dir", "arguments": {"path": "."}}</tool_call>"#,
+        r#"<tool_call>{"name": "write_file", "arguments": {"path": "a", "content": "b"}}</tool_call>"#,
+        "I will look at the files first.",
+        r#"<tool_call>{"name": "ralph_report", "arguments": {"status": "continue", "summary": " untrimmed", "evidence": [], "next_steps": [], "blocker": ""}}</tool_call>"#,
+    ];
+    for text in others {
+        assert!(!grammar_takes(&backend, &gbnf, text), "admitted: {text}");
+    }
+}
+
+#[test]
+fn a_round_out_of_turns_and_context_files_a_schema_valid_report_for_five_seeds() {
+    let _lock = exclusive();
+    let model = model_path();
+    let threads = cores().to_string();
+    let started = Instant::now();
+    let mut wrap_ups = 0;
+    for seed in [1u32, 7, 42, 1234, 9001] {
+        let repo = TempRepo::new();
+        let scratch = tempfile::tempdir().unwrap();
+        let run_dir = scratch.path().join("run");
+        let seed_text = seed.to_string();
+        let out = headless(
+            repo.path(),
+            &run_dir,
+            &[
+                "-n",
+                "1",
+                "--max-turns",
+                "2",
+                "--max-tokens",
+                "256",
+                "--ctx-size",
+                "2560",
+                "--seed",
+                &seed_text,
+                "--threads",
+                &threads,
+                "--gpu-layers",
+                "0",
+            ],
+        )
+        .arg("--model")
+        .arg(&model)
+        .arg("Add a greeting line to README.md.")
+        .output()
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let evs = events(&out.stdout);
+        assert!(
+            [0, 3, 4].contains(&code(&out)),
+            "seed {seed}: exit {}: {stderr}",
+            code(&out)
+        );
+        let accepted = of_type(&evs, "report_accepted");
+        assert_eq!(accepted.len(), 1, "seed {seed}: {stderr}");
+        report::validate(&accepted[0]["report"])
+            .unwrap_or_else(|e| panic!("seed {seed}: the report is invalid ({e})"));
+        let finished = of_type(&evs, "round_finished");
+        assert_eq!(finished[0]["outcome"], "reported", "seed {seed}");
+        let wraps = of_type(&evs, "wrap_up");
+        if let Some(wrap) = wraps.first() {
+            assert!(["turns", "context"].contains(&wrap["reason"].as_str().unwrap()));
+            wrap_ups += 1;
+        }
+    }
+    report_time(
+        &format!("five rounds out of turns or context ({wrap_ups} wrapped up)"),
+        started,
+    );
+}
+
 #[allow(
     clippy::print_stderr,
     reason = "measured figures are shown, not asserted"

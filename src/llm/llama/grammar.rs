@@ -199,4 +199,22 @@ mod tests {
         ));
         assert!(for_turn(format.as_ref(), &[], &messages).is_none());
     }
+
+    #[test]
+    fn the_wrap_up_grammar_is_the_report_call_alone_from_the_first_token() {
+        let tools = crate::tools::Registry::standard().specs();
+        for name in crate::chat::FORMAT_NAMES {
+            let format = crate::chat::by_name(name).unwrap();
+            let Some(TurnGrammar::Required { gbnf }) = for_report(format.as_ref(), &tools) else {
+                assert!(format.grammar(&tools).is_none(), "{name}");
+                continue;
+            };
+            assert!(gbnf.contains("ralph_report"), "{name}");
+            for other in tools.iter().filter(|t| t.name != REPORT_TOOL) {
+                assert!(!gbnf.contains(&other.name), "{name}: {} is allowed", other.name);
+            }
+            assert!(!gbnf.contains("preamble"), "{name}");
+        }
+        assert!(for_report(crate::chat::by_name("hermes").unwrap().as_ref(), &tools[..1]).is_none());
+    }
 }
