@@ -130,7 +130,8 @@ The next round starts fresh from the files and this report alone."
 }
 
 /// The reminder given when a wrap-up turn called nothing.
-pub const WRAP_UP_REMINDER: &str = "You did not call ralph_report. This is the wrap-up: call ralph_report now, and nothing else.";
+pub const WRAP_UP_REMINDER: &str =
+    "You did not call ralph_report. This is the wrap-up: call ralph_report now, and nothing else.";
 
 /// The reminder given when a turn called no tool.
 pub const NO_CALL_REMINDER: &str = "You did not call a tool. Keep working with the tools, and end the round by calling ralph_report.";

@@ -167,9 +167,13 @@ impl ChildTurns<'_, '_> {
         let empty = self.tokens_with(child, name, "").unwrap_or(0);
         let room = u64::from(limit.saturating_sub(empty));
         let spent = u64::from(full.saturating_sub(empty)).max(1);
-        let mut keep =
-            usize::try_from(u64::try_from(total).unwrap_or(u64::MAX).saturating_mul(room) / spent)
-                .unwrap_or(total);
+        let mut keep = usize::try_from(
+            u64::try_from(total)
+                .unwrap_or(u64::MAX)
+                .saturating_mul(room)
+                / spent,
+        )
+        .unwrap_or(total);
         let hint = format!(
             "\n[the result was cut to fit the context window ({total} bytes in all): ask for less at a time, e.g. read_file with offset and limit, a narrower search, or a command with shorter output]"
         );
@@ -277,10 +281,7 @@ mod tests {
     #[test]
     fn the_last_turn_a_tight_context_and_a_near_budget_each_call_for_the_wrap_up() {
         assert_eq!(next().wrap_up_reason(), None);
-        let last = NextTurn {
-            turn: 24,
-            ..next()
-        };
+        let last = NextTurn { turn: 24, ..next() };
         assert_eq!(last.wrap_up_reason(), Some(WrapUpReason::Turns));
         let edge = 4096 - 1024 - REPORT_RESERVE_TOKENS;
         let fits = NextTurn {

@@ -18,7 +18,8 @@ const METER_CELLS: usize = 8;
 /// marker (`┃` while free, highlighted when the context has reached it).
 fn meter(state: &State, fraction: f64, size: u64) -> Vec<Span<'static>> {
     let theme = state.theme;
-    let filled = ((fraction.clamp(0.0, 1.0) * METER_CELLS as f64).round() as usize).min(METER_CELLS);
+    let filled =
+        ((fraction.clamp(0.0, 1.0) * METER_CELLS as f64).round() as usize).min(METER_CELLS);
     let reserve = u64::from(REPORT_RESERVE_TOKENS).min(size);
     let start = (size - reserve) as f64 / size as f64;
     let mark = ((start * METER_CELLS as f64).floor() as usize).min(METER_CELLS - 1);

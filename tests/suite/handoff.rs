@@ -127,7 +127,10 @@ fn a_round_near_the_token_budget_wraps_up_and_the_next_round_starts_from_its_rep
     assert_eq!(wrap_ups[0]["reason"], "budget");
     let accepted = of_type(&run.events, "report_accepted");
     assert_eq!(accepted.len(), 1);
-    assert_eq!(accepted[0]["report"]["summary"], "wrapped up before the budget");
+    assert_eq!(
+        accepted[0]["report"]["summary"],
+        "wrapped up before the budget"
+    );
     assert_eq!(of_type(&run.events, "round_started").len(), 2);
     assert!(prompt_of(&run.run_dir, 2).contains("wrapped up before the budget"));
     assert_eq!(code(&run.out), 4, "{}", stderr(&run));

@@ -161,8 +161,13 @@ fn a_round_files_a_schema_valid_report_for_five_seeds() {
 fn grammar_takes(backend: &LlamaBackend, gbnf: &str, text: &str) -> bool {
     let mut sampler =
         llama_cpp_2::sampling::LlamaSampler::grammar(backend.model(), gbnf, "root").unwrap();
-    let tokens = backend.model().vocab().tokenize(text.as_bytes(), false, false);
-    tokens.iter().all(|&token| sampler.try_accept(token).is_ok())
+    let tokens = backend
+        .model()
+        .vocab()
+        .tokenize(text.as_bytes(), false, false);
+    tokens
+        .iter()
+        .all(|&token| sampler.try_accept(token).is_ok())
 }
 
 #[test]

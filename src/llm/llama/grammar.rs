@@ -211,10 +211,18 @@ mod tests {
             };
             assert!(gbnf.contains("ralph_report"), "{name}");
             for other in tools.iter().filter(|t| t.name != REPORT_TOOL) {
-                assert!(!gbnf.contains(&other.name), "{name}: {} is allowed", other.name);
+                assert!(
+                    !gbnf.contains(&other.name),
+                    "{name}: {} is allowed",
+                    other.name
+                );
             }
             assert!(!gbnf.contains("preamble"), "{name}");
         }
-        assert!(for_report(crate::chat::by_name("hermes").unwrap().as_ref(), &tools[..1]).is_none());
+        assert!(for_report(
+            crate::chat::by_name("hermes").unwrap().as_ref(),
+            &tools[..1]
+        )
+        .is_none());
     }
 }
