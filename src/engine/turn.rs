@@ -1,13 +1,14 @@
 //! The child's turn loop inside one round, in named steps.
 //!
-//! Each turn: [`ChildTurns::before_turn`] (in `wrapup`: does the context still hold the
-//! report, must this turn be the wrap-up), [`ChildTurns::generate_turn`] (cancel and budget
-//! checks, then one streamed generation), parse the calls, and hand each to [`ChildTurns::handle_report_call`]
-//! or [`ChildTurns::handle_tool_call`]. Every tool outcome, whatever produced it, reaches the
-//! child the same way: [`ChildTurns::tool_message`] emits `tool_result` and renders the message
-//! the child reads next; a result too large for what is left of the context is cut first
-//! ([`ChildTurns::fit_tool_result`]). The loop ends on an accepted report, a failure, the
-//! budget or a cancel; the round's last turn is always a wrap-up turn that may only report.
+//! Each turn: [`ChildTurns::before_turn`] (in `wrapup`: is the context full, is the budget
+//! spent, must this turn be the wrap-up), [`ChildTurns::generate_turn`] (a cancel check, then
+//! one streamed generation), parse the calls, and hand each to
+//! [`ChildTurns::handle_report_call`] or [`ChildTurns::handle_tool_call`]. Every tool outcome,
+//! whatever produced it, reaches the child the same way: [`ChildTurns::tool_message`] emits
+//! `tool_result` and renders the message the child reads next; a result too large for what is
+//! left of the context is cut first ([`ChildTurns::fit_tool_result`]). The loop ends on an
+//! accepted report, a failure, the budget or a cancel; the round's last turn is always a
+//! wrap-up turn that may only report.
 //!
 //! The report is validated here, at the engine boundary, with `report::validate` (schema, text
 //! and status rules, size): whatever the grammar or the format let through, nothing unvalidated
@@ -163,9 +164,9 @@ impl ChildTurns<'_, '_> {
         }
     }
 
-    /// One turn of generation, streamed as `token` events, its text kept in the conversation.
-    /// `Err` is how the round ends instead: cancelled, out of budget, context full, or the
-    /// child failed.
+    /// One turn of generation (report only during the wrap-up), streamed as `token` events,
+    /// its text kept in the conversation. `Err` is how the round ends instead: cancelled, or
+    /// the child failed. The budget and context checks come first, in `before_turn`.
     fn generate_turn(&mut self, child: &mut dyn Child) -> Result<Generation, RoundEnd> {
         let cancel = self.scope.cancel;
         if cancel.is_cancelled() {
@@ -176,13 +177,6 @@ impl ChildTurns<'_, '_> {
             tools: self.scope.tools,
             report_only: self.wrap_up.is_some(),
         };
-        if self
-            .config
-            .token_budget
-            .is_some_and(|budget| *self.generated_total >= budget)
-        {
-            return Err(RoundEnd::OutOfBudget);
-        }
         let round = self.scope.round;
         let rec = &mut *self.rec;
         let generation = child.generate(
