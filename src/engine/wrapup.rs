@@ -96,8 +96,8 @@ impl ChildTurns<'_, '_> {
     }
 
     /// Runs before turn `turn`: ends the round when the budget is spent, the context cannot
-    /// take another turn or the wrap-up has had its attempts; otherwise starts the wrap-up when the next turn must
-    /// be it (`wrap_up`, then the instruction to report now).
+    /// take another turn or the wrap-up has had its attempts; otherwise starts the wrap-up
+    /// when the next turn must be it (`wrap_up`, then the instruction to report now).
     pub(super) fn before_turn(&mut self, child: &mut dyn Child, turn: u32) -> Result<(), RoundEnd> {
         if self
             .config
