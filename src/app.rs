@@ -278,6 +278,7 @@ fn run_on_this_thread(
         cancel,
         watch,
         generated_total: 0,
+        changes: Default::default(),
     };
     Ok(engine.run())
 }

@@ -11,6 +11,7 @@
 //! each round works under a child token.
 
 mod announce;
+pub mod changes;
 pub mod prompt;
 pub mod report;
 pub mod run_info;
@@ -130,6 +131,8 @@ pub struct Engine<'a> {
     pub watch: Option<Box<dyn RoundWatch + 'a>>,
     /// Tokens generated so far in this run.
     pub generated_total: u64,
+    /// Snapshots over the run and whose changes they show.
+    pub changes: changes::RunChanges,
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -269,20 +272,12 @@ impl Engine<'_> {
         }
     }
 
-    fn snapshot(&self) -> Option<Snapshot> {
-        match self.workspace.snapshot() {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::error!("snapshot: {e}");
-                None
-            }
-        }
-    }
-
     /// One round: a fresh child from nothing but the round prompt.
     fn round(&mut self, round: u32, previous: Option<&Report>, ctx_size: u32) -> RoundEnd {
         let started = Instant::now();
-        let base = self.snapshot();
+        let base = self
+            .changes
+            .round_start(&self.workspace, &mut self.rec, round);
         if let (Some(watch), Some(base)) = (&self.watch, base) {
             watch.round_started(round, base);
         }
@@ -345,11 +340,10 @@ impl Engine<'_> {
                 tracing::error!("report.json: {e}");
             }
         }
-        let diff = match (base, self.snapshot()) {
-            (Some(a), Some(b)) => self.workspace.diff(&a, &b).ok(),
-            _ => None,
-        }
-        .unwrap_or_default();
+        let diff = self
+            .changes
+            .round_end(&self.workspace, &mut self.rec, round, base)
+            .unwrap_or_default();
         if let Err(e) = self
             .rec
             .log
@@ -592,6 +586,9 @@ impl Engine<'_> {
                     messages.push(message);
                     continue;
                 }
+                let before = self
+                    .changes
+                    .before_tool(&self.workspace, &mut self.rec, round);
                 let approver = announce::Announcing {
                     inner: self.approver.as_ref(),
                     rec: std::sync::Mutex::new(&mut self.rec),
@@ -606,6 +603,8 @@ impl Engine<'_> {
                     approver: &approver,
                 };
                 let result = self.registry.call(&name, &arguments, &ctx);
+                self.changes
+                    .after_tool(&self.workspace, &mut self.rec, round, before);
                 self.rec.emit(Event::ToolResult {
                     round,
                     name: name.clone(),
