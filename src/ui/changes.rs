@@ -1,4 +1,6 @@
 //! The changes list: files changed in the current round (live) and in each finished round.
+//! A file changed outside the run (by someone other than the worker) carries a mark of its
+//! own, so it is never read as the worker's.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -26,8 +28,32 @@ pub fn counts(
     ]
 }
 
+/// The mark a file changed outside the run carries.
+pub const OUTSIDE_MARK: &str = " outside the run";
+
+/// `+3 −1`, `binary`, then the outside-the-run mark when it applies.
+pub fn file_tail(
+    theme: Theme,
+    insertions: usize,
+    deletions: usize,
+    binary: bool,
+    outside_run: bool,
+) -> Vec<Span<'static>> {
+    let mut tail = counts(theme, insertions, deletions, binary);
+    if outside_run {
+        tail.push(Span::styled(OUTSIDE_MARK, theme.warning()));
+    }
+    tail
+}
+
 fn file_line(theme: Theme, file: &ChangedFile, width: usize) -> Line<'static> {
-    let tail = counts(theme, file.insertions, file.deletions, file.binary);
+    let tail = file_tail(
+        theme,
+        file.insertions,
+        file.deletions,
+        file.binary,
+        file.outside_run,
+    );
     let tail_width: usize = tail.iter().map(Span::width).sum();
     let head = format!("  {} ", file.status.letter());
     let room = width.saturating_sub(head.len() + tail_width);

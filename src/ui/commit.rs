@@ -7,8 +7,12 @@ use ratatui::widgets::Widget;
 use tui_textarea::TextArea;
 
 use super::layout::popup;
-use super::state::State;
+use super::state::{Loadable, Review, State};
 use super::{modal, put_line, wrap};
+
+fn review_has_outside(review: &Review) -> bool {
+    matches!(&review.diff, Loadable::Ready(d) if !d.outside_run().is_empty())
+}
 
 pub fn render(state: &State, editor: &TextArea<'static>, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
@@ -22,7 +26,12 @@ pub fn render(state: &State, editor: &TextArea<'static>, area: Rect, buf: &mut B
         buf,
     );
     let [note, body] = Layout::vertical([Constraint::Length(2), Constraint::Min(1)]).areas(inner);
-    let text = "Commits exactly what this run changed since it started. Edit the message:";
+    let text = match &state.review {
+        Some(review) if review_has_outside(review) => {
+            "Commits exactly the run's own changes; files changed outside it stay out. Edit the message:"
+        }
+        _ => "Commits exactly what this run changed since it started. Edit the message:",
+    };
     for (i, row) in wrap::rows(text, usize::from(note.width))
         .iter()
         .take(2)

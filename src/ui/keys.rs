@@ -439,7 +439,7 @@ impl State {
         };
         let page = usize::from(self.review_areas.diff.height.saturating_sub(3)).max(1);
         let files = match &review.diff {
-            Loadable::Ready(diff) => diff.files.len(),
+            Loadable::Ready(diff) => diff.files.len() - diff.outside_run().len(),
             _ => 0,
         };
         match key.code {
@@ -467,8 +467,21 @@ impl State {
                 _ if matches!(review.diff, Loadable::Loading) => {
                     self.notice = Some("the run's changes are still being read".into())
                 }
+                _ if matches!(review.diff, Loadable::Failed(_)) => {
+                    self.notice =
+                        Some("cannot commit: the run's changes could not be read".into())
+                }
                 _ if files == 0 => {
-                    self.notice = Some("nothing to commit: the run changed no files".into())
+                    self.notice = Some(match &review.diff {
+                        Loadable::Ready(d) if !d.files.is_empty() => {
+                            "nothing to commit: every change was made outside the run".into()
+                        }
+                        Loadable::Ready(d) if !d.unseen.is_empty() => format!(
+                            "nothing to commit among the files that could be read; {} could not be looked into",
+                            d.unseen.join(", ")
+                        ),
+                        _ => "nothing to commit: the run changed no files".into(),
+                    })
                 }
                 _ => {
                     let lines = self.commit_message().lines().map(String::from).collect();

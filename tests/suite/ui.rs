@@ -6,7 +6,7 @@
 
 mod behaviour;
 mod event_loop;
-mod fixtures;
+pub(super) mod fixtures;
 mod streaming;
 
 use crossterm::event::KeyCode;
