@@ -75,7 +75,14 @@ pub fn render_file(
     buf: &mut Buffer,
 ) {
     let Some(file) = diff.files.get(index) else {
-        let line = Line::styled("no changes", theme.dim());
+        let line = if diff.unseen.is_empty() {
+            Line::styled("no changes", theme.dim())
+        } else {
+            Line::styled(
+                "some directories could not be looked into; no change seen elsewhere",
+                theme.warning(),
+            )
+        };
         put_line(buf, area, 0, &line);
         return;
     };
