@@ -321,7 +321,10 @@ fn review_commits_exactly_the_runs_changes() {
         s.contains("Commit the run's changes")
     });
     tmux.keys(&["C-s"]);
-    tmux.wait_for("the commit", |s| s.contains("committed "));
+    // Not just "committed ": the review's own hint says "leave uncommitted".
+    tmux.wait_for("the commit", |s| {
+        s.contains("committed ") && !s.contains("leave uncommitted")
+    });
     tmux.keys(&["q"]);
     launch.assert_restored(&tmux, 0);
 
