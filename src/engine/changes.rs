@@ -1,11 +1,12 @@
 //! The engine's look at the workspace over a run: the snapshots it takes (round start and
-//! end, and around each tool call), what it says when one cannot see everything, and whose
+//! end, and around each call of a tool that can write anything), what it says when one cannot see everything, and whose
 //! changes it finds.
 //!
 //! A snapshot that fails is a `warning` naming the moment, and a round whose diff could not be
 //! taken says so; it is never reported as a round that changed nothing without a word.
-//! Directories nested too deep for git's scan are named once per run. Paths that change
-//! while a tool runs are the worker's (`workspace::attribution`); a change found in a round's
+//! Directories nested too deep for git's scan are named once per run. The files a file tool
+//! names and the paths that change while a command runs are the worker's
+//! (`workspace::attribution`); a change found in a round's
 //! diff or between rounds that no tool made is "changed outside the run", marked in the
 //! round's `workspace_changed` files and named in a `warning`.
 
@@ -138,6 +139,12 @@ impl RunChanges {
                 Err(e) => tracing::error!("changed paths: {e}"),
             }
         }
+    }
+
+    /// Records files a tool wrote (absolute paths) as the worker's.
+    pub fn wrote(&mut self, ws: &Workspace, files: &[std::path::PathBuf]) {
+        self.worker
+            .add(files.iter().filter_map(|f| ws.top_relative(f)));
     }
 
     /// A tool call's snapshot; a failure is named once per round.

@@ -34,7 +34,7 @@ use crate::protocol::report::{self as report_rules, Report, ReportStatus};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::approval::Approver;
 use crate::tools::process::ProcessTracker;
-use crate::tools::{Registry, ToolContext, ToolPolicy};
+use crate::tools::{Registry, ToolContext, ToolPolicy, Writes};
 use crate::workspace::{Snapshot, Workspace};
 use run_info::RunInfo;
 use runlog::RunLog;
@@ -586,9 +586,15 @@ impl Engine<'_> {
                     messages.push(message);
                     continue;
                 }
-                let before = self
-                    .changes
-                    .before_tool(&self.workspace, &mut self.rec, round);
+                let writes = self
+                    .registry
+                    .writes(&name, &arguments, self.workspace.root());
+                let before = (writes == Writes::Anything)
+                    .then(|| {
+                        self.changes
+                            .before_tool(&self.workspace, &mut self.rec, round)
+                    })
+                    .flatten();
                 let approver = announce::Announcing {
                     inner: self.approver.as_ref(),
                     rec: std::sync::Mutex::new(&mut self.rec),
@@ -603,8 +609,14 @@ impl Engine<'_> {
                     approver: &approver,
                 };
                 let result = self.registry.call(&name, &arguments, &ctx);
-                self.changes
-                    .after_tool(&self.workspace, &mut self.rec, round, before);
+                match writes {
+                    Writes::Nothing => {}
+                    Writes::Files(files) => self.changes.wrote(&self.workspace, &files),
+                    Writes::Anything => {
+                        self.changes
+                            .after_tool(&self.workspace, &mut self.rec, round, before);
+                    }
+                }
                 self.rec.emit(Event::ToolResult {
                     round,
                     name: name.clone(),

@@ -2,12 +2,11 @@
 //! a change nobody in the run made (the person editing a file meanwhile, another program) is
 //! shown as "changed outside the run" and is not committed by default.
 //!
-//! Whoever runs the tools snapshots the work tree just before and just after each tool call;
-//! every path that differs between the two (`changed_paths`) is recorded as the worker's.
-//! That covers file tools and commands alike, whatever they write, without trusting a tool to
-//! say what it touched; a change someone else makes while a tool runs counts as the worker's,
-//! which errs on the side of what the worker asked for. A change made at any other moment is
-//! outside the run. A file counts as the worker's when its path (or, for a rename, its old
+//! Whoever runs the tools records the files a file tool names, and snapshots the work tree
+//! just before and just after each call of a tool that can write anything (a command): every
+//! path that differs between the two (`changed_paths`) is the worker's, whatever wrote it. A
+//! change someone else makes while a command runs counts as the worker's, which errs on the
+//! side of what the worker asked for; a change made at any other moment is outside the run. A file counts as the worker's when its path (or, for a rename, its old
 //! path) is recorded.
 
 use std::collections::BTreeSet;
@@ -97,6 +96,12 @@ impl Workspace {
             }
         }
         Ok(out)
+    }
+
+    /// An absolute path inside the work tree as a top-relative path (`None` outside it).
+    pub fn top_relative(&self, path: &std::path::Path) -> Option<String> {
+        let rel = path.strip_prefix(&self.top).ok()?;
+        Some(String::from_utf8_lossy(&super::path_to_bytes(rel)).into_owned())
     }
 
     /// Whether a top-relative path lies inside the workspace directory.

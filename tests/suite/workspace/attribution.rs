@@ -278,3 +278,32 @@ fn commit_at_review_leaves_a_file_edited_outside_the_run_uncommitted() {
     let status = git(repo.path(), &["status", "--porcelain"]);
     assert_eq!(String::from_utf8_lossy(&status.stdout), " M user.txt\n");
 }
+
+#[test]
+fn file_tools_name_the_file_they_write_readers_write_nothing_and_commands_anything() {
+    use ralph_tui::tools::{Registry, Writes};
+
+    let repo = TempRepo::new();
+    let root = repo.path().canonicalize().unwrap();
+    let registry = Registry::standard();
+    let path = json!({"path": "sub/../a.txt", "content": "x", "old": "x", "new": "y"});
+    for tool in ["write_file", "edit_file"] {
+        assert_eq!(
+            registry.writes(tool, &path, &root),
+            Writes::Files(vec![root.join("a.txt")]),
+            "{tool}"
+        );
+    }
+    for tool in ["read_file", "list_dir", "search", "no_such_tool"] {
+        assert_eq!(
+            registry.writes(tool, &path, &root),
+            Writes::Nothing,
+            "{tool}"
+        );
+    }
+    let command = json!({"command": "touch b.txt"});
+    assert_eq!(
+        registry.writes("run_command", &command, &root),
+        Writes::Anything
+    );
+}
