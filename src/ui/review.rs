@@ -116,10 +116,7 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     let title = match &review.diff {
         Loadable::Ready(d) => match d.outside_run().len() {
             0 => format!(" Changes ({}) ", d.files.len()),
-            outside => format!(
-                " Changes ({}, {outside} outside the run: not committed) ",
-                d.files.len()
-            ),
+            outside => format!(" Changes ({}, {outside} outside the run) ", d.files.len()),
         },
         _ => " Changes ".to_string(),
     };

@@ -307,3 +307,71 @@ fn file_tools_name_the_file_they_write_readers_write_nothing_and_commands_anythi
         Writes::Anything
     );
 }
+
+#[test]
+fn the_changes_list_the_review_and_the_commit_dialog_set_outside_files_apart() {
+    use ralph_tui::protocol::event::RoundOutcome;
+    use ralph_tui::ui::state::{DiffSource, Msg};
+    use ralph_tui::workspace::{DiffModel, FileDiff};
+
+    use super::super::ui::fixtures::{changed, finish_round, finished, mid_run, press, screen};
+
+    let mut running = mid_run(Theme::default());
+    let mut theirs = changed("notes.md", "modified", 1, 0);
+    theirs.outside_run = true;
+    finish_round(
+        &mut running,
+        3,
+        RoundOutcome::Reported,
+        vec![changed("slug.py", "modified", 3, 2), theirs],
+    );
+    let text = screen(&mut running, 140, 40);
+    let marked: Vec<&str> = text.lines().filter(|l| l.contains("notes.md")).collect();
+    assert!(
+        marked.iter().any(|l| l.contains("outside the run")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .filter(|l| l.contains("slug.py"))
+            .all(|l| !l.contains("outside the run")),
+        "{text}"
+    );
+
+    let file = |path: &str, outside_run: bool| FileDiff {
+        path: path.into(),
+        old_path: None,
+        status: ralph_tui::protocol::event::FileStatus::Modified,
+        binary: false,
+        insertions: 1,
+        deletions: 0,
+        hunks: Vec::new(),
+        outside_run,
+    };
+    let mut review = finished(RunStatus::Complete, None);
+    let model = DiffModel {
+        files: vec![file("slug.py", false), file("notes.md", true)],
+        ..DiffModel::default()
+    };
+    review.update(Msg::DiffLoaded(DiffSource::Review, Ok(model)));
+    let text = screen(&mut review, 140, 40);
+    assert!(text.contains("Changes (2, 1 outside the run)"), "{text}");
+    press(&mut review, KeyCode::Char('c'));
+    assert!(matches!(review.overlay, Some(Overlay::Commit(_))));
+    let text = screen(&mut review, 140, 40);
+    assert!(text.contains("files changed outside it stay out"), "{text}");
+
+    let mut only_theirs = finished(RunStatus::Complete, None);
+    let model = DiffModel {
+        files: vec![file("notes.md", true)],
+        ..DiffModel::default()
+    };
+    only_theirs.update(Msg::DiffLoaded(DiffSource::Review, Ok(model)));
+    press(&mut only_theirs, KeyCode::Char('c'));
+    assert!(only_theirs.overlay.is_none());
+    let notice = only_theirs.notice.clone().unwrap_or_default();
+    assert!(
+        notice.contains("every change was made outside the run"),
+        "{notice}"
+    );
+}
