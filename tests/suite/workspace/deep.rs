@@ -150,3 +150,47 @@ fn the_review_names_what_it_could_not_see_and_never_claims_no_changes() {
     let notice = state.notice.clone().unwrap_or_default();
     assert!(notice.contains("could not be read"), "{notice}");
 }
+
+#[test]
+fn a_snapshot_that_fails_is_a_warning_and_the_round_is_not_reported_as_unchanged() {
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    // The object store goes away mid-round: no snapshot can be written after that.
+    let script = script(
+        tmp.path(),
+        vec![turns(&[
+            call(
+                "write_file",
+                json!({"path": "normal.txt", "content": "normal\n"}),
+            ),
+            call(
+                "run_command",
+                json!({"command": "mv .git/objects .git/objects.away && touch .git/objects"}),
+            ),
+            complete_report("broke the object store"),
+        ])],
+    );
+    let run_dir = tmp.path().join("run");
+    let backend = format!("script:{}", script.display());
+    let args = ["--backend", &backend, "--sandbox", "off", "break things"];
+    let out = headless(repo.path(), &run_dir, &args).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let events = events(&out.stdout);
+    let warnings: Vec<&str> = of_type(&events, "warning")
+        .iter()
+        .filter_map(|w| w["message"].as_str())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("could not snapshot the workspace at the round's end")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("round 1: its changes are not known")
+                && w.contains("not because nothing changed")),
+        "{warnings:?}"
+    );
+}
