@@ -42,11 +42,6 @@ fn name_paths(paths: &[&str]) -> String {
 }
 
 impl RunChanges {
-    /// The paths the worker's tools and commands changed so far.
-    pub fn worker(&self) -> &Attribution {
-        &self.worker
-    }
-
     /// A snapshot, with a warning for what it could not see or why it failed.
     fn snapshot(
         &mut self,

@@ -205,7 +205,10 @@ impl Driver {
                     .and_then(|ws| {
                         let (now, unseen) = ws.snapshot_seen()?;
                         let mut diff = ws.diff(&base, &now)?;
-                        worker.mark(&mut diff);
+                        // A running round's files are not attributed until it ends.
+                        if source == DiffSource::Review {
+                            worker.mark(&mut diff);
+                        }
                         diff.unseen = unseen;
                         Ok((now, diff))
                     })
