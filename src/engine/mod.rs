@@ -342,8 +342,9 @@ impl Engine<'_> {
         }
         let diff = self
             .changes
-            .round_end(&self.workspace, &mut self.rec, round, base)
-            .unwrap_or_default();
+            .round_end(&self.workspace, &mut self.rec, round, base);
+        let changes_unknown = diff.is_none();
+        let diff = diff.unwrap_or_default();
         if let Err(e) = self
             .rec
             .log
@@ -376,6 +377,7 @@ impl Engine<'_> {
             insertions: diff.insertions,
             deletions: diff.deletions,
             error,
+            changes_unknown,
         });
         end
     }

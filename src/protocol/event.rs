@@ -182,6 +182,11 @@ pub enum Event {
         insertions: usize,
         deletions: usize,
         error: Option<String>,
+        /// The round's changes could not be compared (a snapshot failed): the counts are 0
+        /// because nothing could be looked at, not because nothing changed. Absent from the
+        /// JSON when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        changes_unknown: bool,
     },
     RunFinished {
         status: RunStatus,

@@ -98,7 +98,9 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
                 if changes.live {
                     spans.push(Span::styled(" · live", theme.warning()));
                 }
-                if n == 0 && !changes.live {
+                if changes.unknown {
+                    spans.push(Span::styled(" · changes unknown", theme.warning()));
+                } else if n == 0 && !changes.live {
                     spans.push(Span::styled(" · no changes", theme.dim()));
                 } else {
                     spans.push(Span::styled(
@@ -106,7 +108,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
                         theme.dim(),
                     ));
                 }
-                if !changes.live && n > 0 {
+                if !changes.live && !changes.unknown && n > 0 {
                     let ins = changes.files.iter().map(|f| f.insertions).sum();
                     let del = changes.files.iter().map(|f| f.deletions).sum();
                     spans.extend(counts(theme, ins, del, false));

@@ -92,6 +92,11 @@ fn a_run_that_makes_a_too_deep_tree_still_reports_its_other_changes_and_warns() 
 
     let finished = of_type(&events, "round_finished");
     assert_eq!(finished[0]["files_changed"], 1, "{}", finished[0]);
+    assert!(
+        finished[0].get("changes_unknown").is_none(),
+        "{}",
+        finished[0]
+    );
     let patch = std::fs::read_to_string(run_dir.join("rounds/01/diff.patch")).unwrap();
     assert!(
         patch.contains("diff --git a/normal.txt b/normal.txt"),
@@ -186,11 +191,46 @@ fn a_snapshot_that_fails_is_a_warning_and_the_round_is_not_reported_as_unchanged
             .any(|w| w.contains("could not snapshot the workspace at the round's end")),
         "{warnings:?}"
     );
+    let finished = of_type(&events, "round_finished");
+    assert_eq!(finished[0]["changes_unknown"], true, "{}", finished[0]);
     assert!(
         warnings
             .iter()
             .any(|w| w.contains("round 1: its changes are not known")
                 && w.contains("not because nothing changed")),
         "{warnings:?}"
+    );
+}
+
+#[test]
+fn a_round_whose_changes_are_unknown_never_reads_as_no_changes() {
+    use ralph_tui::protocol::event::{Event, RoundOutcome};
+    use ralph_tui::ui::Theme;
+
+    use super::super::ui::fixtures::{mid_run, screen, send};
+
+    let mut state = mid_run(Theme::default());
+    send(
+        &mut state,
+        Event::RoundFinished {
+            round: 3,
+            outcome: RoundOutcome::Reported,
+            prompt_tokens: 900,
+            generated_tokens: 120,
+            wall_ms: 4200,
+            files_changed: 0,
+            insertions: 0,
+            deletions: 0,
+            error: None,
+            changes_unknown: true,
+        },
+    );
+    let text = screen(&mut state, 140, 40);
+    let row: Vec<&str> = text.lines().filter(|l| l.contains("Round 3")).collect();
+    assert!(row.iter().any(|l| l.contains("changes unknown")), "{text}");
+    assert!(row.iter().all(|l| !l.contains("no changes")), "{text}");
+    assert!(
+        text.contains("round 3 reported · 120 tokens · 4.2 s · changes unknown"),
+        "{text}"
     );
 }
