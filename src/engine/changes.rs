@@ -1,14 +1,14 @@
 //! The engine's look at the workspace over a run: the snapshots it takes (round start and
-//! end, and around each call of a tool that can write anything), what it says when one cannot see everything, and whose
-//! changes it finds.
+//! end, and around each call of a tool that can write anything), what it says when one
+//! cannot see everything, and whose changes it finds.
 //!
 //! A snapshot that fails is a `warning` naming the moment, and a round whose diff could not be
 //! taken says so; it is never reported as a round that changed nothing without a word.
 //! Directories nested too deep for git's scan are named once per run. The files a file tool
 //! names and the paths that change while a command runs are the worker's
-//! (`workspace::attribution`); a change found in a round's
-//! diff or between rounds that no tool made is "changed outside the run", marked in the
-//! round's `workspace_changed` files and named in a `warning`.
+//! (`workspace::attribution`); a change found in a round's diff or between rounds that no tool
+//! made is "changed outside the run", marked in the round's `workspace_changed` files and
+//! named in a `warning`.
 
 use std::collections::BTreeSet;
 
@@ -32,7 +32,7 @@ pub struct RunChanges {
     tool_failure_named: Option<u32>,
 }
 
-/// `a, b and 3 more`.
+/// `a, b, 3 more`: at most `NAMED` paths, the rest counted.
 fn name_paths(paths: &[&str]) -> String {
     let mut named: Vec<String> = paths.iter().take(NAMED).map(|p| (*p).to_string()).collect();
     if paths.len() > named.len() {
