@@ -1,7 +1,7 @@
 //! Wiring: from resolved settings to a running engine thread.
 //!
-//! `prepare` does every check that can fail on bad input (workspace, script, model file)
-//! before anything is written; `start` loads the backend on a dedicated thread, opens the run
+//! `prepare` does every check that can fail on bad input (workspace, script, model file,
+//! objective, run directory; see `intake`) before anything is written; `start` loads the backend on a dedicated thread, opens the run
 //! log and runs the engine there. The TUI and the headless mode both start runs this way.
 
 use std::path::{Path, PathBuf};
@@ -18,6 +18,8 @@ use crate::engine::runlog::RunLog;
 use crate::engine::RoundWatch;
 use crate::engine::{Engine, EventSink, Recorder, RunConfig, RunSummary};
 use crate::error::UsageError;
+use crate::intake;
+use crate::llm::bounded::{Bounded, MAX_TURN_BYTES};
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
 use crate::tools::approval::Approver;
@@ -119,11 +121,15 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
             )));
         }
     }
+    if let Some(objective) = settings.objective.as_deref() {
+        intake::check_objective(objective)?;
+    }
     let run_id = new_run_id();
     let run_dir = settings
         .run_dir
         .clone()
         .unwrap_or_else(|| settings.dirs.data.join("runs").join(&run_id));
+    intake::check_run_dir(&run_dir)?;
     Ok(Prepared {
         settings: settings.clone(),
         backend,
@@ -153,7 +159,13 @@ fn file_sha256(path: &Path) -> Option<String> {
     )
 }
 
+/// Loads the backend, its turns bounded to [`MAX_TURN_BYTES`].
 fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
+    let backend = load_unbounded(prepared)?;
+    Ok(Box::new(Bounded::new(backend, MAX_TURN_BYTES)))
+}
+
+fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
     match &prepared.backend {
         BackendPlan::Script(script, _) => Ok(Box::new(script.clone())),
         #[cfg(feature = "llama")]
@@ -192,6 +204,7 @@ pub fn start_with_live(
     sink: EventSink,
     live: Option<OnChange>,
 ) -> Result<RunHandle, StartError> {
+    intake::check_objective(&objective)?;
     let cancel = CancellationToken::new();
     let run_dir = prepared.run_dir.clone();
     let thread_cancel = cancel.clone();
@@ -222,8 +235,10 @@ fn run_on_this_thread(
         .ok_or_else(|| StartError::Internal("no chat format".into()))?;
     let workspace = Workspace::open(&settings.workspace)
         .map_err(|_| UsageError::NotGitRepo(settings.workspace.clone()))?;
-    let log = RunLog::create(&prepared.run_dir)
+    let mut log = RunLog::create(&prepared.run_dir)
         .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
+    log.stop_run_on_failure(cancel.clone());
+    let log_failure = log.failure();
     let (source, source_sha) = match &prepared.backend {
         BackendPlan::Script(_, path) => (path.clone(), file_sha256(path)),
         BackendPlan::Llama(path) => (path.clone(), file_sha256(path)),
@@ -288,5 +303,11 @@ fn run_on_this_thread(
         watch,
         generated_total: 0,
     };
-    Ok(engine.run())
+    let summary = engine.run();
+    match log_failure.get() {
+        Some(e) => Err(StartError::Internal(format!(
+            "the run log cannot be written ({e}); the run was stopped"
+        ))),
+        None => Ok(summary),
+    }
 }

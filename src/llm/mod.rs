@@ -6,6 +6,7 @@
 //! whole message list every turn.
 
 #[cfg(feature = "llama")]
+pub mod bounded;
 pub mod llama;
 pub mod script;
 pub mod template;

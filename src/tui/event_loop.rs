@@ -341,6 +341,9 @@ where
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut sigterm = signal(SignalKind::terminate()).ok();
     let mut sighup = signal(SignalKind::hangup()).ok();
+    let mut sigint = signal(SignalKind::interrupt()).ok();
+    // A signal caught before these listeners existed (see `signals`) ends the session too.
+    let mut early_signal = crate::signals::requested();
     let mut last_clock = Instant::now();
     // Once the terminal's input ends (or fails), it is not polled again.
     let mut input_open = true;
@@ -449,6 +452,11 @@ where
             }
             () = next_signal(&mut sigterm) => effects = state.update(Msg::Terminate),
             () = next_signal(&mut sighup) => effects = state.update(Msg::Terminate),
+            () = next_signal(&mut sigint) => effects = state.update(Msg::Terminate),
+            () = std::future::ready(()), if early_signal => {
+                early_signal = false;
+                effects = state.update(Msg::Terminate);
+            }
         }
         for effect in effects {
             if let Effect::Quit(code) = effect {

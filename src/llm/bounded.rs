@@ -1,0 +1,85 @@
+//! The bound on one turn's output, for every backend.
+//!
+//! [`Bounded`] wraps any [`Backend`]: each child's turn is counted as it streams, and once it
+//! passes [`MAX_TURN_BYTES`] the turn is stopped (through a cancel token of its own, so the
+//! backend stops between pieces as it does on a cancel) and ends as a failed turn with an
+//! error naming the bound. Nothing past the bound reaches the engine, the events or the
+//! transcript, so memory and the run log stay bounded whatever a model or a script emits.
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Backend, BackendError, BackendInfo, Child, Generation, Request};
+
+/// The most text one turn may carry, in bytes (1 MiB): far above any useful turn (a whole
+/// file written through `write_file` fits), far below what would strain memory or the log.
+pub const MAX_TURN_BYTES: usize = 1 << 20;
+
+/// A backend whose turns are cut at `limit` bytes.
+pub struct Bounded {
+    inner: Box<dyn Backend>,
+    limit: usize,
+}
+
+impl Bounded {
+    pub fn new(inner: Box<dyn Backend>, limit: usize) -> Self {
+        Self { inner, limit }
+    }
+}
+
+impl Backend for Bounded {
+    fn info(&self) -> BackendInfo {
+        self.inner.info()
+    }
+
+    fn new_child(&mut self, round: u32) -> Result<Box<dyn Child + '_>, BackendError> {
+        let limit = self.limit;
+        let inner = self.inner.new_child(round)?;
+        Ok(Box::new(BoundedChild { inner, limit }))
+    }
+}
+
+struct BoundedChild<'a> {
+    inner: Box<dyn Child + 'a>,
+    limit: usize,
+}
+
+impl Child for BoundedChild<'_> {
+    fn count_prompt_tokens(&mut self, request: Request<'_>) -> Result<u32, BackendError> {
+        self.inner.count_prompt_tokens(request)
+    }
+
+    fn generate(
+        &mut self,
+        request: Request<'_>,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancellationToken,
+    ) -> Result<Generation, BackendError> {
+        let turn = cancel.child_token();
+        let mut seen = 0usize;
+        let mut over = false;
+        let limit = self.limit;
+        let generation = self.inner.generate(
+            request,
+            &mut |piece| {
+                if over {
+                    return;
+                }
+                seen = seen.saturating_add(piece.len());
+                if seen > limit {
+                    over = true;
+                    turn.cancel();
+                    return;
+                }
+                on_text(piece);
+            },
+            &turn,
+        )?;
+        if over && !cancel.is_cancelled() {
+            return Err(BackendError::ChildFailed(format!(
+                "the turn passed {} KiB, the bound on one turn's output, and was cut there",
+                limit / 1024
+            )));
+        }
+        Ok(generation)
+    }
+}
