@@ -59,7 +59,7 @@ pub fn check_run_dir(dir: &Path) -> Result<(), UsageError> {
             "it exists and is not a directory: pass a new or empty directory with --run-dir"
                 .into(),
         )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if is_missing(&e) => {
             let mut parent = dir.parent();
             while let Some(p) = parent {
                 let p = if p.as_os_str().is_empty() {
@@ -75,7 +75,7 @@ pub fn check_run_dir(dir: &Path) -> Result<(), UsageError> {
                             p.display()
                         )))
                     }
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => parent = p.parent(),
+                    Err(e) if is_missing(&e) => parent = p.parent(),
                     Err(e) => return Err(refuse(format!("{}: {e}", p.display()))),
                 }
             }
@@ -83,6 +83,14 @@ pub fn check_run_dir(dir: &Path) -> Result<(), UsageError> {
         }
         Err(e) => Err(refuse(e.to_string())),
     }
+}
+
+/// Absent, or below something that is not a directory: look further up.
+fn is_missing(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
 }
 
 fn writable(dir: &Path) -> Result<(), String> {

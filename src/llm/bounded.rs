@@ -10,9 +10,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Backend, BackendError, BackendInfo, Child, Generation, Request};
 
-/// The most text one turn may carry, in bytes (1 MiB): far above any useful turn (a whole
-/// file written through `write_file` fits), far below what would strain memory or the log.
-pub const MAX_TURN_BYTES: usize = 1 << 20;
+/// The most text one turn may carry, in bytes (256 KiB): far above a useful turn (the default
+/// cap is 1024 tokens, a few KiB; a whole source file written through `write_file` fits), far
+/// below what would strain memory or the run log.
+pub const MAX_TURN_BYTES: usize = 256 * 1024;
 
 /// A backend whose turns are cut at `limit` bytes.
 pub struct Bounded {

@@ -3,6 +3,7 @@ pub mod common;
 mod e2e;
 mod engine;
 mod eval;
+mod integrity;
 mod llama;
 mod tools;
 mod ui;
