@@ -59,7 +59,7 @@ fn main() {
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
     // Held until the process ends; the kernel releases it however the process ends.
-    let _lock = match runlock::acquire(&settings.workspace, &prepared.run_id) {
+    let _lock = match runlock::acquire(&settings.workspace, &settings.dirs.data, &prepared.run_id) {
         Ok(lock) => lock,
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };

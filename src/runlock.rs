@@ -1,88 +1,95 @@
-//! One run per workspace: an exclusive `flock` on a file in the repository's git dir, held
-//! for the whole process.
+//! One run per workspace: an exclusive `flock` on the repository's git dir, held for the whole
+//! process.
 //!
 //! Two runs in one work tree would each see the other's edits in their diffs (and a commit at
-//! review would take the other run's work), so a second run is refused. The kernel drops the
-//! lock when the holder exits, however it exits, so a lock left by a dead process is never in
-//! the way. The file says who holds it (pid, run id, start time) for the refusal message; it
-//! is written by ralph-tui itself, never by a sandboxed command.
+//! review would take the other run's work), so a second run is refused. The lock is taken on
+//! the git dir itself (opened read-only, nothing written there), so every run of this work
+//! tree meets it whatever its data directory; the kernel drops it when the holder exits,
+//! however it exits, so a lock left by a dead process is never in the way. Who holds it (run
+//! id, pid, start time) is written beside the runs, in the data directory, for the refusal
+//! message.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, Write};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
+use sha2::{Digest, Sha256};
 
 use crate::error::UsageError;
-
-/// The lock file's name inside the git dir.
-pub const LOCK_FILE: &str = "ralph-tui.lock";
 
 /// A held workspace lock; released when dropped or when the process ends.
 #[derive(Debug)]
 pub struct RunLock {
-    _file: Flock<File>,
-    path: PathBuf,
+    _git_dir: Flock<File>,
+    holder: PathBuf,
 }
 
 impl RunLock {
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The file that names the holder.
+    pub fn holder_file(&self) -> &Path {
+        &self.holder
     }
 }
 
-/// Where the lock for the work tree containing `workspace` lives.
-pub fn lock_path(workspace: &Path) -> Result<PathBuf, UsageError> {
+/// The git dir of the work tree containing `workspace` (for a linked worktree, its own).
+fn git_dir(workspace: &Path) -> Result<PathBuf, UsageError> {
     let repo = git2::Repository::discover(workspace)
         .map_err(|_| UsageError::NotGitRepo(workspace.to_path_buf()))?;
-    Ok(repo.path().join(LOCK_FILE))
+    let path = repo.path();
+    Ok(path.canonicalize().unwrap_or_else(|_| path.to_path_buf()))
 }
 
-/// Takes the workspace's lock for run `run_id`, or says which run holds it.
-pub fn acquire(workspace: &Path, run_id: &str) -> Result<RunLock, UsageError> {
-    let path = lock_path(workspace)?;
+/// Where the holder of `git_dir`'s lock is named: `<data>/locks/<sha256 of the path>`.
+fn holder_file(data: &Path, git_dir: &Path) -> PathBuf {
+    let digest = Sha256::digest(git_dir.as_os_str().as_encoded_bytes());
+    let name: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    data.join("locks").join(name)
+}
+
+/// Takes the lock of the work tree containing `workspace` for run `run_id`, or says which
+/// run holds it. `data` is the data directory, where the holder is named.
+pub fn acquire(workspace: &Path, data: &Path, run_id: &str) -> Result<RunLock, UsageError> {
+    let git_dir = git_dir(workspace)?;
+    let holder = holder_file(data, &git_dir);
     let cannot = |e: &dyn std::fmt::Display| {
         UsageError::Invalid(format!(
-            "cannot take the workspace lock {}: {e}",
-            path.display()
+            "cannot lock the workspace ({}): {e}",
+            git_dir.display()
         ))
     };
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| cannot(&e))?;
-    let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+    let dir = File::open(&git_dir).map_err(|e| cannot(&e))?;
+    let locked = match Flock::lock(dir, FlockArg::LockExclusiveNonblock) {
         Ok(locked) => locked,
-        Err((mut file, Errno::EWOULDBLOCK)) => {
-            let mut holder = String::new();
-            let _ = file.read_to_string(&mut holder);
-            let holder = holder.trim();
-            let holder = if holder.is_empty() {
-                "a run that is starting".to_string()
+        Err((_, Errno::EWOULDBLOCK)) => {
+            let named = std::fs::read_to_string(&holder).unwrap_or_default();
+            let named = named.trim();
+            let who = if named.is_empty() {
+                String::new()
             } else {
-                holder.to_string()
+                format!(" ({named})")
             };
             return Err(UsageError::Invalid(format!(
-                "another run is active in this workspace ({holder}): wait for it to end or cancel it, then try again"
+                "another run is active in this workspace{who}: wait for it to end or cancel it, then try again"
             )));
         }
         Err((_, errno)) => return Err(cannot(&errno)),
     };
-    let holder = format!(
-        "run {run_id}, pid {}, started {}",
+    let named = format!(
+        "run {run_id}, pid {}, started {}\n",
         std::process::id(),
         chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ")
     );
-    let written = file
-        .set_len(0)
-        .and_then(|()| file.rewind())
-        .and_then(|()| file.write_all(format!("{holder}\n").as_bytes()));
+    let written = holder
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&holder, named));
     if let Err(e) = written {
-        tracing::warn!("workspace lock {}: {e}", path.display());
+        // The lock holds without it; only a refused run's message is poorer.
+        tracing::warn!("workspace lock holder {}: {e}", holder.display());
     }
-    Ok(RunLock { _file: file, path })
+    Ok(RunLock {
+        _git_dir: locked,
+        holder,
+    })
 }
