@@ -56,8 +56,7 @@ pub fn check_run_dir(dir: &Path) -> Result<(), UsageError> {
             writable(dir).map_err(refuse)
         }
         Ok(_) => Err(refuse(
-            "it exists and is not a directory: pass a new or empty directory with --run-dir"
-                .into(),
+            "it exists and is not a directory: pass a new or empty directory with --run-dir".into(),
         )),
         Err(e) if is_missing(&e) => {
             let mut parent = dir.parent();

@@ -53,7 +53,11 @@ impl LineFile {
         let mut buf = String::with_capacity(line.len() + 1);
         buf.push_str(line);
         buf.push('\n');
-        match self.file.write_all(buf.as_bytes()).and_then(|()| self.file.flush()) {
+        match self
+            .file
+            .write_all(buf.as_bytes())
+            .and_then(|()| self.file.flush())
+        {
             Ok(()) => {
                 self.len += buf.len() as u64;
                 Ok(())
@@ -214,8 +218,14 @@ mod tests {
         assert!(log.append_event("{\"b\":2}").is_err());
         assert!(cancel.is_cancelled());
         assert!(log.failure().get().is_some());
-        assert!(log.append_event("{\"c\":3}").is_ok(), "later writes are skipped");
+        assert!(
+            log.append_event("{\"c\":3}").is_ok(),
+            "later writes are skipped"
+        );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
-        assert!(RunLog::create(&dir.path().join("run")).is_err(), "never appends to an old log");
+        assert!(
+            RunLog::create(&dir.path().join("run")).is_err(),
+            "never appends to an old log"
+        );
     }
 }

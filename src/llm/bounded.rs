@@ -103,7 +103,10 @@ mod tests {
     use crate::llm::script::ScriptBackend;
 
     fn turn(limit: usize, text: &str) -> (Result<Generation, BackendError>, String) {
-        let script = format!(r#"{{"rounds": [{{"turns": [{}]}}]}}"#, serde_json::json!(text));
+        let script = format!(
+            r#"{{"rounds": [{{"turns": [{}]}}]}}"#,
+            serde_json::json!(text)
+        );
         let inner = ScriptBackend::parse(Path::new("s.json"), &script).unwrap();
         let mut backend = Bounded::new(Box::new(inner), limit);
         let mut child = backend.new_child(1).unwrap();

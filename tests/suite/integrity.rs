@@ -144,7 +144,9 @@ fn a_huge_turn_is_cut_and_fails_the_round() {
         .map(|t| t["text"].as_str().unwrap().len())
         .sum();
     assert!(streamed <= 1024 * 1024, "{streamed} bytes streamed");
-    let size = std::fs::metadata(run_dir.join("events.jsonl")).unwrap().len();
+    let size = std::fs::metadata(run_dir.join("events.jsonl"))
+        .unwrap()
+        .len();
     assert!(size < 32 * 1024 * 1024, "events.jsonl is {size} bytes");
     assert!(out.stdout.len() < 32 * 1024 * 1024);
 }
@@ -201,11 +203,15 @@ fn one_run_per_workspace() {
     let repo = TempRepo::new();
     let tmp = tempfile::tempdir().unwrap();
     let backend = slow_script(tmp.path(), 20);
-    let mut first = headless(repo.path(), &tmp.path().join("a"), &["--backend", &backend, "obj"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = headless(
+        repo.path(),
+        &tmp.path().join("a"),
+        &["--backend", &backend, "obj"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
     let mut reader = BufReader::new(first.stdout.take().unwrap());
     let mut line = String::new();
     reader.read_line(&mut line).unwrap();
@@ -224,15 +230,22 @@ fn one_run_per_workspace() {
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(err.contains("another run is active"), "{err}");
     assert!(err.contains(run_id), "names the run: {err}");
-    assert!(err.contains(&format!("pid {}", first.id())), "names the pid: {err}");
+    assert!(
+        err.contains(&format!("pid {}", first.id())),
+        "names the pid: {err}"
+    );
     assert!(!second_dir.exists(), "nothing written");
 
     // The first run dies without any cleanup; its lock goes with it.
     first.kill().unwrap();
     first.wait().unwrap();
-    let out = headless(repo.path(), &tmp.path().join("c"), &["--backend", &quick, "obj"])
-        .output()
-        .unwrap();
+    let out = headless(
+        repo.path(),
+        &tmp.path().join("c"),
+        &["--backend", &quick, "obj"],
+    )
+    .output()
+    .unwrap();
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(last(&run_json_lines(&out))["status"], "complete");
 }
@@ -287,7 +300,11 @@ fn an_unusable_run_dir_is_exit_two_with_one_line() {
         &mut headless(repo.path(), &file, &["--backend", &backend, "obj"]),
         "not a directory",
     );
-    let mut under_file = headless(repo.path(), &file.join("run"), &["--backend", &backend, "obj"]);
+    let mut under_file = headless(
+        repo.path(),
+        &file.join("run"),
+        &["--backend", &backend, "obj"],
+    );
     isolate(&mut under_file, tmp.path());
     assert_refused(&mut under_file, "not a directory");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
@@ -315,7 +332,11 @@ fn objectives_are_bounded_and_free_of_control_characters() {
         "control character",
     );
     assert_refused(
-        &mut headless(repo.path(), &run_dir, &["--backend", &backend, "fix\u{1b}[2J it"]),
+        &mut headless(
+            repo.path(),
+            &run_dir,
+            &["--backend", &backend, "fix\u{1b}[2J it"],
+        ),
         "control character",
     );
     assert!(!run_dir.exists(), "nothing written");
