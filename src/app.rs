@@ -1,8 +1,10 @@
 //! Wiring: from resolved settings to a running engine thread.
 //!
-//! `prepare` does every check that can fail on bad input (workspace, script, model file,
-//! objective, run directory; see `intake`) before anything is written; `start` loads the backend on a dedicated thread, opens the run
-//! log and runs the engine there. The TUI and the headless mode both start runs this way.
+//! `prepare` does every check that can fail on bad input (workspace, script, model file, run
+//! directory; see `intake`) before anything is written; `start` loads the backend (its turns
+//! bounded, see `llm::bounded`) on a dedicated thread, opens the run log and runs the engine
+//! there. A run log that cannot be written stops the run and makes it end in an internal
+//! error. The TUI and the headless mode both start runs this way.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -121,9 +123,6 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
             )));
         }
     }
-    if let Some(objective) = settings.objective.as_deref() {
-        intake::check_objective(objective)?;
-    }
     let run_id = new_run_id();
     let run_dir = settings
         .run_dir
@@ -204,7 +203,6 @@ pub fn start_with_live(
     sink: EventSink,
     live: Option<OnChange>,
 ) -> Result<RunHandle, StartError> {
-    intake::check_objective(&objective)?;
     let cancel = CancellationToken::new();
     let run_dir = prepared.run_dir.clone();
     let thread_cancel = cancel.clone();

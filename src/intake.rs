@@ -2,7 +2,9 @@
 //! characters, and whether the run directory can hold a new run.
 //!
 //! Each check returns a [`UsageError`] whose one line names the problem and the fix; callers
-//! exit 2 on it. They only look, never create, so a refused run leaves no trace.
+//! exit 2 on it. They only look, never create, so a refused run leaves no trace. The objective
+//! is checked where every objective passes (`config::normalize_objective`: the command line,
+//! `-f FILE` and the TUI's editor); the run directory in `app::prepare`.
 
 use std::path::Path;
 
@@ -126,5 +128,11 @@ mod tests {
         assert!(nul.to_string().contains("U+0000"), "{nul}");
         assert!(check_objective("a\rb").is_err());
         assert!(check_objective("a\u{1b}[2Jb").is_err());
+        // Every objective passes here, the TUI editor's included.
+        assert!(crate::config::normalize_objective("a\0b").is_err());
+        assert_eq!(
+            crate::config::normalize_objective(" a\tb \n").unwrap(),
+            "a\tb"
+        );
     }
 }
