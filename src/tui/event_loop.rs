@@ -430,11 +430,9 @@ where
                                 effects.extend(state.update(Msg::Engine(finished_from(summary))));
                             }
                         }
-                        Inbound::Joined(Err(e)) => {
-                            if state.phase != Phase::Finished {
-                                return usage_or_internal(e);
-                            }
-                        }
+                        // Also after `run_finished`: a run whose log could not be written
+                        // ends in this error, not in its review.
+                        Inbound::Joined(Err(e)) => return usage_or_internal(e),
                     }
                     handled += 1;
                     if handled < BATCH {
