@@ -58,12 +58,13 @@ fn main() {
         Ok(p) => p,
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
-    // Held until the process ends; the kernel releases it however the process ends.
-    let _lock = match runlock::acquire(&settings.workspace, &settings.dirs.data, &prepared.run_id) {
+    // Held until the process exits; the kernel releases it however the process ends.
+    let lock = match runlock::acquire(&settings.workspace, &settings.dirs.data, &prepared.run_id) {
         Ok(lock) => lock,
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
     if signals::requested() {
+        lock.forget_holder();
         fail("cancelled before the run started", ExitCode::Cancelled);
     }
     let log_file = settings
@@ -81,5 +82,6 @@ fn main() {
     } else {
         ralph_tui::tui::run(prepared, settings.objective.clone(), &log_file)
     };
+    lock.forget_holder();
     std::process::exit(code.code());
 }

@@ -7,7 +7,8 @@
 //! tree meets it whatever its data directory; the kernel drops it when the holder exits,
 //! however it exits, so a lock left by a dead process is never in the way. Who holds it (run
 //! id, pid, start time) is written beside the runs, in the data directory, for the refusal
-//! message.
+//! message, and removed at the run's end (a process killed outright leaves it behind, for the
+//! next holder to overwrite).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,12 @@ impl RunLock {
     /// The file that names the holder.
     pub fn holder_file(&self) -> &Path {
         &self.holder
+    }
+
+    /// Removes the holder's name at the end, keeping the lock itself until the process exits
+    /// (a successor can only write its name after that, so this never removes a successor's).
+    pub fn forget_holder(&self) {
+        let _ = std::fs::remove_file(&self.holder);
     }
 }
 

@@ -248,6 +248,10 @@ fn one_run_per_workspace() {
     .unwrap();
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(last(&run_json_lines(&out))["status"], "complete");
+    // A run that ended leaves no holder's name behind.
+    let locks = tmp.path().join("data/ralph-tui/locks");
+    let left: Vec<_> = std::fs::read_dir(&locks).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 fn assert_refused(cmd: &mut Command, needle: &str) -> String {
