@@ -192,6 +192,66 @@ fn a_log_that_cannot_be_written_stops_the_run_with_whole_lines() {
     assert_eq!(last(&streamed)["status"], "cancelled");
 }
 
+/// A small tmpfs mounted for one test, unmounted when dropped.
+struct TinyFs {
+    dir: tempfile::TempDir,
+}
+
+impl TinyFs {
+    /// `None` where mounting is not allowed (not root, or no CAP_SYS_ADMIN).
+    fn mount(size: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(Self { dir })
+    }
+}
+
+impl Drop for TinyFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+/// A real full disk (a 64 KiB tmpfs) under the run directory: the run stops with exit 1 and
+/// one line naming the error, and every file of the log holds whole lines only. Skipped where
+/// this process may not mount (the file size limit test above covers the same path).
+#[test]
+fn a_full_disk_stops_the_run_with_whole_lines() {
+    let Some(fs) = TinyFs::mount("64k") else {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    };
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let turn = format!("{} {}", "word ".repeat(40_000), complete_report("done"));
+    let s = script(tmp.path(), vec![turns(&[turn])]);
+    let run_dir = fs.dir.path().join("run");
+    let mut cmd = headless(
+        repo.path(),
+        &run_dir,
+        &["--backend", &format!("script:{}", s.display()), "obj"],
+    );
+    isolate(&mut cmd, tmp.path());
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 1, "stderr: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("run log cannot be written"), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    let logged = whole_lines(&run_dir.join("events.jsonl"));
+    assert_eq!(logged[0]["type"], "run_started");
+    let transcript = run_dir.join("rounds/01/transcript.jsonl");
+    if transcript.exists() {
+        whole_lines(&transcript);
+    }
+    assert_eq!(last(&events(&out.stdout))["status"], "cancelled");
+}
+
 fn run_json_lines(out: &std::process::Output) -> Vec<Value> {
     events(&out.stdout)
 }
