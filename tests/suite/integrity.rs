@@ -23,16 +23,17 @@ fn pid_of(child: &Child) -> Pid {
     Pid::from_raw(i32::try_from(child.id()).unwrap())
 }
 
-/// Whether the process has a handler for SIGINT (bit 2 of `SigCgt` in /proc).
-fn catches_sigint(pid: Pid) -> bool {
+/// Whether the process has handlers for SIGINT and SIGTERM (`SigCgt` in /proc).
+fn catches_both(pid: Pid) -> bool {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
         return false;
     };
+    let want = (1u64 << (Signal::SIGINT as u32 - 1)) | (1u64 << (Signal::SIGTERM as u32 - 1));
     status
         .lines()
         .find_map(|l| l.strip_prefix("SigCgt:"))
         .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        .is_some_and(|mask| mask & (1 << (Signal::SIGINT as u32 - 1)) != 0)
+        .is_some_and(|mask| mask & want == want)
 }
 
 /// Every line of a JSON Lines file parses and the file ends with a newline; returns the lines.
@@ -81,7 +82,7 @@ fn early_signals_exit_130_with_a_complete_log() {
         match point {
             0 => {}
             1 => {
-                while !catches_sigint(pid) {
+                while !catches_both(pid) {
                     std::thread::yield_now();
                 }
             }
