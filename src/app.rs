@@ -17,10 +17,11 @@ use crate::chat;
 use crate::config::{BackendKind, Settings};
 use crate::engine::run_info::{RunInfo, RunSettings};
 use crate::engine::runlog::RunLog;
-use crate::engine::{Engine, EventSink, Recorder, RoundWatch, RunConfig, RunSummary};
+use crate::engine::{Engine, EventSink, Recorder, RoundWatch, RunConfig, RunSummary, StartAt};
 use crate::error::UsageError;
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
+use crate::runs::resume::Resume;
 use crate::tools::approval::Approver;
 use crate::tools::{sandbox, Registry, ToolPolicy};
 use crate::workspace::watch::{LiveWatch, OnChange};
@@ -52,6 +53,15 @@ pub struct Prepared {
     pub backend: BackendPlan,
     pub run_id: String,
     pub run_dir: PathBuf,
+    /// Set when this run continues an earlier one (`--resume`).
+    pub resume: Option<Resume>,
+}
+
+impl Prepared {
+    /// The same run, continuing `resume` when there is one.
+    pub fn resuming(self, resume: Option<Resume>) -> Self {
+        Self { resume, ..self }
+    }
 }
 
 /// A started run.
@@ -112,6 +122,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         backend,
         run_id,
         run_dir,
+        resume: None,
     })
 }
 
@@ -218,6 +229,14 @@ fn run_on_this_thread(
     let sandbox_note = sandbox::describe(&support);
     tracing::info!("{sandbox_note}");
     let mut warnings = Vec::new();
+    let (start, resumed_from) = match &prepared.resume {
+        Some(resume) => {
+            warnings.extend(resume.warnings.iter().cloned());
+            (resume.start.clone(), Some(resume.from.clone()))
+        }
+        None => (StartAt::fresh(), None),
+    };
+    let repo_root = crate::engine::run_info::root_commit(workspace.repo());
     if let Err(problem) = support.check(settings.sandbox, settings.network) {
         tracing::warn!("{problem}");
         warnings.push(problem);
@@ -258,6 +277,9 @@ fn run_on_this_thread(
                     verify: settings.verify.clone(),
                     inference: settings.inference.clone(),
                 },
+                repo_root,
+                resumed_from,
+                resumed_report: start.previous.clone(),
             },
         },
         backend: backend.as_mut(),
@@ -271,5 +293,5 @@ fn run_on_this_thread(
         watch,
         generated_total: 0,
     };
-    Ok(engine.run())
+    Ok(engine.run_from(start))
 }

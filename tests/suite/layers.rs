@@ -4,7 +4,7 @@
 //! lines, or paths in code) is an edge from the file's top-level module to `name`. The layers,
 //! lowest first: `protocol` (imports nothing of ours); `error`, `logging`; `workspace`, `tools`;
 //! `chat` with the settings (`options`, `cli`, `config`: a chat format is a setting's value);
-//! `llm`; `engine`; `app`, `headless`, `eval`; `ui`; `tui`.
+//! `llm`; `engine`; `app`, `headless`, `eval`, `runs`; `ui`; `tui`.
 //! A module may import its own layer or lower ones, never a higher one, and the graph has no
 //! cycle. Comments are skipped; the binaries (`main.rs`, `bin/`) sit above everything. Files
 //! inside one module (the `ui/` screens among themselves) are not this check's business.
@@ -28,6 +28,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("app", 6),
     ("headless", 6),
     ("eval", 6),
+    ("runs", 6),
     ("ui", 7),
     ("tui", 8),
 ];
