@@ -7,6 +7,7 @@ mod eval;
 mod layers;
 mod llama;
 mod protocol;
+mod resume;
 mod tools;
 mod ui;
 mod workspace;
