@@ -222,6 +222,8 @@ fn run_on_this_thread(
         BackendPlan::Script(_, path) => (path.clone(), file_sha256(path)),
         BackendPlan::Llama(path) => (path.clone(), file_sha256(path)),
     };
+    // Absolute, so `--resume` finds the same file from any directory.
+    let source = source.canonicalize().unwrap_or(source);
     let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);
     policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);
     let registry = Registry::standard();

@@ -81,6 +81,15 @@ pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), 
         ..cli
     };
     let settings = Settings::layered(cli, options, dirs)?;
+    if let Some(run_dir) = &settings.run_dir {
+        let canonical = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        if canonical(run_dir) == canonical(&past.dir) {
+            return Err(refuse(format!(
+                "--run-dir {} is run {id}'s own directory: a resumed run writes a new one",
+                run_dir.display()
+            )));
+        }
+    }
     let mut warnings = Vec::new();
     let head_now = run_info::head_commit(workspace.repo());
     if let Some(head_then) = &past.record.head {

@@ -248,6 +248,19 @@ fn resume_after_round_failed_goes_on_from_the_next_round() {
     );
     assert_eq!(code(&out), 5);
     let (id, dir) = started(&events);
+    // What a later resume checks is recorded: the repository, HEAD, the script's own path.
+    let info = read_json(&dir.join("run.json"));
+    let head = git2::Repository::open(repo.path())
+        .unwrap()
+        .head()
+        .unwrap()
+        .target()
+        .unwrap()
+        .to_string();
+    assert_eq!(info["head"], head.as_str());
+    assert_eq!(info["repo_root"], head.as_str(), "one commit: HEAD is the first");
+    assert_eq!(info["resumed_from"], Value::Null);
+    assert!(Path::new(info["model_file"].as_str().unwrap()).is_absolute());
     let before = contents(&dir);
 
     let resumed = run(home.path(), &["--resume", "last"]);
@@ -358,6 +371,9 @@ fn resume_refuses_what_it_cannot_continue() {
     assert_eq!(status, 4);
     assert_refused(home, &["--resume", &capped], "raise the cap with -n");
     assert_refused(home, &["--resume", &capped, "-n", "65"], "1 to 64");
+    let own = runs_dir(home).join(&capped);
+    let own = own.to_str().unwrap();
+    assert_refused(home, &["--resume", own, "-n", "2", "--run-dir", own], "own directory");
     let many: Vec<Value> = (0..64).map(|i| turns(&[continue_report(&format!("round {i}"))])).collect();
     let (status, full) = finished_run(home, repo.path(), many, &["-n", "64"]);
     assert_eq!(status, 4);
