@@ -49,7 +49,7 @@ pub struct Cli {
         value_name = "RUN",
         num_args = 0..=1,
         default_missing_value = "last",
-        conflicts_with_all = ["objective", "objective_file", "workspace"]
+        conflicts_with_all = ["objective", "objective_file", "workspace", "config"]
     )]
     pub resume: Option<String>,
 

@@ -125,8 +125,7 @@ impl PastRun {
             dir: dir.to_path_buf(),
             message,
         };
-        let text =
-            std::fs::read(dir.join("run.json")).map_err(|e| unreadable(e.to_string()))?;
+        let text = std::fs::read(dir.join("run.json")).map_err(|e| unreadable(e.to_string()))?;
         let record: RunRecord =
             serde_json::from_slice(&text).map_err(|e| unreadable(e.to_string()))?;
         let facts = read_events(&dir.join("events.jsonl"));
@@ -213,5 +212,47 @@ pub fn find(runs_dir: &Path, wanted: &str) -> Result<PathBuf, FindError> {
             wanted: wanted.to_string(),
             candidates: matches.into_iter().map(|(name, _)| name).collect(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_dir(runs: &Path, id: &str) {
+        let dir = runs.join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("run.json"), "{}").unwrap();
+    }
+
+    #[test]
+    fn a_run_is_found_by_its_id_or_a_unique_prefix() {
+        let tmp = tempfile::tempdir().unwrap();
+        let runs = tmp.path();
+        run_dir(runs, "20260102-000000-aaaa");
+        run_dir(runs, "20260102-000000-aaaab");
+        run_dir(runs, "20260103-000000-bbbb");
+        std::fs::create_dir_all(runs.join("20260104-no-run-json")).unwrap();
+        let found = |wanted: &str| find(runs, wanted).map(|d| d.file_name().unwrap().to_owned());
+        // An exact id wins over the longer ids it is a prefix of.
+        assert_eq!(
+            found("20260102-000000-aaaa").unwrap(),
+            "20260102-000000-aaaa"
+        );
+        assert_eq!(found("20260103").unwrap(), "20260103-000000-bbbb");
+        assert!(matches!(
+            found("20260102"),
+            Err(FindError::Ambiguous { candidates, .. }) if candidates.len() == 2
+        ));
+        for missing in ["2027", "", "20260104"] {
+            assert!(
+                matches!(found(missing), Err(FindError::NotFound { .. })),
+                "{missing}"
+            );
+        }
+        assert!(matches!(
+            find(&runs.join("none"), LAST),
+            Err(FindError::NoRuns(_))
+        ));
     }
 }

@@ -68,7 +68,9 @@ pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), 
     }
     let next = past.last_round + 1;
     let options = cli.options.clone().over(old_options(past));
-    let cap = options.max_rounds.map_or(past.record.max_rounds, RoundCount::get);
+    let cap = options
+        .max_rounds
+        .map_or(past.record.max_rounds, RoundCount::get);
     if next > cap {
         return Err(refuse(format!(
             "run {id} used its {cap} round(s): raise the cap with -n (at most {})",

@@ -9,9 +9,9 @@ use ratatui::widgets::Widget;
 
 use super::state::{CommitState, Loadable, Review, State};
 use super::theme::Theme;
+use super::{changes, diff, draw_lines, header, pane_block, put_line, report_detail, wrap};
 use crate::options::RoundCount;
 use crate::protocol::event::RunStatus;
-use super::{changes, diff, draw_lines, header, pane_block, put_line, report_detail, wrap};
 
 /// The outcome sentence, e.g. "complete after 3 rounds: the worker reports …".
 pub fn outcome_text(review: &Review) -> String {

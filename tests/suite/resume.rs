@@ -147,10 +147,21 @@ fn start_slow_round_two(
     home: &Path,
     repo: &Path,
     script: &Path,
-) -> (std::process::Child, BufReader<std::process::ChildStdout>, String, PathBuf) {
+) -> (
+    std::process::Child,
+    BufReader<std::process::ChildStdout>,
+    String,
+    PathBuf,
+) {
     let mut child = ralph(
         home,
-        &["-C", repo.to_str().unwrap(), "--backend", &backend(script), "obj"],
+        &[
+            "-C",
+            repo.to_str().unwrap(),
+            "--backend",
+            &backend(script),
+            "obj",
+        ],
     )
     .stdout(Stdio::piped())
     .stderr(Stdio::null())
@@ -160,7 +171,10 @@ fn start_slow_round_two(
     let mut seen = Vec::new();
     loop {
         let mut line = String::new();
-        assert!(reader.read_line(&mut line).unwrap() > 0, "stream ended early");
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "stream ended early"
+        );
         let v: Value = serde_json::from_str(&line).unwrap();
         let streaming = v["type"] == "token" && v["round"] == 2;
         seen.push(v);
@@ -209,7 +223,10 @@ fn resume_after_cancel_goes_on_from_the_next_round() {
     let (_, new_dir) = started(&resumed.1);
     let old_settings = read_json(&dir.join("run.json"))["settings"].clone();
     let mut new_settings = read_json(&new_dir.join("run.json"))["settings"].clone();
-    assert_eq!(new_settings["inference"]["temperature"].as_f64(), Some(0.2f32 as f64));
+    assert_eq!(
+        new_settings["inference"]["temperature"].as_f64(),
+        Some(0.2f32 as f64)
+    );
     new_settings["inference"]["temperature"] = old_settings["inference"]["temperature"].clone();
     assert_eq!(new_settings, old_settings);
 }
@@ -244,7 +261,13 @@ fn resume_after_round_failed_goes_on_from_the_next_round() {
     );
     let (out, events) = run(
         home.path(),
-        &["-C", repo.path().to_str().unwrap(), "--backend", &backend(&script), "obj"],
+        &[
+            "-C",
+            repo.path().to_str().unwrap(),
+            "--backend",
+            &backend(&script),
+            "obj",
+        ],
     );
     assert_eq!(code(&out), 5);
     let (id, dir) = started(&events);
@@ -258,7 +281,11 @@ fn resume_after_round_failed_goes_on_from_the_next_round() {
         .unwrap()
         .to_string();
     assert_eq!(info["head"], head.as_str());
-    assert_eq!(info["repo_root"], head.as_str(), "one commit: HEAD is the first");
+    assert_eq!(
+        info["repo_root"],
+        head.as_str(),
+        "one commit: HEAD is the first"
+    );
     assert_eq!(info["resumed_from"], Value::Null);
     assert!(Path::new(info["model_file"].as_str().unwrap()).is_absolute());
     let before = contents(&dir);
@@ -347,14 +374,23 @@ fn resume_refuses_what_it_cannot_continue() {
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
     assert_refused(home, &["--resume"], "no runs");
-    let (status, complete) = finished_run(home, repo.path(), vec![turns(&[complete_report("done")])], &[]);
+    let (status, complete) = finished_run(
+        home,
+        repo.path(),
+        vec![turns(&[complete_report("done")])],
+        &[],
+    );
     assert_eq!(status, 0);
     assert_refused(home, &["--resume", &complete], "ended complete");
     let blocked_report = report("blocked", "stuck", &[], &[], "the tests need a network");
     let (status, blocked) = finished_run(home, repo.path(), vec![turns(&[blocked_report])], &[]);
     assert_eq!(status, 3);
     assert_refused(home, &["--resume", &blocked], "ended blocked");
-    assert_refused(home, &["--resume", "19990101-000000-0000"], "no run '19990101-000000-0000'");
+    assert_refused(
+        home,
+        &["--resume", "19990101-000000-0000"],
+        "no run '19990101-000000-0000'",
+    );
     // Every run id here starts with the year: a prefix that matches two names both.
     let err = {
         let out = ralph(home, &["--resume", "2"]).output().unwrap();
@@ -363,28 +399,57 @@ fn resume_refuses_what_it_cannot_continue() {
     };
     assert!(err.contains(&complete) && err.contains(&blocked), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    // The objective cannot change.
-    assert_refused(home, &["--resume", &complete, "another objective"], "cannot be used with");
+    // The objective cannot change, nor do settings come from a config file.
+    assert_refused(
+        home,
+        &["--resume", &complete, "another objective"],
+        "cannot be used with",
+    );
+    assert_refused(
+        home,
+        &["--resume", &complete, "--config", "x.toml"],
+        "cannot be used with",
+    );
 
     // A run at its cap needs -n, and never past 64.
-    let (status, capped) = finished_run(home, repo.path(), vec![turns(&[continue_report("one")])], &["-n", "1"]);
+    let (status, capped) = finished_run(
+        home,
+        repo.path(),
+        vec![turns(&[continue_report("one")])],
+        &["-n", "1"],
+    );
     assert_eq!(status, 4);
     assert_refused(home, &["--resume", &capped], "raise the cap with -n");
     assert_refused(home, &["--resume", &capped, "-n", "65"], "1 to 64");
     let own = runs_dir(home).join(&capped);
     let own = own.to_str().unwrap();
-    assert_refused(home, &["--resume", own, "-n", "2", "--run-dir", own], "own directory");
-    let many: Vec<Value> = (0..64).map(|i| turns(&[continue_report(&format!("round {i}"))])).collect();
+    assert_refused(
+        home,
+        &["--resume", own, "-n", "2", "--run-dir", own],
+        "own directory",
+    );
+    let many: Vec<Value> = (0..64)
+        .map(|i| turns(&[continue_report(&format!("round {i}"))]))
+        .collect();
     let (status, full) = finished_run(home, repo.path(), many, &["-n", "64"]);
     assert_eq!(status, 4);
-    assert_refused(home, &["--resume", &full, "-n", "64"], "already started 64 rounds");
+    assert_refused(
+        home,
+        &["--resume", &full, "-n", "64"],
+        "already started 64 rounds",
+    );
 }
 
 #[test]
 fn resume_refuses_a_workspace_that_is_gone_or_another_repository() {
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
-    let failing = || vec![turns(&[continue_report("one")]), turns(&["no call".to_string()])];
+    let failing = || {
+        vec![
+            turns(&[continue_report("one")]),
+            turns(&["no call".to_string()]),
+        ]
+    };
 
     let gone = TempRepo::new();
     let (status, id) = finished_run(home, gone.path(), failing(), &[]);
@@ -401,7 +466,9 @@ fn resume_refuses_a_workspace_that_is_gone_or_another_repository() {
     std::fs::remove_dir_all(replaced.path().join(".git")).unwrap();
     let repo = git2::Repository::init(replaced.path()).unwrap();
     let sig = git2::Signature::now("Someone Else", "else@example.com").unwrap();
-    let tree = repo.find_tree(repo.index().unwrap().write_tree().unwrap()).unwrap();
+    let tree = repo
+        .find_tree(repo.index().unwrap().write_tree().unwrap())
+        .unwrap();
     repo.commit(Some("HEAD"), &sig, &sig, "unrelated", &tree, &[])
         .unwrap();
     assert_refused(home, &["--resume", &id], "another repository");

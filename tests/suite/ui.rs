@@ -195,7 +195,11 @@ fn snapshot_review_outcomes() {
 fn review_names_the_exact_command_that_resumes_the_run() {
     use ralph_tui::ui::review::resume_command;
     let command = |state: &State| resume_command(state, state.review.as_ref().unwrap());
-    for status in [RunStatus::Cancelled, RunStatus::RoundFailed, RunStatus::BudgetLimited] {
+    for status in [
+        RunStatus::Cancelled,
+        RunStatus::RoundFailed,
+        RunStatus::BudgetLimited,
+    ] {
         let state = finished(status, None);
         assert_eq!(
             command(&state).as_deref(),
