@@ -26,7 +26,7 @@ pub const LAST: &str = "last";
 /// Why a run could not be found or read.
 #[derive(Debug, thiserror::Error)]
 pub enum FindError {
-    #[error("there are no runs in {0} to resume")]
+    #[error("there are no runs in {0}")]
     NoRuns(PathBuf),
     #[error("no run '{wanted}' in {dir}: give a run id, an id prefix, `last` or a run directory")]
     NotFound { wanted: String, dir: PathBuf },
@@ -175,6 +175,17 @@ fn run_dirs(runs_dir: &Path) -> Vec<(String, PathBuf)> {
     dirs
 }
 
+/// When a run started, from its `run.json` alone.
+fn started_at(dir: &Path) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    #[derive(Deserialize)]
+    struct Started {
+        started_at: String,
+    }
+    let text = std::fs::read(dir.join("run.json")).ok()?;
+    let started: Started = serde_json::from_slice(&text).ok()?;
+    chrono::DateTime::parse_from_rfc3339(&started.started_at).ok()
+}
+
 /// Finds a run: `last` (the most recently started), a run id, a unique id prefix, or a run
 /// directory (for a run started with `--run-dir`).
 pub fn find(runs_dir: &Path, wanted: &str) -> Result<PathBuf, FindError> {
@@ -186,11 +197,7 @@ pub fn find(runs_dir: &Path, wanted: &str) -> Result<PathBuf, FindError> {
     if wanted == LAST {
         return dirs
             .into_iter()
-            .filter_map(|(_, dir)| {
-                let started = PastRun::load(&dir).ok()?.record.started_at;
-                let started = chrono::DateTime::parse_from_rfc3339(&started).ok()?;
-                Some((started, dir))
-            })
+            .filter_map(|(_, dir)| Some((started_at(&dir)?, dir)))
             .max()
             .map(|(_, dir)| dir)
             .ok_or_else(|| FindError::NoRuns(runs_dir.to_path_buf()));

@@ -21,6 +21,7 @@ use crate::options::{
 };
 use crate::protocol::event::RunStatus;
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
+use crate::protocol::report::ReportStatus;
 use crate::workspace::Workspace;
 
 /// A run to continue, checked: where it starts and what the person should know.
@@ -58,6 +59,15 @@ pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), 
             "run {id} ended {}: there is nothing to continue",
             status.as_str()
         )));
+    }
+    // A run killed after its last report said complete or blocked has nothing left either.
+    if let (None, Some(report)) = (past.status, &past.last_valid) {
+        if report.status != ReportStatus::Continue {
+            return Err(refuse(format!(
+                "run {id} was stopped after its last report said {}: there is nothing to continue",
+                report.status.as_str()
+            )));
+        }
     }
     let workspace = check_workspace(past)?;
     if past.last_round >= RoundCount::CEILING {

@@ -382,6 +382,19 @@ fn resume_refuses_what_it_cannot_continue() {
     );
     assert_eq!(status, 0);
     assert_refused(home, &["--resume", &complete], "ended complete");
+    // The same run as if killed between its complete report and its end.
+    let dir = runs_dir(home).join(&complete);
+    let mut info = read_json(&dir.join("run.json"));
+    info["status"] = Value::Null;
+    info["finished_at"] = Value::Null;
+    std::fs::write(dir.join("run.json"), info.to_string()).unwrap();
+    let log = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let cut: Vec<&str> = log
+        .lines()
+        .filter(|l| !l.contains(r#""type":"run_finished""#))
+        .collect();
+    std::fs::write(dir.join("events.jsonl"), cut.join("\n") + "\n").unwrap();
+    assert_refused(home, &["--resume", &complete], "last report said complete");
     let blocked_report = report("blocked", "stuck", &[], &[], "the tests need a network");
     let (status, blocked) = finished_run(home, repo.path(), vec![turns(&[blocked_report])], &[]);
     assert_eq!(status, 3);
