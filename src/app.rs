@@ -19,12 +19,13 @@ use crate::chat;
 use crate::config::{BackendKind, Settings};
 use crate::engine::run_info::{RunInfo, RunSettings};
 use crate::engine::runlog::RunLog;
-use crate::engine::{Engine, EventSink, RoundWatch, RunConfig, RunSummary, Toolbox};
+use crate::engine::{Engine, EventSink, RoundWatch, RunConfig, RunSummary, StartAt, Toolbox};
 use crate::error::UsageError;
 use crate::intake;
 use crate::llm::bounded::{Bounded, MAX_TURN_BYTES};
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
+use crate::runs::resume::Resume;
 use crate::tools::approval::Approver;
 use crate::tools::{sandbox, Registry, ToolPolicy};
 use crate::workspace::watch::{LiveWatch, OnChange};
@@ -56,6 +57,15 @@ pub struct Prepared {
     pub backend: BackendPlan,
     pub run_id: String,
     pub run_dir: PathBuf,
+    /// Set when this run continues an earlier one (`--resume`).
+    pub resume: Option<Resume>,
+}
+
+impl Prepared {
+    /// The same run, continuing `resume` when there is one.
+    pub fn resuming(self, resume: Option<Resume>) -> Self {
+        Self { resume, ..self }
+    }
 }
 
 /// A started run.
@@ -124,6 +134,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         backend,
         run_id,
         run_dir,
+        resume: None,
     })
 }
 
@@ -230,6 +241,8 @@ fn run_on_this_thread(
         BackendPlan::Script(_, path) => (path.clone(), file_sha256(path)),
         BackendPlan::Llama(path) => (path.clone(), file_sha256(path)),
     };
+    // Absolute, so `--resume` finds the same file from any directory.
+    let source = source.canonicalize().unwrap_or(source);
     let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);
     policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);
     let registry = Registry::standard();
@@ -237,6 +250,14 @@ fn run_on_this_thread(
     let sandbox_note = sandbox::describe(&support);
     tracing::info!("{sandbox_note}");
     let mut warnings = Vec::new();
+    let (start, resumed_from) = match &prepared.resume {
+        Some(resume) => {
+            warnings.extend(resume.warnings.iter().cloned());
+            (resume.start.clone(), Some(resume.from.clone()))
+        }
+        None => (StartAt::fresh(), None),
+    };
+    let repo_root = crate::engine::run_info::root_commit(workspace.repo());
     if let Err(problem) = support.check(settings.sandbox, settings.network) {
         tracing::warn!("{problem}");
         warnings.push(problem);
@@ -276,6 +297,9 @@ fn run_on_this_thread(
                 verify: settings.verify.clone(),
                 inference: settings.inference.clone(),
             },
+            repo_root,
+            resumed_from,
+            resumed_report: start.previous.clone(),
         },
     };
     let tools = Toolbox {
@@ -296,7 +320,7 @@ fn run_on_this_thread(
     if let Some(watch) = watch {
         engine = engine.with_watch(watch);
     }
-    let summary = engine.run();
+    let summary = engine.run_from(start);
     match log_failure.get() {
         Some(e) => Err(StartError::Internal(format!(
             "the run log cannot be written ({e}); the run was stopped"

@@ -42,6 +42,18 @@ pub struct Cli {
     #[arg(long)]
     pub headless: bool,
 
+    /// Continue a cancelled, round-failed, budget-limited or killed run: a run id, an id
+    /// prefix, `last`, or a run directory [default: last]. Its objective and workspace stay;
+    /// its settings stay unless given here.
+    #[arg(
+        long,
+        value_name = "RUN",
+        num_args = 0..=1,
+        default_missing_value = "last",
+        conflicts_with_all = ["objective", "objective_file", "workspace", "config"]
+    )]
+    pub resume: Option<String>,
+
     /// The options `config.toml` can also set (see `options`).
     #[command(flatten)]
     pub options: Options,

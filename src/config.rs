@@ -106,7 +106,7 @@ impl From<ApprovalPolicyArg> for ApprovalPolicy {
 }
 
 /// Sampling and context options for the llama backend.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct InferenceSettings {
     pub ctx_size: u32,
     pub threads: i32,
@@ -168,7 +168,14 @@ impl Settings {
             Some(path) => load_config(path, true)?,
             None => load_config(&dirs.config.join("config.toml"), false)?,
         };
-        let options = cli.options.over(config).resolve();
+        let options = cli.options.clone().over(config);
+        Self::layered(cli, options, dirs)
+    }
+
+    /// Validates `options` (already layered) with what only the command line says; `--resume`
+    /// layers the command line over the old run's settings instead of over the config file.
+    pub fn layered(cli: Cli, options: Options, dirs: Dirs) -> Result<Self, UsageError> {
+        let options = options.resolve();
 
         let objective = match (&cli.objective, &cli.objective_file) {
             (Some(text), _) => Some(normalize_objective(text)?),

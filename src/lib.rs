@@ -3,8 +3,8 @@
 //! The engine (round loop) emits typed events; the TUI and the headless writer consume them.
 //! The types every layer exchanges live in `protocol`, at the bottom: each module imports
 //! only downward (protocol; error, cli, config, logging; workspace, tools; chat; llm; engine;
-//! app, headless, eval; ui; tui), which `tests/suite/layers.rs` checks. See the README for the
-//! contracts.
+//! app, headless, eval, runs; ui; tui), which `tests/suite/layers.rs` checks. See the README
+//! for the contracts.
 
 pub mod app;
 pub mod chat;
@@ -20,6 +20,7 @@ pub mod logging;
 pub mod options;
 pub mod protocol;
 pub mod runlock;
+pub mod runs;
 pub mod signals;
 pub mod tools;
 pub mod tui;

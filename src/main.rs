@@ -4,9 +4,9 @@ use std::io::Write;
 
 use clap::Parser;
 use ralph_tui::cli::Cli;
-use ralph_tui::config::{Dirs, Settings};
+use ralph_tui::config::Dirs;
 use ralph_tui::error::{ExitCode, UsageError};
-use ralph_tui::{app, headless, logging, runlock, signals};
+use ralph_tui::{app, headless, logging, runlock, runs, signals};
 
 fn fail(message: &str, code: ExitCode) -> ! {
     let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
@@ -38,15 +38,15 @@ fn main() {
             fail(&ralph_tui::cli::error_line(&e), ExitCode::Usage);
         }
     };
-    let settings = match Settings::resolve(cli, Dirs::discover()) {
-        Ok(s) => s,
+    let (settings, resume) = match runs::resume::resolve(cli, Dirs::discover()) {
+        Ok(resolved) => resolved,
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
     if settings.headless && settings.objective.is_none() {
         fail(&UsageError::EmptyObjective.to_string(), ExitCode::Usage);
     }
     let prepared = match app::prepare(&settings) {
-        Ok(p) => p,
+        Ok(p) => p.resuming(resume),
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
     // Held until the process exits; the kernel releases it however the process ends.

@@ -9,6 +9,7 @@ mod integrity;
 mod layers;
 mod llama;
 mod protocol;
+mod resume;
 mod tools;
 mod ui;
 mod workspace;

@@ -194,6 +194,41 @@ fn snapshot_review_outcomes() {
 }
 
 #[test]
+fn review_names_the_exact_command_that_resumes_the_run() {
+    use ralph_tui::ui::review::resume_command;
+    let command = |state: &State| resume_command(state, state.review.as_ref().unwrap());
+    for status in [
+        RunStatus::Cancelled,
+        RunStatus::RoundFailed,
+        RunStatus::BudgetLimited,
+    ] {
+        let state = finished(status, None);
+        assert_eq!(
+            command(&state).as_deref(),
+            Some("ralph-tui --resume 20260101-090000-1a2b"),
+            "{status:?}"
+        );
+    }
+    for status in [RunStatus::Complete, RunStatus::Blocked] {
+        assert_eq!(command(&finished(status, None)), None, "{status:?}");
+    }
+    // At its cap the run needs a higher one; a run outside the data dir goes by directory.
+    let mut state = finished(RunStatus::BudgetLimited, None);
+    state.review.as_mut().unwrap().rounds_started = 8;
+    assert_eq!(
+        command(&state).as_deref(),
+        Some("ralph-tui --resume 20260101-090000-1a2b -n 16")
+    );
+    state.setup.run_dir = "logs/my run".into();
+    assert_eq!(
+        command(&state).as_deref(),
+        Some("ralph-tui --resume 'logs/my run' -n 16")
+    );
+    state.review.as_mut().unwrap().rounds_started = 64;
+    assert_eq!(command(&state), None, "64 rounds is the ceiling");
+}
+
+#[test]
 fn snapshot_commit_editor_prefilled_from_the_report() {
     let mut state = finished(RunStatus::Complete, Some(verification(true)));
     press(&mut state, KeyCode::Char('c'));
