@@ -13,6 +13,7 @@ pub mod eval;
 pub mod headless;
 pub mod llm;
 pub mod logging;
+pub mod text;
 pub mod tools;
 pub mod tui;
 pub mod ui;

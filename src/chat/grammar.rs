@@ -77,7 +77,7 @@ pub(crate) fn lit(text: &str) -> String {
     out
 }
 
-/// A negated character class `[^...]` of `chars`.
+/// A GBNF negated character class `[^...]` of `chars`, escaped as llama.cpp reads it.
 pub(crate) fn not_class(chars: &[char]) -> String {
     let mut out = String::from("[^");
     let mut dash = false;
@@ -91,6 +91,9 @@ pub(crate) fn not_class(chars: &[char]) -> String {
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7F => {
+                out.push_str(&format!("\\x{:02X}", c as u32));
+            }
             c => out.push(c),
         }
     }

@@ -22,11 +22,6 @@ const HINT: &str =
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Hermes;
 
-/// Reads `{"name": .., "arguments": ..}` (arguments may also arrive as a JSON string).
-pub fn call_from_json(raw: &str) -> ParsedCall {
-    scan::call_from_json(raw)
-}
-
 /// Reads what stands between `<tool_call>` and `</tool_call>`: JSON, or Qwen3-Coder's XML.
 pub(crate) fn call_body(body: &str) -> ParsedCall {
     let inner = scan::strip_fence(body);

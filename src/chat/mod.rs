@@ -15,15 +15,14 @@ pub mod hermes;
 pub mod llama3;
 pub mod mistral;
 mod scan;
-pub mod stream;
 
 use serde_json::{json, Value};
 
 use crate::llm::Message;
 use crate::tools::{ToolSpec, REPORT_TOOL};
 
+pub(crate) use grammar::not_class as gbnf_not_class;
 pub use grammar::{REPORT_BLOCKER_MAX, REPORT_ITEMS_MAX, REPORT_ITEM_MAX, REPORT_SUMMARY_MAX};
-pub use stream::CallStream;
 
 /// One tool call found in a turn.
 #[derive(Debug, Clone, PartialEq)]

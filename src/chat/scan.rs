@@ -6,9 +6,6 @@
 //! which of its calls are final (closed by their own markup), so the streaming helper can
 //! hand calls out before the turn ends without ever taking one back.
 
-use std::io;
-
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{ParsedCall, ParsedTurn};
@@ -340,44 +337,7 @@ pub(crate) fn find_special(text: &str, from: usize, words: &[&str]) -> Option<(u
 /// JSON as Python's `json.dumps` writes it (`", "` and `": "`), the spacing chat templates
 /// produce and models imitate. Keys keep the map's order.
 pub(crate) fn spaced_json(value: &Value) -> String {
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, SpacedFormatter);
-    if value.serialize(&mut ser).is_err() {
-        return value.to_string();
-    }
-    String::from_utf8(out).unwrap_or_else(|_| value.to_string())
-}
-
-struct SpacedFormatter;
-
-impl serde_json::ser::Formatter for SpacedFormatter {
-    fn begin_array_value<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
-    }
-
-    fn begin_object_key<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
-    }
-
-    fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        writer.write_all(b": ")
-    }
+    crate::text::python_json(value).unwrap_or_else(|_| value.to_string())
 }
 
 /// The report's fields in schema order, the order its sampling grammar enforces.

@@ -21,7 +21,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::chat::{ChatFormat, ParsedCall};
@@ -125,11 +124,6 @@ pub struct Engine<'a> {
     pub watch: Option<Box<dyn RoundWatch + 'a>>,
     /// Tokens generated so far in this run.
     pub generated_total: u64,
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Per-round totals for `round_finished`.
@@ -416,7 +410,7 @@ impl Engine<'_> {
         self.rec.emit(Event::RoundStarted {
             round,
             max_rounds: self.config.max_rounds,
-            prompt_sha256: sha256_hex(prompt_json),
+            prompt_sha256: crate::text::sha256_hex(prompt_json),
             prompt_tokens,
         });
         for m in &messages {

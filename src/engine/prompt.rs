@@ -32,11 +32,7 @@ pub fn agent_instructions(root: &Path) -> Option<String> {
     let text = std::fs::read(root.join("AGENTS.md")).ok()?;
     let mut text = String::from_utf8_lossy(&text).into_owned();
     if text.len() > AGENTS_MAX_BYTES {
-        let mut cut = AGENTS_MAX_BYTES;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
+        text.truncate(crate::text::cut_at_char_boundary(&text, AGENTS_MAX_BYTES).len());
         text.push_str("\n[AGENTS.md continues; read the file for the rest]");
     }
     Some(text)

@@ -5,9 +5,7 @@
 //! panic on arbitrary text.
 
 use proptest::prelude::*;
-use ralph_tui::chat::{
-    by_name, detect, CallStream, ChatFormat, ParsedCall, ParsedTurn, FORMAT_NAMES,
-};
+use ralph_tui::chat::{by_name, detect, ChatFormat, ParsedCall, ParsedTurn, FORMAT_NAMES};
 use ralph_tui::engine::report::{self, ReportStatus};
 use ralph_tui::llm::Role;
 use ralph_tui::tools::{Registry, ToolSpec};
@@ -505,10 +503,54 @@ fn report_grammars_bound_every_string() {
 
 // ------------------------------------------------------------------------- streaming
 
-/// Pushes `chunks` through a `CallStream`; returns the calls handed out, in order, and the
+/// Calls out of a turn while it streams, as a consumer of `parse_partial` would take them:
+/// after each chunk, the calls the format says are final and were not handed out yet.
+struct Stream<'f> {
+    format: &'f dyn ChatFormat,
+    text: String,
+    handed_out: usize,
+}
+
+impl<'f> Stream<'f> {
+    fn new(format: &'f dyn ChatFormat) -> Self {
+        Self {
+            format,
+            text: String::new(),
+            handed_out: 0,
+        }
+    }
+
+    fn push(&mut self, chunk: &str) -> Vec<ParsedCall> {
+        self.text.push_str(chunk);
+        let (turn, settled) = self.format.parse_partial(&self.text);
+        let settled = settled.min(turn.calls.len());
+        if settled <= self.handed_out {
+            return Vec::new();
+        }
+        let new = turn.calls[self.handed_out..settled].to_vec();
+        self.handed_out = settled;
+        new
+    }
+
+    fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn finish(self) -> (ParsedTurn, Vec<ParsedCall>) {
+        let turn = self.format.parse(&self.text);
+        let rest = turn
+            .calls
+            .get(self.handed_out..)
+            .unwrap_or_default()
+            .to_vec();
+        (turn, rest)
+    }
+}
+
+/// Pushes `chunks` through a `Stream`; returns the calls handed out, in order, and the
 /// finished parse.
 fn stream(f: &dyn ChatFormat, chunks: &[&str]) -> (Vec<ParsedCall>, ParsedTurn) {
-    let mut s = CallStream::new(f);
+    let mut s = Stream::new(f);
     let mut out = Vec::new();
     for chunk in chunks {
         out.extend(s.push(chunk));
@@ -546,7 +588,7 @@ fn calls_are_handed_out_by_their_last_character() {
     for f in formats() {
         for (name, args) in script() {
             let text = f.render_call(name, &args);
-            let mut s = CallStream::new(f.as_ref());
+            let mut s = Stream::new(f.as_ref());
             let mut handed = Vec::new();
             for (i, c) in text.char_indices() {
                 handed.extend(s.push(&text[i..i + c.len_utf8()]));
