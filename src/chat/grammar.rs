@@ -104,6 +104,42 @@ pub(crate) fn not_class(chars: &[char]) -> String {
     out
 }
 
+/// Rule `name`: one alternative per tool, written by `alternative` from the tool's index
+/// and spec. Returns the rule name.
+pub(crate) fn one_per_tool(
+    g: &mut Gbnf,
+    name: &str,
+    tools: &[ToolSpec],
+    mut alternative: impl FnMut(&mut Gbnf, usize, &ToolSpec) -> String,
+) -> String {
+    let alternatives: Vec<String> = tools
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| alternative(g, i, spec))
+        .collect();
+    g.rule(name, alternatives.join(" | "))
+}
+
+/// Rule `name`: one alternative per report shape (one per status), each the report's fields
+/// in order, written by `field` from the field's key and value. Returns the rule name.
+pub(crate) fn report_alternatives(
+    g: &mut Gbnf,
+    name: &str,
+    mut field: impl FnMut(&mut Gbnf, &str, ReportValue) -> String,
+) -> String {
+    let shapes: Vec<String> = report_shapes()
+        .iter()
+        .map(|shape| {
+            shape
+                .iter()
+                .map(|(key, value)| field(g, key, *value))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    g.rule(name, shapes.join(" | "))
+}
+
 /// `first (sep first){0,max-1}`, written as one sequence.
 pub(crate) fn repeat_sep(item: &str, sep: &str, max: usize) -> String {
     if max <= 1 {
@@ -387,19 +423,14 @@ pub(crate) fn json_args(g: &mut Gbnf, index: usize, spec: &ToolSpec) -> String {
 /// `{"name": "<tool>", "<args_key>": <args>}` for any offered tool.
 pub(crate) fn json_call(g: &mut Gbnf, tools: &[ToolSpec], args_key: &str) -> String {
     json(g);
-    let alternatives: Vec<String> = tools
-        .iter()
-        .enumerate()
-        .map(|(i, spec)| {
-            let args = json_args(g, i, spec);
-            format!(
-                "{} ws \",\" ws {} ws \":\" ws {args}",
-                lit(&Value::String(spec.name.clone()).to_string()),
-                lit(&format!("\"{args_key}\""))
-            )
-        })
-        .collect();
-    let named = g.rule(&format!("named-{args_key}"), alternatives.join(" | "));
+    let named = one_per_tool(g, &format!("named-{args_key}"), tools, |g, i, spec| {
+        let args = json_args(g, i, spec);
+        format!(
+            "{} ws \",\" ws {} ws \":\" ws {args}",
+            lit(&Value::String(spec.name.clone()).to_string()),
+            lit(&format!("\"{args_key}\""))
+        )
+    });
     g.rule(
         &format!("call-{args_key}"),
         format!("\"{{\" ws \"\\\"name\\\"\" ws \":\" ws {named} ws \"}}\""),

@@ -8,6 +8,7 @@
 
 pub mod deepseek;
 pub mod dsml;
+mod family;
 pub mod generic;
 pub mod glm;
 mod grammar;
@@ -36,6 +37,16 @@ pub enum ParsedCall {
         raw: String,
         reason: String,
     },
+}
+
+impl ParsedCall {
+    /// A well-formed call.
+    pub fn call(name: impl Into<String>, arguments: Value) -> Self {
+        Self::Call {
+            name: name.into(),
+            arguments,
+        }
+    }
 }
 
 /// A turn split into its free text and its calls, in order of appearance.

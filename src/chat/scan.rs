@@ -239,7 +239,7 @@ pub(crate) fn call_from_value(value: &Value, raw: &str) -> ParsedCall {
         Err(reason) => return malformed(reason),
     };
     match arguments_object(map.get("arguments").or_else(|| map.get("parameters"))) {
-        Ok(arguments) => ParsedCall::Call { name, arguments },
+        Ok(arguments) => ParsedCall::call(name, arguments),
         Err(reason) => malformed(format!("{reason} (tool {name})")),
     }
 }
@@ -463,13 +463,7 @@ mod tests {
         let ok = call_from_json(
             r#"{"type": "function", "function": {"name": "a", "arguments": "{\"x\": 1}"}}"#,
         );
-        assert_eq!(
-            ok,
-            ParsedCall::Call {
-                name: "a".into(),
-                arguments: json!({"x": 1})
-            }
-        );
+        assert_eq!(ok, ParsedCall::call("a", json!({"x": 1})));
         for (raw, needle) in [
             (
                 r#"{"name": "a", "arguments": [1]}"#,
