@@ -207,7 +207,7 @@ impl Family for DeepSeek {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::{ChatFormat, ParsedCall};
+    use crate::chat::{assert_malformed, list_then_read, ChatFormat, ParsedCall};
     use serde_json::json;
 
     #[test]
@@ -215,13 +215,7 @@ mod tests {
         let text = "I'll check.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>list_dir\n```json\n{\"path\": \".\"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n{\"path\": \"a\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
         let t = DeepSeek::FENCED.parse(text);
         assert_eq!(t.content, "I'll check.");
-        assert_eq!(
-            t.calls,
-            vec![
-                ParsedCall::call("list_dir", json!({"path": "."})),
-                ParsedCall::call("read_file", json!({"path": "a"})),
-            ]
-        );
+        assert_eq!(t.calls, list_then_read());
     }
 
     #[test]
@@ -246,18 +240,12 @@ mod tests {
             (vec![ParsedCall::call("read_file", json!({"path": "a"}))], 0)
         );
         let t = DeepSeek::FENCED.parse("<｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n{\"path\": \n```<｜tool▁call▁end｜>");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("not valid JSON"))
-        );
+        assert_malformed(&t.calls[0], "not valid JSON");
         let t = DeepSeek::FENCED
             .parse("<｜tool▁call▁begin｜>read_file {\"path\": \"a\"}<｜tool▁call▁end｜>");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("tool▁sep"))
-        );
+        assert_malformed(&t.calls[0], "tool▁sep");
         let t = DeepSeek::FENCED.parse("<｜tool▁call▁begin｜>function<｜tool▁sep｜>a\n{\"x\": [1,<｜tool▁call▁begin｜>function<｜tool▁sep｜>b\n{}<｜tool▁call▁end｜>");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("missing"))
-        );
+        assert_malformed(&t.calls[0], "missing");
         assert_eq!(t.calls[1], ParsedCall::call("b", json!({})));
     }
 

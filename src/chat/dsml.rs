@@ -348,7 +348,7 @@ fn params_rule(g: &mut Gbnf, index: usize, spec: &ToolSpec) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::{ChatFormat, ParsedCall};
+    use crate::chat::{assert_malformed, round_trip, ChatFormat, ParsedCall};
     use serde_json::json;
 
     #[test]
@@ -373,34 +373,24 @@ mod tests {
             vec![ParsedCall::call("x", json!({"a": "  42 \"q\"\n"}))]
         );
         let t = Dsml.parse("<｜DSML｜function_calls><｜DSML｜invoke name=\"x\"><｜DSML｜parameter name=\"a\" string=\"false\">[1, 2</｜DSML｜parameter></｜DSML｜invoke></｜DSML｜function_calls>");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("not JSON"))
-        );
+        assert_malformed(&t.calls[0], "not JSON");
     }
 
     #[test]
     fn cut_off_invokes_are_malformed_and_unsettled() {
         let (t, settled) = Dsml.parse_partial("<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read_file\">\n<｜DSML｜parameter name=\"path\" string=\"true\">src/main.rs</｜DSML｜parameter>\n");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("cut off"))
-        );
+        assert_malformed(&t.calls[0], "cut off");
         assert_eq!(settled, 0);
         let t = Dsml.parse("<｜DSML｜function_calls><｜DSML｜invoke name=\"a\"><｜DSML｜parameter name=\"p\" string=\"true\">x<｜DSML｜invoke name=\"b\"></｜DSML｜invoke>");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("no </｜DSML｜parameter>"))
-        );
+        assert_malformed(&t.calls[0], "no </｜DSML｜parameter>");
         assert_eq!(t.calls[1], ParsedCall::call("b", json!({})));
     }
 
     #[test]
     fn render_then_parse_round_trips() {
         let args = json!({"path": "a.md", "new": "line \"1\"\nzwei ü", "count": 2, "tags": ["x"], "odd": "<｜DSML｜x>"});
-        let text = Dsml.render_call("edit_file", &args);
+        let text = round_trip(&Dsml, "edit_file", args);
         assert!(text
             .contains("<｜DSML｜parameter name=\"count\" string=\"false\">2</｜DSML｜parameter>"));
-        assert_eq!(
-            Dsml.parse(&text).calls,
-            vec![ParsedCall::call("edit_file", args)]
-        );
     }
 }

@@ -99,19 +99,12 @@ impl Family for Generic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::{ChatFormat, ParsedCall};
-    use serde_json::json;
+    use crate::chat::{list_then_read, ChatFormat};
 
     #[test]
     fn reads_tagged_and_bare_calls() {
         let t = Generic.parse("I will list.\n<tool_call>{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}</tool_call>\nAlso {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}");
-        assert_eq!(
-            t.calls,
-            vec![
-                ParsedCall::call("list_dir", json!({"path": "."})),
-                ParsedCall::call("read_file", json!({"path": "a"})),
-            ]
-        );
+        assert_eq!(t.calls, list_then_read());
         assert_eq!(t.content, "I will list.\nAlso");
     }
 

@@ -61,20 +61,28 @@ impl Gbnf {
 pub(crate) fn lit(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7F => {
-                out.push_str(&format!("\\x{:02X}", c as u32));
-            }
-            c => out.push(c),
-        }
+        push_escaped(&mut out, c, &['"', '\\']);
     }
     out.push('"');
     out
+}
+
+/// Writes `c` as GBNF reads it in a literal or a class: line breaks and tabs as `\n`, `\r`,
+/// `\t`, other control characters as `\xNN`, and `specials` behind a backslash.
+fn push_escaped(out: &mut String, c: char, specials: &[char]) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if specials.contains(&c) => {
+            out.push('\\');
+            out.push(c);
+        }
+        c if (c as u32) < 0x20 || c as u32 == 0x7F => {
+            out.push_str(&format!("\\x{:02X}", c as u32));
+        }
+        c => out.push(c),
+    }
 }
 
 /// A GBNF negated character class `[^...]` of `chars`, escaped as llama.cpp reads it.
@@ -84,17 +92,7 @@ pub(crate) fn not_class(chars: &[char]) -> String {
     for &c in chars {
         match c {
             '-' => dash = true,
-            '\\' | ']' | '[' | '"' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7F => {
-                out.push_str(&format!("\\x{:02X}", c as u32));
-            }
-            c => out.push(c),
+            c => push_escaped(&mut out, c, &['\\', ']', '[', '"']),
         }
     }
     if dash {
@@ -140,6 +138,14 @@ pub(crate) fn report_alternatives(
     g.rule(name, shapes.join(" | "))
 }
 
+/// A JSON array of at most `max` `item`s.
+fn json_list(item: &str, max: usize) -> String {
+    format!(
+        "\"[\" ws ( {} )? ws \"]\"",
+        repeat_sep(item, "ws \",\" ws", max)
+    )
+}
+
 /// `first (sep first){0,max-1}`, written as one sequence.
 pub(crate) fn repeat_sep(item: &str, sep: &str, max: usize) -> String {
     if max <= 1 {
@@ -165,20 +171,8 @@ pub(crate) fn json(g: &mut Gbnf) {
     );
     g.rule("json-member", "json-key ws \":\" ws json-value");
     g.rule("json-key", "\"\\\"\" json-char{0,64} \"\\\"\"");
-    g.rule(
-        "json-array",
-        format!(
-            "\"[\" ws ( {} )? ws \"]\"",
-            repeat_sep("json-value", "ws \",\" ws", 256)
-        ),
-    );
-    g.rule(
-        "json-strings",
-        format!(
-            "\"[\" ws ( {} )? ws \"]\"",
-            repeat_sep("json-string", "ws \",\" ws", 256)
-        ),
-    );
+    g.rule("json-array", json_list("json-value", 256));
+    g.rule("json-strings", json_list("json-string", 256));
     g.rule("json-string", "\"\\\"\" json-char* \"\\\"\"");
     g.rule(
         "json-char",

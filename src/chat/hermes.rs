@@ -159,20 +159,14 @@ impl Family for Hermes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::{ChatFormat, ParsedCall};
+    use crate::chat::{assert_malformed, list_then_read, round_trip, ChatFormat, ParsedCall};
     use serde_json::json;
 
     #[test]
     fn finds_several_calls_and_keeps_the_text() {
         let t = Hermes.parse("Looking.\n<tool_call>{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}</tool_call>\n<tool_call>\n{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"a\\\"}\"}\n</tool_call> Done.");
         assert_eq!(t.content, "Looking.\nDone.");
-        assert_eq!(
-            t.calls,
-            vec![
-                ParsedCall::call("list_dir", json!({"path": "."})),
-                ParsedCall::call("read_file", json!({"path": "a"})),
-            ]
-        );
+        assert_eq!(t.calls, list_then_read());
     }
 
     #[test]
@@ -184,13 +178,9 @@ mod tests {
         let t = Hermes.parse("<tool_call>{\"name\": \"a\", \"arguments\": {}}");
         assert_eq!(t.calls, vec![ParsedCall::call("a", json!({}))]);
         let t = Hermes.parse("<tool_call>{\"name\": \"a\", \"argu");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("missing"))
-        );
+        assert_malformed(&t.calls[0], "missing");
         let t = Hermes.parse("text <tool_call>  ");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("empty"))
-        );
+        assert_malformed(&t.calls[0], "empty");
     }
 
     #[test]
@@ -230,14 +220,10 @@ mod tests {
     #[test]
     fn render_then_parse_round_trips() {
         let args = json!({"path": "src/main.rs", "offset": 3});
-        let text = Hermes.render_call("read_file", &args);
+        let text = round_trip(&Hermes, "read_file", args);
         assert_eq!(
             text,
             "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"offset\": 3, \"path\": \"src/main.rs\"}}\n</tool_call>"
-        );
-        assert_eq!(
-            Hermes.parse(&text).calls,
-            vec![ParsedCall::call("read_file", args)]
         );
     }
 }

@@ -182,7 +182,7 @@ impl Family for Llama3 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::{ChatFormat, ParsedCall};
+    use crate::chat::{assert_malformed, round_trip, ChatFormat, ParsedCall};
     use serde_json::json;
 
     #[test]
@@ -215,33 +215,23 @@ mod tests {
     #[test]
     fn malformed_cut_off_and_builtin_calls_are_reported() {
         let t = Llama3.parse("{\"name\": \"a\", \"parameters\": {\"x\": 1,}}");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("not valid JSON"))
-        );
+        assert_malformed(&t.calls[0], "not valid JSON");
         let (t, settled) =
             Llama3.parse_partial("ok {\"name\": \"a\", \"parameters\": {\"x\": \"abc");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("cut off"))
-        );
+        assert_malformed(&t.calls[0], "cut off");
         assert_eq!((t.content.as_str(), settled), ("ok", 0));
         let t = Llama3.parse("<|python_tag|>brave_search.call(query=\"x\")\nthen");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("python_tag"))
-        );
+        assert_malformed(&t.calls[0], "python_tag");
         assert_eq!(t.content, "then");
     }
 
     #[test]
     fn render_then_parse_round_trips() {
         let args = json!({"command": "cargo test", "timeout_s": 60});
-        let text = Llama3.render_call("run_command", &args);
+        let text = round_trip(&Llama3, "run_command", args);
         assert_eq!(
             text,
             "{\"name\": \"run_command\", \"parameters\": {\"command\": \"cargo test\", \"timeout_s\": 60}}"
-        );
-        assert_eq!(
-            Llama3.parse(&text).calls,
-            vec![ParsedCall::call("run_command", args)]
         );
     }
 }

@@ -247,32 +247,20 @@ impl Family for Mistral {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::{ChatFormat, ParsedCall};
+    use crate::chat::{assert_malformed, list_then_read, round_trip, ChatFormat, ParsedCall};
     use serde_json::json;
 
     #[test]
     fn reads_the_array_shape() {
         let t = Mistral::ARRAY.parse("Let me look. [TOOL_CALLS] [{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}, \"id\": \"a1b2c3d4e\"}, {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}]");
         assert_eq!(t.content, "Let me look.");
-        assert_eq!(
-            t.calls,
-            vec![
-                ParsedCall::call("list_dir", json!({"path": "."})),
-                ParsedCall::call("read_file", json!({"path": "a"})),
-            ]
-        );
+        assert_eq!(t.calls, list_then_read());
     }
 
     #[test]
     fn reads_the_args_shape_with_call_ids() {
         let t = Mistral::ARGS.parse("[TOOL_CALLS]list_dir[ARGS]{\"path\": \".\"}[TOOL_CALLS]read_file[CALL_ID]abc123XYZ[ARGS]{\"path\": \"a\"}");
-        assert_eq!(
-            t.calls,
-            vec![
-                ParsedCall::call("list_dir", json!({"path": "."})),
-                ParsedCall::call("read_file", json!({"path": "a"})),
-            ]
-        );
+        assert_eq!(t.calls, list_then_read());
     }
 
     #[test]
@@ -298,13 +286,9 @@ mod tests {
                 ParsedCall::call("b", json!({}))
             ]
         );
-        assert!(
-            matches!(&t.calls[2], ParsedCall::Malformed { reason, .. } if reason.contains("',' or ']'"))
-        );
+        assert_malformed(&t.calls[2], "',' or ']'");
         let t = Mistral::ARGS.parse("[TOOL_CALLS]read_file please\nthanks");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("[ARGS]"))
-        );
+        assert_malformed(&t.calls[0], "[ARGS]");
         assert_eq!(t.content, "thanks");
     }
 
@@ -319,11 +303,7 @@ mod tests {
     fn render_then_parse_round_trips() {
         let args = json!({"path": "a b", "depth": 2});
         for format in [Mistral::ARRAY, Mistral::ARGS] {
-            let text = format.render_call("list_dir", &args);
-            assert_eq!(
-                format.parse(&text).calls,
-                vec![ParsedCall::call("list_dir", args.clone())]
-            );
+            round_trip(&format, "list_dir", args.clone());
         }
         assert_eq!(
             Mistral::ARGS.render_call("list_dir", &args),

@@ -49,6 +49,40 @@ impl ParsedCall {
     }
 }
 
+/// The two calls several family tests read: list `.`, then read `a`.
+#[cfg(test)]
+pub(crate) fn list_then_read() -> Vec<ParsedCall> {
+    vec![
+        ParsedCall::call("list_dir", json!({"path": "."})),
+        ParsedCall::call("read_file", json!({"path": "a"})),
+    ]
+}
+
+/// Renders a call in `format`, asserts that it parses back to the same call, and returns
+/// the rendered text.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn round_trip(format: &dyn ChatFormat, name: &str, arguments: Value) -> String {
+    let text = format.render_call(name, &arguments);
+    assert_eq!(
+        format.parse(&text).calls,
+        vec![ParsedCall::call(name, arguments)],
+        "{}",
+        format.name()
+    );
+    text
+}
+
+/// Asserts that `call` is malformed, for a reason that mentions `needle`.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn assert_malformed(call: &ParsedCall, needle: &str) {
+    match call {
+        ParsedCall::Malformed { reason, .. } => assert!(reason.contains(needle), "{reason}"),
+        call => panic!("{call:?} is not malformed"),
+    }
+}
+
 /// A turn split into its free text and its calls, in order of appearance.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ParsedTurn {
