@@ -16,13 +16,10 @@
 use serde_json::{Map, Value};
 
 use super::family::{Family, Teaching, RESULTS_COME_BACK, WITH_SCHEMAS};
-use super::grammar::{
-    self, json_prop_value, lit, one_per_tool, raw_until, repeat_sep, report_alternatives,
-    report_raw_value, tool_props, Gbnf, Prop, MAX_CALLS,
-};
+use super::grammar::{lit, one_per_tool, repeat_sep, tagged_args, Gbnf, TaggedArgs, MAX_CALLS};
 use super::scan::{self, malformed, TurnBuilder};
 use super::ParsedCall;
-use crate::tools::{ToolSpec, REPORT_TOOL};
+use crate::tools::ToolSpec;
 
 const CALLS_OPEN: &str = "<｜DSML｜function_calls>";
 const CALLS_CLOSE: &str = "</｜DSML｜function_calls>";
@@ -269,7 +266,7 @@ impl Family for Dsml {
 
     fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {
         let named = one_per_tool(g, "named-invoke", tools, |g, i, spec| {
-            let params = params_rule(g, i, spec);
+            let params = tagged_args::<Dsml>(g, i, spec);
             format!("{} {params}", lit(&format!("{}\">\n", spec.name)))
         });
         let invoke = g.rule(
@@ -293,56 +290,31 @@ impl Family for Dsml {
     }
 }
 
-/// One parameter element in the grammar: `string` is "true" or "false".
-fn param(key: &str, string: &str, value: &str) -> String {
-    format!(
-        "{} {value} {}",
-        lit(&format!(
-            "<｜DSML｜parameter name=\"{key}\" string=\"{string}\">"
-        )),
-        lit(&format!("{PARAM_CLOSE}\n"))
-    )
-}
+impl TaggedArgs for Dsml {
+    const PREFIX: &'static str = "dsml";
+    const ELEMENT: &'static str = "param";
+    const VALUE_CLOSE: &'static str = PARAM_CLOSE;
+    const ANY_AS_JSON: bool = true;
 
-/// The parameters of tool `index`: the report's shapes, or schema-typed parameters.
-fn params_rule(g: &mut Gbnf, index: usize, spec: &ToolSpec) -> String {
-    let raw = raw_until(g, "dsml", PARAM_CLOSE);
-    if spec.name == REPORT_TOOL {
-        return report_alternatives(g, "dsml-report", |g, key, value| {
-            let string = if value.is_text() { "true" } else { "false" };
-            param(key, string, &report_raw_value(g, value))
-        });
+    fn element(key: &str, text: bool, value: &str) -> String {
+        format!(
+            "{} {value} {}",
+            lit(&format!(
+                "<｜DSML｜parameter name=\"{key}\" string=\"{text}\">"
+            )),
+            lit(&format!("{PARAM_CLOSE}\n"))
+        )
     }
-    let Some(props) = tool_props(spec) else {
-        grammar::json(g);
-        let any = format!(
+
+    fn any_element(raw: &str) -> String {
+        format!(
             "{} [a-zA-Z0-9_]{{1,64}} ( {} {raw} | {} json-value ) {}",
             lit("<｜DSML｜parameter name=\""),
             lit("\" string=\"true\">"),
             lit("\" string=\"false\">"),
             lit(&format!("{PARAM_CLOSE}\n"))
-        );
-        let member = g.rule("dsml-any-param", any);
-        return format!("( {member} ){{0,16}}");
-    };
-    let members: Vec<String> = props
-        .iter()
-        .map(|(key, prop)| match prop {
-            Prop::Str => param(key, "true", &raw),
-            Prop::Enum(values) => {
-                let alts: Vec<String> = values.iter().map(|v| lit(v)).collect();
-                param(key, "true", &format!("( {} )", alts.join(" | ")))
-            }
-            Prop::Any => format!(
-                "{} | {}",
-                param(key, "true", &raw),
-                param(key, "false", &json_prop_value(g, prop))
-            ),
-            other => param(key, "false", &json_prop_value(g, other)),
-        })
-        .collect();
-    let member = g.rule(&format!("t{index}-param"), members.join(" | "));
-    format!("( {member} ){{0,{}}}", props.len().clamp(1, 16))
+        )
+    }
 }
 
 #[cfg(test)]

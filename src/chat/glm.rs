@@ -18,14 +18,11 @@ use serde_json::{Map, Value};
 use super::family::{
     scan_blocks, Ending, Family, Tagged, Teaching, ONE_OBJECT_PER_LINE, RESULTS_COME_BACK,
 };
-use super::grammar::{
-    self, json_prop_value, lit, one_per_tool, raw_until, repeat_sep, report_alternatives,
-    report_raw_value, tool_props, Gbnf, Prop, MAX_CALLS,
-};
+use super::grammar::{lit, one_per_tool, repeat_sep, tagged_args, Gbnf, TaggedArgs, MAX_CALLS};
 use super::hermes::{self, CLOSE, OPEN};
 use super::scan::{self, malformed, TurnBuilder};
 use super::ParsedCall;
-use crate::tools::{ToolSpec, REPORT_TOOL};
+use crate::tools::ToolSpec;
 
 const KEY_OPEN: &str = "<arg_key>";
 const KEY_CLOSE: &str = "</arg_key>";
@@ -190,7 +187,7 @@ impl Family for Glm {
 
     fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {
         let named = one_per_tool(g, "named-call", tools, |g, i, spec| {
-            let args = args_rule(g, i, spec);
+            let args = tagged_args::<Glm>(g, i, spec);
             format!("{} {args}", lit(&format!("{}\n", spec.name)))
         });
         let call = g.rule("glm-call", format!("{} {named} {}", lit(OPEN), lit(CLOSE)));
@@ -202,47 +199,28 @@ impl Family for Glm {
     }
 }
 
-/// One argument in the grammar.
-fn arg(key: &str, value: &str) -> String {
-    format!(
-        "{} {value} {}",
-        lit(&format!("{KEY_OPEN}{key}{KEY_CLOSE}\n{VALUE_OPEN}")),
-        lit(&format!("{VALUE_CLOSE}\n"))
-    )
-}
+impl TaggedArgs for Glm {
+    const PREFIX: &'static str = "glm";
+    const ELEMENT: &'static str = "arg";
+    const VALUE_CLOSE: &'static str = VALUE_CLOSE;
+    const ANY_AS_JSON: bool = false;
 
-/// The arguments of tool `index`: the report's shapes, or schema-typed arguments.
-fn args_rule(g: &mut Gbnf, index: usize, spec: &ToolSpec) -> String {
-    let raw = raw_until(g, "glm", VALUE_CLOSE);
-    if spec.name == REPORT_TOOL {
-        return report_alternatives(g, "glm-report", |g, key, value| {
-            arg(key, &report_raw_value(g, value))
-        });
+    fn element(key: &str, _text: bool, value: &str) -> String {
+        format!(
+            "{} {value} {}",
+            lit(&format!("{KEY_OPEN}{key}{KEY_CLOSE}\n{VALUE_OPEN}")),
+            lit(&format!("{VALUE_CLOSE}\n"))
+        )
     }
-    let Some(props) = tool_props(spec) else {
-        grammar::json(g);
-        let any = format!(
+
+    fn any_element(raw: &str) -> String {
+        format!(
             "{} [a-zA-Z0-9_]{{1,64}} {} {raw} {}",
             lit(KEY_OPEN),
             lit(&format!("{KEY_CLOSE}\n{VALUE_OPEN}")),
             lit(&format!("{VALUE_CLOSE}\n"))
-        );
-        let member = g.rule("glm-any-arg", any);
-        return format!("( {member} ){{0,16}}");
-    };
-    let members: Vec<String> = props
-        .iter()
-        .map(|(key, prop)| match prop {
-            Prop::Str | Prop::Any => arg(key, &raw),
-            Prop::Enum(values) => {
-                let alts: Vec<String> = values.iter().map(|v| lit(v)).collect();
-                arg(key, &format!("( {} )", alts.join(" | ")))
-            }
-            other => arg(key, &json_prop_value(g, other)),
-        })
-        .collect();
-    let member = g.rule(&format!("t{index}-arg"), members.join(" | "));
-    format!("( {member} ){{0,{}}}", props.len().clamp(1, 16))
+        )
+    }
 }
 
 #[cfg(test)]

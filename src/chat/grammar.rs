@@ -431,6 +431,61 @@ pub(crate) fn json_call(g: &mut Gbnf, tools: &[ToolSpec], args_key: &str) -> Str
     )
 }
 
+/// How a family whose arguments are tagged key/value elements (GLM, DSML) writes them in
+/// its grammar; [`tagged_args`] is the rest.
+pub(crate) trait TaggedArgs {
+    /// Rule-name prefix (`glm`, `dsml`).
+    const PREFIX: &'static str;
+    /// What one element is called in rule names (`arg`, `param`).
+    const ELEMENT: &'static str;
+    /// The tag that ends a raw text value.
+    const VALUE_CLOSE: &'static str;
+    /// Whether a value of any type may also be written as JSON (else it is raw text).
+    const ANY_AS_JSON: bool;
+
+    /// One element: `key` and its `value` rule, written as raw text (`text`) or as JSON.
+    fn element(key: &str, text: bool, value: &str) -> String;
+
+    /// Any element, for a tool whose schema lists no properties; `raw` is the raw-text rule.
+    fn any_element(raw: &str) -> String;
+}
+
+/// The arguments of tool `index` as tagged elements: the report's shapes, or typed
+/// elements from the tool's schema.
+pub(crate) fn tagged_args<T: TaggedArgs>(g: &mut Gbnf, index: usize, spec: &ToolSpec) -> String {
+    let raw = raw_until(g, T::PREFIX, T::VALUE_CLOSE);
+    if spec.name == REPORT_TOOL {
+        return report_alternatives(g, &format!("{}-report", T::PREFIX), |g, key, value| {
+            T::element(key, value.is_text(), &report_raw_value(g, value))
+        });
+    }
+    let Some(props) = tool_props(spec) else {
+        json(g);
+        let name = format!("{}-any-{}", T::PREFIX, T::ELEMENT);
+        let member = g.rule(&name, T::any_element(&raw));
+        return format!("( {member} ){{0,16}}");
+    };
+    let members: Vec<String> = props
+        .iter()
+        .map(|(key, prop)| match prop {
+            Prop::Str => T::element(key, true, &raw),
+            Prop::Any if !T::ANY_AS_JSON => T::element(key, true, &raw),
+            Prop::Enum(values) => {
+                let alts: Vec<String> = values.iter().map(|v| lit(v)).collect();
+                T::element(key, true, &format!("( {} )", alts.join(" | ")))
+            }
+            Prop::Any => format!(
+                "{} | {}",
+                T::element(key, true, &raw),
+                T::element(key, false, &json_prop_value(g, prop))
+            ),
+            other => T::element(key, false, &json_prop_value(g, other)),
+        })
+        .collect();
+    let member = g.rule(&format!("t{index}-{}", T::ELEMENT), members.join(" | "));
+    format!("( {member} ){{0,{}}}", props.len().clamp(1, 16))
+}
+
 /// Raw text that never contains `close` (which must start with `<`), for values written
 /// between XML-like tags. Returns the rule name `<prefix>-raw`.
 pub(crate) fn raw_until(g: &mut Gbnf, prefix: &str, close: &str) -> String {
