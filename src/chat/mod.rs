@@ -3,8 +3,9 @@
 //! Each format knows four things about its family: how to explain the tools in the system
 //! prompt, how to find tool calls in generated text (tolerating prose, partial and malformed
 //! calls), how tool results go back, and the lazy grammar that keeps sampling inside the call
-//! syntax. The engine is format-agnostic: it only sees `ParsedTurn`s. `detect` picks a
-//! format from a GGUF's chat template; `by_name` serves `--chat-format`.
+//! syntax. A family file holds only its syntax; the shared skeleton (`family`) turns it into
+//! a [`ChatFormat`]. The engine is format-agnostic: it only sees `ParsedTurn`s. `detect`
+//! picks a format from a GGUF's chat template; `by_name` serves `--chat-format`.
 
 pub mod deepseek;
 pub mod dsml;
@@ -126,7 +127,8 @@ pub trait ChatFormat: Send + Sync {
 
     /// Parses a turn that may still be growing: the parse of `text` so far, and how many of
     /// its calls are final (closed by their own markup, so no continuation can change them).
-    /// Every family implements this one scan; `parse` is its complete-turn view.
+    /// The family skeleton implements it from each family's syntax; `parse` is its
+    /// complete-turn view.
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize);
 }
 

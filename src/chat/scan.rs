@@ -3,8 +3,8 @@
 //!
 //! Parsers here never fail: whatever they cannot read becomes prose or a
 //! `ParsedCall::Malformed` whose reason tells the model what to fix. Each parser also says
-//! which of its calls are final (closed by their own markup), so the streaming helper can
-//! hand calls out before the turn ends without ever taking one back.
+//! which of its calls are final (closed by their own markup), so a consumer of a streaming
+//! turn can take calls before the turn ends without ever having to take one back.
 
 use serde_json::{Map, Value};
 
