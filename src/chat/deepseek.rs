@@ -11,7 +11,8 @@
 use serde_json::Value;
 
 use super::family::{
-    scan_blocks, Blocks, Ending, Family, Marker, Teaching, RESULTS_COME_BACK, WITH_SCHEMAS,
+    laid_out, scan_blocks, Blocks, Ending, Family, Marker, Teaching, RESULTS_COME_BACK,
+    WITH_SCHEMAS,
 };
 use super::grammar::{json_args, lit, one_per_tool, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, find_special, malformed, TurnBuilder};
@@ -158,18 +159,22 @@ impl Family for DeepSeek {
         }
     }
 
-    fn teaching(&self) -> Teaching {
+    fn instructions(&self, tools: &[ToolSpec]) -> String {
         let shape = if self.fenced {
             "Each call is <｜tool▁call▁begin｜>function<｜tool▁sep｜>, the tool name on its own line, the arguments as one JSON object inside a ```json code block, then <｜tool▁call▁end｜>."
         } else {
             "Each call is <｜tool▁call▁begin｜>, the exact tool name, <｜tool▁sep｜>, the arguments as one JSON object following the tool's parameter schema, then <｜tool▁call▁end｜>."
         };
-        Teaching {
-            intro: WITH_SCHEMAS,
-            tagged_list: false,
-            how: format!("To call tools, write <｜tool▁calls▁begin｜>, then one or more calls, then <｜tool▁calls▁end｜>. {shape} For example:"),
-            after: RESULTS_COME_BACK,
-        }
+        laid_out(
+            self,
+            tools,
+            Teaching {
+                intro: WITH_SCHEMAS,
+                tagged_list: false,
+                how: format!("To call tools, write <｜tool▁calls▁begin｜>, then one or more calls, then <｜tool▁calls▁end｜>. {shape} For example:"),
+                after: RESULTS_COME_BACK,
+            },
+        )
     }
 
     fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {

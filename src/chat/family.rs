@@ -51,9 +51,6 @@ pub(crate) trait Family: Send + Sync {
     /// One call in this family's syntax, exactly as the model would emit it.
     fn write_call(&self, name: &str, arguments: &Value) -> String;
 
-    /// The words of the instructions.
-    fn teaching(&self) -> Teaching;
-
     /// The root rule of the call grammar for a non-empty tool list, its rules added to `g`.
     fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String;
 
@@ -65,29 +62,33 @@ pub(crate) trait Family: Send + Sync {
         skip_think(text, self.first_marker(text), turn)
     }
 
-    /// The system-prompt section: intro, tool list, how to call, an example, what follows.
-    fn instructions(&self, tools: &[ToolSpec]) -> String {
-        let (name, args) = example_call(tools);
-        let t = self.teaching();
-        let list = tools_json(tools);
-        let list = if t.tagged_list {
-            format!("<tools>\n{list}\n</tools>")
-        } else {
-            list
-        };
-        format!(
-            "{}\n{list}\n\n{}\n{}\n{}",
-            t.intro,
-            t.how,
-            self.write_call(&name, &args),
-            t.after
-        )
-    }
+    /// The system-prompt section that lists the tools and shows the call syntax; most
+    /// families give their words to [`laid_out`].
+    fn instructions(&self, tools: &[ToolSpec]) -> String;
 
     /// The message that carries a tool's result back to the model.
     fn result_message(&self, name: &str, output: &str) -> Message {
         Message::tool(name, output)
     }
+}
+
+/// The common layout of instructions: intro, tool list, how to call, an example call, and
+/// what follows.
+pub(crate) fn laid_out(family: &impl Family, tools: &[ToolSpec], t: Teaching) -> String {
+    let (name, args) = example_call(tools);
+    let list = tools_json(tools);
+    let list = if t.tagged_list {
+        format!("<tools>\n{list}\n</tools>")
+    } else {
+        list
+    };
+    format!(
+        "{}\n{list}\n\n{}\n{}\n{}",
+        t.intro,
+        t.how,
+        family.write_call(&name, &args),
+        t.after
+    )
 }
 
 impl<F: Family> ChatFormat for F {

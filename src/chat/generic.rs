@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::family::{Family, Teaching, RESULTS_COME_BACK};
+use super::family::Family;
 use super::grammar::{json_call, repeat_sep, Gbnf, MAX_CALLS};
 use super::hermes::{scan_tagged, tagged_call, CLOSE, OPEN};
 use super::llama3::{first_candidate, scan_bare};
@@ -44,16 +44,6 @@ impl Family for Generic {
             "{OPEN}{}{CLOSE}",
             scan::call_object_json(name, "arguments", arguments)
         )
-    }
-
-    /// Unused: [`Family::instructions`] is this family's own.
-    fn teaching(&self) -> Teaching {
-        Teaching {
-            intro: "# Tools",
-            tagged_list: false,
-            how: String::new(),
-            after: RESULTS_COME_BACK,
-        }
     }
 
     fn instructions(&self, tools: &[ToolSpec]) -> String {

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::family::{Family, Teaching, RESULTS_COME_BACK};
+use super::family::{laid_out, Family, Teaching, RESULTS_COME_BACK};
 use super::grammar::{json_args, json_call, lit, one_per_tool, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, malformed, reasoning, skip_think, TurnBuilder};
 use super::ParsedCall;
@@ -207,18 +207,22 @@ impl Family for Mistral {
         }
     }
 
-    fn teaching(&self) -> Teaching {
+    fn instructions(&self, tools: &[ToolSpec]) -> String {
         let shape = if self.args_style {
             "write [TOOL_CALLS], the tool name, [ARGS] and the arguments as a JSON object; repeat all of it for each further call"
         } else {
             "write [TOOL_CALLS] followed by a JSON array with one {\"name\": ..., \"arguments\": {...}} object per call"
         };
-        Teaching {
-            intro: "# Tools\n\nYou can use these tools, one JSON object per line:",
-            tagged_list: false,
-            how: format!("To call tools, {shape}. For example:"),
-            after: RESULTS_COME_BACK,
-        }
+        laid_out(
+            self,
+            tools,
+            Teaching {
+                intro: "# Tools\n\nYou can use these tools, one JSON object per line:",
+                tagged_list: false,
+                how: format!("To call tools, {shape}. For example:"),
+                after: RESULTS_COME_BACK,
+            },
+        )
     }
 
     fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {
