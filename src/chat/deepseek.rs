@@ -10,10 +10,7 @@
 
 use serde_json::Value;
 
-use super::family::{
-    laid_out, scan_blocks, Blocks, Ending, Family, Marker, Teaching, RESULTS_COME_BACK,
-    WITH_SCHEMAS,
-};
+use super::family::{scan_blocks, Blocks, Ending, Family, Marker, Teaching, WITH_SCHEMAS};
 use super::grammar::{json_args, lit, one_per_tool, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, find_special, malformed, TurnBuilder};
 use super::ParsedCall;
@@ -165,16 +162,8 @@ impl Family for DeepSeek {
         } else {
             "Each call is <｜tool▁call▁begin｜>, the exact tool name, <｜tool▁sep｜>, the arguments as one JSON object following the tool's parameter schema, then <｜tool▁call▁end｜>."
         };
-        laid_out(
-            self,
-            tools,
-            Teaching {
-                intro: WITH_SCHEMAS,
-                tagged_list: false,
-                how: format!("To call tools, write <｜tool▁calls▁begin｜>, then one or more calls, then <｜tool▁calls▁end｜>. {shape} For example:"),
-                after: RESULTS_COME_BACK,
-            },
-        )
+        let how = format!("To call tools, write <｜tool▁calls▁begin｜>, then one or more calls, then <｜tool▁calls▁end｜>. {shape} For example:");
+        Teaching::new(WITH_SCHEMAS, how).lay_out(self, tools)
     }
 
     fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {

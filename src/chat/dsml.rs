@@ -15,7 +15,7 @@
 
 use serde_json::{Map, Value};
 
-use super::family::{laid_out, Family, Teaching, RESULTS_COME_BACK, WITH_SCHEMAS};
+use super::family::{Family, Teaching, WITH_SCHEMAS};
 use super::grammar::{lit, one_per_tool, repeat_sep, tagged_args, Gbnf, TaggedArgs, MAX_CALLS};
 use super::scan::{self, malformed, TurnBuilder};
 use super::ParsedCall;
@@ -256,16 +256,8 @@ impl Family for Dsml {
     }
 
     fn instructions(&self, tools: &[ToolSpec]) -> String {
-        laid_out(
-            self,
-            tools,
-            Teaching {
-                intro: WITH_SCHEMAS,
-                tagged_list: false,
-                how: format!("To call tools, write a {CALLS_OPEN} block: one <｜DSML｜invoke name=\"TOOL\"> element per call, holding one <｜DSML｜parameter name=\"KEY\" string=\"true|false\">VALUE{PARAM_CLOSE} element per argument. Set string=\"true\" for text, and write the text as it is, without quotes or escaping; set string=\"false\" for numbers, booleans, arrays and objects, and write them as JSON. For example:"),
-                after: RESULTS_COME_BACK,
-            },
-        )
+        let how = format!("To call tools, write a {CALLS_OPEN} block: one <｜DSML｜invoke name=\"TOOL\"> element per call, holding one <｜DSML｜parameter name=\"KEY\" string=\"true|false\">VALUE{PARAM_CLOSE} element per argument. Set string=\"true\" for text, and write the text as it is, without quotes or escaping; set string=\"false\" for numbers, booleans, arrays and objects, and write them as JSON. For example:");
+        Teaching::new(WITH_SCHEMAS, how).lay_out(self, tools)
     }
 
     fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {

@@ -25,16 +25,59 @@ pub(crate) const ONE_OBJECT_PER_LINE: &str =
 pub(crate) const WITH_SCHEMAS: &str =
     "## Tools\n\nYou have these tools, each described by one JSON object with its parameter schema:";
 
-/// What a family's instructions say around the tool list and the example call.
+/// What a family's instructions say around the tool list and the example call; most
+/// families' instructions are these words in one layout ([`Teaching::lay_out`]).
 pub(crate) struct Teaching {
     /// The heading and the sentence that introduces the tool list.
-    pub intro: &'static str,
+    intro: &'static str,
     /// The tool list goes inside `<tools></tools>`.
-    pub tagged_list: bool,
+    tagged_list: bool,
     /// How to call, ending where the example follows.
-    pub how: String,
+    how: String,
     /// What follows the example.
-    pub after: &'static str,
+    after: &'static str,
+}
+
+impl Teaching {
+    /// `intro`, the tool list, `how`, an example call, and [`RESULTS_COME_BACK`].
+    pub(crate) fn new(intro: &'static str, how: impl Into<String>) -> Self {
+        Self {
+            intro,
+            tagged_list: false,
+            how: how.into(),
+            after: RESULTS_COME_BACK,
+        }
+    }
+
+    /// The tool list goes inside `<tools></tools>`.
+    pub(crate) fn tools_tagged(mut self) -> Self {
+        self.tagged_list = true;
+        self
+    }
+
+    /// What follows the example instead of [`RESULTS_COME_BACK`].
+    pub(crate) fn then(mut self, after: &'static str) -> Self {
+        self.after = after;
+        self
+    }
+
+    /// The instructions: intro, tool list, how to call, an example call, what follows.
+    pub(crate) fn lay_out(self, family: &impl Family, tools: &[ToolSpec]) -> String {
+        let (name, args) = example_call(tools);
+        let list = tools_json(tools);
+        let list = if self.tagged_list {
+            format!("<tools>\n{list}\n</tools>")
+        } else {
+            list
+        };
+        format!(
+            "{}\n{list}\n\n{}\n{}\n{}",
+            self.intro,
+            self.how,
+            family.write_call(&name, &args),
+            self.after
+        )
+    }
 }
 
 /// One family's call syntax; the blanket [`ChatFormat`] impl is the rest.
@@ -63,32 +106,13 @@ pub(crate) trait Family: Send + Sync {
     }
 
     /// The system-prompt section that lists the tools and shows the call syntax; most
-    /// families give their words to [`laid_out`].
+    /// families lay out a [`Teaching`].
     fn instructions(&self, tools: &[ToolSpec]) -> String;
 
     /// The message that carries a tool's result back to the model.
     fn result_message(&self, name: &str, output: &str) -> Message {
         Message::tool(name, output)
     }
-}
-
-/// The common layout of instructions: intro, tool list, how to call, an example call, and
-/// what follows.
-pub(crate) fn laid_out(family: &impl Family, tools: &[ToolSpec], t: Teaching) -> String {
-    let (name, args) = example_call(tools);
-    let list = tools_json(tools);
-    let list = if t.tagged_list {
-        format!("<tools>\n{list}\n</tools>")
-    } else {
-        list
-    };
-    format!(
-        "{}\n{list}\n\n{}\n{}\n{}",
-        t.intro,
-        t.how,
-        family.write_call(&name, &args),
-        t.after
-    )
 }
 
 impl<F: Family> ChatFormat for F {

@@ -15,9 +15,7 @@
 
 use serde_json::{Map, Value};
 
-use super::family::{
-    laid_out, scan_blocks, Ending, Family, Tagged, Teaching, ONE_OBJECT_PER_LINE, RESULTS_COME_BACK,
-};
+use super::family::{scan_blocks, Ending, Family, Tagged, Teaching, ONE_OBJECT_PER_LINE};
 use super::grammar::{lit, one_per_tool, repeat_sep, tagged_args, Gbnf, TaggedArgs, MAX_CALLS};
 use super::hermes::{self, CLOSE, OPEN};
 use super::scan::{self, malformed, TurnBuilder};
@@ -177,16 +175,10 @@ impl Family for Glm {
     }
 
     fn instructions(&self, tools: &[ToolSpec]) -> String {
-        laid_out(
-            self,
-            tools,
-            Teaching {
-                intro: ONE_OBJECT_PER_LINE,
-                tagged_list: true,
-                how: "For each call, write the tool name and its arguments in this XML form:\n<tool_call>TOOL_NAME\n<arg_key>ARGUMENT_1</arg_key>\n<arg_value>VALUE_1</arg_value>\n<arg_key>ARGUMENT_2</arg_key>\n<arg_value>VALUE_2</arg_value>\n...\n</tool_call>\nWrite text values as they are, without quotes; write numbers, booleans, arrays and objects as JSON. For example:".into(),
-                after: RESULTS_COME_BACK,
-            },
-        )
+        let how = "For each call, write the tool name and its arguments in this XML form:\n<tool_call>TOOL_NAME\n<arg_key>ARGUMENT_1</arg_key>\n<arg_value>VALUE_1</arg_value>\n<arg_key>ARGUMENT_2</arg_key>\n<arg_value>VALUE_2</arg_value>\n...\n</tool_call>\nWrite text values as they are, without quotes; write numbers, booleans, arrays and objects as JSON. For example:";
+        Teaching::new(ONE_OBJECT_PER_LINE, how)
+            .tools_tagged()
+            .lay_out(self, tools)
     }
 
     fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::family::{laid_out, scan_blocks, Ending, Family, Tagged, Teaching, ONE_OBJECT_PER_LINE};
+use super::family::{scan_blocks, Ending, Family, Tagged, Teaching, ONE_OBJECT_PER_LINE};
 use super::grammar::{json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, malformed, with_hint, TurnBuilder};
 use super::ParsedCall;
@@ -139,16 +139,11 @@ impl Family for Hermes {
     }
 
     fn instructions(&self, tools: &[ToolSpec]) -> String {
-        laid_out(
-            self,
-            tools,
-            Teaching {
-                intro: ONE_OBJECT_PER_LINE,
-                tagged_list: true,
-                how: "To call a tool, write a JSON object with its name and arguments inside <tool_call></tool_call> tags, like this:".into(),
-                after: "You may write several calls one after another. The results come back in the next message.",
-            },
-        )
+        let how = "To call a tool, write a JSON object with its name and arguments inside <tool_call></tool_call> tags, like this:";
+        Teaching::new(ONE_OBJECT_PER_LINE, how)
+            .tools_tagged()
+            .then("You may write several calls one after another. The results come back in the next message.")
+            .lay_out(self, tools)
     }
 
     fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {

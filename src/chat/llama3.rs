@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::family::{laid_out, Family, Teaching};
+use super::family::{Family, Teaching};
 use super::grammar::{json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, malformed, with_hint, TurnBuilder};
 use crate::tools::ToolSpec;
@@ -160,16 +160,10 @@ impl Family for Llama3 {
     }
 
     fn instructions(&self, tools: &[ToolSpec]) -> String {
-        laid_out(
-            self,
-            tools,
-            Teaching {
-                intro: "# Tools\n\nYou can call these functions. Each is described by one JSON object per line:",
-                tagged_list: false,
-                how: "To call a function, answer with a JSON object of the form {\"name\": function name, \"parameters\": object of argument names to values}, for example:".into(),
-                after: "Use real values, never variables. For several calls, write one JSON object per line. The results come back in the next message.",
-            },
-        )
+        let how = "To call a function, answer with a JSON object of the form {\"name\": function name, \"parameters\": object of argument names to values}, for example:";
+        Teaching::new("# Tools\n\nYou can call these functions. Each is described by one JSON object per line:", how)
+            .then("Use real values, never variables. For several calls, write one JSON object per line. The results come back in the next message.")
+            .lay_out(self, tools)
     }
 
     fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::family::{laid_out, Family, Teaching, RESULTS_COME_BACK};
+use super::family::{Family, Teaching};
 use super::grammar::{json_args, json_call, lit, one_per_tool, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, malformed, reasoning, skip_think, TurnBuilder};
 use super::ParsedCall;
@@ -213,16 +213,11 @@ impl Family for Mistral {
         } else {
             "write [TOOL_CALLS] followed by a JSON array with one {\"name\": ..., \"arguments\": {...}} object per call"
         };
-        laid_out(
-            self,
-            tools,
-            Teaching {
-                intro: "# Tools\n\nYou can use these tools, one JSON object per line:",
-                tagged_list: false,
-                how: format!("To call tools, {shape}. For example:"),
-                after: RESULTS_COME_BACK,
-            },
+        Teaching::new(
+            "# Tools\n\nYou can use these tools, one JSON object per line:",
+            format!("To call tools, {shape}. For example:"),
         )
+        .lay_out(self, tools)
     }
 
     fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {
