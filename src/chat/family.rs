@@ -3,8 +3,8 @@
 //! A family implements [`Family`]: where its call markup starts, how it reads calls out of a
 //! turn's answer, how it writes one call, what its instructions say and the root of its
 //! grammar. The skeleton turns that into a [`ChatFormat`]: reasoning is set aside before
-//! calls are read, the turn is collected by one [`TurnBuilder`], the instructions are laid
-//! out the same way for every family, and a grammar is built only when tools are offered.
+//! calls are read, the turn is collected by one [`TurnBuilder`], most families' instructions
+//! share one layout ([`Teaching`]), and a grammar is built only when tools are offered.
 //! [`scan_blocks`] is the loop of the families whose calls sit between an opening and a
 //! closing marker; [`Tagged`] serves those whose markers are fixed strings.
 
