@@ -14,7 +14,7 @@ use super::family::{scan_blocks, Blocks, Ending, Family, Marker, Teaching, WITH_
 use super::grammar::{json_args, lit, one_per_tool, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, find_special, malformed, TurnBuilder};
 use super::ParsedCall;
-use crate::tools::ToolSpec;
+use crate::protocol::tool::ToolSpec;
 
 const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
 const CALLS_END: &str = "<｜tool▁calls▁end｜>";

@@ -19,7 +19,7 @@ use super::family::{Family, Teaching, WITH_SCHEMAS};
 use super::grammar::{lit, one_per_tool, repeat_sep, tagged_args, Gbnf, TaggedArgs, MAX_CALLS};
 use super::scan::{self, malformed, TurnBuilder};
 use super::ParsedCall;
-use crate::tools::ToolSpec;
+use crate::protocol::tool::ToolSpec;
 
 const CALLS_OPEN: &str = "<｜DSML｜function_calls>";
 const CALLS_CLOSE: &str = "</｜DSML｜function_calls>";

@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::grammar::Gbnf;
 use super::scan::{skip_think, TurnBuilder};
 use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
-use crate::llm::Message;
-use crate::tools::ToolSpec;
+use crate::protocol::message::Message;
+use crate::protocol::tool::ToolSpec;
 
 /// The last line of most instructions.
 pub(crate) const RESULTS_COME_BACK: &str = "The results come back in the next message.";

@@ -15,8 +15,8 @@ use super::hermes::{scan_tagged, tagged_call, CLOSE, OPEN};
 use super::llama3::{first_candidate, scan_bare};
 use super::scan::{self, TurnBuilder};
 use super::{example_call, example_report, tool_signatures};
-use crate::llm::{Message, Role};
-use crate::tools::{ToolSpec, REPORT_TOOL};
+use crate::protocol::message::{Message, Role};
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 const HINT: &str = "write <tool_call>{\"name\": \"TOOL\", \"arguments\": {...}}</tool_call> with double quotes everywhere";
 

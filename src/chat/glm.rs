@@ -20,7 +20,7 @@ use super::grammar::{lit, one_per_tool, repeat_sep, tagged_args, Gbnf, TaggedArg
 use super::hermes::{self, CLOSE, OPEN};
 use super::scan::{self, malformed, TurnBuilder};
 use super::ParsedCall;
-use crate::tools::ToolSpec;
+use crate::protocol::tool::ToolSpec;
 
 const KEY_OPEN: &str = "<arg_key>";
 const KEY_CLOSE: &str = "</arg_key>";

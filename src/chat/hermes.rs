@@ -13,7 +13,7 @@ use super::family::{scan_blocks, Ending, Family, Tagged, Teaching, ONE_OBJECT_PE
 use super::grammar::{json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, malformed, with_hint, TurnBuilder};
 use super::ParsedCall;
-use crate::tools::ToolSpec;
+use crate::protocol::tool::ToolSpec;
 
 pub(crate) const OPEN: &str = "<tool_call>";
 pub(crate) const CLOSE: &str = "</tool_call>";

@@ -13,7 +13,7 @@ use super::family::{Family, Teaching};
 use super::grammar::{json_args, json_call, lit, one_per_tool, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, malformed, reasoning, skip_think, TurnBuilder};
 use super::ParsedCall;
-use crate::tools::ToolSpec;
+use crate::protocol::tool::ToolSpec;
 
 const TOOL_CALLS: &str = "[TOOL_CALLS]";
 const ARGS: &str = "[ARGS]";

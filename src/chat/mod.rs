@@ -20,11 +20,10 @@ mod scan;
 
 use serde_json::{json, Value};
 
-use crate::llm::Message;
-use crate::tools::{ToolSpec, REPORT_TOOL};
+use crate::protocol::message::Message;
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 pub(crate) use grammar::not_class as gbnf_not_class;
-pub use grammar::{REPORT_BLOCKER_MAX, REPORT_ITEMS_MAX, REPORT_ITEM_MAX, REPORT_SUMMARY_MAX};
 
 /// One tool call found in a turn.
 #[derive(Debug, Clone, PartialEq)]

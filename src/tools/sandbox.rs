@@ -30,7 +30,7 @@ use landlock::{
 use nix::sched::{unshare, CloneFlags};
 
 use super::ToolPolicy;
-use crate::config::SandboxMode;
+use crate::protocol::policy::SandboxMode;
 
 /// The hidden first argument that turns ralph-tui into the sandbox helper.
 pub const EXEC_ARG: &str = "__sandbox-exec";
@@ -373,7 +373,7 @@ fn restrict_writes(writable: &[PathBuf]) -> Result<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ApprovalPolicy;
+    use crate::protocol::policy::ApprovalPolicy;
 
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| (*s).to_string()).collect()

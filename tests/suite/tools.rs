@@ -3,12 +3,13 @@
 //! headless run through the binary that uses every kind of tool.
 
 mod commands;
+mod confine;
 mod files;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use ralph_tui::config::{ApprovalPolicy, SandboxMode};
+use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
 use ralph_tui::tools::approval::{ApprovalDecision, ApprovalRequest, Approver, DenyAll};
 use ralph_tui::tools::process::ProcessTracker;
 use ralph_tui::tools::sandbox;

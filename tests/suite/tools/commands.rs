@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use ralph_tui::config::{ApprovalPolicy, SandboxMode};
+use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
 use ralph_tui::tools::approval::{ApprovalBroker, ApprovalDecision};
 use ralph_tui::tools::sandbox::{self, NetworkIsolation};
 use serde_json::json;
