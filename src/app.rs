@@ -1,10 +1,12 @@
 //! Wiring: from resolved settings to a running engine thread.
 //!
-//! `prepare` does every check that can fail on bad input (workspace, script, model file)
-//! before anything is written; `start` loads the backend on a dedicated thread, opens the run
-//! log and runs the engine there. The TUI and the headless mode both start runs this way.
-//! Glue between layers that must not know each other (the workspace's live watcher and the
-//! engine's round hook) lives here too.
+//! `prepare` does every check that can fail on bad input (workspace, script, model file, run
+//! directory; see `intake`) before anything is written; `start` loads the backend (its turns
+//! bounded, see `llm::bounded`) on a dedicated thread, opens the run log and runs the engine
+//! there. A run log that cannot be written stops the run and makes it end in an internal
+//! error. The TUI and the headless mode both start runs this way. Glue between layers that
+//! must not know each other (the workspace's live watcher and the engine's round hook) lives
+//! here too.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +20,8 @@ use crate::engine::run_info::{RunInfo, RunSettings};
 use crate::engine::runlog::RunLog;
 use crate::engine::{Engine, EventSink, RoundWatch, RunConfig, RunSummary, Toolbox};
 use crate::error::UsageError;
+use crate::intake;
+use crate::llm::bounded::{Bounded, MAX_TURN_BYTES};
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
 use crate::tools::approval::Approver;
@@ -113,6 +117,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         .run_dir
         .clone()
         .unwrap_or_else(|| settings.dirs.data.join("runs").join(&run_id));
+    intake::check_run_dir(&run_dir)?;
     Ok(Prepared {
         settings: settings.clone(),
         backend,
@@ -125,7 +130,13 @@ fn file_sha256(path: &Path) -> Option<String> {
     crate::text::sha256_hex_reader(std::fs::File::open(path).ok()?).ok()
 }
 
+/// Loads the backend, its turns bounded to [`MAX_TURN_BYTES`].
 fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
+    let backend = load_unbounded(prepared)?;
+    Ok(Box::new(Bounded::new(backend, MAX_TURN_BYTES)))
+}
+
+fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
     match &prepared.backend {
         BackendPlan::Script(script, _) => Ok(Box::new(script.clone())),
         #[cfg(feature = "llama")]
@@ -193,8 +204,10 @@ fn run_on_this_thread(
         .or_else(|| chat::by_name("hermes"))
         .ok_or_else(|| StartError::Internal("no chat format".into()))?;
     let workspace = open_workspace(&settings.workspace)?;
-    let log = RunLog::create(&prepared.run_dir)
+    let mut log = RunLog::create(&prepared.run_dir)
         .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
+    log.stop_run_on_failure(cancel.clone());
+    let log_failure = log.failure();
     let (source, source_sha) = match &prepared.backend {
         BackendPlan::Script(_, path) => (path.clone(), file_sha256(path)),
         BackendPlan::Llama(path) => (path.clone(), file_sha256(path)),
@@ -265,5 +278,11 @@ fn run_on_this_thread(
     if let Some(watch) = watch {
         engine = engine.with_watch(watch);
     }
-    Ok(engine.run())
+    let summary = engine.run();
+    match log_failure.get() {
+        Some(e) => Err(StartError::Internal(format!(
+            "the run log cannot be written ({e}); the run was stopped"
+        ))),
+        None => Ok(summary),
+    }
 }

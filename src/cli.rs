@@ -26,7 +26,8 @@ Config: config.toml in the user config directory (or --config FILE) may set ever
 #[derive(Debug, Clone, Default, Parser)]
 #[command(name = "ralph-tui", version, about, long_about, after_help = AFTER_HELP)]
 pub struct Cli {
-    /// The immutable objective for the whole run (else -f FILE, else the TUI asks).
+    /// The immutable objective for the whole run (else -f FILE, else the TUI asks); at most
+    /// 64 KiB, with no control characters but newline and tab.
     pub objective: Option<String>,
 
     /// Read the objective from FILE.

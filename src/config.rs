@@ -151,6 +151,7 @@ pub fn normalize_objective(raw: &str) -> Result<String, UsageError> {
     if trimmed.is_empty() {
         return Err(UsageError::EmptyObjective);
     }
+    crate::intake::check_objective(trimmed)?;
     Ok(trimmed.to_string())
 }
 

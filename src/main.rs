@@ -6,7 +6,7 @@ use clap::Parser;
 use ralph_tui::cli::Cli;
 use ralph_tui::config::{Dirs, Settings};
 use ralph_tui::error::{ExitCode, UsageError};
-use ralph_tui::{app, headless, logging};
+use ralph_tui::{app, headless, logging, runlock, signals};
 
 fn fail(message: &str, code: ExitCode) -> ! {
     let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
@@ -22,6 +22,10 @@ fn main() {
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         ralph_tui::tools::sandbox::exec_main(&args);
+    }
+    // Next, SIGINT and SIGTERM: from here on a signal is a request to cancel, never a kill.
+    if let Err(e) = signals::install() {
+        fail(&format!("cannot catch signals: {e}"), ExitCode::Internal);
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -45,6 +49,15 @@ fn main() {
         Ok(p) => p,
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
+    // Held until the process exits; the kernel releases it however the process ends.
+    let lock = match runlock::acquire(&settings.workspace, &settings.dirs.data, &prepared.run_id) {
+        Ok(lock) => lock,
+        Err(e) => fail(&e.to_string(), ExitCode::Usage),
+    };
+    if signals::requested() {
+        lock.forget_holder();
+        fail("cancelled before the run started", ExitCode::Cancelled);
+    }
     let log_file = settings
         .log_file
         .clone()
@@ -60,5 +73,6 @@ fn main() {
     } else {
         ralph_tui::tui::run(prepared, settings.objective.clone(), &log_file)
     };
+    lock.forget_holder();
     std::process::exit(code.code());
 }

@@ -342,6 +342,9 @@ where
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut sigterm = signal(SignalKind::terminate()).ok();
     let mut sighup = signal(SignalKind::hangup()).ok();
+    let mut sigint = signal(SignalKind::interrupt()).ok();
+    // A signal caught before these listeners existed (see `signals`) ends the session too.
+    let mut early_signal = crate::signals::requested();
     let mut last_clock = Instant::now();
     // Once the terminal's input ends (or fails), it is not polled again.
     let mut input_open = true;
@@ -428,11 +431,9 @@ where
                                 effects.extend(state.update(Msg::Engine(finished_from(summary))));
                             }
                         }
-                        Inbound::Joined(Err(e)) => {
-                            if state.phase != Phase::Finished {
-                                return usage_or_internal(e);
-                            }
-                        }
+                        // Also after `run_finished`: a run whose log could not be written
+                        // ends in this error, not in its review.
+                        Inbound::Joined(Err(e)) => return usage_or_internal(e),
                     }
                     handled += 1;
                     if handled < BATCH {
@@ -450,6 +451,11 @@ where
             }
             () = next_signal(&mut sigterm) => effects = state.update(Msg::Terminate),
             () = next_signal(&mut sighup) => effects = state.update(Msg::Terminate),
+            () = next_signal(&mut sigint) => effects = state.update(Msg::Terminate),
+            () = std::future::ready(()), if early_signal => {
+                early_signal = false;
+                effects = state.update(Msg::Terminate);
+            }
         }
         for effect in effects {
             if let Some(ended) = driver.perform(effect, &state) {

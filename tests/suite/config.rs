@@ -336,3 +336,13 @@ fn help_gives_each_option_its_default_and_each_mode_its_values() {
     );
     assert!(short.len() < long.len(), "-h is the summary");
 }
+
+#[test]
+fn every_objective_is_checked_where_it_is_normalized() {
+    // The argument, `-f FILE` and the TUI editor all pass through `normalize_objective`.
+    assert!(ralph_tui::config::normalize_objective("a\0b").is_err());
+    assert_eq!(
+        ralph_tui::config::normalize_objective(" a\tb \n").unwrap(),
+        "a\tb"
+    );
+}

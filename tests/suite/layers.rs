@@ -2,7 +2,8 @@
 //!
 //! Every `crate::name` a file mentions (in `use` lines, `use crate::{a, b}` blocks over several
 //! lines, or paths in code) is an edge from the file's top-level module to `name`. The layers,
-//! lowest first: `protocol` and `text` (import nothing of ours); `error`, `logging`; `workspace`, `tools`;
+//! lowest first: `protocol` and `text` (import nothing of ours); `error`, `logging`,
+//! `signals`, `intake`, `runlock`; `workspace`, `tools`;
 //! `chat` with the settings (`options`, `cli`, `config`: a chat format is a setting's value);
 //! `llm`; `engine`; `app`, `headless`, `eval`; `ui`; `tui`.
 //! A module may import its own layer or lower ones, never a higher one, and the graph has no
@@ -18,6 +19,9 @@ const LAYERS: &[(&str, u8)] = &[
     ("text", 0),
     ("error", 1),
     ("logging", 1),
+    ("signals", 1),
+    ("intake", 1),
+    ("runlock", 1),
     ("workspace", 2),
     ("tools", 2),
     ("chat", 3),

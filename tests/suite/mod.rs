@@ -5,6 +5,7 @@ mod e2e;
 mod engine;
 mod engine_inproc;
 mod eval;
+mod integrity;
 mod layers;
 mod llama;
 mod protocol;
