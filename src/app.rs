@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::chat;
@@ -139,24 +138,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
 }
 
 fn file_sha256(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf).ok()?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Some(
-        hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-    )
+    crate::text::sha256_hex_reader(std::fs::File::open(path).ok()?).ok()
 }
 
 /// Loads the backend, its turns bounded to [`MAX_TURN_BYTES`].

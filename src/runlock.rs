@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
-use sha2::{Digest, Sha256};
 
 use crate::error::UsageError;
 
@@ -49,8 +48,9 @@ fn git_dir(workspace: &Path) -> Result<PathBuf, UsageError> {
 
 /// Where the holder of `git_dir`'s lock is named: `<data>/locks/<sha256 of the path>`.
 fn holder_file(data: &Path, git_dir: &Path) -> PathBuf {
-    let digest = Sha256::digest(git_dir.as_os_str().as_encoded_bytes());
-    let name: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    // The first 16 bytes of the digest, as hex.
+    let mut name = crate::text::sha256_hex(git_dir.as_os_str().as_encoded_bytes());
+    name.truncate(32);
     data.join("locks").join(name)
 }
 

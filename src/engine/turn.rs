@@ -14,7 +14,6 @@
 use std::path::Path;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::record::Recorder;
@@ -31,11 +30,6 @@ use crate::workspace::Workspace;
 
 /// Why a round fails when generation stopped at a full context window.
 const CONTEXT_FILLED: &str = "the context window filled up before a valid report";
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// Per-round totals for `round_finished`.
 #[derive(Default)]
@@ -146,7 +140,7 @@ impl ChildTurns<'_, '_> {
         self.rec.emit(Event::RoundStarted {
             round: self.scope.round,
             max_rounds: self.config.max_rounds,
-            prompt_sha256: sha256_hex(self.scope.prompt_json),
+            prompt_sha256: crate::text::sha256_hex(self.scope.prompt_json),
             prompt_tokens,
         });
         for m in &self.messages {

@@ -224,10 +224,7 @@ pub fn cap_output(mut output: String, cap: usize) -> String {
     if output.len() <= cap {
         return output;
     }
-    let mut cut = cap;
-    while !output.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    let cut = crate::text::cut_at_char_boundary(&output, cap).len();
     let dropped = output.len() - cut;
     output.truncate(cut);
     output.push_str(&format!("\n[… {dropped} more bytes not shown]"));
