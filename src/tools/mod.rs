@@ -16,6 +16,7 @@ pub mod read_file;
 pub mod run_command;
 pub mod sandbox;
 pub mod search;
+pub mod supervisor;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};
