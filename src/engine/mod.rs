@@ -28,6 +28,7 @@ use crate::chat::{ChatFormat, ParsedCall};
 use crate::llm::{Backend, BackendError, Message, Request, Role, StopReason};
 use crate::tools::approval::Approver;
 use crate::tools::process::ProcessTracker;
+use crate::workspace::gitguard::GitFingerprint;
 use crate::tools::{Registry, ToolContext, ToolPolicy, REPORT_TOOL};
 use crate::workspace::{Snapshot, Workspace};
 use event::{Event, RoundOutcome, RunStatus, Stamped, Verification};
@@ -306,9 +307,9 @@ impl Engine<'_> {
             tracing::error!("run log: {e}");
         }
 
+        let git_before = GitFingerprint::take(self.workspace.root());
         let processes = ProcessTracker::new();
-        let round_tmp =
-            std::env::temp_dir().join(format!("ralph-tui-{}-round-{round:02}", self.config.run_id));
+        let round_tmp = crate::tools::run_command::round_tmp_dir(&self.config.run_id, round);
         let _ = std::fs::create_dir_all(&round_tmp);
         let round_cancel = self.cancel.child_token();
         let mut tally = RoundTally::default();
@@ -325,6 +326,10 @@ impl Engine<'_> {
         );
         processes.kill_all();
         let _ = std::fs::remove_dir_all(&round_tmp);
+        let git_after = GitFingerprint::take(self.workspace.root());
+        if let Some(message) = git_before.warning(&git_after, round) {
+            self.rec.emit(Event::Warning { message });
+        }
         self.rec.log.end_round();
         if let Some(watch) = &self.watch {
             watch.round_ended();
