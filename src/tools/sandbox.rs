@@ -375,6 +375,11 @@ pub fn exec_main(args: &[String]) -> ! {
 
 /// The inner stage: Landlock on this process, then `exec` the command.
 fn confine_and_exec(parsed: &ExecArgs) -> ! {
+    // The supervisor takes its signals with sigwait, blocked; the command starts unblocked
+    // (a blocked mask survives `exec`, and shells hand it on to their jobs).
+    if let Err(e) = nix::sys::signal::SigSet::all().thread_unblock() {
+        fail(&format!("cannot unblock signals: {e}"));
+    }
     if parsed.mode != Some(SandboxMode::Off) {
         if let Err(e) = restrict_writes(&parsed.writable) {
             fail(&format!(

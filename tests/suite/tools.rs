@@ -3,6 +3,7 @@
 //! headless run through the binary that uses every kind of tool.
 
 mod commands;
+mod confinement;
 mod files;
 
 use std::path::{Path, PathBuf};
