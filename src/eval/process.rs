@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-pub use crate::tools::process::{Finished, Stop};
 use crate::tools::process::{run_bounded, Limits};
+pub use crate::tools::process::{Finished, Stop};
 
 /// Runs `command` with stdout and stderr written to the given files (the same file for both is
 /// fine) until it exits, `timeout` passes or `cancel` fires. Whatever it leaves running in its

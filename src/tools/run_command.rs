@@ -144,10 +144,13 @@ fn clean_stale_round_dirs_in(tmp: &Path) -> usize {
             nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
             Err(nix::errno::Errno::ESRCH)
         );
-        if meta.is_dir() && meta.uid() == me && gone && pid > 0 {
-            if std::fs::remove_dir_all(entry.path()).is_ok() {
-                removed += 1;
-            }
+        if meta.is_dir()
+            && meta.uid() == me
+            && gone
+            && pid > 0
+            && std::fs::remove_dir_all(entry.path()).is_ok()
+        {
+            removed += 1;
         }
     }
     removed
@@ -161,7 +164,9 @@ mod tests {
     fn stale_round_dirs_of_dead_runs_are_removed() {
         let tmp = tempfile::tempdir().unwrap();
         // A pid that cannot be alive (beyond the kernel's maximum).
-        let dead = tmp.path().join(format!("{ROUND_DIR_PREFIX}99999999-run-round-01"));
+        let dead = tmp
+            .path()
+            .join(format!("{ROUND_DIR_PREFIX}99999999-run-round-01"));
         std::fs::create_dir_all(dead.join("sub")).unwrap();
         let mine = tmp.path().join(format!(
             "{ROUND_DIR_PREFIX}{}-run-round-01",

@@ -140,11 +140,18 @@ mod tests {
         let after = GitFingerprint::take(dir.path());
         let changes = before.changes(&after);
         assert_eq!(changes.len(), 3, "{changes:?}");
-        assert!(changes.iter().any(|c| c.ends_with("hooks/post-commit (added)")));
+        assert!(changes
+            .iter()
+            .any(|c| c.ends_with("hooks/post-commit (added)")));
         assert!(changes.iter().any(|c| c.ends_with("config (changed)")));
-        assert!(changes.iter().any(|c| c.ends_with("hooks/pre-push (removed)")));
+        assert!(changes
+            .iter()
+            .any(|c| c.ends_with("hooks/pre-push (removed)")));
         let warning = before.warning(&after, 2).unwrap();
-        assert!(warning.starts_with("round 2 changed git hooks"), "{warning}");
+        assert!(
+            warning.starts_with("round 2 changed git hooks"),
+            "{warning}"
+        );
         assert!(after.warning(&after, 3).is_none());
     }
 }

@@ -95,7 +95,10 @@ fn git_dir_is_read_only_to_commands() {
             mv .git gone; echo mv=$?; echo fine > fine.txt"}),
     );
     for step in ["hook", "config", "ref", "mv"] {
-        assert!(!out.contains(&format!("{step}=0")), "{step} got through: {out}");
+        assert!(
+            !out.contains(&format!("{step}=0")),
+            "{step} got through: {out}"
+        );
     }
     assert!(out.contains("Read-only file system"), "{out}");
     let git = bench.root().join(".git");
@@ -103,7 +106,11 @@ fn git_dir_is_read_only_to_commands() {
     assert!(!git.join("refs/heads/planted").exists());
     assert_eq!(bench.repo.read(".git/config"), config);
     assert_eq!(bench.repo.read(".git/HEAD"), head);
-    assert_eq!(bench.repo.read("fine.txt"), "fine\n", "the rest stays writable");
+    assert_eq!(
+        bench.repo.read("fine.txt"),
+        "fine\n",
+        "the rest stays writable"
+    );
 }
 
 #[test]
@@ -143,10 +150,7 @@ fn a_linked_worktrees_git_dirs_are_read_only_too() {
         .args(["--write", bench.root().to_str().unwrap()])
         .args(&args[at..])
         .current_dir(&wt)
-        .env(
-            "RALPH_TUI_SANDBOX_PARENT",
-            std::process::id().to_string(),
-        );
+        .env("RALPH_TUI_SANDBOX_PARENT", std::process::id().to_string());
     let cancel = CancellationToken::new();
     let out = run_captured(widened, Duration::from_secs(30), &cancel, 4096, None).unwrap();
     for step in ["common", "own", "file"] {
@@ -245,7 +249,9 @@ fn sandbox_args() -> Option<Vec<&'static str>> {
 
 #[test]
 fn killing_ralph_tui_leaves_no_command_and_no_round_dir_behind() {
-    let Some(mut args) = sandbox_args() else { return };
+    let Some(mut args) = sandbox_args() else {
+        return;
+    };
     let repo = TempRepo::new();
     let tmp = tempfile::tempdir().unwrap();
     let scratch = tmp.path().join("tmp");
@@ -258,7 +264,10 @@ fn killing_ralph_tui_leaves_no_command_and_no_round_dir_behind() {
     let hang = script(
         tmp.path(),
         vec![turns(&[
-            call("run_command", json!({ "command": command, "timeout_s": 600 })),
+            call(
+                "run_command",
+                json!({ "command": command, "timeout_s": 600 }),
+            ),
             complete_report("never reached"),
         ])],
     );
@@ -292,10 +301,7 @@ fn killing_ralph_tui_leaves_no_command_and_no_round_dir_behind() {
     assert_eq!(round_dirs(&scratch), left, "the killed run's dir stays");
 
     // The next start removes it.
-    let quiet = script(
-        tmp.path(),
-        vec![turns(&[complete_report("nothing to do")])],
-    );
+    let quiet = script(tmp.path(), vec![turns(&[complete_report("nothing to do")])]);
     let backend = format!("script:{}", quiet.display());
     let out = headless(
         repo.path(),
@@ -327,7 +333,13 @@ fn a_round_that_changes_git_hooks_is_warned_about() {
     let out = headless(
         repo.path(),
         &tmp.path().join("run"),
-        &["--backend", backend.as_str(), "--sandbox", "off", "plant a hook"],
+        &[
+            "--backend",
+            backend.as_str(),
+            "--sandbox",
+            "off",
+            "plant a hook",
+        ],
     )
     .output()
     .unwrap();
