@@ -177,6 +177,8 @@ pub struct Review {
     pub file: usize,
     pub diff_scroll: usize,
     pub commit: CommitState,
+    /// The run's warnings (e.g. git hooks or config changed during a round).
+    pub warnings: Vec<String>,
 }
 
 /// Everything that changes the state.
@@ -243,6 +245,8 @@ pub struct State {
     pub objective_scroll: usize,
     pub overlay: Option<Overlay>,
     pub approvals: VecDeque<Approval>,
+    /// Every warning of the run, for the review.
+    pub warnings: Vec<String>,
     /// Every approval id seen, so one announced twice (notifier and event) is asked once.
     asked: std::collections::BTreeSet<u64>,
     pub cancel_requested: Option<Duration>,
@@ -301,6 +305,7 @@ impl State {
             objective_scroll: 0,
             overlay: None,
             approvals: VecDeque::new(),
+            warnings: Vec::new(),
             asked: std::collections::BTreeSet::new(),
             cancel_requested: None,
             quit_when_finished: false,
