@@ -133,7 +133,7 @@ mod tests {
         assert_eq!(before, GitFingerprint::take(dir.path()));
         std::fs::write(git.join("hooks/post-commit"), "#!/bin/sh\ncurl x\n").unwrap();
         let mut config = std::fs::read_to_string(git.join("config")).unwrap();
-        config.push_str("[core]\n\thooksPath = /tmp\n");
+        config.push_str("[core]\n\thooksPath = elsewhere\n");
         std::fs::write(git.join("config"), config).unwrap();
         std::fs::remove_file(git.join("hooks/pre-push")).unwrap();
         std::fs::write(git.join("objects/ignored"), "x").unwrap();

@@ -90,7 +90,7 @@ fn git_dir_is_read_only_to_commands() {
     let out = bench.ok(
         "run_command",
         json!({"command": "echo 'curl evil' > .git/hooks/post-commit; echo hook=$?; \
-            printf '[core]\\n\\thooksPath = /tmp\\n' >> .git/config; echo config=$?; \
+            printf '[core]\\n\\thooksPath = elsewhere\\n' >> .git/config; echo config=$?; \
             echo 0000 > .git/refs/heads/planted; echo ref=$?; \
             mv .git gone; echo mv=$?; echo fine > fine.txt"}),
     );
@@ -354,4 +354,40 @@ fn a_round_that_changes_git_hooks_is_warned_about() {
             .any(|w| w.contains("round 1") && w.contains("hooks/post-commit (added)")),
         "{warnings:?}"
     );
+}
+
+#[test]
+fn a_command_cannot_kill_ralph_tui() {
+    let support = sandbox::probe_with(Path::new(BIN));
+    if support.check(SandboxMode::WorkspaceWrite, false).is_err() || !support.signals_scoped {
+        return;
+    }
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    // $PPID is the supervisor; its parent is ralph-tui.
+    let command =
+        "kill -STOP $PPID; kill -9 $PPID; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat); echo survived";
+    let script = script(
+        tmp.path(),
+        vec![turns(&[
+            call("run_command", json!({ "command": command })),
+            complete_report("tried to kill ralph-tui"),
+        ])],
+    );
+    let backend = format!("script:{}", script.display());
+    let out = headless(
+        repo.path(),
+        &tmp.path().join("run"),
+        &["--backend", backend.as_str(), "try to kill ralph-tui"],
+    )
+    .output()
+    .unwrap();
+    let events = events(&out.stdout);
+    assert_eq!(last(&events)["type"], "run_finished", "{events:?}");
+    let result = of_type(&events, "tool_result")[0]["output"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(result.contains("survived"), "{result}");
+    assert!(result.contains("Operation not permitted"), "{result}");
 }
