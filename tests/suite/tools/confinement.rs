@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use ralph_tui::config::{ApprovalPolicy, SandboxMode};
 use ralph_tui::tools::process::run_captured;
 use ralph_tui::tools::sandbox;
+use ralph_tui::tools::supervisor::PARENT_ENV;
 use ralph_tui::tools::ToolPolicy;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -150,7 +151,7 @@ fn a_linked_worktrees_git_dirs_are_read_only_too() {
         .args(["--write", bench.root().to_str().unwrap()])
         .args(&args[at..])
         .current_dir(&wt)
-        .env("RALPH_TUI_SANDBOX_PARENT", std::process::id().to_string());
+        .env(PARENT_ENV, std::process::id().to_string());
     let cancel = CancellationToken::new();
     let out = run_captured(widened, Duration::from_secs(30), &cancel, 4096, None).unwrap();
     for step in ["common", "own", "file"] {
