@@ -5,7 +5,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test test-gpu lint bench eval model deps build bundle
+.PHONY: run test test-gpu lint bench eval campaign model deps build bundle
 
 deps:
 	@bash scripts/install-deps.sh
@@ -44,6 +44,12 @@ bench: model
 eval: model
 	$(CARGO) build --bins
 	$(CARGO) run --quiet --bin ralph-eval -- $(EVAL_ARGS)
+
+## The adversarial campaign (scripts/campaign.py): hostile scripted workers, random-point
+## cancels, kill -9s and known escapes against the real binary, printed as figures.
+campaign: deps
+	$(CARGO) build --bins
+	python3 scripts/campaign.py $(CAMPAIGN_ARGS)
 
 ## Release binary + assets + README + LICENSE in dist/ralph-tui-<version>.tar.gz
 bundle: deps

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use ralph_tui::config::{Dirs, InferenceSettings};
 use ralph_tui::llm::llama::{LlamaBackend, DEFAULT_CHUNK_TARGET};
-use ralph_tui::llm::{Child, Message, Request, Role};
+use ralph_tui::llm::{Child, Request};
+use ralph_tui::protocol::message::{Message, Role};
 use tokio_util::sync::CancellationToken;
 
 struct Args {

@@ -17,7 +17,6 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ralph_tui::engine::RoundWatch;
 use ralph_tui::workspace::{LiveWatch, Workspace};
 
 const DIRS: usize = 100;

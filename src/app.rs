@@ -3,27 +3,40 @@
 //! `prepare` does every check that can fail on bad input (workspace, script, model file)
 //! before anything is written; `start` loads the backend on a dedicated thread, opens the run
 //! log and runs the engine there. The TUI and the headless mode both start runs this way.
+//! Glue between layers that must not know each other (the workspace's live watcher and the
+//! engine's round hook) lives here too.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::chat;
 use crate::config::{BackendKind, Settings};
+use crate::engine::run_info::{RunInfo, RunSettings};
 use crate::engine::runlog::RunLog;
-use crate::engine::RoundWatch;
-use crate::engine::{Engine, EventSink, Recorder, RunConfig, RunSummary};
+use crate::engine::{Engine, EventSink, RoundWatch, RunConfig, RunSummary, Toolbox};
 use crate::error::UsageError;
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
 use crate::tools::approval::Approver;
 use crate::tools::{sandbox, Registry, ToolPolicy};
 use crate::workspace::watch::{LiveWatch, OnChange};
-use crate::workspace::Workspace;
+use crate::workspace::{Snapshot, Workspace, WorkspaceError};
+
+/// The live watcher hears where each round starts: the glue between the workspace's watcher
+/// and the engine's round hook lives here, so neither layer knows the other.
+impl RoundWatch for LiveWatch {
+    fn round_started(&self, round: u32, base: Snapshot) {
+        LiveWatch::round_started(self, round, base);
+    }
+
+    fn round_ended(&self) {
+        LiveWatch::round_ended(self);
+    }
+}
 
 /// The backend a run will use, checked but not yet loaded.
 #[derive(Debug, Clone)]
@@ -74,32 +87,17 @@ pub fn new_run_id() -> String {
     format!("{}-{:04x}", now.format("%Y%m%d-%H%M%S"), noise & 0xffff)
 }
 
-/// Checks that a file looks like a GGUF model: present, readable, the magic, a sane size.
-pub fn check_model_file(path: &Path) -> Result<(), UsageError> {
-    use std::io::Read;
-    let err = |message: &str| UsageError::Model {
-        path: path.to_path_buf(),
-        message: message.to_string(),
-    };
-    let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => err("not found: run `make model`, or pass --model PATH"),
-        _ => err(&format!("cannot read it: {e}")),
-    })?;
-    let mut magic = [0u8; 4];
-    if file.read_exact(&mut magic).is_err() || &magic != b"GGUF" {
-        return Err(err("not a GGUF file (no GGUF header): pass a .gguf model"));
-    }
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if len < 1024 {
-        return Err(err("the file is truncated: fetch it again (`make model`)"));
-    }
-    Ok(())
+/// Opens the workspace; a directory that is no work tree is a usage error that names why.
+fn open_workspace(dir: &Path) -> Result<Workspace, UsageError> {
+    Workspace::open(dir).map_err(|e| match e {
+        WorkspaceError::NotGitRepo(_) => UsageError::NotGitRepo(dir.to_path_buf()),
+        other => UsageError::Invalid(other.to_string()),
+    })
 }
 
 /// Checks everything that depends on input before a run starts.
 pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
-    Workspace::open(&settings.workspace)
-        .map_err(|_| UsageError::NotGitRepo(settings.workspace.clone()))?;
+    open_workspace(&settings.workspace)?;
     let backend = match &settings.backend {
         BackendKind::Script(path) => BackendPlan::Script(ScriptBackend::load(path)?, path.clone()),
         BackendKind::Llama => {
@@ -107,18 +105,10 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
             if settings.model.is_none() && !path.exists() {
                 return Err(UsageError::NoModel);
             }
-            check_model_file(&path)?;
+            crate::llm::model_file::check(&path)?;
             BackendPlan::Llama(path)
         }
     };
-    if let Some(name) = settings.chat_format.as_deref() {
-        if name != "auto" && chat::by_name(name).is_none() {
-            return Err(UsageError::Invalid(format!(
-                "unknown --chat-format '{name}': use auto or one of {}",
-                chat::FORMAT_NAMES.join(", ")
-            )));
-        }
-    }
     let run_id = new_run_id();
     let run_dir = settings
         .run_dir
@@ -220,8 +210,7 @@ fn run_on_this_thread(
     let format = chat::by_name(&info.chat_format)
         .or_else(|| chat::by_name("hermes"))
         .ok_or_else(|| StartError::Internal("no chat format".into()))?;
-    let workspace = Workspace::open(&settings.workspace)
-        .map_err(|_| UsageError::NotGitRepo(settings.workspace.clone()))?;
+    let workspace = open_workspace(&settings.workspace)?;
     let log = RunLog::create(&prepared.run_dir)
         .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
     let (source, source_sha) = match &prepared.backend {
@@ -250,44 +239,50 @@ fn run_on_this_thread(
         },
         None => None,
     };
-    let engine = Engine {
-        config: RunConfig {
-            run_id: prepared.run_id.clone(),
-            objective,
-            max_rounds: settings.max_rounds,
-            max_turns: settings.max_turns,
-            token_budget: settings.token_budget,
-            verify: settings.verify.clone(),
-            warnings,
-            run_info: json!({
-                "sandbox_support": sandbox_note,
-                "backend": info.name,
-                "model_file": source.display().to_string(),
-                "model_sha256": source_sha,
-                "device": info.device,
-                "chat_format": info.chat_format,
-                "settings": {
-                    "max_turns": settings.max_turns,
-                    "token_budget": settings.token_budget,
-                    "sandbox": settings.sandbox,
-                    "approval": settings.approval,
-                    "network": settings.network,
-                    "command_timeout_s": settings.command_timeout_s,
-                    "verify": settings.verify,
-                    "inference": settings.inference,
-                },
-            }),
+    let config = RunConfig {
+        run_id: prepared.run_id.clone(),
+        objective,
+        max_rounds: settings.max_rounds,
+        max_turns: settings.max_turns,
+        token_budget: settings.token_budget,
+        verify: settings.verify.clone(),
+        warnings,
+        run_info: RunInfo {
+            sandbox_support: sandbox_note,
+            backend: info.name,
+            model_file: source.display().to_string(),
+            model_sha256: source_sha,
+            device: info.device,
+            chat_format: info.chat_format,
+            settings: RunSettings {
+                max_turns: settings.max_turns,
+                token_budget: settings.token_budget,
+                sandbox: settings.sandbox,
+                approval: settings.approval,
+                network: settings.network,
+                command_timeout_s: settings.command_timeout_s,
+                verify: settings.verify.clone(),
+                inference: settings.inference.clone(),
+            },
         },
-        backend: backend.as_mut(),
-        format: format.as_ref(),
+    };
+    let tools = Toolbox {
         registry: &registry,
         policy,
         approver,
-        workspace,
-        rec: Recorder::new(log, sink),
-        cancel,
-        watch,
-        generated_total: 0,
     };
+    let mut engine = Engine::new(
+        config,
+        backend.as_mut(),
+        format.as_ref(),
+        tools,
+        workspace,
+        log,
+        sink,
+    )
+    .with_cancel(cancel);
+    if let Some(watch) = watch {
+        engine = engine.with_watch(watch);
+    }
     Ok(engine.run())
 }

@@ -7,14 +7,14 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::app::{self, Prepared, StartError};
-use crate::engine::event::Stamped;
 use crate::error::ExitCode;
+use crate::protocol::event::Stamped;
 use crate::tools::approval::DenyAll;
 
 /// Writes each event as one line on stdout, flushed.
 fn stdout_sink() -> crate::engine::EventSink {
     Box::new(|event: &Stamped| {
-        if let crate::engine::event::Event::Warning { message } = &event.event {
+        if let crate::protocol::event::Event::Warning { message } = &event.event {
             say(&format!("warning: {message}"));
         }
         let mut out = std::io::stdout().lock();
@@ -91,7 +91,7 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
                     if v.passed { "passed" } else { "FAILED" }
                 ));
             }
-            summary.status.exit_code()
+            ExitCode::from(summary.status)
         }
         Err(StartError::Usage(e)) => {
             say(&e.to_string());

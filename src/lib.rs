@@ -1,7 +1,10 @@
 //! ralph-tui: supervised Ralph runs with a local model.
 //!
 //! The engine (round loop) emits typed events; the TUI and the headless writer consume them.
-//! See `DESIGN` in the README for the contracts.
+//! The types every layer exchanges live in `protocol`, at the bottom: each module imports
+//! only downward (protocol; error, cli, config, logging; workspace, tools; chat; llm; engine;
+//! app, headless, eval; ui; tui), which `tests/suite/layers.rs` checks. See the README for the
+//! contracts.
 
 pub mod app;
 pub mod chat;
@@ -13,6 +16,8 @@ pub mod eval;
 pub mod headless;
 pub mod llm;
 pub mod logging;
+pub mod options;
+pub mod protocol;
 pub mod tools;
 pub mod tui;
 pub mod ui;

@@ -31,16 +31,7 @@ fn main() {
                 let _ = e.print();
                 std::process::exit(0);
             }
-            let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .next()
-                .unwrap_or("bad arguments")
-                .trim_start_matches("error: ");
-            fail(
-                &format!("{first} (see `ralph-tui --help`)"),
-                ExitCode::Usage,
-            );
+            fail(&ralph_tui::cli::error_line(&e), ExitCode::Usage);
         }
     };
     let settings = match Settings::resolve(cli, Dirs::discover()) {

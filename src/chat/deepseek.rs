@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::grammar::{json_args, lit, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, find_special, malformed, skip_think, TurnBuilder};
 use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
-use crate::tools::ToolSpec;
+use crate::protocol::tool::ToolSpec;
 
 const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
 const CALLS_END: &str = "<｜tool▁calls▁end｜>";

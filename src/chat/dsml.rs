@@ -21,7 +21,7 @@ use super::grammar::{
 };
 use super::scan::{self, malformed, skip_think, TurnBuilder};
 use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
-use crate::tools::{ToolSpec, REPORT_TOOL};
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 const CALLS_OPEN: &str = "<｜DSML｜function_calls>";
 const CALLS_CLOSE: &str = "</｜DSML｜function_calls>";

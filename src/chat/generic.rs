@@ -14,8 +14,8 @@ use super::hermes::{scan_tagged, CLOSE, OPEN};
 use super::llama3::{first_candidate, scan_bare};
 use super::scan::{self, skip_think, TurnBuilder};
 use super::{example_call, example_report, tool_signatures, CallGrammar, ChatFormat, ParsedTurn};
-use crate::llm::{Message, Role};
-use crate::tools::{ToolSpec, REPORT_TOOL};
+use crate::protocol::message::{Message, Role};
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 const HINT: &str = "write <tool_call>{\"name\": \"TOOL\", \"arguments\": {...}}</tool_call> with double quotes everywhere";
 

@@ -22,7 +22,7 @@ use super::grammar::{
 use super::hermes::{self, CLOSE, OPEN};
 use super::scan::{self, malformed, skip_think, TurnBuilder};
 use super::{tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
-use crate::tools::{ToolSpec, REPORT_TOOL};
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 const KEY_OPEN: &str = "<arg_key>";
 const KEY_CLOSE: &str = "</arg_key>";

@@ -3,8 +3,9 @@
 //! Every family grammar limits the tool name to the offered tools, the argument keys and
 //! value types to each tool's schema, and `ralph_report`'s arguments to a report that passes
 //! validation: one alternative per status, its strings trimmed and bounded so a small model
-//! cannot loop inside them. Free-text tool arguments (file contents) stay unbounded: the
-//! per-turn token cap bounds them, and a bound would cut real files short.
+//! cannot loop inside them. The status shapes and the bounds come from `protocol::report`,
+//! where the report's rules are written once. Free-text tool arguments (file contents) stay
+//! unbounded: the per-turn token cap bounds them, and a bound would cut real files short.
 //!
 //! llama.cpp expands `x{m,n}` into n rules and refuses a sequence whose repetitions multiply
 //! past 2000 (a single bound above 2000 silently becomes unbounded), so every bound here is
@@ -13,16 +14,11 @@
 use serde_json::Value;
 
 use super::CallGrammar;
-use crate::tools::{ToolSpec, REPORT_TOOL};
+use crate::protocol::report::{
+    Need, ReportStatus, REPORT_BLOCKER_MAX, REPORT_ITEMS_MAX, REPORT_ITEM_MAX, REPORT_SUMMARY_MAX,
+};
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
-/// Most characters of the report's summary the grammar lets the model write.
-pub const REPORT_SUMMARY_MAX: usize = 400;
-/// Most characters of one evidence item or next step.
-pub const REPORT_ITEM_MAX: usize = 160;
-/// Most evidence items, and most next steps.
-pub const REPORT_ITEMS_MAX: usize = 5;
-/// Most characters of the blocker.
-pub const REPORT_BLOCKER_MAX: usize = 300;
 /// Most calls one constrained turn may hold.
 pub const MAX_CALLS: usize = 8;
 
@@ -177,32 +173,30 @@ impl ReportValue {
     }
 }
 
-/// The three report shapes, one per status, fields in schema order.
+/// The three report shapes, one per status, fields in schema order, read off the status
+/// rules in `protocol::report` (a blocker the rules leave open is asked for, never left out).
 pub(crate) fn report_shapes() -> [[(&'static str, ReportValue); 5]; 3] {
-    use ReportValue::*;
-    [
+    let list = |need| match need {
+        Need::Empty => ReportValue::NoList,
+        Need::NonEmpty => ReportValue::List1,
+        Need::Any => ReportValue::List,
+    };
+    ReportStatus::ALL.map(|status| {
+        let rule = status.rule();
         [
-            ("status", Status("continue")),
-            ("summary", Summary),
-            ("evidence", List),
-            ("next_steps", List1),
-            ("blocker", NoBlocker),
-        ],
-        [
-            ("status", Status("complete")),
-            ("summary", Summary),
-            ("evidence", List1),
-            ("next_steps", NoList),
-            ("blocker", NoBlocker),
-        ],
-        [
-            ("status", Status("blocked")),
-            ("summary", Summary),
-            ("evidence", List),
-            ("next_steps", List),
-            ("blocker", Blocker),
-        ],
-    ]
+            ("status", ReportValue::Status(status.as_str())),
+            ("summary", ReportValue::Summary),
+            ("evidence", list(rule.evidence)),
+            ("next_steps", list(rule.next_steps)),
+            (
+                "blocker",
+                match rule.blocker {
+                    Need::Empty => ReportValue::NoBlocker,
+                    Need::NonEmpty | Need::Any => ReportValue::Blocker,
+                },
+            ),
+        ]
+    })
 }
 
 /// The JSON form of a report value (a GBNF sequence).

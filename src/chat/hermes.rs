@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::grammar::{json_call, Gbnf, MAX_CALLS};
 use super::scan::{self, malformed, skip_think, with_hint, TurnBuilder};
 use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
-use crate::tools::ToolSpec;
+use crate::protocol::tool::ToolSpec;
 
 pub(crate) const OPEN: &str = "<tool_call>";
 pub(crate) const CLOSE: &str = "</tool_call>";

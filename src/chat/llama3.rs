@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::grammar::{json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, malformed, skip_think, with_hint, TurnBuilder};
 use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedTurn};
-use crate::tools::ToolSpec;
+use crate::protocol::tool::ToolSpec;
 
 const PYTHON_TAG: &str = "<|python_tag|>";
 const HINT: &str = "write {\"name\": \"TOOL\", \"parameters\": {...}} as valid JSON";

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::grammar::{json_args, json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, malformed, reasoning, skip_think, TurnBuilder};
 use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
-use crate::tools::ToolSpec;
+use crate::protocol::tool::ToolSpec;
 
 const TOOL_CALLS: &str = "[TOOL_CALLS]";
 const ARGS: &str = "[ARGS]";

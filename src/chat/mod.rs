@@ -19,10 +19,9 @@ pub mod stream;
 
 use serde_json::{json, Value};
 
-use crate::llm::Message;
-use crate::tools::{ToolSpec, REPORT_TOOL};
+use crate::protocol::message::Message;
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
-pub use grammar::{REPORT_BLOCKER_MAX, REPORT_ITEMS_MAX, REPORT_ITEM_MAX, REPORT_SUMMARY_MAX};
 pub use stream::CallStream;
 
 /// One tool call found in a turn.

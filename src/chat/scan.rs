@@ -12,7 +12,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{ParsedCall, ParsedTurn};
-use crate::tools::REPORT_TOOL;
+use crate::protocol::report::REPORT_FIELDS;
+use crate::protocol::tool::REPORT_TOOL;
 
 /// Collects one turn's prose and calls, in order, and which calls are final.
 /// The prose between calls is kept as segments; the turn's content is the non-blank ones,
@@ -379,9 +380,6 @@ impl serde_json::ser::Formatter for SpacedFormatter {
         writer.write_all(b": ")
     }
 }
-
-/// The report's fields in schema order, the order its sampling grammar enforces.
-const REPORT_FIELDS: [&str; 5] = ["status", "summary", "evidence", "next_steps", "blocker"];
 
 /// A call's arguments in the order the model writes them under the grammar: the report's
 /// fields in schema order, anything else in the map's order.

@@ -1,54 +1,14 @@
-//! The round report: the only conversational state that crosses rounds.
+//! The report check at the trust boundary: untrusted JSON against the one schema in
+//! `assets/`, then the rules in `protocol::report`.
 //!
-//! `assets/report.schema.json` is the single source of truth for its shape, checked with
-//! `jsonschema`; the status rules and the serialized-size cap sit beside it here. The same
-//! `validate` runs inside the child's `ralph_report` tool and again at the engine boundary,
-//! and a rejection names the rule that failed. Nothing is ever truncated.
+//! The same `validate` runs inside the child's `ralph_report` tool and again at the engine
+//! boundary, and a rejection names the rule that failed. Nothing is ever truncated.
 
 use std::sync::OnceLock;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Most bytes a serialized report may take.
-pub const MAX_REPORT_BYTES: usize = 16_384;
-
-/// The schema text, as shipped in `assets/`.
-pub const REPORT_SCHEMA: &str = include_str!("../../assets/report.schema.json");
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReportStatus {
-    Continue,
-    Complete,
-    Blocked,
-}
-
-impl ReportStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Continue => "continue",
-            Self::Complete => "complete",
-            Self::Blocked => "blocked",
-        }
-    }
-}
-
-/// A validated report. Only `validate` builds one from untrusted input.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Report {
-    pub status: ReportStatus,
-    pub summary: String,
-    pub evidence: Vec<String>,
-    pub next_steps: Vec<String>,
-    pub blocker: String,
-}
-
-/// Why a report was rejected: one rule, said plainly enough for the child to fix it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Rejection(pub String);
+use crate::protocol::report::{check_rules, Rejection, Report, REPORT_SCHEMA};
 
 fn schema_validator() -> Result<&'static jsonschema::Validator, Rejection> {
     static VALIDATOR: OnceLock<Result<jsonschema::Validator, String>> = OnceLock::new();
@@ -59,33 +19,6 @@ fn schema_validator() -> Result<&'static jsonschema::Validator, Rejection> {
         })
         .as_ref()
         .map_err(|e| Rejection(format!("internal: the report schema does not load: {e}")))
-}
-
-/// The schema as a JSON value (for tool specs and grammars).
-pub fn schema_value() -> Value {
-    serde_json::from_str(REPORT_SCHEMA).unwrap_or(Value::Null)
-}
-
-fn check_text(field: &str, text: &str, may_be_empty: bool) -> Result<(), Rejection> {
-    if text.is_empty() {
-        if may_be_empty {
-            return Ok(());
-        }
-        return Err(Rejection(format!("{field} must not be empty")));
-    }
-    if text.trim() != text {
-        return Err(Rejection(format!(
-            "{field} must not start or end with whitespace"
-        )));
-    }
-    Ok(())
-}
-
-fn check_list(field: &str, items: &[String]) -> Result<(), Rejection> {
-    for (i, item) in items.iter().enumerate() {
-        check_text(&format!("{field}[{i}]"), item, false)?;
-    }
-    Ok(())
 }
 
 /// Validates untrusted report JSON: schema, then text rules, then status rules, then size.
@@ -108,61 +41,10 @@ pub fn validate(value: &Value) -> Result<Report, Rejection> {
     Ok(report)
 }
 
-/// The rules beyond the schema, shared by `validate` and the engine boundary.
-pub fn check_rules(report: &Report) -> Result<(), Rejection> {
-    check_text("summary", &report.summary, false)?;
-    check_list("evidence", &report.evidence)?;
-    check_list("next_steps", &report.next_steps)?;
-    check_text("blocker", &report.blocker, true)?;
-    match report.status {
-        ReportStatus::Continue => {
-            if report.next_steps.is_empty() {
-                return Err(Rejection(
-                    "status continue needs at least one next step".into(),
-                ));
-            }
-            if !report.blocker.is_empty() {
-                return Err(Rejection("status continue needs an empty blocker".into()));
-            }
-        }
-        ReportStatus::Complete => {
-            if report.evidence.is_empty() {
-                return Err(Rejection(
-                    "status complete needs at least one piece of evidence".into(),
-                ));
-            }
-            if !report.next_steps.is_empty() {
-                return Err(Rejection("status complete needs no next steps".into()));
-            }
-            if !report.blocker.is_empty() {
-                return Err(Rejection("status complete needs an empty blocker".into()));
-            }
-        }
-        ReportStatus::Blocked => {
-            if report.blocker.is_empty() {
-                return Err(Rejection("status blocked needs a non-empty blocker".into()));
-            }
-        }
-    }
-    let size = serialized_len(report);
-    if size > MAX_REPORT_BYTES {
-        return Err(Rejection(format!(
-            "the report is {size} bytes serialized; the limit is {MAX_REPORT_BYTES}: shorten it"
-        )));
-    }
-    Ok(())
-}
-
-/// Serialized size in bytes (compact JSON), the measure the cap applies to.
-pub fn serialized_len(report: &Report) -> usize {
-    serde_json::to_vec(report)
-        .map(|v| v.len())
-        .unwrap_or(usize::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::report::{serialized_len, ReportStatus, MAX_REPORT_BYTES};
     use serde_json::json;
 
     fn base(status: &str) -> Value {

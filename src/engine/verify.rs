@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::event::Verification;
+use crate::protocol::event::Verification;
 use crate::tools::process::run_captured;
 
 /// How long a verification may run.

@@ -27,10 +27,11 @@ use llama_cpp_2::{list_llama_ggml_backend_devices, LlamaBackendDeviceType, LogOp
 pub use child::{sha256_hex, LlamaChild, TurnStats};
 
 use super::template::{role_name, ChatTemplate};
-use super::{Backend, BackendError, BackendInfo, Child, Message, Request, Role};
+use super::{Backend, BackendError, BackendInfo, Child, Request};
 use crate::chat::{self, ChatFormat};
 use crate::config::InferenceSettings;
 use crate::error::UsageError;
+use crate::protocol::message::{Message, Role};
 
 /// How long one prompt-evaluation chunk should take: cancellation is checked between chunks,
 /// and bigger chunks evaluate faster, so this is the cancel latency traded for speed.
@@ -147,7 +148,7 @@ impl LlamaBackend {
         settings: &InferenceSettings,
         chat_format: Option<&str>,
     ) -> Result<Self, UsageError> {
-        crate::app::check_model_file(model)?;
+        super::model_file::check(model)?;
         let runtime = runtime().map_err(|e| model_error(model, e))?;
         if llama_cpp_2::gguf::GgufContext::from_file(model).is_none() {
             return Err(model_error(
@@ -319,7 +320,7 @@ impl LlamaBackend {
     fn render_with(
         &self,
         messages: &[Message],
-        tools: &[crate::tools::ToolSpec],
+        tools: &[crate::protocol::tool::ToolSpec],
     ) -> Result<String, String> {
         match &self.prompter {
             Prompter::Jinja(template) => {

@@ -3,54 +3,20 @@
 //! A `Backend` lives for the whole run (for llama: the model, loaded once). Each round asks it
 //! for a brand-new `Child` (for llama: a fresh context with an empty KV cache), which is
 //! dropped when the round ends. Nothing else crosses rounds: the engine hands each child its
-//! whole message list every turn.
+//! whole message list every turn. Messages and tool specs come from `protocol`; the model
+//! file check lives in `model_file`, below the app wiring that also uses it.
 
 #[cfg(feature = "llama")]
 pub mod llama;
+pub mod model_file;
 pub mod script;
 pub mod template;
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::tools::ToolSpec;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    System,
-    User,
-    Assistant,
-    Tool,
-}
-
-/// One chat message. Assistant messages hold the raw generated text, tool-call markup included.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Message {
-    pub role: Role,
-    pub content: String,
-    /// For tool messages: the tool whose result this is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-}
-
-impl Message {
-    pub fn new(role: Role, content: impl Into<String>) -> Self {
-        Self {
-            role,
-            content: content.into(),
-            name: None,
-        }
-    }
-
-    pub fn tool(name: &str, content: impl Into<String>) -> Self {
-        Self {
-            role: Role::Tool,
-            content: content.into(),
-            name: Some(name.to_string()),
-        }
-    }
-}
+use crate::protocol::message::Message;
+use crate::protocol::tool::ToolSpec;
 
 /// What one generation is given.
 #[derive(Debug, Clone, Copy)]

@@ -13,8 +13,8 @@ use minijinja::value::{Kwargs, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State};
 use serde::Serialize;
 
-use crate::llm::{Message, Role};
-use crate::tools::ToolSpec;
+use crate::protocol::message::{Message, Role};
+use crate::protocol::tool::ToolSpec;
 
 /// Why a template could not be compiled or rendered, in words fit for a person.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

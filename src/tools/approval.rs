@@ -7,7 +7,8 @@
 //!
 //! [`ApprovalBroker`] is the TUI's approver: it hands each question to a notifier (which turns
 //! it into an event) and waits for [`ApprovalBroker::answer`], or for the run's cancellation,
-//! which counts as a refusal.
+//! which counts as a refusal. Each request carries its id from the moment it is made, so the
+//! engine's `approval_requested` event and the broker's question name the same request.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,11 +19,13 @@ use futures::future::{select, Either};
 use tokio_util::sync::CancellationToken;
 
 use super::{ToolContext, ToolError};
-use crate::config::ApprovalPolicy;
+use crate::protocol::policy::ApprovalPolicy;
 
 /// What is being asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalRequest {
+    /// Unique within the process; the id the answer is given by.
+    pub id: u64,
     pub round: u32,
     /// The shell command, or a one-line description of a file change.
     pub command: String,
@@ -41,12 +44,28 @@ pub enum ApprovalDecision {
 /// answers `Deny`).
 pub trait Approver: Send + Sync {
     fn decide(&self, request: &ApprovalRequest, cancel: &CancellationToken) -> ApprovalDecision;
+
+    /// The answer `decide` would give right now without putting the question to anyone
+    /// (nobody to ask, or "always for this run" already given); `None` when it would ask.
+    fn settled(&self) -> Option<ApprovalDecision> {
+        None
+    }
 }
 
 impl<A: Approver + ?Sized> Approver for std::sync::Arc<A> {
     fn decide(&self, request: &ApprovalRequest, cancel: &CancellationToken) -> ApprovalDecision {
         (**self).decide(request, cancel)
     }
+
+    fn settled(&self) -> Option<ApprovalDecision> {
+        (**self).settled()
+    }
+}
+
+/// A fresh request id.
+pub fn next_request_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::SeqCst)
 }
 
 /// An approver that says no to everything (headless runs never ask).
@@ -56,6 +75,10 @@ pub struct DenyAll;
 impl Approver for DenyAll {
     fn decide(&self, _request: &ApprovalRequest, _cancel: &CancellationToken) -> ApprovalDecision {
         ApprovalDecision::Deny
+    }
+
+    fn settled(&self) -> Option<ApprovalDecision> {
+        Some(ApprovalDecision::Deny)
     }
 }
 
@@ -92,6 +115,13 @@ impl<A: Approver> Approver for RememberForRun<A> {
         }
         decision
     }
+
+    fn settled(&self) -> Option<ApprovalDecision> {
+        if self.always.load(Ordering::SeqCst) {
+            return Some(ApprovalDecision::AlwaysThisRun);
+        }
+        self.inner.settled()
+    }
 }
 
 /// Applies `policy` to `request`: `Ok(())` means go ahead; the error is what the child reads.
@@ -121,6 +151,7 @@ pub fn authorize(
 /// [`authorize`] with the policy, approver and cancellation of a tool call.
 pub fn authorize_in(ctx: &ToolContext<'_>, command: String) -> Result<(), ToolError> {
     let request = ApprovalRequest {
+        id: next_request_id(),
         round: ctx.round,
         command,
         cwd: ctx.root.display().to_string(),
@@ -137,7 +168,6 @@ pub type Notifier = Box<dyn Fn(ApprovalRequest, u64) + Send + Sync>;
 pub struct ApprovalBroker {
     notify: Notifier,
     pending: Mutex<HashMap<u64, oneshot::Sender<ApprovalDecision>>>,
-    next_id: AtomicU64,
     always: AtomicBool,
 }
 
@@ -155,7 +185,6 @@ impl ApprovalBroker {
         Self {
             notify: Box::new(notify),
             pending: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
             always: AtomicBool::new(false),
         }
     }
@@ -194,6 +223,12 @@ impl ApprovalBroker {
 }
 
 impl Approver for ApprovalBroker {
+    fn settled(&self) -> Option<ApprovalDecision> {
+        self.always
+            .load(Ordering::SeqCst)
+            .then_some(ApprovalDecision::AlwaysThisRun)
+    }
+
     fn decide(&self, request: &ApprovalRequest, cancel: &CancellationToken) -> ApprovalDecision {
         if self.always.load(Ordering::SeqCst) {
             return ApprovalDecision::AlwaysThisRun;
@@ -201,7 +236,7 @@ impl Approver for ApprovalBroker {
         if cancel.is_cancelled() {
             return ApprovalDecision::Deny;
         }
-        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let id = request.id;
         let (tx, rx) = oneshot::channel();
         match self.pending.lock() {
             Ok(mut pending) => {
@@ -232,6 +267,7 @@ mod tests {
 
     fn request(command: &str) -> ApprovalRequest {
         ApprovalRequest {
+            id: next_request_id(),
             round: 1,
             command: command.into(),
             cwd: "/w".into(),

@@ -8,6 +8,7 @@
 
 pub mod approval;
 mod args;
+pub mod confined;
 pub mod edit_file;
 pub mod list_dir;
 pub mod path;
@@ -17,34 +18,24 @@ pub mod run_command;
 pub mod sandbox;
 pub mod search;
 pub mod supervisor;
+mod walk;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{ApprovalPolicy, SandboxMode};
+use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use approval::Approver;
 use process::ProcessTracker;
 
-/// The name of the child-only report tool.
-pub const REPORT_TOOL: &str = "ralph_report";
 /// The recursive tool a child may never call.
 pub const RECURSIVE_TOOL: &str = "ralph";
 /// Most bytes of a tool's output that go back to the child.
 pub const DEFAULT_OUTPUT_CAP: usize = 16 * 1024;
-
-/// What a model is told about a tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the arguments object.
-    pub parameters: Value,
-}
 
 /// A tool failure, phrased for the child so it can act on it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -151,7 +142,7 @@ pub fn report_spec() -> ToolSpec {
     ToolSpec {
         name: REPORT_TOOL.into(),
         description: "End this round with your report. status: continue (more work remains; give next_steps), complete (the objective is met; give evidence, no next_steps), or blocked (give the blocker). Call it exactly once, last.".into(),
-        parameters: crate::engine::report::schema_value(),
+        parameters: crate::protocol::report::schema_value(),
     }
 }
 

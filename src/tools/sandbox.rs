@@ -40,7 +40,7 @@ use nix::sys::statvfs::{statvfs, FsFlags};
 
 use super::supervisor::{self, PARENT_ENV};
 use super::ToolPolicy;
-use crate::config::SandboxMode;
+use crate::protocol::policy::SandboxMode;
 
 /// The hidden first argument that turns ralph-tui into the sandbox helper.
 pub const EXEC_ARG: &str = "__sandbox-exec";
@@ -548,7 +548,7 @@ fn restrict_writes(writable: &[PathBuf]) -> Result<(u32, bool), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ApprovalPolicy;
+    use crate::protocol::policy::ApprovalPolicy;
 
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| (*s).to_string()).collect()

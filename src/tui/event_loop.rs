@@ -20,9 +20,9 @@ use tokio::sync::mpsc;
 
 use super::frames::FrameScheduler;
 use crate::app::{self, Prepared, RunHandle, StartError};
-use crate::engine::event::{ChangedFile, Event, Stamped};
 use crate::engine::RunSummary;
 use crate::error::ExitCode;
+use crate::protocol::event::{ChangedFile, Event, Stamped};
 use crate::tools::approval::ApprovalBroker;
 use crate::ui::patch;
 use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Msg, Phase, State};
@@ -140,8 +140,9 @@ impl Driver {
         Ok(())
     }
 
-    /// Performs one effect; `Some` ends the loop.
-    fn perform(&mut self, effect: Effect) -> Option<Ended> {
+    /// Performs one effect; `Some` ends the loop. `state` is the UI's state after the update
+    /// that asked for the effect (for the farewell line on quitting).
+    fn perform(&mut self, effect: Effect, state: &State) -> Option<Ended> {
         match effect {
             Effect::StartRun(objective) => {
                 if let Err(ended) = self.start(objective) {
@@ -166,7 +167,7 @@ impl Driver {
                 }
                 return Some(Ended {
                     code,
-                    message: None,
+                    message: Some(farewell(state)),
                 });
             }
         }
@@ -347,7 +348,7 @@ where
 
     if state.phase == Phase::Running {
         let objective = state.objective.clone();
-        if let Some(ended) = driver.perform(Effect::StartRun(objective)) {
+        if let Some(ended) = driver.perform(Effect::StartRun(objective), &state) {
             return ended;
         }
     }
@@ -451,16 +452,7 @@ where
             () = next_signal(&mut sighup) => effects = state.update(Msg::Terminate),
         }
         for effect in effects {
-            if let Effect::Quit(code) = effect {
-                if let Some(run) = &driver.run {
-                    run.handle_cancel.cancel();
-                }
-                return Ended {
-                    code,
-                    message: Some(farewell(&state)),
-                };
-            }
-            if let Some(ended) = driver.perform(effect) {
+            if let Some(ended) = driver.perform(effect, &state) {
                 return ended;
             }
         }

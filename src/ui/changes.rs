@@ -5,42 +5,18 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::state::{ChangeRow, Pane, State};
+use super::diff::counts;
+use super::draw::{pane_block, put_line};
+use super::model::{ChangeRow, Pane};
+use super::state::State;
 use super::theme::Theme;
-use super::{pane_block, put_line, wrap};
-use crate::engine::event::ChangedFile;
-
-/// One letter for a file status, as `git status --short` would.
-pub fn status_letter(status: &str) -> &'static str {
-    match status {
-        "added" => "A",
-        "deleted" => "D",
-        "renamed" => "R",
-        "typechange" => "T",
-        _ => "M",
-    }
-}
-
-/// `+3 −1`, or `binary`.
-pub fn counts(
-    theme: Theme,
-    insertions: usize,
-    deletions: usize,
-    binary: bool,
-) -> Vec<Span<'static>> {
-    if binary {
-        return vec![Span::styled(" binary", theme.dim())];
-    }
-    vec![
-        Span::styled(format!(" +{insertions}"), theme.added()),
-        Span::styled(format!(" −{deletions}"), theme.removed()),
-    ]
-}
+use super::wrap;
+use crate::protocol::event::ChangedFile;
 
 fn file_line(theme: Theme, file: &ChangedFile, width: usize) -> Line<'static> {
     let tail = counts(theme, file.insertions, file.deletions, file.binary);
     let tail_width: usize = tail.iter().map(Span::width).sum();
-    let head = format!("  {} ", status_letter(&file.status));
+    let head = format!("  {} ", file.status.letter());
     let room = width.saturating_sub(head.len() + tail_width);
     let mut spans = vec![
         Span::styled(head, theme.bold()),

@@ -2,13 +2,14 @@
 //!
 //! Each event changes the state in one place here; what it shows is up to the widgets.
 
-use super::state::{
-    Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Overlay, Pane, Phase,
-    ReportEntry, Review, RoundChanges, State,
+use super::model::{
+    Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Pane, Phase, ReportEntry,
+    Review, RoundChanges,
 };
+use super::state::State;
 use super::transcript::LineKind;
 use super::wrap;
-use crate::engine::event::{ChangedFile, Event, RoundOutcome};
+use crate::protocol::event::{ChangedFile, Event, RoundOutcome};
 
 impl State {
     pub(super) fn on_event(&mut self, event: Event) -> Vec<Effect> {
@@ -161,9 +162,7 @@ impl State {
                 self.cancel_requested = None;
                 self.approvals.clear();
                 // A view the person is reading stays open over the review; the question goes.
-                if matches!(self.overlay, Some(Overlay::ConfirmCancel)) {
-                    self.overlay = None;
-                }
+                self.close_cancel_question();
                 self.focus = Pane::Changes;
                 for changes in &mut self.changes {
                     changes.live = false;
@@ -182,7 +181,7 @@ impl State {
                     warnings: self.warnings.clone(),
                 });
                 if self.quit_when_finished {
-                    return vec![Effect::Quit(status.exit_code())];
+                    return vec![Effect::Quit(crate::error::ExitCode::from(status))];
                 }
                 return vec![Effect::LoadDiff(DiffSource::Review)];
             }

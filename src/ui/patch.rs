@@ -3,7 +3,8 @@
 //! The run log keeps each round's change as git patch text; the TUI shows finished rounds
 //! from there rather than keeping every diff in memory.
 
-use crate::workspace::{DiffLine, DiffModel, FileDiff, FileStatus, Hunk, LineKind};
+use crate::protocol::event::FileStatus;
+use crate::workspace::{DiffLine, DiffModel, FileDiff, Hunk, LineKind};
 
 fn new_file(path: String) -> FileDiff {
     FileDiff {

@@ -6,9 +6,14 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::state::{CommitState, Loadable, Review, State};
+use super::diff;
+use super::draw::{draw_lines, pane_block, put_line};
+use super::header;
+use super::model::{CommitState, Loadable, Review};
+use super::report_detail;
+use super::state::State;
 use super::theme::Theme;
-use super::{changes, diff, draw_lines, header, pane_block, put_line, report_detail, wrap};
+use super::wrap;
 
 /// The outcome sentence, e.g. "complete after 3 rounds: the worker reports …".
 pub fn outcome_text(review: &Review) -> String {
@@ -140,9 +145,9 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         .take(usize::from(inner.height))
         .enumerate()
     {
-        let tail = changes::counts(theme, file.insertions, file.deletions, file.binary);
+        let tail = diff::counts(theme, file.insertions, file.deletions, file.binary);
         let tail_width: usize = tail.iter().map(Span::width).sum();
-        let head = format!("{} ", changes::status_letter(file.status.as_str()));
+        let head = format!("{} ", file.status.letter());
         let room = width.saturating_sub(head.len() + tail_width);
         let mut spans = vec![
             Span::styled(head, theme.bold()),

@@ -5,7 +5,7 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::engine::event::RunStatus;
+use crate::protocol::event::RunStatus;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Theme {

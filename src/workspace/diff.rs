@@ -14,29 +14,7 @@ use git2::{Delta, Diff, DiffDelta, DiffFindOptions, DiffOptions, Oid, Patch, Rep
 use serde::{Deserialize, Serialize};
 
 use super::WorkspaceError;
-use crate::engine::event::ChangedFile;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FileStatus {
-    Added,
-    Modified,
-    Deleted,
-    Renamed,
-    TypeChange,
-}
-
-impl FileStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Added => "added",
-            Self::Modified => "modified",
-            Self::Deleted => "deleted",
-            Self::Renamed => "renamed",
-            Self::TypeChange => "typechange",
-        }
-    }
-}
+use crate::protocol::event::{ChangedFile, FileStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -123,7 +101,7 @@ impl DiffModel {
             .iter()
             .map(|f| ChangedFile {
                 path: f.path.clone(),
-                status: f.status.as_str().to_string(),
+                status: f.status,
                 insertions: f.insertions,
                 deletions: f.deletions,
                 binary: f.binary,

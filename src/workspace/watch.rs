@@ -6,6 +6,8 @@
 //! (a refresh runs 200 ms after the last relevant event, or at most 1 s after the first of a
 //! burst) and calls back only when the list of changed files differs from the last one it
 //! reported. Between rounds events are dropped. Idle, both threads sit in blocking waits.
+//! Whoever runs rounds tells it where each starts and ends (`round_started`/`round_ended`);
+//! the app wiring connects that to the engine, which this module does not know.
 //!
 //! The tree is watched directory by directory rather than with one recursive watch, so
 //! ignored directories (build outputs, `node_modules`), `.git/` and submodules are never
@@ -23,8 +25,7 @@ use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::{Snapshot, Workspace, WorkspaceError};
-use crate::engine::event::ChangedFile;
-use crate::engine::RoundWatch;
+use crate::protocol::event::ChangedFile;
 
 /// Called with the round and its changed files whenever that list changes.
 pub type OnChange = Box<dyn Fn(u32, Vec<ChangedFile>) + Send + Sync>;
@@ -141,13 +142,16 @@ impl LiveWatch {
     }
 }
 
-impl RoundWatch for LiveWatch {
-    fn round_started(&self, round: u32, base: Snapshot) {
+/// Round boundaries, told by whoever runs rounds (the app wiring connects them to the engine).
+impl LiveWatch {
+    /// Starts reporting changes against `base`, the snapshot the round `round` started from.
+    pub fn round_started(&self, round: u32, base: Snapshot) {
         self.active.store(round, Ordering::SeqCst);
         let _ = self.tx.send(Msg::RoundStarted(round, base));
     }
 
-    fn round_ended(&self) {
+    /// Stops reporting until the next round starts.
+    pub fn round_ended(&self) {
         self.active.store(0, Ordering::SeqCst);
         let _ = self.tx.send(Msg::RoundEnded);
     }

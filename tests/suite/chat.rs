@@ -8,9 +8,11 @@ use proptest::prelude::*;
 use ralph_tui::chat::{
     by_name, detect, CallStream, ChatFormat, ParsedCall, ParsedTurn, FORMAT_NAMES,
 };
-use ralph_tui::engine::report::{self, ReportStatus};
-use ralph_tui::llm::Role;
-use ralph_tui::tools::{Registry, ToolSpec};
+use ralph_tui::engine::report;
+use ralph_tui::protocol::message::Role;
+use ralph_tui::protocol::report::{Report, ReportStatus};
+use ralph_tui::protocol::tool::ToolSpec;
+use ralph_tui::tools::Registry;
 use serde_json::{json, Value};
 
 fn format(name: &str) -> Box<dyn ChatFormat> {
@@ -319,7 +321,7 @@ fn instructions_show_the_syntax_they_parse() {
 // ------------------------------------------------------------- report capture regressions
 
 #[track_caller]
-fn validated(f: &dyn ChatFormat, text: &str) -> report::Report {
+fn validated(f: &dyn ChatFormat, text: &str) -> Report {
     let t = f.parse(text);
     let [ParsedCall::Call { name, arguments }] = &t.calls[..] else {
         panic!("{}: expected one call, got {:?}", f.name(), t.calls);

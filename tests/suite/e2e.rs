@@ -321,7 +321,9 @@ fn review_commits_exactly_the_runs_changes() {
         s.contains("Commit the run's changes")
     });
     tmux.keys(&["C-s"]);
-    tmux.wait_for("the commit", |s| s.contains("committed "));
+    // " committed " with its leading space: the hint "leave uncommitted · " is on screen from
+    // the start and must not count as the commit having happened.
+    tmux.wait_for("the commit", |s| s.contains(" committed "));
     tmux.keys(&["q"]);
     launch.assert_restored(&tmux, 0);
 

@@ -13,8 +13,10 @@ use std::time::{Duration, Instant};
 use ralph_tui::config::{Dirs, InferenceSettings};
 use ralph_tui::engine::report;
 use ralph_tui::llm::llama::{sha256_hex, LlamaBackend, LlamaChild};
-use ralph_tui::llm::{Child, Message, Request, Role, StopReason};
-use ralph_tui::tools::{report_spec, ToolSpec};
+use ralph_tui::llm::{Child, Request, StopReason};
+use ralph_tui::protocol::message::{Message, Role};
+use ralph_tui::protocol::tool::ToolSpec;
+use ralph_tui::tools::report_spec;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 

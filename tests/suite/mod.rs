@@ -1,9 +1,13 @@
 mod chat;
 pub mod common;
+mod config;
 mod e2e;
 mod engine;
+mod engine_inproc;
 mod eval;
+mod layers;
 mod llama;
+mod protocol;
 mod tools;
 mod ui;
 mod workspace;

@@ -3,13 +3,14 @@
 //! headless run through the binary that uses every kind of tool.
 
 mod commands;
-mod confinement;
+mod confine;
 mod files;
+mod isolation;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use ralph_tui::config::{ApprovalPolicy, SandboxMode};
+use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
 use ralph_tui::tools::approval::{ApprovalDecision, ApprovalRequest, Approver, DenyAll};
 use ralph_tui::tools::process::ProcessTracker;
 use ralph_tui::tools::sandbox;

@@ -8,10 +8,12 @@ mod behaviour;
 mod event_loop;
 mod fixtures;
 mod streaming;
+mod views;
 
 use crossterm::event::KeyCode;
-use ralph_tui::engine::event::{Event, RunStatus};
+use ralph_tui::protocol::event::{Event, RunStatus};
 use ralph_tui::tools::approval::ApprovalDecision;
+use ralph_tui::ui::report_detail::ReportDetail;
 use ralph_tui::ui::state::{Approval, DiffSource, Effect, Overlay, Pane};
 use ralph_tui::ui::{patch, Msg, State, Theme};
 use ratatui::style::Color;
@@ -42,8 +44,8 @@ fn snapshot_report_detail_and_rejected_report() {
     state.report_sel = 0;
     press(&mut state, KeyCode::Enter);
     assert!(matches!(
-        state.overlay,
-        Some(Overlay::ReportDetail { index: 0, .. })
+        state.overlay(),
+        Some(Overlay::ReportDetail(ReportDetail { index: 0, .. }))
     ));
     insta::assert_snapshot!("report_detail_80x24", screen(&mut state, 80, 24));
     press(&mut state, KeyCode::Right);
@@ -52,7 +54,7 @@ fn snapshot_report_detail_and_rejected_report() {
     insta::assert_snapshot!("report_rejected_80x24", text);
     press(&mut state, KeyCode::Esc);
     assert!(
-        state.overlay.is_none(),
+        state.overlay().is_none(),
         "Esc closes the view, it does not ask to cancel"
     );
 }
@@ -138,7 +140,7 @@ fn snapshot_approval_modal() {
 fn snapshot_cancel_confirmation() {
     let mut state = mid_run(Theme::default());
     assert!(press(&mut state, KeyCode::Esc).is_empty());
-    assert!(matches!(state.overlay, Some(Overlay::ConfirmCancel)));
+    assert!(matches!(state.overlay(), Some(Overlay::ConfirmCancel)));
     insta::assert_snapshot!("cancel_confirm_80x24", screen(&mut state, 80, 24));
 }
 
@@ -181,7 +183,7 @@ fn snapshot_review_outcomes() {
         insta::assert_snapshot!(name, text);
         assert_eq!(
             press(&mut state, KeyCode::Char('q')),
-            vec![Effect::Quit(status.exit_code())]
+            vec![Effect::Quit(ralph_tui::error::ExitCode::from(status))]
         );
     }
     let mut state = finished(RunStatus::Complete, Some(verification(true)));
@@ -195,7 +197,7 @@ fn snapshot_review_outcomes() {
 fn snapshot_commit_editor_prefilled_from_the_report() {
     let mut state = finished(RunStatus::Complete, Some(verification(true)));
     press(&mut state, KeyCode::Char('c'));
-    let Some(Overlay::Commit(editor)) = &state.overlay else {
+    let Some(Overlay::Commit(editor)) = state.overlay() else {
         panic!("no commit editor");
     };
     let text = editor.lines().join("\n");
@@ -217,7 +219,7 @@ fn snapshot_commit_editor_prefilled_from_the_report() {
     let text = screen(&mut state, 80, 24);
     assert!(text.contains("committed 0123abcd on main"), "{text}");
     press(&mut state, KeyCode::Char('c'));
-    assert!(state.overlay.is_none(), "a run is committed once");
+    assert!(state.overlay().is_none(), "a run is committed once");
 }
 
 #[test]

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ralph_tui::workspace::{DiffModel, FileStatus, Workspace};
+use ralph_tui::protocol::event::FileStatus;
+use ralph_tui::workspace::{DiffModel, Workspace};
 use serde_json::json;
 
 use super::common::*;
@@ -217,7 +218,10 @@ fn a_run_that_edits_adds_deletes_and_renames_logs_each_round_and_commits_exactly
     let mut args = vec!["--backend", backend.as_str()];
     let sandbox = ralph_tui::tools::sandbox::probe_with(Path::new(BIN));
     if sandbox
-        .check(ralph_tui::config::SandboxMode::WorkspaceWrite, false)
+        .check(
+            ralph_tui::protocol::policy::SandboxMode::WorkspaceWrite,
+            false,
+        )
         .is_err()
     {
         args.extend(["--sandbox", "off"]);

@@ -9,8 +9,8 @@
 
 use super::sampling::TurnGrammar;
 use crate::chat::{CallGrammar, ChatFormat};
-use crate::llm::{Message, Role};
-use crate::tools::ToolSpec;
+use crate::protocol::message::{Message, Role};
+use crate::protocol::tool::ToolSpec;
 
 /// Longest free text allowed before a call in required mode, in characters.
 pub const PREAMBLE_MAX_CHARS: usize = 400;

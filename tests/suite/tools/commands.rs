@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ralph_tui::config::{ApprovalPolicy, SandboxMode};
+use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
 use ralph_tui::tools::approval::{ApprovalDecision, RememberForRun};
 use ralph_tui::tools::sandbox::{self, NetworkIsolation};
 use serde_json::json;

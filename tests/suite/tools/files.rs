@@ -1,7 +1,7 @@
 //! File tools through the registry: confinement, schema checks, pagination, .gitignore,
 //! writes and exact edits, and the read-only rule.
 
-use ralph_tui::config::{ApprovalPolicy, SandboxMode};
+use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
 use ralph_tui::tools::approval::ApprovalDecision;
 use serde_json::json;
 

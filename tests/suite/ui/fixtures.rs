@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyModifiers};
-use ralph_tui::engine::event::{ChangedFile, Event, RoundOutcome, RunStatus, Verification};
-use ralph_tui::engine::report::{Report, ReportStatus};
+use ralph_tui::protocol::event::{ChangedFile, Event, RoundOutcome, RunStatus, Verification};
+use ralph_tui::protocol::report::{Report, ReportStatus};
 use ralph_tui::ui::keys::key;
 use ralph_tui::ui::state::{DiffSource, Effect};
 use ralph_tui::ui::{patch, Msg, Setup, State, Theme};
@@ -141,7 +141,7 @@ pub fn new_state(theme: Theme) -> State {
 pub fn changed(path: &str, status: &str, ins: usize, del: usize) -> ChangedFile {
     ChangedFile {
         path: path.into(),
-        status: status.into(),
+        status: serde_json::from_value(serde_json::Value::from(status)).unwrap(),
         insertions: ins,
         deletions: del,
         binary: false,

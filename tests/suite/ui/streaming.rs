@@ -3,7 +3,7 @@
 
 use crossterm::event::KeyCode;
 use proptest::prelude::*;
-use ralph_tui::engine::event::{Event, RunStatus};
+use ralph_tui::protocol::event::{Event, RunStatus};
 use ralph_tui::ui::{State, Theme};
 use ratatui::layout::Rect;
 

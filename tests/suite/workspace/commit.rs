@@ -1,7 +1,8 @@
 //! Commit on review (exactly the cumulative diff, the index cleaned for it, refusals, identity,
 //! first commit, detached HEAD) and discard to baseline.
 
-use ralph_tui::workspace::{FileStatus, Workspace, WorkspaceError};
+use ralph_tui::protocol::event::FileStatus;
+use ralph_tui::workspace::{Workspace, WorkspaceError};
 
 use super::super::common::*;
 use super::{files_of, git, git_state};

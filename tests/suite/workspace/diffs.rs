@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use ralph_tui::engine::event::ChangedFile;
-use ralph_tui::workspace::{DisplayLimits, FileStatus, LineKind, Workspace};
+use ralph_tui::protocol::event::{ChangedFile, FileStatus};
+use ralph_tui::workspace::{DisplayLimits, LineKind, Workspace};
 
 use super::super::common::*;
 use super::{assert_patch_reproduces, files_of};
@@ -67,7 +67,7 @@ fn diffs_name_added_modified_deleted_renamed_and_binary_files_with_counts() {
     assert_eq!(changed.len(), 5);
     assert!(changed
         .iter()
-        .any(|c| c.path == "fresh.txt" && c.status == "added"));
+        .any(|c| c.path == "fresh.txt" && c.status == FileStatus::Added));
 }
 
 #[test]

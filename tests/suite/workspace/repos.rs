@@ -5,7 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use ralph_tui::workspace::{FileStatus, LiveWatch, Workspace, WorkspaceError};
+use ralph_tui::protocol::event::FileStatus;
+use ralph_tui::workspace::{LiveWatch, Workspace, WorkspaceError};
 
 use super::super::common::*;
 use super::{assert_patch_reproduces, files_of, git, git_state};

@@ -5,8 +5,7 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ralph_tui::engine::event::ChangedFile;
-use ralph_tui::engine::RoundWatch;
+use ralph_tui::protocol::event::{ChangedFile, FileStatus};
 use ralph_tui::workspace::{LiveWatch, Workspace};
 
 use super::super::common::*;
@@ -71,7 +70,7 @@ fn the_live_watcher_reports_a_write_and_drops_git_and_ignored_paths() {
     assert_eq!(round, 3);
     assert_eq!(files.len(), 1, "{files:?}");
     assert_eq!(files[0].path, "src/main.rs");
-    assert_eq!(files[0].status, "added");
+    assert_eq!(files[0].status, FileStatus::Added);
     assert_eq!(files[0].insertions, 1);
 
     // Inside the new directory, too; and a burst is coalesced.
@@ -79,7 +78,7 @@ fn the_live_watcher_reports_a_write_and_drops_git_and_ignored_paths() {
         repo.write(&format!("src/gen/{i:02}.rs"), "// generated\n");
     }
     let (_, files) = wait_for(&rx, |f| f.len() == 41);
-    assert!(files.iter().all(|f| f.status == "added"));
+    assert!(files.iter().all(|f| f.status == FileStatus::Added));
     assert!(watch.stats().refreshes <= 8, "{:?}", watch.stats());
     watch.round_ended();
     drop(watch);
@@ -102,5 +101,5 @@ fn the_live_watcher_reports_per_round_against_the_rounds_start() {
     assert_eq!(round, 2);
     assert_eq!(files.len(), 1, "one.txt belongs to round one: {files:?}");
     assert_eq!(files[0].path, "README.md");
-    assert_eq!(files[0].status, "modified");
+    assert_eq!(files[0].status, FileStatus::Modified);
 }

@@ -1,7 +1,8 @@
 //! The typed event stream: the only way the engine talks to the world.
 //!
 //! The TUI, the headless JSON Lines writer and the run log are all consumers of the same
-//! `Event`s. The serialized form (`type` tag + fields + `ts`) is a public contract.
+//! `Event`s. The serialized form (`type` tag + fields + `ts`) is a public contract. The engine
+//! stamps events (it owns the clock); this module only defines and serializes them.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -41,17 +42,6 @@ impl RunStatus {
         }
     }
 
-    pub fn exit_code(self) -> crate::error::ExitCode {
-        use crate::error::ExitCode;
-        match self {
-            Self::Complete => ExitCode::Complete,
-            Self::Blocked => ExitCode::Blocked,
-            Self::BudgetLimited => ExitCode::BudgetLimited,
-            Self::Cancelled => ExitCode::Cancelled,
-            Self::RoundFailed => ExitCode::RoundFailed,
-        }
-    }
-
     /// A sentence a person cannot mistake for certification.
     pub fn describe(self) -> &'static str {
         match self {
@@ -75,12 +65,45 @@ pub struct Verification {
     pub output_tail: String,
 }
 
+/// How a file changed; serialized as `added`, `modified`, `deleted`, `renamed`, `typechange`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileStatus {
+    Added,
+    Modified,
+    Deleted,
+    Renamed,
+    TypeChange,
+}
+
+impl FileStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "added",
+            Self::Modified => "modified",
+            Self::Deleted => "deleted",
+            Self::Renamed => "renamed",
+            Self::TypeChange => "typechange",
+        }
+    }
+
+    /// One letter, as `git status --short` would show it.
+    pub fn letter(self) -> &'static str {
+        match self {
+            Self::Added => "A",
+            Self::Modified => "M",
+            Self::Deleted => "D",
+            Self::Renamed => "R",
+            Self::TypeChange => "T",
+        }
+    }
+}
+
 /// A file changed in a round, for the live and per-round change lists.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangedFile {
     pub path: String,
-    /// added, modified, deleted, renamed, typechange
-    pub status: String,
+    pub status: FileStatus,
     pub insertions: usize,
     pub deletions: usize,
     pub binary: bool,
@@ -176,11 +199,9 @@ pub struct Stamped {
 }
 
 impl Stamped {
-    pub fn now(event: Event) -> Self {
-        Self {
-            ts: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            event,
-        }
+    /// `ts` is an RFC 3339 UTC time with milliseconds, as the engine's clock writes it.
+    pub fn new(ts: String, event: Event) -> Self {
+        Self { ts, event }
     }
 
     /// One JSON line, without the newline.
@@ -191,5 +212,41 @@ impl Stamped {
                 self.ts
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_status_serializes_as_its_contract_word() {
+        for status in [
+            FileStatus::Added,
+            FileStatus::Modified,
+            FileStatus::Deleted,
+            FileStatus::Renamed,
+            FileStatus::TypeChange,
+        ] {
+            let json = serde_json::to_value(status).unwrap();
+            assert_eq!(json, Value::String(status.as_str().into()));
+            let back: FileStatus = serde_json::from_value(json).unwrap();
+            assert_eq!(back, status);
+        }
+    }
+
+    #[test]
+    fn changed_file_keeps_its_event_fields() {
+        let file = ChangedFile {
+            path: "a.txt".into(),
+            status: FileStatus::TypeChange,
+            insertions: 1,
+            deletions: 2,
+            binary: false,
+        };
+        assert_eq!(
+            serde_json::to_value(&file).unwrap(),
+            serde_json::json!({"path": "a.txt", "status": "typechange", "insertions": 1, "deletions": 2, "binary": false})
+        );
     }
 }
