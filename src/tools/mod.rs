@@ -11,6 +11,7 @@ mod args;
 pub mod confined;
 pub mod edit_file;
 pub mod list_dir;
+mod namespace;
 pub mod path;
 pub mod process;
 pub mod read_file;
