@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::sys::prctl;
-use nix::sys::signal::{kill, SigSet, Signal};
+use nix::sys::signal::{kill, killpg, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{dup2, getpid, getppid, setsid, Pid};
 
@@ -97,7 +97,7 @@ pub fn run(mut inner: Command) -> ! {
         match signals.wait() {
             Ok(Signal::SIGCHLD) | Err(_) => {}
             Ok(_) => {
-                sweep();
+                sweep(shell);
                 std::process::exit(code.unwrap_or(STOPPED));
             }
         }
@@ -128,10 +128,15 @@ fn report(line: &str) {
     }
 }
 
-/// SIGKILL to every descendant, reaping, until this process has no child left.
-fn sweep() {
+/// SIGKILL to every descendant (and the shell's process group, should `/proc` be unreadable),
+/// reaping, until this process has no child left.
+fn sweep(shell: Pid) {
     let me = getpid();
+    let blind = !std::path::Path::new("/proc/self/stat").exists();
     loop {
+        if blind {
+            let _ = killpg(shell, Signal::SIGKILL);
+        }
         for pid in descendants(me) {
             let _ = kill(pid, Signal::SIGKILL);
         }
