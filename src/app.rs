@@ -229,6 +229,7 @@ fn run_on_this_thread(
     policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);
     let registry = Registry::standard();
     let support = sandbox::probe_with(&policy.sandbox_exe);
+    crate::tools::run_command::clean_stale_round_dirs();
     let sandbox_note = sandbox::describe(&support);
     tracing::info!("{sandbox_note}");
     let mut warnings = Vec::new();

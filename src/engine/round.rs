@@ -15,6 +15,7 @@ use super::{Engine, RoundEnd};
 use crate::protocol::event::{Event, RoundOutcome};
 use crate::protocol::report::Report;
 use crate::tools::process::ProcessTracker;
+use crate::workspace::gitguard::GitFingerprint;
 use crate::workspace::Snapshot;
 
 impl Engine<'_> {
@@ -67,9 +68,9 @@ impl Engine<'_> {
             tracing::error!("run log: {e}");
         }
 
+        let git_before = GitFingerprint::take(self.workspace.root());
         let processes = ProcessTracker::new();
-        let round_tmp =
-            std::env::temp_dir().join(format!("ralph-tui-{}-round-{round:02}", self.config.run_id));
+        let round_tmp = crate::tools::run_command::round_tmp_dir(&self.config.run_id, round);
         let _ = std::fs::create_dir_all(&round_tmp);
         let round_cancel = self.cancel.child_token();
         let scope = RoundScope {
@@ -85,6 +86,10 @@ impl Engine<'_> {
         let end = self.child_turns(&scope, messages, &mut tally);
         processes.kill_all();
         let _ = std::fs::remove_dir_all(&round_tmp);
+        let git_after = GitFingerprint::take(self.workspace.root());
+        if let Some(message) = git_before.warning(&git_after, round) {
+            self.rec.emit(Event::Warning { message });
+        }
         self.rec.log.end_round();
         if let Some(watch) = &self.watch {
             watch.round_ended();

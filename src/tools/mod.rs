@@ -11,12 +11,14 @@ mod args;
 pub mod confined;
 pub mod edit_file;
 pub mod list_dir;
+mod namespace;
 pub mod path;
 pub mod process;
 pub mod read_file;
 pub mod run_command;
 pub mod sandbox;
 pub mod search;
+pub mod supervisor;
 mod walk;
 pub mod write_file;
 

@@ -113,6 +113,7 @@ impl State {
             Event::Warning { message } => {
                 self.transcript
                     .push_line(LineKind::Notice, &format!("! {message}"));
+                self.warnings.push(message);
             }
             Event::RoundFinished {
                 round,
@@ -177,6 +178,7 @@ impl State {
                     file: 0,
                     diff_scroll: 0,
                     commit: CommitState::NotYet,
+                    warnings: self.warnings.clone(),
                 });
                 if self.quit_when_finished {
                     return vec![Effect::Quit(crate::error::ExitCode::from(status))];

@@ -146,6 +146,8 @@ pub struct Review {
     pub file: usize,
     pub diff_scroll: usize,
     pub commit: CommitState,
+    /// The run's warnings (e.g. git hooks or config changed during a round).
+    pub warnings: Vec<String>,
 }
 
 /// Everything that changes the state.

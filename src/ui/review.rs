@@ -89,6 +89,11 @@ fn render_report(theme: Theme, review: &Review, area: Rect, buf: &mut Buffer) {
     let inner = block.inner(area);
     block.render(area, buf);
     let mut lines = Vec::new();
+    for warning in &review.warnings {
+        for row in wrap::rows_multiline(&format!("! {warning}"), usize::from(inner.width)) {
+            lines.push(Line::styled(row.to_string(), theme.warning()));
+        }
+    }
     if let Some(error) = &review.error {
         for row in wrap::rows_multiline(&format!("error: {error}"), usize::from(inner.width)) {
             lines.push(Line::styled(row.to_string(), theme.error()));

@@ -61,6 +61,8 @@ pub struct State {
     /// Views open above the screen, the top one last; it takes the keys.
     pub overlays: Vec<Overlay>,
     pub approvals: VecDeque<Approval>,
+    /// Every warning of the run, for the review.
+    pub warnings: Vec<String>,
     /// Every approval id seen, so one announced twice (notifier and event) is asked once.
     asked: std::collections::BTreeSet<u64>,
     pub cancel_requested: Option<Duration>,
@@ -114,6 +116,7 @@ impl State {
             objective_scroll: 0,
             overlays: Vec::new(),
             approvals: VecDeque::new(),
+            warnings: Vec::new(),
             asked: std::collections::BTreeSet::new(),
             cancel_requested: None,
             quit_when_finished: false,

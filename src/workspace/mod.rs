@@ -13,6 +13,7 @@
 mod baseline;
 pub mod commit;
 pub mod diff;
+pub mod gitguard;
 mod snapshot;
 pub mod watch;
 
