@@ -137,7 +137,7 @@ fn on_frame(probe: &Mutex<Probe>, state: &State) {
         p.running_frames += 1;
         p.last_running_frame = Some(now);
     }
-    let open = matches!(state.overlay, Some(Overlay::Help { .. }));
+    let open = matches!(state.overlay(), Some(Overlay::Help { .. }));
     if let Some((sent, want)) = p.pending {
         if open == want && state.phase == Phase::Running {
             p.latencies.push(now - sent);

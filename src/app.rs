@@ -1,30 +1,34 @@
 //! Wiring: from resolved settings to a running engine thread.
 //!
-//! `prepare` does every check that can fail on bad input (workspace, script, model file)
-//! before anything is written; `start` loads the backend on a dedicated thread, opens the run
-//! log and runs the engine there. The TUI and the headless mode both start runs this way.
-//! Glue between layers that must not know each other (the workspace's live watcher and the
-//! engine's round hook) lives here too.
+//! `prepare` does every check that can fail on bad input (workspace, script, model file, run
+//! directory; see `intake`) before anything is written; `start` loads the backend (its turns
+//! bounded, see `llm::bounded`) on a dedicated thread, opens the run log and runs the engine
+//! there. A run log that cannot be written stops the run and makes it end in an internal
+//! error. The TUI and the headless mode both start runs this way. Glue between layers that
+//! must not know each other (the workspace's live watcher and the engine's round hook) lives
+//! here too.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::chat;
 use crate::config::{BackendKind, Settings};
 use crate::engine::run_info::{RunInfo, RunSettings};
 use crate::engine::runlog::RunLog;
-use crate::engine::{Engine, EventSink, Recorder, RoundWatch, RunConfig, RunSummary};
+use crate::engine::{Engine, EventSink, RoundWatch, RunConfig, RunSummary, StartAt, Toolbox};
 use crate::error::UsageError;
+use crate::intake;
+use crate::llm::bounded::{Bounded, MAX_TURN_BYTES};
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
+use crate::runs::resume::Resume;
 use crate::tools::approval::Approver;
 use crate::tools::{sandbox, Registry, ToolPolicy};
 use crate::workspace::watch::{LiveWatch, OnChange};
-use crate::workspace::{Snapshot, Workspace};
+use crate::workspace::{Snapshot, Workspace, WorkspaceError};
 
 /// The live watcher hears where each round starts: the glue between the workspace's watcher
 /// and the engine's round hook lives here, so neither layer knows the other.
@@ -52,6 +56,15 @@ pub struct Prepared {
     pub backend: BackendPlan,
     pub run_id: String,
     pub run_dir: PathBuf,
+    /// Set when this run continues an earlier one (`--resume`).
+    pub resume: Option<Resume>,
+}
+
+impl Prepared {
+    /// The same run, continuing `resume` when there is one.
+    pub fn resuming(self, resume: Option<Resume>) -> Self {
+        Self { resume, ..self }
+    }
 }
 
 /// A started run.
@@ -87,10 +100,17 @@ pub fn new_run_id() -> String {
     format!("{}-{:04x}", now.format("%Y%m%d-%H%M%S"), noise & 0xffff)
 }
 
+/// Opens the workspace; a directory that is no work tree is a usage error that names why.
+fn open_workspace(dir: &Path) -> Result<Workspace, UsageError> {
+    Workspace::open(dir).map_err(|e| match e {
+        WorkspaceError::NotGitRepo(_) => UsageError::NotGitRepo(dir.to_path_buf()),
+        other => UsageError::Invalid(other.to_string()),
+    })
+}
+
 /// Checks everything that depends on input before a run starts.
 pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
-    Workspace::open(&settings.workspace)
-        .map_err(|_| UsageError::NotGitRepo(settings.workspace.clone()))?;
+    open_workspace(&settings.workspace)?;
     let backend = match &settings.backend {
         BackendKind::Script(path) => BackendPlan::Script(ScriptBackend::load(path)?, path.clone()),
         BackendKind::Llama => {
@@ -102,49 +122,32 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
             BackendPlan::Llama(path)
         }
     };
-    if let Some(name) = settings.chat_format.as_deref() {
-        if name != "auto" && chat::by_name(name).is_none() {
-            return Err(UsageError::Invalid(format!(
-                "unknown --chat-format '{name}': use auto or one of {}",
-                chat::FORMAT_NAMES.join(", ")
-            )));
-        }
-    }
     let run_id = new_run_id();
     let run_dir = settings
         .run_dir
         .clone()
         .unwrap_or_else(|| settings.dirs.data.join("runs").join(&run_id));
+    intake::check_run_dir(&run_dir)?;
     Ok(Prepared {
         settings: settings.clone(),
         backend,
         run_id,
         run_dir,
+        resume: None,
     })
 }
 
 fn file_sha256(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf).ok()?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Some(
-        hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-    )
+    crate::text::sha256_hex_reader(std::fs::File::open(path).ok()?).ok()
 }
 
+/// Loads the backend, its turns bounded to [`MAX_TURN_BYTES`].
 fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
+    let backend = load_unbounded(prepared)?;
+    Ok(Box::new(Bounded::new(backend, MAX_TURN_BYTES)))
+}
+
+fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
     match &prepared.backend {
         BackendPlan::Script(script, _) => Ok(Box::new(script.clone())),
         #[cfg(feature = "llama")]
@@ -211,21 +214,33 @@ fn run_on_this_thread(
     let format = chat::by_name(&info.chat_format)
         .or_else(|| chat::by_name("hermes"))
         .ok_or_else(|| StartError::Internal("no chat format".into()))?;
-    let workspace = Workspace::open(&settings.workspace)
-        .map_err(|_| UsageError::NotGitRepo(settings.workspace.clone()))?;
-    let log = RunLog::create(&prepared.run_dir)
+    let workspace = open_workspace(&settings.workspace)?;
+    let mut log = RunLog::create(&prepared.run_dir)
         .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
+    log.stop_run_on_failure(cancel.clone());
+    let log_failure = log.failure();
     let (source, source_sha) = match &prepared.backend {
         BackendPlan::Script(_, path) => (path.clone(), file_sha256(path)),
         BackendPlan::Llama(path) => (path.clone(), file_sha256(path)),
     };
+    // Absolute, so `--resume` finds the same file from any directory.
+    let source = source.canonicalize().unwrap_or(source);
     let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);
     policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);
     let registry = Registry::standard();
     let support = sandbox::probe_with(&policy.sandbox_exe);
+    crate::tools::run_command::clean_stale_round_dirs();
     let sandbox_note = sandbox::describe(&support);
     tracing::info!("{sandbox_note}");
     let mut warnings = Vec::new();
+    let (start, resumed_from) = match &prepared.resume {
+        Some(resume) => {
+            warnings.extend(resume.warnings.iter().cloned());
+            (resume.start.clone(), Some(resume.from.clone()))
+        }
+        None => (StartAt::fresh(), None),
+    };
+    let repo_root = crate::engine::run_info::root_commit(workspace.repo());
     if let Err(problem) = support.check(settings.sandbox, settings.network) {
         tracing::warn!("{problem}");
         warnings.push(problem);
@@ -240,45 +255,59 @@ fn run_on_this_thread(
         },
         None => None,
     };
-    let engine = Engine {
-        config: RunConfig {
-            run_id: prepared.run_id.clone(),
-            objective,
-            max_rounds: settings.max_rounds,
-            max_turns: settings.max_turns,
-            token_budget: settings.token_budget,
-            verify: settings.verify.clone(),
-            warnings,
-            run_info: RunInfo {
-                sandbox_support: sandbox_note,
-                backend: info.name,
-                model_file: source.display().to_string(),
-                model_sha256: source_sha,
-                device: info.device,
-                chat_format: info.chat_format,
-                settings: RunSettings {
-                    max_turns: settings.max_turns,
-                    token_budget: settings.token_budget,
-                    sandbox: settings.sandbox,
-                    approval: settings.approval,
-                    network: settings.network,
-                    command_timeout_s: settings.command_timeout_s,
-                    verify: settings.verify.clone(),
-                    inference: settings.inference.clone(),
-                },
+    let config = RunConfig {
+        run_id: prepared.run_id.clone(),
+        objective,
+        max_rounds: settings.max_rounds,
+        max_turns: settings.max_turns,
+        token_budget: settings.token_budget,
+        verify: settings.verify.clone(),
+        warnings,
+        run_info: RunInfo {
+            sandbox_support: sandbox_note,
+            backend: info.name,
+            model_file: source.display().to_string(),
+            model_sha256: source_sha,
+            device: info.device,
+            chat_format: info.chat_format,
+            settings: RunSettings {
+                max_turns: settings.max_turns,
+                token_budget: settings.token_budget,
+                sandbox: settings.sandbox,
+                approval: settings.approval,
+                network: settings.network,
+                command_timeout_s: settings.command_timeout_s,
+                verify: settings.verify.clone(),
+                inference: settings.inference.clone(),
             },
+            repo_root,
+            resumed_from,
+            resumed_report: start.previous.clone(),
         },
-        backend: backend.as_mut(),
-        format: format.as_ref(),
+    };
+    let tools = Toolbox {
         registry: &registry,
         policy,
         approver,
-        workspace,
-        rec: Recorder::new(log, sink),
-        cancel,
-        watch,
-        generated_total: 0,
-        changes: Default::default(),
     };
-    Ok(engine.run())
+    let mut engine = Engine::new(
+        config,
+        backend.as_mut(),
+        format.as_ref(),
+        tools,
+        workspace,
+        log,
+        sink,
+    )
+    .with_cancel(cancel);
+    if let Some(watch) = watch {
+        engine = engine.with_watch(watch);
+    }
+    let summary = engine.run_from(start);
+    match log_failure.get() {
+        Some(e) => Err(StartError::Internal(format!(
+            "the run log cannot be written ({e}); the run was stopped"
+        ))),
+        None => Ok(summary),
+    }
 }

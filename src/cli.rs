@@ -1,17 +1,23 @@
 //! The command line: what a person can ask of ralph-tui, with `--help` that explains it.
 //!
-//! Every option is optional here so that the config file can fill what the command line
-//! leaves out (`config::Settings::resolve` merges them, the command line winning).
+//! The options `config.toml` can also set live in `options::Options`, flattened in here, so
+//! each is written once; this file keeps what only the command line says (the objective, the
+//! workspace, headless, which config file and log file). `config::Settings::resolve` lays the
+//! command line over the file over the defaults.
 
 use std::path::PathBuf;
 
 use clap::Parser;
 
+use crate::options::Options;
+
 const AFTER_HELP: &str = "\
 Exit codes: 0 complete · 3 blocked · 4 budget-limited · 5 round-failed · 130 cancelled ·
             2 usage, config or input error · 1 internal error.
 Completion and blockers are the worker's own report, never an independent certification.
-Config: config.toml in the user config directory (see README); the command line wins.";
+Config: config.toml in the user config directory (or --config FILE) may set every option
+        from --max-rounds to --seed, its key the long name with underscores
+        (max_rounds = 4, sandbox = \"read-only\", network = true); the command line wins.";
 
 /// Run a supervised Ralph loop with a local model in a git repository.
 ///
@@ -20,7 +26,8 @@ Config: config.toml in the user config directory (see README); the command line 
 #[derive(Debug, Clone, Default, Parser)]
 #[command(name = "ralph-tui", version, about, long_about, after_help = AFTER_HELP)]
 pub struct Cli {
-    /// The immutable objective for the whole run (else -f FILE, else the TUI asks).
+    /// The immutable objective for the whole run (else -f FILE, else the TUI asks); at most
+    /// 64 KiB, with no control characters but newline and tab.
     pub objective: Option<String>,
 
     /// Read the objective from FILE.
@@ -31,101 +38,25 @@ pub struct Cli {
     #[arg(short = 'C', long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
-    /// Most rounds to run, 1..=64 [default: 8].
-    #[arg(short = 'n', long, value_name = "N", allow_hyphen_values = true)]
-    pub max_rounds: Option<String>,
-
-    /// GGUF model file [default: config, else the model fetched by `make model`].
-    #[arg(short = 'm', long, value_name = "PATH")]
-    pub model: Option<PathBuf>,
-
-    /// `llama` (default) or `script:FILE` (deterministic stand-in for tests and demos).
-    #[arg(long, value_name = "KIND")]
-    pub backend: Option<String>,
-
     /// No TUI: JSON Lines events on stdout, human messages on stderr.
     #[arg(long)]
     pub headless: bool,
 
-    /// Where this run's log goes [default: <data dir>/runs/<run id>].
-    #[arg(long, value_name = "DIR")]
-    pub run_dir: Option<PathBuf>,
+    /// Continue a cancelled, round-failed, budget-limited or killed run: a run id, an id
+    /// prefix, `last`, or a run directory [default: last]. Its objective and workspace stay;
+    /// its settings stay unless given here.
+    #[arg(
+        long,
+        value_name = "RUN",
+        num_args = 0..=1,
+        default_missing_value = "last",
+        conflicts_with_all = ["objective", "objective_file", "workspace", "config"]
+    )]
+    pub resume: Option<String>,
 
-    /// Command run in the workspace after a worker-reported completion; shown beside the claim.
-    #[arg(long, value_name = "CMD")]
-    pub verify: Option<String>,
-
-    /// Sandbox for commands the child runs: workspace-write, read-only or off.
-    #[arg(long, value_name = "MODE")]
-    pub sandbox: Option<String>,
-
-    /// Approval for commands the child runs: auto, ask (TUI only) or deny.
-    #[arg(long, value_name = "POLICY")]
-    pub approval: Option<String>,
-
-    /// Let commands the child runs use the network (off by default).
-    #[arg(long)]
-    pub network: bool,
-
-    /// Default timeout for a child's command, in seconds [default: 120].
-    #[arg(long, value_name = "SECS")]
-    pub command_timeout: Option<u64>,
-
-    /// Most model generations (turns) in one round [default: 24].
-    #[arg(long, value_name = "N")]
-    pub max_turns: Option<u32>,
-
-    /// Most tokens generated over the whole run; reaching it ends the run budget-limited.
-    #[arg(long, value_name = "N")]
-    pub token_budget: Option<u64>,
-
-    /// Tool-call format: auto, hermes, llama3, mistral, deepseek, dsml, glm, generic.
-    #[arg(long, value_name = "FORMAT")]
-    pub chat_format: Option<String>,
-
-    /// Context size in tokens [default: 4096].
-    #[arg(long, value_name = "N")]
-    pub ctx_size: Option<u32>,
-
-    /// CPU threads [default: the machine's cores].
-    #[arg(long, value_name = "N")]
-    pub threads: Option<i32>,
-
-    /// Layers to offload to the GPU [default: all with a GPU build, else 0].
-    #[arg(long, value_name = "N")]
-    pub gpu_layers: Option<u32>,
-
-    /// Prompt-processing batch size; smaller cancels faster [default: 64].
-    #[arg(long, value_name = "N")]
-    pub batch_size: Option<u32>,
-
-    /// Most tokens generated in one turn [default: 1024].
-    #[arg(long, value_name = "N")]
-    pub max_tokens: Option<u32>,
-
-    /// Sampling temperature; 0 is greedy [default: 0.7].
-    #[arg(long, value_name = "T")]
-    pub temperature: Option<f32>,
-
-    /// Top-k sampling [default: 40].
-    #[arg(long, value_name = "K")]
-    pub top_k: Option<i32>,
-
-    /// Top-p sampling [default: 0.95].
-    #[arg(long, value_name = "P")]
-    pub top_p: Option<f32>,
-
-    /// Min-p sampling [default: 0.05].
-    #[arg(long, value_name = "P")]
-    pub min_p: Option<f32>,
-
-    /// Repeat penalty [default: 1.1].
-    #[arg(long, value_name = "X")]
-    pub repeat_penalty: Option<f32>,
-
-    /// Sampling seed; fixes a run's randomness [default: 1234].
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u32>,
+    /// The options `config.toml` can also set (see `options`).
+    #[command(flatten)]
+    pub options: Options,
 
     /// Config file to read instead of the default location.
     #[arg(long, value_name = "FILE")]
@@ -134,4 +65,23 @@ pub struct Cli {
     /// Log file [default: the run directory's ralph-tui.log].
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
+}
+
+/// A command-line error as the one line `main` prints: clap's first line, the allowed values
+/// where there is a fixed set, and where to read more.
+pub fn error_line(error: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let rendered = error.render().to_string();
+    let first = rendered
+        .lines()
+        .next()
+        .unwrap_or("bad arguments")
+        .trim_start_matches("error: ");
+    let allowed = match error.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(values)) if !values.is_empty() => {
+            format!(": use one of {}", values.join(", "))
+        }
+        _ => String::new(),
+    };
+    format!("{first}{allowed} (see `ralph-tui --help`)")
 }

@@ -1,81 +1,59 @@
 //! Settings for one run: defaults, then `config.toml`, then the command line.
 //!
 //! `Settings` is the single resolved value the rest of the program reads; nothing else looks
-//! at the CLI or the config file. Validation happens here, once, so bad input is a usage
-//! error before anything touches the workspace.
+//! at the CLI or the config file. The options themselves (names, types, defaults, help) are
+//! declared once in `options`; this file reads the file, layers the three sources and checks
+//! what spans options, once, so bad input is a usage error before anything touches the
+//! workspace.
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use crate::cli::Cli;
 use crate::error::UsageError;
+pub use crate::options::BackendKind;
+use crate::options::{ApprovalPolicyArg, Options, SandboxModeArg};
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
-pub const DEFAULT_MAX_ROUNDS: u32 = 8;
-pub const MAX_ROUNDS_CEILING: u32 = 64;
 /// The default model's file name inside the cache dir (see `make model`).
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
-/// The keys `config.toml` may hold; each mirrors the long option of the same name.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "snake_case")]
-pub struct ConfigFile {
-    pub max_rounds: Option<u32>,
-    pub model: Option<PathBuf>,
-    pub backend: Option<String>,
-    pub run_dir: Option<PathBuf>,
-    pub verify: Option<String>,
-    pub sandbox: Option<String>,
-    pub approval: Option<String>,
-    pub network: Option<bool>,
-    pub command_timeout: Option<u64>,
-    pub max_turns: Option<u32>,
-    pub token_budget: Option<u64>,
-    pub chat_format: Option<String>,
-    pub ctx_size: Option<u32>,
-    pub threads: Option<i32>,
-    pub gpu_layers: Option<u32>,
-    pub batch_size: Option<u32>,
-    pub max_tokens: Option<u32>,
-    pub temperature: Option<f32>,
-    pub top_k: Option<i32>,
-    pub top_p: Option<f32>,
-    pub min_p: Option<f32>,
-    pub repeat_penalty: Option<f32>,
-    pub seed: Option<u32>,
-}
-
-impl ConfigFile {
-    /// Reads a config file; a missing default file is an empty config, a malformed one an error
-    /// naming the file and line.
-    pub fn load(path: &Path, must_exist: bool) -> Result<Self, UsageError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must_exist => {
-                return Ok(Self::default())
-            }
-            Err(e) => {
-                return Err(UsageError::Config {
-                    path: path.to_path_buf(),
-                    message: e.to_string(),
-                })
-            }
-        };
-        toml::from_str(&text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
-            let message = e.message().trim().to_string();
-            UsageError::Config {
+/// Reads a config file into the options it sets; a missing default file sets none, a
+/// malformed one (bad syntax, unknown key, bad value) is an error naming the file and line.
+pub fn load_config(path: &Path, must_exist: bool) -> Result<Options, UsageError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must_exist => {
+            return Ok(Options::default())
+        }
+        Err(e) => {
+            return Err(UsageError::Config {
                 path: path.to_path_buf(),
-                message: match line {
-                    Some(line) => format!("line {line}: {message}"),
-                    None => message,
-                },
-            }
-        })
-    }
+                message: e.to_string(),
+            })
+        }
+    };
+    toml::from_str(&text).map_err(|e| {
+        // The line the problem starts on; one found at the very end is on the last line.
+        let line = e.span().map(|span| {
+            let before = &text.as_bytes()[..span.start.min(text.len())];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            line.min(text.lines().count().max(1))
+        });
+        let message = e
+            .message()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(", ");
+        UsageError::Config {
+            path: path.to_path_buf(),
+            message: match line {
+                Some(line) => format!("line {line}: {message}"),
+                None => message,
+            },
+        }
+    })
 }
 
 /// Where ralph-tui keeps things, from the `directories` crate.
@@ -107,14 +85,28 @@ impl Dirs {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BackendKind {
-    Llama,
-    Script(PathBuf),
+impl From<SandboxModeArg> for SandboxMode {
+    fn from(arg: SandboxModeArg) -> Self {
+        match arg {
+            SandboxModeArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            SandboxModeArg::ReadOnly => SandboxMode::ReadOnly,
+            SandboxModeArg::Off => SandboxMode::Off,
+        }
+    }
+}
+
+impl From<ApprovalPolicyArg> for ApprovalPolicy {
+    fn from(arg: ApprovalPolicyArg) -> Self {
+        match arg {
+            ApprovalPolicyArg::Auto => ApprovalPolicy::Auto,
+            ApprovalPolicyArg::Ask => ApprovalPolicy::Ask,
+            ApprovalPolicyArg::Deny => ApprovalPolicy::Deny,
+        }
+    }
 }
 
 /// Sampling and context options for the llama backend.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct InferenceSettings {
     pub ctx_size: u32,
     pub threads: i32,
@@ -159,47 +151,8 @@ pub fn normalize_objective(raw: &str) -> Result<String, UsageError> {
     if trimmed.is_empty() {
         return Err(UsageError::EmptyObjective);
     }
+    crate::intake::check_objective(trimmed)?;
     Ok(trimmed.to_string())
-}
-
-/// Parses a round count: a whole number in 1..=64, never clamped.
-pub fn parse_max_rounds(raw: &str) -> Result<u32, UsageError> {
-    match raw.trim().parse::<u32>() {
-        Ok(n) if (1..=MAX_ROUNDS_CEILING).contains(&n) => Ok(n),
-        _ => Err(UsageError::MaxRounds(raw.to_string())),
-    }
-}
-
-fn parse_backend(raw: &str) -> Result<BackendKind, UsageError> {
-    if raw == "llama" {
-        return Ok(BackendKind::Llama);
-    }
-    match raw.strip_prefix("script:") {
-        Some(path) if !path.is_empty() => Ok(BackendKind::Script(PathBuf::from(path))),
-        _ => Err(UsageError::Backend(raw.to_string())),
-    }
-}
-
-fn parse_sandbox(raw: &str) -> Result<SandboxMode, UsageError> {
-    match raw {
-        "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
-        "read-only" => Ok(SandboxMode::ReadOnly),
-        "off" => Ok(SandboxMode::Off),
-        other => Err(UsageError::Invalid(format!(
-            "unknown --sandbox '{other}': use workspace-write, read-only or off"
-        ))),
-    }
-}
-
-fn parse_approval(raw: &str) -> Result<ApprovalPolicy, UsageError> {
-    match raw {
-        "auto" => Ok(ApprovalPolicy::Auto),
-        "ask" => Ok(ApprovalPolicy::Ask),
-        "deny" => Ok(ApprovalPolicy::Deny),
-        other => Err(UsageError::Invalid(format!(
-            "unknown --approval '{other}': use auto, ask or deny"
-        ))),
-    }
 }
 
 fn default_threads() -> i32 {
@@ -209,12 +162,20 @@ fn default_threads() -> i32 {
 }
 
 impl Settings {
-    /// Merges defaults, the config file and the command line, and validates the result.
+    /// Lays the command line over the config file over the defaults, and validates the result.
     pub fn resolve(cli: Cli, dirs: Dirs) -> Result<Self, UsageError> {
         let config = match &cli.config {
-            Some(path) => ConfigFile::load(path, true)?,
-            None => ConfigFile::load(&dirs.config.join("config.toml"), false)?,
+            Some(path) => load_config(path, true)?,
+            None => load_config(&dirs.config.join("config.toml"), false)?,
         };
+        let options = cli.options.clone().over(config);
+        Self::layered(cli, options, dirs)
+    }
+
+    /// Validates `options` (already layered) with what only the command line says; `--resume`
+    /// layers the command line over the old run's settings instead of over the config file.
+    pub fn layered(cli: Cli, options: Options, dirs: Dirs) -> Result<Self, UsageError> {
+        let options = options.resolve();
 
         let objective = match (&cli.objective, &cli.objective_file) {
             (Some(text), _) => Some(normalize_objective(text)?),
@@ -229,12 +190,6 @@ impl Settings {
             (None, None) => None,
         };
 
-        let max_rounds = match (&cli.max_rounds, config.max_rounds) {
-            (Some(raw), _) => parse_max_rounds(raw)?,
-            (None, Some(n)) => parse_max_rounds(&n.to_string())?,
-            (None, None) => DEFAULT_MAX_ROUNDS,
-        };
-
         let workspace = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
         if !workspace.is_dir() {
             return Err(UsageError::WorkspaceNotDir(workspace));
@@ -243,18 +198,7 @@ impl Settings {
             .canonicalize()
             .map_err(|_| UsageError::WorkspaceNotDir(workspace.clone()))?;
 
-        let backend = match cli.backend.as_deref().or(config.backend.as_deref()) {
-            Some(raw) => parse_backend(raw)?,
-            None => BackendKind::Llama,
-        };
-        let sandbox = match cli.sandbox.as_deref().or(config.sandbox.as_deref()) {
-            Some(raw) => parse_sandbox(raw)?,
-            None => SandboxMode::WorkspaceWrite,
-        };
-        let approval = match cli.approval.as_deref().or(config.approval.as_deref()) {
-            Some(raw) => parse_approval(raw)?,
-            None => ApprovalPolicy::Auto,
-        };
+        let approval = ApprovalPolicy::from(options.approval);
         if cli.headless && approval == ApprovalPolicy::Ask {
             return Err(UsageError::Invalid(
                 "--approval ask needs the TUI: use --approval auto or deny with --headless".into(),
@@ -262,20 +206,17 @@ impl Settings {
         }
 
         let inference = InferenceSettings {
-            ctx_size: cli.ctx_size.or(config.ctx_size).unwrap_or(4096),
-            threads: cli
-                .threads
-                .or(config.threads)
-                .unwrap_or_else(default_threads),
-            gpu_layers: cli.gpu_layers.or(config.gpu_layers),
-            batch_size: cli.batch_size.or(config.batch_size).unwrap_or(64),
-            max_tokens: cli.max_tokens.or(config.max_tokens).unwrap_or(1024),
-            temperature: cli.temperature.or(config.temperature).unwrap_or(0.7),
-            top_k: cli.top_k.or(config.top_k).unwrap_or(40),
-            top_p: cli.top_p.or(config.top_p).unwrap_or(0.95),
-            min_p: cli.min_p.or(config.min_p).unwrap_or(0.05),
-            repeat_penalty: cli.repeat_penalty.or(config.repeat_penalty).unwrap_or(1.1),
-            seed: cli.seed.or(config.seed).unwrap_or(1234),
+            ctx_size: options.ctx_size,
+            threads: options.threads.unwrap_or_else(default_threads),
+            gpu_layers: options.gpu_layers,
+            batch_size: options.batch_size,
+            max_tokens: options.max_tokens,
+            temperature: options.temperature,
+            top_k: options.top_k,
+            top_p: options.top_p,
+            min_p: options.min_p,
+            repeat_penalty: options.repeat_penalty,
+            seed: options.seed,
         };
         if inference.ctx_size < 256 {
             return Err(UsageError::Invalid(format!(
@@ -288,32 +229,28 @@ impl Settings {
                 "--threads, --batch-size and --max-tokens must be at least 1".into(),
             ));
         }
-        let max_turns = cli.max_turns.or(config.max_turns).unwrap_or(24);
-        if max_turns < 1 {
+        if options.max_turns < 1 {
             return Err(UsageError::Invalid("--max-turns must be at least 1".into()));
         }
 
         Ok(Self {
             objective,
             workspace,
-            max_rounds,
-            model: cli.model.clone().or(config.model),
-            backend,
+            max_rounds: options.max_rounds.get(),
+            model: options.model,
+            backend: options.backend,
             headless: cli.headless,
-            run_dir: cli.run_dir.clone().or(config.run_dir),
-            verify: cli.verify.clone().or(config.verify),
-            sandbox,
+            run_dir: options.run_dir,
+            verify: options.verify,
+            sandbox: options.sandbox.into(),
             approval,
-            network: cli.network || config.network.unwrap_or(false),
-            command_timeout_s: cli
-                .command_timeout
-                .or(config.command_timeout)
-                .unwrap_or(120),
-            max_turns,
-            token_budget: cli.token_budget.or(config.token_budget),
-            chat_format: cli.chat_format.clone().or(config.chat_format),
+            network: options.network,
+            command_timeout_s: options.command_timeout,
+            max_turns: options.max_turns,
+            token_budget: options.token_budget,
+            chat_format: options.chat_format.map(String::from),
             inference,
-            log_file: cli.log_file.clone(),
+            log_file: cli.log_file,
             dirs,
         })
     }

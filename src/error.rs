@@ -48,8 +48,6 @@ pub enum UsageError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("--max-rounds must be a whole number from 1 to 64, got '{0}'")]
-    MaxRounds(String),
     #[error("workspace {0} is not a directory: pass an existing directory with -C")]
     WorkspaceNotDir(PathBuf),
     #[error("{0} is not inside a git work tree: run `git init` there first, or pass another directory with -C")]
@@ -62,8 +60,6 @@ pub enum UsageError {
     Model { path: PathBuf, message: String },
     #[error("no model found: run `make model` to fetch the default model, or pass --model PATH to a GGUF file")]
     NoModel,
-    #[error("unknown backend '{0}': use `llama` or `script:FILE`")]
-    Backend(String),
     #[error("{0}")]
     Invalid(String),
 }

@@ -57,6 +57,11 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
         use tokio::signal::unix::{signal, SignalKind};
         let mut sigint = signal(SignalKind::interrupt()).ok();
         let mut sigterm = signal(SignalKind::terminate()).ok();
+        // A signal caught before these listeners existed (see `signals`) still cancels.
+        if crate::signals::requested() {
+            say("cancelling (signal)");
+            cancel.cancel();
+        }
         let mut done_rx = done_rx;
         loop {
             tokio::select! {

@@ -4,9 +4,9 @@ use std::io::Write;
 
 use clap::Parser;
 use ralph_tui::cli::Cli;
-use ralph_tui::config::{Dirs, Settings};
+use ralph_tui::config::Dirs;
 use ralph_tui::error::{ExitCode, UsageError};
-use ralph_tui::{app, headless, logging};
+use ralph_tui::{app, headless, logging, runlock, runs, signals};
 
 fn fail(message: &str, code: ExitCode) -> ! {
     let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
@@ -23,6 +23,10 @@ fn main() {
             .collect();
         ralph_tui::tools::sandbox::exec_main(&args);
     }
+    // Next, SIGINT and SIGTERM: from here on a signal is a request to cancel, never a kill.
+    if let Err(e) = signals::install() {
+        fail(&format!("cannot catch signals: {e}"), ExitCode::Internal);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -31,29 +35,29 @@ fn main() {
                 let _ = e.print();
                 std::process::exit(0);
             }
-            let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .next()
-                .unwrap_or("bad arguments")
-                .trim_start_matches("error: ");
-            fail(
-                &format!("{first} (see `ralph-tui --help`)"),
-                ExitCode::Usage,
-            );
+            fail(&ralph_tui::cli::error_line(&e), ExitCode::Usage);
         }
     };
-    let settings = match Settings::resolve(cli, Dirs::discover()) {
-        Ok(s) => s,
+    let (settings, resume) = match runs::resume::resolve(cli, Dirs::discover()) {
+        Ok(resolved) => resolved,
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
     if settings.headless && settings.objective.is_none() {
         fail(&UsageError::EmptyObjective.to_string(), ExitCode::Usage);
     }
     let prepared = match app::prepare(&settings) {
-        Ok(p) => p,
+        Ok(p) => p.resuming(resume),
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
+    // Held until the process exits; the kernel releases it however the process ends.
+    let lock = match runlock::acquire(&settings.workspace, &settings.dirs.data, &prepared.run_id) {
+        Ok(lock) => lock,
+        Err(e) => fail(&e.to_string(), ExitCode::Usage),
+    };
+    if signals::requested() {
+        lock.forget_holder();
+        fail("cancelled before the run started", ExitCode::Cancelled);
+    }
     let log_file = settings
         .log_file
         .clone()
@@ -69,5 +73,6 @@ fn main() {
     } else {
         ralph_tui::tui::run(prepared, settings.objective.clone(), &log_file)
     };
+    lock.forget_holder();
     std::process::exit(code.code());
 }

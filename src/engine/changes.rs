@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 
-use super::Recorder;
+use super::record::Recorder;
 use crate::protocol::event::Event;
 use crate::workspace::{Attribution, DiffModel, Snapshot, Workspace};
 
@@ -21,7 +21,7 @@ const NAMED: usize = 10;
 
 /// What the engine knows about the run's changes so far.
 #[derive(Debug, Default)]
-pub struct RunChanges {
+pub(super) struct RunChanges {
     worker: Attribution,
     /// Too-deep directories already named in a warning.
     unseen_named: BTreeSet<String>,
@@ -81,7 +81,7 @@ impl RunChanges {
 
     /// The round's opening snapshot; changes since the last round ended are named as made
     /// outside the run.
-    pub fn round_start(
+    pub(super) fn round_start(
         &mut self,
         ws: &Workspace,
         rec: &mut Recorder,
@@ -110,7 +110,7 @@ impl RunChanges {
     }
 
     /// The snapshot before a tool call; pass it to `after_tool`.
-    pub fn before_tool(
+    pub(super) fn before_tool(
         &mut self,
         ws: &Workspace,
         rec: &mut Recorder,
@@ -120,7 +120,7 @@ impl RunChanges {
     }
 
     /// Records what changed while the tool ran as the worker's.
-    pub fn after_tool(
+    pub(super) fn after_tool(
         &mut self,
         ws: &Workspace,
         rec: &mut Recorder,
@@ -137,7 +137,7 @@ impl RunChanges {
     }
 
     /// Records files a tool wrote (absolute paths) as the worker's.
-    pub fn wrote(&mut self, ws: &Workspace, files: &[std::path::PathBuf]) {
+    pub(super) fn wrote(&mut self, ws: &Workspace, files: &[std::path::PathBuf]) {
         self.worker
             .add(files.iter().filter_map(|f| ws.top_relative(f)));
     }
@@ -161,7 +161,7 @@ impl RunChanges {
 
     /// The round's diff (`None` when it could not be taken, which a warning says), with
     /// files no tool changed marked as outside the run and named in a warning.
-    pub fn round_end(
+    pub(super) fn round_end(
         &mut self,
         ws: &Workspace,
         rec: &mut Recorder,

@@ -2,13 +2,19 @@
 //!
 //! A child sees the objective, "round N of M", the workspace rules, the previous validated
 //! report (or a line saying there is none), and the repository's `AGENTS.md`. Nothing else
-//! from earlier rounds ever reaches it.
+//! from earlier rounds ever reaches it. `AGENTS.md` is the worker's own file (it can change
+//! it), so it is read confined and bounded like the file tools read, never followed to
+//! `/proc`, a device or a FIFO.
 
+use std::io::Read;
 use std::path::Path;
 
 use crate::protocol::message::{Message, Role};
 use crate::protocol::report::Report;
+use crate::tools::confined::{Opened, Refusal, Root};
 
+/// The repository instructions file, at the workspace root.
+const AGENTS_FILE: &str = "AGENTS.md";
 /// Most bytes of `AGENTS.md` given to a child.
 pub const AGENTS_MAX_BYTES: usize = 8 * 1024;
 
@@ -27,19 +33,31 @@ work: inspect the files before acting, and never assume.
 objective is met; \"blocked\" with the blocker when you cannot go on.
   Your report is the only thing the next round will know about this one.";
 
-/// Reads the workspace's `AGENTS.md`, bounded; `None` when there is none.
-pub fn agent_instructions(root: &Path) -> Option<String> {
-    let text = std::fs::read(root.join("AGENTS.md")).ok()?;
-    let mut text = String::from_utf8_lossy(&text).into_owned();
-    if text.len() > AGENTS_MAX_BYTES {
-        let mut cut = AGENTS_MAX_BYTES;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
+/// Reads the workspace's `AGENTS.md` the way the file tools read: beneath the root, no
+/// symlink followed, a regular file only, opened without blocking, and never more than
+/// [`AGENTS_MAX_BYTES`] + 1 bytes read. `Ok(None)` when there is none; `Err(warning)` when
+/// there is one that is refused (a symlink, a FIFO, a device), to be shown to the person.
+pub fn agents_file(root: &Path) -> Result<Option<String>, String> {
+    let refused =
+        |reason: &dyn std::fmt::Display| format!("AGENTS.md is not given to the worker: {reason}");
+    let confined = Root::open(root).map_err(|e| refused(&e))?;
+    let (file, len) = match confined.open_read(Path::new(AGENTS_FILE)) {
+        Ok(Opened::File { file, len }) => (file, len),
+        Err(Refusal::NotFound) => return Ok(None),
+        Ok(Opened::Dir(_)) => return Err(refused(&Refusal::Directory)),
+        Err(e) => return Err(refused(&e)),
+    };
+    let cap = u64::try_from(AGENTS_MAX_BYTES).unwrap_or(u64::MAX);
+    let mut bytes = Vec::with_capacity(usize::try_from(len.min(cap + 1)).unwrap_or(0));
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| refused(&e))?;
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if bytes.len() > AGENTS_MAX_BYTES {
+        text.truncate(crate::text::cut_at_char_boundary(&text, AGENTS_MAX_BYTES).len());
         text.push_str("\n[AGENTS.md continues; read the file for the rest]");
     }
-    Some(text)
+    Ok(Some(text))
 }
 
 /// The inputs of one round's prompt.
@@ -88,3 +106,29 @@ impl RoundPrompt<'_> {
 
 /// The reminder given when a turn called no tool.
 pub const NO_CALL_REMINDER: &str = "You did not call a tool. Keep working with the tools, and end the round by calling ralph_report.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agents_md_is_confined_regular_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(agents_file(dir.path()), Ok(None));
+        std::fs::write(dir.path().join("AGENTS.md"), "be careful\n").unwrap();
+        assert_eq!(agents_file(dir.path()), Ok(Some("be careful\n".into())));
+        std::fs::write(dir.path().join("AGENTS.md"), "é".repeat(AGENTS_MAX_BYTES)).unwrap();
+        let cut = agents_file(dir.path()).unwrap().unwrap();
+        assert!(cut.len() < AGENTS_MAX_BYTES + 100 && cut.ends_with("read the file for the rest]"));
+        for target in ["/proc/self/environ", "/dev/zero"] {
+            std::fs::remove_file(dir.path().join("AGENTS.md")).unwrap();
+            std::os::unix::fs::symlink(target, dir.path().join("AGENTS.md")).unwrap();
+            let warning = agents_file(dir.path()).unwrap_err();
+            assert!(warning.contains("symlink"), "{target}: {warning}");
+        }
+        std::fs::remove_file(dir.path().join("AGENTS.md")).unwrap();
+        nix::unistd::mkfifo(&dir.path().join("AGENTS.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let warning = agents_file(dir.path()).unwrap_err();
+        assert!(warning.contains("FIFO"), "{warning}");
+    }
+}

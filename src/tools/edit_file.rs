@@ -1,15 +1,18 @@
 //! `edit_file`: replace exact text in a workspace file.
 //!
-//! `old` must occur exactly `count` times (default 1), compared byte for byte; any other
+//! The file is read through `confined` like `read_file` reads it, with the same size bound
+//! checked before a byte is read, and written back through the same confined open as
+//! `write_file`. `old` must occur exactly `count` times (default 1), compared byte for byte; any other
 //! number of matches changes nothing and says how many there were, so the child can widen
 //! `old` or fix `count`. Same confinement and read-only rule as `write_file`.
 
 use serde_json::{json, Value};
 
 use super::args;
-use super::path::{resolve, Access};
-use super::read_file::is_binary;
-use super::write_file::allow_workspace_change;
+use super::confined::{read_bounded, Opened, Refusal};
+use super::path::{open_root, resolve, Access};
+use super::read_file::{is_binary, refused, MAX_FILE_BYTES};
+use super::write_file::{allow_workspace_change, written};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -61,11 +64,18 @@ impl Tool for EditFile {
             ));
         }
         let target = resolve(ctx.root, raw, Access::Write)?;
-        let bytes = std::fs::read(&target.abs).map_err(|e| {
-            ToolError::new(format!(
-                "cannot read '{}': {e}; use write_file to create a new file",
+        let root = open_root(ctx.root)?;
+        let bytes = match root.open_read(&target.path) {
+            Ok(Opened::File { file, len }) => read_bounded(file, len, MAX_FILE_BYTES),
+            Ok(Opened::Dir(_)) => Err(Refusal::Directory),
+            Err(e) => Err(e),
+        }
+        .map_err(|e| match e {
+            Refusal::NotFound => ToolError::new(format!(
+                "cannot read '{}': it does not exist; use write_file to create a new file",
                 target.rel
-            ))
+            )),
+            other => refused(&target.rel, &other),
         })?;
         if is_binary(&bytes) {
             return Err(ToolError::new(format!(
@@ -89,8 +99,8 @@ impl Tool for EditFile {
             format!("edit_file {} ({count} replacement(s))", target.rel),
         )?;
         let updated = text.replacen(old, new, count);
-        std::fs::write(&target.abs, updated.as_bytes())
-            .map_err(|e| ToolError::new(format!("cannot write '{}': {e}", target.rel)))?;
+        root.write(&target.path, updated.as_bytes())
+            .map_err(|e| written(&target.rel, &e))?;
         Ok(format!(
             "replaced {count} occurrence(s) in '{}'",
             target.rel

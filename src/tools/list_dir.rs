@@ -1,13 +1,17 @@
 //! `list_dir`: what a workspace directory holds, down to `depth` levels.
 //!
-//! Walks with the `ignore` crate so `.gitignore` (and `.git/info/exclude`) hide what git
-//! hides; `.git/` itself is never listed. Entries are workspace-relative paths, directories
-//! with a trailing `/`, sorted, and bounded in number.
+//! Walks with `walk` (the `ignore` crate, with the rules read confined) so `.gitignore` (and
+//! `.git/info/exclude`) hide what git hides; `.git/` itself is never listed. Symlinks are shown
+//! (with `@`), never followed, and every entry is checked to exist beneath the root through
+//! `confined` before it is shown. Entries are workspace-relative paths, directories with a
+//! trailing `/`, sorted, and bounded in number.
 
 use serde_json::{json, Value};
 
 use super::args;
-use super::path::{display_rel, resolve, Access};
+use super::confined::{Opened, Refusal};
+use super::path::{display_rel, open_root, resolve, Access};
+use super::walk::{walk, Rules};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 
 /// Levels listed when no `depth` is given.
@@ -49,25 +53,28 @@ impl Tool for ListDir {
             .map_or(DEFAULT_DEPTH, args::to_usize)
             .max(1);
         let target = resolve(ctx.root, raw, Access::Read)?;
-        if !target.abs.is_dir() {
-            return Err(ToolError::new(if target.abs.exists() {
-                format!("'{}' is a file, not a directory; use read_file", target.rel)
-            } else {
-                format!("no directory '{}' in the workspace", target.rel)
-            }));
+        let confined = open_root(ctx.root)?;
+        match confined.open_read(&target.path) {
+            Ok(Opened::Dir(_)) => {}
+            Ok(Opened::File { .. }) => {
+                return Err(ToolError::new(format!(
+                    "'{}' is a file, not a directory; use read_file",
+                    target.rel
+                )))
+            }
+            Err(Refusal::NotFound) => {
+                return Err(ToolError::new(format!(
+                    "no directory '{}' in the workspace",
+                    target.rel
+                )))
+            }
+            Err(e) => return Err(e.about(&target.rel)),
         }
         let root = ctx
             .root
             .canonicalize()
             .unwrap_or_else(|_| ctx.root.to_path_buf());
-        let walker = ignore::WalkBuilder::new(&target.abs)
-            .max_depth(Some(depth))
-            .hidden(false)
-            .require_git(false)
-            .git_global(false)
-            .filter_entry(|entry| entry.file_name() != ".git")
-            .sort_by_file_name(|a, b| a.cmp(b))
-            .build();
+        let walker = walk(&target.abs, &Rules::new(&root)?, Some(depth));
         let mut entries = Vec::new();
         let mut more = 0usize;
         for entry in walker {
@@ -79,7 +86,14 @@ impl Tool for ListDir {
                 more += 1;
                 continue;
             }
-            let rel = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+            let Ok(rel) = entry.path().strip_prefix(&root) else {
+                continue;
+            };
+            // The walk goes by name; an entry is shown only if it really is beneath the root
+            // with no symlink on the way (a directory swapped for a symlink mid-walk is not).
+            if !confined.exists(rel) {
+                continue;
+            }
             let mut line = display_rel(rel);
             if entry.file_type().is_some_and(|t| t.is_dir()) {
                 line.push('/');

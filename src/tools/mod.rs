@@ -8,14 +8,18 @@
 
 pub mod approval;
 mod args;
+pub mod confined;
 pub mod edit_file;
 pub mod list_dir;
+mod namespace;
 pub mod path;
 pub mod process;
 pub mod read_file;
 pub mod run_command;
 pub mod sandbox;
 pub mod search;
+pub mod supervisor;
+mod walk;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};
@@ -247,10 +251,7 @@ pub fn cap_output(mut output: String, cap: usize) -> String {
     if output.len() <= cap {
         return output;
     }
-    let mut cut = cap;
-    while !output.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    let cut = crate::text::cut_at_char_boundary(&output, cap).len();
     let dropped = output.len() - cut;
     output.truncate(cut);
     output.push_str(&format!("\n[… {dropped} more bytes not shown]"));

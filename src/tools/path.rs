@@ -2,12 +2,15 @@
 //!
 //! A path is first normalised lexically (`.` dropped, `..` popped, never above the root), then
 //! the deepest part of it that exists is canonicalised, so a symlink anywhere along the way
-//! that leads out of the workspace is caught. Tools then work on the resolved path, never on
-//! the raw argument. Writing through the tools into `.git/` is refused; reading it is fine.
+//! that leads out of the workspace is caught, with a message that says so. That check names
+//! the path; it does not make the I/O safe (a directory can be swapped for a symlink after
+//! it): the tools open `Resolved::path` through `confined::Root`, beneath the root with no
+//! symlink followed. Writing through the tools into `.git/` is refused; reading it is fine.
 
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 
+use super::confined::Root;
 use super::ToolError;
 
 /// What the tool means to do with the path.
@@ -24,6 +27,18 @@ pub struct Resolved {
     pub abs: PathBuf,
     /// Relative to the workspace root, `/`-separated; `.` for the root itself.
     pub rel: String,
+    /// Relative to the workspace root, as opened beneath it; empty for the root itself.
+    pub path: PathBuf,
+}
+
+/// The workspace root as a directory descriptor for confined opens.
+pub fn open_root(root: &Path) -> Result<Root, ToolError> {
+    Root::open(root).map_err(|e| {
+        ToolError::new(format!(
+            "the workspace root {} is not accessible: {e}",
+            root.display()
+        ))
+    })
 }
 
 /// Resolves `raw` (relative to `root`, or absolute but inside it) for `access`.
@@ -128,6 +143,7 @@ pub fn resolve(root: &Path, raw: &str, access: Access) -> Result<Resolved, ToolE
     Ok(Resolved {
         rel: display_rel(&rel_path),
         abs,
+        path: rel_path,
     })
 }
 

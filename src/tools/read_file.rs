@@ -2,14 +2,14 @@
 //!
 //! A page is `limit` lines from `offset` (1-based) but never more than fits in the output
 //! budget; when more remains the output ends with the exact call that continues. Binary files
-//! and files too large to page through are named as such instead of dumped.
-
-use std::io::Read;
+//! and files too large to page through are named as such instead of dumped. The file is opened
+//! through `confined` (beneath the root, no symlinks, regular files only, size checked first).
 
 use serde_json::{json, Value};
 
 use super::args;
-use super::path::{resolve, Access};
+use super::confined::{read_bounded, Opened, Refusal};
+use super::path::{open_root, resolve, Access};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 
 /// Lines shown when no `limit` is given.
@@ -57,31 +57,30 @@ impl Tool for ReadFile {
             .map_or(DEFAULT_LIMIT, args::to_usize)
             .max(1);
         let target = resolve(ctx.root, raw, Access::Read)?;
-        let meta = std::fs::metadata(&target.abs).map_err(|e| {
-            ToolError::new(format!(
-                "cannot read '{}': {e}; use list_dir to see what exists",
-                target.rel
-            ))
-        })?;
-        if meta.is_dir() {
-            return Err(ToolError::new(format!(
-                "'{}' is a directory; use list_dir to see its contents",
-                target.rel
-            )));
+        let bytes = match open_root(ctx.root)?.open_read(&target.path) {
+            Ok(Opened::File { file, len }) => read_bounded(file, len, MAX_FILE_BYTES),
+            Ok(Opened::Dir(_)) => Err(Refusal::Directory),
+            Err(e) => Err(e),
         }
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(ToolError::new(format!(
-                "'{}' is too large to read ({} bytes, the limit is {MAX_FILE_BYTES}); use search, or run_command with head/tail/grep",
-                target.rel,
-                meta.len()
-            )));
-        }
-        let mut bytes = Vec::new();
-        std::fs::File::open(&target.abs)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(|e| ToolError::new(format!("cannot read '{}': {e}", target.rel)))?;
+        .map_err(|e| refused(&target.rel, &e))?;
         let budget = ctx.policy.output_cap.saturating_sub(HINT_ROOM).max(512);
         page(&target.rel, &bytes, offset, limit, budget)
+    }
+}
+
+/// The child's sentence for a file that `read_file` (or `edit_file`) cannot read.
+pub(crate) fn refused(rel: &str, refusal: &Refusal) -> ToolError {
+    match refusal {
+        Refusal::NotFound => ToolError::new(format!(
+            "cannot read '{rel}': it does not exist; use list_dir to see what exists"
+        )),
+        Refusal::Directory => ToolError::new(format!(
+            "'{rel}' is a directory; use list_dir to see its contents"
+        )),
+        Refusal::TooLarge { size, limit } => ToolError::new(format!(
+            "'{rel}' is too large to read ({size} bytes, the limit is {limit}); use search, or run_command with head/tail/grep"
+        )),
+        other => other.about(rel),
     }
 }
 

@@ -1,9 +1,13 @@
 //! `search`: a regular expression over the workspace's text files, `file:line: text` per hit.
 //!
-//! Walks with the `ignore` crate so `.gitignore` is respected, skips `.git/`, binary files and
-//! very large files. `glob` narrows the files by name or workspace-relative path; it never
-//! brings back an ignored file. Results are bounded; past the bound the output says how many
-//! more there were and how to narrow the search.
+//! Walks with `walk` (the `ignore` crate, with the rules read confined) so `.gitignore` is
+//! respected; skips `.git/` and binary files, and never follows a symlink. Each file is read
+//! through `confined` (beneath the root, regular files only, size checked first); a file not
+//! searched for any other reason than being binary (too large, a FIFO, unreadable) is named in
+//! the output with the reason, so "no matches" never hides a file that was not looked at.
+//! `glob` narrows the files by name or workspace-relative path; it never brings back an
+//! ignored file. Results are bounded; past the bound the output says how many more there were
+//! and how to narrow the search.
 
 use std::path::Path;
 
@@ -12,8 +16,10 @@ use regex::Regex;
 use serde_json::{json, Value};
 
 use super::args;
-use super::path::{display_rel, resolve, Access};
+use super::confined::Refusal;
+use super::path::{display_rel, open_root, resolve, Access};
 use super::read_file::is_binary;
+use super::walk::{walk, Rules};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 
 /// Most matching lines shown.
@@ -22,6 +28,8 @@ pub const MAX_MATCHES: usize = 100;
 const MAX_TEXT_CHARS: usize = 240;
 /// Files larger than this are skipped.
 const MAX_SEARCH_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// Most skipped files named in the output.
+const MAX_SKIPPED_NAMED: usize = 10;
 /// Past this many further matches, counting stops.
 const MAX_COUNTED: usize = 10_000;
 
@@ -66,50 +74,54 @@ impl Tool for Search {
             None => None,
         };
         let target = resolve(ctx.root, raw_path, Access::Read)?;
-        if !target.abs.exists() {
-            return Err(ToolError::new(format!(
-                "no file or directory '{}' in the workspace",
-                target.rel
-            )));
+        let confined = open_root(ctx.root)?;
+        match confined.open_read(&target.path) {
+            Ok(_) => {}
+            Err(Refusal::NotFound) => {
+                return Err(ToolError::new(format!(
+                    "no file or directory '{}' in the workspace",
+                    target.rel
+                )))
+            }
+            Err(e) => return Err(e.about(&target.rel)),
         }
         let root = ctx
             .root
             .canonicalize()
             .unwrap_or_else(|_| ctx.root.to_path_buf());
-        let walker = ignore::WalkBuilder::new(&target.abs)
-            .hidden(false)
-            .require_git(false)
-            .git_global(false)
-            .filter_entry(|entry| entry.file_name() != ".git")
-            .sort_by_file_name(|a, b| a.cmp(b))
-            .build();
+        let walker = walk(&target.abs, &Rules::new(&root)?, None);
 
         let mut hits: Vec<String> = Vec::new();
         let mut more = 0usize;
         let mut files_with_hits = 0usize;
+        let mut skipped: Vec<String> = Vec::new();
         for entry in walker {
             if ctx.cancel.is_cancelled() {
                 return Err(ToolError::new("the search was cancelled"));
             }
             let Ok(entry) = entry else { continue };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
+            let Some(kind) = entry.file_type() else {
+                continue;
+            };
+            // Directories are walked into; symlinks are never followed (list_dir shows them).
+            if kind.is_dir() || kind.is_symlink() {
                 continue;
             }
-            let rel_path = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+            let Ok(rel_path) = entry.path().strip_prefix(&root) else {
+                continue;
+            };
             let rel = display_rel(rel_path);
             if let Some(glob) = &glob {
                 if !glob_matches(glob, rel_path) {
                     continue;
                 }
             }
-            if entry
-                .metadata()
-                .is_ok_and(|m| m.len() > MAX_SEARCH_FILE_BYTES)
-            {
-                continue;
-            }
-            let Ok(bytes) = std::fs::read(entry.path()) else {
-                continue;
+            let bytes = match confined.read(rel_path, MAX_SEARCH_FILE_BYTES) {
+                Ok(bytes) => bytes,
+                Err(refusal) => {
+                    skipped.push(format!("{rel} ({})", skip_reason(&refusal)));
+                    continue;
+                }
             };
             if is_binary(&bytes) {
                 continue;
@@ -132,8 +144,12 @@ impl Tool for Search {
                 break;
             }
         }
+        let skipped_note = skipped_note(&skipped);
         if hits.is_empty() {
-            return Ok(format!("no matches for /{pattern}/ in '{}'", target.rel));
+            return Ok(format!(
+                "no matches for /{pattern}/ in '{}'{skipped_note}",
+                target.rel
+            ));
         }
         let mut out = hits.join("\n");
         if more > 0 {
@@ -146,8 +162,42 @@ impl Tool for Search {
                 "\n[{counted} more match(es) not shown, in {files_with_hits} file(s) overall; narrow the search with `path`, `glob` or a more specific pattern]"
             ));
         }
+        out.push_str(&skipped_note);
         Ok(out)
     }
+}
+
+/// Why a file was not searched, in a few words.
+fn skip_reason(refusal: &Refusal) -> String {
+    match refusal {
+        Refusal::TooLarge { size, limit } => {
+            format!(
+                "{size} bytes, over the {limit}-byte limit for search; use run_command with grep"
+            )
+        }
+        Refusal::NotRegular(kind) => format!("a {kind}, not a regular file"),
+        other => other.to_string(),
+    }
+}
+
+/// The line that names the files not searched; empty when every file was searched.
+fn skipped_note(skipped: &[String]) -> String {
+    if skipped.is_empty() {
+        return String::new();
+    }
+    let shown = skipped
+        .iter()
+        .take(MAX_SKIPPED_NAMED)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join("; ");
+    let rest = skipped.len().saturating_sub(MAX_SKIPPED_NAMED);
+    let more = if rest > 0 {
+        format!("; and {rest} more")
+    } else {
+        String::new()
+    };
+    format!("\n[not searched, {} file(s): {shown}{more}]", skipped.len())
 }
 
 /// A glob matches a file by its workspace-relative path or by its file name.

@@ -1,6 +1,8 @@
 //! `write_file`: create or replace a workspace file with the given content.
 //!
-//! Parent directories are created (inside the workspace only; see `path`). `.git/` is not
+//! Parent directories are created (inside the workspace only, each one made and opened beneath
+//! the previous one's descriptor; see `confined`), and the file itself is opened without
+//! following a symlink and refused unless it is a regular file. `.git/` is not
 //! writable. Under `--sandbox read-only` the worker may not change the workspace on its own:
 //! a write is refused, unless the approval policy is `ask`, in which case the person at the
 //! terminal decides each write (the same rule applies to `edit_file`).
@@ -9,7 +11,8 @@ use serde_json::{json, Value};
 
 use super::approval::authorize_in;
 use super::args;
-use super::path::{resolve, Access};
+use super::confined::{Opened, Refusal};
+use super::path::{open_root, resolve, Access};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
@@ -48,13 +51,18 @@ impl Tool for WriteFile {
         let raw = args::string(arguments, "path")?;
         let content = args::string(arguments, "content")?;
         let target = resolve(ctx.root, raw, Access::Write)?;
-        if target.abs.is_dir() {
-            return Err(ToolError::new(format!(
-                "'{}' is a directory; give a file path",
-                target.rel
-            )));
-        }
-        let existed = target.abs.exists();
+        let root = open_root(ctx.root)?;
+        let existed = match root.open_read(&target.path) {
+            Ok(Opened::File { .. }) => true,
+            Ok(Opened::Dir(_)) | Err(Refusal::Directory) => {
+                return Err(ToolError::new(format!(
+                    "'{}' is a directory; give a file path",
+                    target.rel
+                )))
+            }
+            Err(Refusal::NotFound) => false,
+            Err(e) => return Err(e.about(&target.rel)),
+        };
         allow_workspace_change(
             ctx,
             format!(
@@ -64,16 +72,9 @@ impl Tool for WriteFile {
                 if existed { "replacing it" } else { "new file" }
             ),
         )?;
-        if let Some(parent) = target.abs.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                ToolError::new(format!(
-                    "cannot create the directories for '{}': {e}",
-                    target.rel
-                ))
-            })?;
-        }
-        std::fs::write(&target.abs, content)
-            .map_err(|e| ToolError::new(format!("cannot write '{}': {e}", target.rel)))?;
+        let existed = root
+            .write(&target.path, content.as_bytes())
+            .map_err(|e| written(&target.rel, &e))?;
         Ok(format!(
             "{} '{}' ({} bytes, {} lines)",
             if existed { "replaced" } else { "created" },
@@ -81,6 +82,14 @@ impl Tool for WriteFile {
             content.len(),
             content.lines().count()
         ))
+    }
+}
+
+/// The child's sentence for a file that cannot be written.
+pub(crate) fn written(rel: &str, refusal: &Refusal) -> ToolError {
+    match refusal {
+        Refusal::Directory => ToolError::new(format!("'{rel}' is a directory; give a file path")),
+        other => ToolError::new(format!("cannot write '{rel}': {other}")),
     }
 }
 

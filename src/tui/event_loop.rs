@@ -147,8 +147,9 @@ impl Driver {
         Ok(())
     }
 
-    /// Performs one effect; `Some` ends the loop.
-    fn perform(&mut self, effect: Effect) -> Option<Ended> {
+    /// Performs one effect; `Some` ends the loop. `state` is the UI's state after the update
+    /// that asked for the effect (for the farewell line on quitting).
+    fn perform(&mut self, effect: Effect, state: &State) -> Option<Ended> {
         match effect {
             Effect::StartRun(objective) => {
                 if let Err(ended) = self.start(objective) {
@@ -173,7 +174,7 @@ impl Driver {
                 }
                 return Some(Ended {
                     code,
-                    message: None,
+                    message: Some(farewell(state)),
                 });
             }
         }
@@ -358,13 +359,16 @@ where
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut sigterm = signal(SignalKind::terminate()).ok();
     let mut sighup = signal(SignalKind::hangup()).ok();
+    let mut sigint = signal(SignalKind::interrupt()).ok();
+    // A signal caught before these listeners existed (see `signals`) ends the session too.
+    let mut early_signal = crate::signals::requested();
     let mut last_clock = Instant::now();
     // Once the terminal's input ends (or fails), it is not polled again.
     let mut input_open = true;
 
     if state.phase == Phase::Running {
         let objective = state.objective.clone();
-        if let Some(ended) = driver.perform(Effect::StartRun(objective)) {
+        if let Some(ended) = driver.perform(Effect::StartRun(objective), &state) {
             return ended;
         }
     }
@@ -450,11 +454,9 @@ where
                                 effects.extend(state.update(Msg::Engine(finished_from(summary))));
                             }
                         }
-                        Inbound::Joined(Err(e)) => {
-                            if state.phase != Phase::Finished {
-                                return usage_or_internal(e);
-                            }
-                        }
+                        // Also after `run_finished`: a run whose log could not be written
+                        // ends in this error, not in its review.
+                        Inbound::Joined(Err(e)) => return usage_or_internal(e),
                     }
                     handled += 1;
                     if handled < BATCH {
@@ -472,18 +474,14 @@ where
             }
             () = next_signal(&mut sigterm) => effects = state.update(Msg::Terminate),
             () = next_signal(&mut sighup) => effects = state.update(Msg::Terminate),
+            () = next_signal(&mut sigint) => effects = state.update(Msg::Terminate),
+            () = std::future::ready(()), if early_signal => {
+                early_signal = false;
+                effects = state.update(Msg::Terminate);
+            }
         }
         for effect in effects {
-            if let Effect::Quit(code) = effect {
-                if let Some(run) = &driver.run {
-                    run.handle_cancel.cancel();
-                }
-                return Ended {
-                    code,
-                    message: Some(farewell(&state)),
-                };
-            }
-            if let Some(ended) = driver.perform(effect) {
+            if let Some(ended) = driver.perform(effect, &state) {
                 return ended;
             }
         }

@@ -1,39 +1,56 @@
-//! The cancel question.
+//! The cancel question: yes cancels the run, no keeps it running.
 
+use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+use super::draw::{draw_lines, modal};
+use super::keys::{self, Action};
 use super::layout::popup;
-use super::state::State;
-use super::{draw_lines, modal, wrap};
+use super::view::{Ctx, Outcome, View};
+use super::wrap;
 
-pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
-    let theme = state.theme;
-    let explain = "Generation stops at the next token and any running command is killed. \
-                   The run ends `cancelled` and the review shows what changed.";
-    let width = (area.width * 60 / 100).max(50).min(area.width);
-    let rows = wrap::rows(explain, usize::from(width.saturating_sub(2))).len() as u16;
-    let rect = popup(area, 60, 0, 50, rows + 5);
-    let inner = modal(theme, " Cancel this run? ".to_string(), None, rect, buf);
-    let mut lines: Vec<Line> = wrap::rows(explain, usize::from(inner.width))
-        .into_iter()
-        .map(|r| Line::raw(r.to_string()))
-        .collect();
-    lines.push(Line::raw(""));
-    lines.push(Line::from(vec![
-        Span::styled("y", theme.key()),
-        Span::raw("/"),
-        Span::styled("Enter", theme.key()),
-        Span::raw(" cancel it   "),
-        Span::styled("n", theme.key()),
-        Span::raw("/"),
-        Span::styled("Esc", theme.key()),
-        Span::raw(" keep running"),
-    ]));
-    lines.push(Line::from(vec![
-        Span::styled("Ctrl-C", theme.key()),
-        Span::raw(" again cancels at once"),
-    ]));
-    draw_lines(&lines, inner, buf);
+/// The cancel question; it takes every key while open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CancelQuestion;
+
+impl View for CancelQuestion {
+    fn handle_key(&mut self, key: &KeyEvent, _ctx: &Ctx) -> Outcome {
+        match keys::action(&[&keys::CANCEL], key) {
+            Some(Action::Yes) => Outcome::ConfirmCancel,
+            Some(Action::No) => Outcome::Close,
+            _ => Outcome::Stay,
+        }
+    }
+
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+        let theme = ctx.theme;
+        let explain = "Generation stops at the next token and any running command is killed. \
+                       The run ends `cancelled` and the review shows what changed.";
+        let width = (area.width * 60 / 100).max(50).min(area.width);
+        let rows = wrap::rows(explain, usize::from(width.saturating_sub(2))).len() as u16;
+        let rect = popup(area, 60, 0, 50, rows + 5);
+        let inner = modal(theme, " Cancel this run? ".to_string(), None, rect, buf);
+        let mut lines: Vec<Line> = wrap::rows(explain, usize::from(inner.width))
+            .into_iter()
+            .map(|r| Line::raw(r.to_string()))
+            .collect();
+        lines.push(Line::raw(""));
+        lines.push(Line::from(vec![
+            Span::styled("y", theme.key()),
+            Span::raw("/"),
+            Span::styled("Enter", theme.key()),
+            Span::raw(" cancel it   "),
+            Span::styled("n", theme.key()),
+            Span::raw("/"),
+            Span::styled("Esc", theme.key()),
+            Span::raw(" keep running"),
+        ]));
+        lines.push(Line::from(vec![
+            Span::styled("Ctrl-C", theme.key()),
+            Span::raw(" again cancels at once"),
+        ]));
+        draw_lines(&lines, inner, buf);
+    }
 }

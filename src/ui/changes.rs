@@ -7,44 +7,13 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::state::{ChangeRow, Pane, State};
+use super::diff::{counts, file_tail};
+use super::draw::{pane_block, put_line};
+use super::model::{ChangeRow, Pane};
+use super::state::State;
 use super::theme::Theme;
-use super::{pane_block, put_line, wrap};
+use super::wrap;
 use crate::protocol::event::ChangedFile;
-
-/// `+3 −1`, or `binary`.
-pub fn counts(
-    theme: Theme,
-    insertions: usize,
-    deletions: usize,
-    binary: bool,
-) -> Vec<Span<'static>> {
-    if binary {
-        return vec![Span::styled(" binary", theme.dim())];
-    }
-    vec![
-        Span::styled(format!(" +{insertions}"), theme.added()),
-        Span::styled(format!(" −{deletions}"), theme.removed()),
-    ]
-}
-
-/// The mark a file changed outside the run carries.
-pub const OUTSIDE_MARK: &str = " outside the run";
-
-/// `+3 −1`, `binary`, then the outside-the-run mark when it applies.
-pub fn file_tail(
-    theme: Theme,
-    insertions: usize,
-    deletions: usize,
-    binary: bool,
-    outside_run: bool,
-) -> Vec<Span<'static>> {
-    let mut tail = counts(theme, insertions, deletions, binary);
-    if outside_run {
-        tail.push(Span::styled(OUTSIDE_MARK, theme.warning()));
-    }
-    tail
-}
 
 fn file_line(theme: Theme, file: &ChangedFile, width: usize) -> Line<'static> {
     let tail = file_tail(

@@ -1,43 +1,103 @@
-//! The commit message editor, pre-filled from the worker's report.
+//! The commit message editor, pre-filled from the worker's report: it owns the text being
+//! edited and answers Ctrl-S with the message to commit.
 
+use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::Widget;
 use tui_textarea::TextArea;
 
+use super::draw::{modal, put_line};
+use super::keys::{self, Action};
 use super::layout::popup;
-use super::state::{Loadable, Review, State};
-use super::{modal, put_line, wrap};
+use super::view::{Ctx, Outcome, View};
+use super::wrap;
 
-fn review_has_outside(review: &Review) -> bool {
-    matches!(&review.diff, Loadable::Ready(d) if !d.outside_run().is_empty())
+/// The commit editor.
+#[derive(Debug, Clone)]
+pub struct CommitEditor {
+    pub editor: TextArea<'static>,
+    /// Some of the run's files were changed outside it: the commit leaves them out, and the
+    /// editor says so.
+    pub leaves_out: bool,
 }
 
-pub fn render(state: &State, editor: &TextArea<'static>, area: Rect, buf: &mut Buffer) {
-    let theme = state.theme;
-    let rect = popup(area, 85, 75, 50, 12);
-    let hint = Some(" Ctrl-S commit · Esc back ".to_string());
-    let inner = modal(
-        theme,
-        " Commit the run's changes ".to_string(),
-        hint,
-        rect,
-        buf,
-    );
-    let [note, body] = Layout::vertical([Constraint::Length(2), Constraint::Min(1)]).areas(inner);
-    let text = match &state.review {
-        Some(review) if review_has_outside(review) => {
-            "Commits exactly the run's own changes; files changed outside it stay out. Edit the message:"
+impl CommitEditor {
+    /// An editor holding `message`.
+    pub fn new(message: &str) -> Self {
+        let mut editor = TextArea::new(message.lines().map(String::from).collect());
+        editor.set_cursor_line_style(ratatui::style::Style::default());
+        Self {
+            editor,
+            leaves_out: false,
         }
-        _ => "Commits exactly what this run changed since it started. Edit the message:",
-    };
-    for (i, row) in wrap::rows(text, usize::from(note.width))
-        .iter()
-        .take(2)
-        .enumerate()
-    {
-        put_line(buf, note, i, &Line::styled(*row, theme.dim()));
     }
-    Widget::render(editor, body, buf);
+
+    /// The same editor, saying whether files changed outside the run stay out of the commit.
+    #[must_use]
+    pub fn leaving_out(mut self, leaves_out: bool) -> Self {
+        self.leaves_out = leaves_out;
+        self
+    }
+
+    /// The message as typed so far.
+    pub fn lines(&self) -> &[String] {
+        self.editor.lines()
+    }
+
+    pub fn paste(&mut self, text: &str) {
+        self.editor.insert_str(text);
+    }
+}
+
+impl View for CommitEditor {
+    /// Ctrl-S commits a non-empty message; Esc and Ctrl-C go back; F1 opens help; the rest
+    /// is text.
+    fn handle_key(&mut self, key: &KeyEvent, _ctx: &Ctx) -> Outcome {
+        match keys::editor_action(&[&keys::EDITOR, &keys::EVERYWHERE], key) {
+            Some(Action::Submit) => {
+                let message = self.editor.lines().join("\n").trim().to_string();
+                if message.is_empty() {
+                    Outcome::Notice("the commit message is empty".into())
+                } else {
+                    Outcome::Commit(message)
+                }
+            }
+            Some(Action::Back | Action::Interrupt) => Outcome::Close,
+            Some(Action::Help) => Outcome::OpenHelp,
+            _ => {
+                self.editor.input(*key);
+                Outcome::Stay
+            }
+        }
+    }
+
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+        let theme = ctx.theme;
+        let rect = popup(area, 85, 75, 50, 12);
+        let hint = Some(" Ctrl-S commit · Esc back ".to_string());
+        let inner = modal(
+            theme,
+            " Commit the run's changes ".to_string(),
+            hint,
+            rect,
+            buf,
+        );
+        let [note, body] =
+            Layout::vertical([Constraint::Length(2), Constraint::Min(1)]).areas(inner);
+        let text = if self.leaves_out {
+            "Commits exactly the run's own changes; files changed outside it stay out. Edit the message:"
+        } else {
+            "Commits exactly what this run changed since it started. Edit the message:"
+        };
+        for (i, row) in wrap::rows(text, usize::from(note.width))
+            .iter()
+            .take(2)
+            .enumerate()
+        {
+            put_line(buf, note, i, &Line::styled(*row, theme.dim()));
+        }
+        Widget::render(&self.editor, body, buf);
+    }
 }

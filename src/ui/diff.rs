@@ -4,15 +4,90 @@
 //! Lines are cut at the pane's width rather than wrapped, like a pager would, so a file's row
 //! count is its line count and scrolling is exact.
 
+use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+use super::draw::{draw_lines, modal, put_line};
+use super::keys::{self, Action};
 use super::layout::popup;
-use super::state::{DiffSource, DiffView, Loadable, State};
+use super::model::{DiffSource, Loadable};
+use super::scroll;
 use super::theme::Theme;
-use super::{changes, draw_lines, modal, put_line, wrap};
+use super::view::{Ctx, Outcome, View};
+use super::wrap;
 use crate::workspace::{DiffModel, FileDiff, LineKind};
+
+/// The full-screen diff view: which diff, which file, and its own scroll.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffView {
+    pub source: DiffSource,
+    pub diff: Loadable<DiffModel>,
+    pub file: usize,
+    pub scroll: usize,
+    /// Paths to keep (the live view), empty for all.
+    pub only: Vec<String>,
+}
+
+impl DiffView {
+    /// Takes a loaded (or failed) diff when it is the one this view waits for.
+    pub fn loaded(&mut self, source: DiffSource, loaded: &Loadable<DiffModel>) {
+        if self.source != source {
+            return;
+        }
+        self.diff = match loaded.clone() {
+            Loadable::Ready(mut diff) if !self.only.is_empty() => {
+                diff.files.retain(|f| self.only.contains(&f.path));
+                Loadable::Ready(diff)
+            }
+            other => other,
+        };
+    }
+
+    /// The mouse wheel: `step` rows up or down.
+    pub fn wheel(&mut self, up: bool, step: usize) {
+        self.scroll = if up {
+            self.scroll.saturating_sub(step)
+        } else {
+            self.scroll + step
+        };
+    }
+}
+
+/// `+3 −1`, or `binary`.
+pub fn counts(
+    theme: Theme,
+    insertions: usize,
+    deletions: usize,
+    binary: bool,
+) -> Vec<Span<'static>> {
+    if binary {
+        return vec![Span::styled(" binary", theme.dim())];
+    }
+    vec![
+        Span::styled(format!(" +{insertions}"), theme.added()),
+        Span::styled(format!(" −{deletions}"), theme.removed()),
+    ]
+}
+
+/// The mark a file changed outside the run carries.
+pub const OUTSIDE_MARK: &str = " outside the run";
+
+/// `+3 −1`, `binary`, then the outside-the-run mark when it applies.
+pub fn file_tail(
+    theme: Theme,
+    insertions: usize,
+    deletions: usize,
+    binary: bool,
+    outside_run: bool,
+) -> Vec<Span<'static>> {
+    let mut tail = counts(theme, insertions, deletions, binary);
+    if outside_run {
+        tail.push(Span::styled(OUTSIDE_MARK, theme.warning()));
+    }
+    tail
+}
 
 /// How many rows a file's diff takes.
 pub fn file_rows(file: Option<&FileDiff>, _width: u16) -> usize {
@@ -32,12 +107,7 @@ pub fn file_lines(theme: Theme, file: &FileDiff) -> Vec<Line<'static>> {
     if let Some(old) = &file.old_path {
         head.push(Span::styled(format!(" (from {old})"), theme.dim()));
     }
-    head.extend(changes::counts(
-        theme,
-        file.insertions,
-        file.deletions,
-        file.binary,
-    ));
+    head.extend(counts(theme, file.insertions, file.deletions, file.binary));
     let mut lines = vec![Line::from(head)];
     if file.hunks.is_empty() {
         let why = if file.binary {
@@ -116,40 +186,76 @@ pub fn view_body(area: Rect) -> Rect {
     }
 }
 
-pub fn render_view(state: &State, view: &DiffView, area: Rect, buf: &mut Buffer) {
-    let theme = state.theme;
-    let what = match view.source {
-        DiffSource::Round(r) => format!("round {r}"),
-        DiffSource::Live(r) => {
-            format!("round {r} (live: since the run started, files this round touched)")
+impl View for DiffView {
+    /// Scrolls, moves to the previous or next file, or closes.
+    fn handle_key(&mut self, key: &KeyEvent, ctx: &Ctx) -> Outcome {
+        let Some(action) = keys::action(&[&keys::VIEWS], key) else {
+            return Outcome::Stay;
+        };
+        match action {
+            Action::Previous => {
+                self.file = self.file.saturating_sub(1);
+                self.scroll = 0;
+            }
+            Action::Next => {
+                self.file += 1;
+                self.scroll = 0;
+            }
+            Action::Close => return Outcome::Close,
+            other => {
+                if let Some(scroll) = scroll::scrolled(self.scroll, other, ctx.page()) {
+                    self.scroll = scroll;
+                }
+            }
         }
-        DiffSource::Review => "the whole run".to_string(),
-    };
-    let title = match &view.diff {
-        Loadable::Ready(diff) if !diff.files.is_empty() => format!(
-            " Diff · {what} · file {}/{} ",
-            view.file.min(diff.files.len() - 1) + 1,
-            diff.files.len()
-        ),
-        _ => format!(" Diff · {what} "),
-    };
-    let hint = Some(" ← → file · ↑↓ PgUp PgDn scroll · Esc close ".to_string());
-    let inner = modal(theme, title, hint, view_area(area), buf);
-    let body = view_body(area);
-    let Loadable::Ready(diff) = &view.diff else {
-        render_pending(theme, &view.diff, inner, buf);
-        return;
-    };
-    let files: Vec<String> = diff
-        .files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let mark = if i == view.file { "▸" } else { " " };
-            format!("{mark}{}", f.path)
-        })
-        .collect();
-    let list = wrap::truncate(&files.join("  "), usize::from(inner.width));
-    put_line(buf, inner, 0, &Line::styled(list, theme.dim()));
-    render_file(theme, diff, view.file, view.scroll, body, buf);
+        Outcome::Stay
+    }
+
+    fn sync(&mut self, area: Rect, _ctx: &Ctx) {
+        let inner = view_body(area);
+        if let Loadable::Ready(diff) = &self.diff {
+            self.file = self.file.min(diff.files.len().saturating_sub(1));
+            let rows = file_rows(diff.files.get(self.file), inner.width);
+            self.scroll = scroll::clamp(self.scroll, rows, inner.height);
+        }
+    }
+
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+        let view = self;
+        let theme = ctx.theme;
+        let what = match view.source {
+            DiffSource::Round(r) => format!("round {r}"),
+            DiffSource::Live(r) => {
+                format!("round {r} (live: since the run started, files this round touched)")
+            }
+            DiffSource::Review => "the whole run".to_string(),
+        };
+        let title = match &view.diff {
+            Loadable::Ready(diff) if !diff.files.is_empty() => format!(
+                " Diff · {what} · file {}/{} ",
+                view.file.min(diff.files.len() - 1) + 1,
+                diff.files.len()
+            ),
+            _ => format!(" Diff · {what} "),
+        };
+        let hint = Some(" ← → file · ↑↓ PgUp PgDn scroll · Esc close ".to_string());
+        let inner = modal(theme, title, hint, view_area(area), buf);
+        let body = view_body(area);
+        let Loadable::Ready(diff) = &view.diff else {
+            render_pending(theme, &view.diff, inner, buf);
+            return;
+        };
+        let files: Vec<String> = diff
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let mark = if i == view.file { "▸" } else { " " };
+                format!("{mark}{}", f.path)
+            })
+            .collect();
+        let list = wrap::truncate(&files.join("  "), usize::from(inner.width));
+        put_line(buf, inner, 0, &Line::styled(list, theme.dim()));
+        render_file(theme, diff, view.file, view.scroll, body, buf);
+    }
 }

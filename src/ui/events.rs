@@ -2,10 +2,11 @@
 //!
 //! Each event changes the state in one place here; what it shows is up to the widgets.
 
-use super::state::{
-    Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Overlay, Pane, Phase,
-    ReportEntry, Review, RoundChanges, State,
+use super::model::{
+    Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Pane, Phase, ReportEntry,
+    Review, RoundChanges,
 };
+use super::state::State;
 use super::transcript::LineKind;
 use super::wrap;
 use crate::protocol::event::{ChangedFile, Event, RoundOutcome};
@@ -112,6 +113,7 @@ impl State {
             Event::Warning { message } => {
                 self.transcript
                     .push_line(LineKind::Notice, &format!("! {message}"));
+                self.warnings.push(message);
             }
             Event::RoundFinished {
                 round,
@@ -168,9 +170,7 @@ impl State {
                 self.cancel_requested = None;
                 self.approvals.clear();
                 // A view the person is reading stays open over the review; the question goes.
-                if matches!(self.overlay, Some(Overlay::ConfirmCancel)) {
-                    self.overlay = None;
-                }
+                self.close_cancel_question();
                 self.focus = Pane::Changes;
                 for changes in &mut self.changes {
                     changes.live = false;
@@ -186,6 +186,7 @@ impl State {
                     file: 0,
                     diff_scroll: 0,
                     commit: CommitState::NotYet,
+                    warnings: self.warnings.clone(),
                 });
                 if self.quit_when_finished {
                     return vec![Effect::Quit(crate::error::ExitCode::from(status))];

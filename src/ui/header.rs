@@ -4,8 +4,10 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::state::{Phase, State};
-use super::{bar, put_line, wrap};
+use super::draw::{bar, put_line};
+use super::model::Phase;
+use super::state::State;
+use super::wrap;
 
 /// `h:mm:ss` past an hour, else `mm:ss`.
 pub fn clock(elapsed: std::time::Duration) -> String {

@@ -4,8 +4,10 @@
 use crossterm::event::{MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 
-use super::keys::moved;
-use super::state::{Overlay, Pane, Phase, State};
+use super::model::{Pane, Phase};
+use super::overlay::Overlay;
+use super::scroll::moved;
+use super::state::State;
 
 impl State {
     pub(super) fn on_mouse(&mut self, mouse: MouseEvent) {
@@ -20,15 +22,11 @@ impl State {
         };
         const STEP: usize = 3;
         let at = Position::new(mouse.column, mouse.row);
-        if let Some(Overlay::Diff(view)) = &mut self.overlay {
-            view.scroll = if up {
-                view.scroll.saturating_sub(STEP)
-            } else {
-                view.scroll + STEP
-            };
+        if let Some(Overlay::Diff(view)) = self.overlays.last_mut() {
+            view.wheel(up, STEP);
             return;
         }
-        if self.overlay.is_some() {
+        if !self.overlays.is_empty() {
             return;
         }
         let areas = self.run_areas;
@@ -75,7 +73,7 @@ impl State {
     }
 
     fn click(&mut self, column: u16, row: u16) {
-        if self.phase != Phase::Running || self.overlay.is_some() {
+        if self.phase != Phase::Running || !self.overlays.is_empty() {
             return;
         }
         let at = Position::new(column, row);
@@ -92,9 +90,9 @@ impl State {
     }
 
     pub(super) fn on_paste(&mut self, text: &str) {
-        match (&mut self.overlay, self.phase) {
+        match (self.overlays.last_mut(), self.phase) {
             (Some(Overlay::Commit(editor)), _) => {
-                editor.insert_str(text);
+                editor.paste(text);
             }
             (None, Phase::Editing) => {
                 self.editor.insert_str(text);

@@ -5,8 +5,10 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Widget;
 
-use super::state::{Pane, State};
-use super::{draw_lines, pane_block, wrap};
+use super::draw::{draw_lines, pane_block};
+use super::model::Pane;
+use super::state::State;
+use super::wrap;
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let width = usize::from(area.width.saturating_sub(2));

@@ -1,15 +1,50 @@
 //! One report in full: status, summary, evidence, next steps, blocker; or why it was
 //! rejected, or why the round failed. Always labelled as the worker's own account.
 
+use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
+use super::draw::{draw_lines, modal};
+use super::keys::{self, Action};
 use super::layout::popup;
-use super::state::{ReportEntry, State};
+use super::model::ReportEntry;
+use super::scroll;
 use super::theme::Theme;
-use super::{draw_lines, modal, reports, wrap};
-use crate::protocol::report::Report;
+use super::view::{Ctx, Outcome, View};
+use super::wrap;
+use crate::protocol::report::{Report, ReportStatus};
+
+/// The detail view of report `index` of the reports list; it owns its scroll.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportDetail {
+    pub index: usize,
+    pub scroll: usize,
+}
+
+impl ReportDetail {
+    pub fn new(index: usize) -> Self {
+        Self { index, scroll: 0 }
+    }
+}
+
+/// The status word and its style for a report row.
+pub fn label(theme: Theme, entry: &ReportEntry) -> (&'static str, Style) {
+    match entry {
+        ReportEntry::Accepted { report, .. } => {
+            let style = match report.status {
+                ReportStatus::Continue => theme.text(),
+                ReportStatus::Complete => theme.good(),
+                ReportStatus::Blocked => theme.warning(),
+            };
+            (report.status.as_str(), style)
+        }
+        ReportEntry::Rejected { .. } => ("rejected", theme.error()),
+        ReportEntry::Failed { .. } => ("failed", theme.error()),
+    }
+}
 
 fn area_of(area: Rect) -> Rect {
     popup(area, 80, 80, 50, 12)
@@ -90,10 +125,7 @@ fn lines_styled(theme: Theme, entry: &ReportEntry, width: u16) -> Vec<Line<'stat
         ReportEntry::Accepted { report, .. } => {
             out.push(Line::from(vec![
                 Span::styled("Status: ", theme.bold()),
-                Span::styled(
-                    report.status.as_str().to_string(),
-                    reports::label(theme, entry).1,
-                ),
+                Span::styled(report.status.as_str().to_string(), label(theme, entry).1),
                 Span::styled("  (the worker's own report, not verified)", theme.dim()),
             ]));
             out.push(Line::raw(""));
@@ -119,23 +151,60 @@ fn lines_styled(theme: Theme, entry: &ReportEntry, width: u16) -> Vec<Line<'stat
     out
 }
 
-pub fn render(state: &State, index: usize, scroll: usize, area: Rect, buf: &mut Buffer) {
-    let theme = state.theme;
-    let Some(entry) = state.reports.get(index) else {
-        return;
-    };
-    let (word, _) = reports::label(theme, entry);
-    let title = format!(
-        " Report · round {} · {word} · {}/{} ",
-        entry.round(),
-        index + 1,
-        state.reports.len()
-    );
-    let hint = Some(" ← → report · ↑↓ scroll · Esc close ".to_string());
-    let inner = modal(theme, title, hint, area_of(area), buf);
-    let lines: Vec<Line> = lines_styled(theme, entry, inner.width)
-        .into_iter()
-        .skip(scroll)
-        .collect();
-    draw_lines(&lines, inner, buf);
+impl View for ReportDetail {
+    /// Scrolls, moves to the previous or next report, or closes (Enter too, as it opened).
+    fn handle_key(&mut self, key: &KeyEvent, ctx: &Ctx) -> Outcome {
+        let Some(action) = keys::action(&[&keys::VIEWS, &keys::RUN], key) else {
+            return Outcome::Stay;
+        };
+        match action {
+            Action::Previous => {
+                self.index = self.index.saturating_sub(1);
+                self.scroll = 0;
+            }
+            Action::Next => {
+                self.index += 1;
+                self.scroll = 0;
+            }
+            Action::Close | Action::Open => return Outcome::Close,
+            other => {
+                if let Some(scroll) = scroll::scrolled(self.scroll, other, ctx.page()) {
+                    self.scroll = scroll;
+                }
+            }
+        }
+        Outcome::Stay
+    }
+
+    fn sync(&mut self, area: Rect, ctx: &Ctx) {
+        self.index = self.index.min(ctx.reports.len().saturating_sub(1));
+        let inner = body(area);
+        let rows = ctx
+            .reports
+            .get(self.index)
+            .map(|entry| lines(entry, inner.width).len())
+            .unwrap_or(0);
+        self.scroll = scroll::clamp(self.scroll, rows, inner.height);
+    }
+
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+        let theme = ctx.theme;
+        let Some(entry) = ctx.reports.get(self.index) else {
+            return;
+        };
+        let (word, _) = label(theme, entry);
+        let title = format!(
+            " Report · round {} · {word} · {}/{} ",
+            entry.round(),
+            self.index + 1,
+            ctx.reports.len()
+        );
+        let hint = Some(" ← → report · ↑↓ scroll · Esc close ".to_string());
+        let inner = modal(theme, title, hint, area_of(area), buf);
+        let lines: Vec<Line> = lines_styled(theme, entry, inner.width)
+            .into_iter()
+            .skip(self.scroll)
+            .collect();
+        draw_lines(&lines, inner, buf);
+    }
 }

@@ -3,29 +3,14 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::state::{Pane, ReportEntry, State};
-use super::theme::Theme;
-use super::{pane_block, put_line, wrap};
-
-/// The status word and its style for a row.
-pub fn label(theme: Theme, entry: &ReportEntry) -> (&'static str, Style) {
-    match entry {
-        ReportEntry::Accepted { report, .. } => {
-            let style = match report.status {
-                crate::protocol::report::ReportStatus::Continue => theme.text(),
-                crate::protocol::report::ReportStatus::Complete => theme.good(),
-                crate::protocol::report::ReportStatus::Blocked => theme.warning(),
-            };
-            (report.status.as_str(), style)
-        }
-        ReportEntry::Rejected { .. } => ("rejected", theme.error()),
-        ReportEntry::Failed { .. } => ("failed", theme.error()),
-    }
-}
+use super::draw::{pane_block, put_line};
+use super::model::{Pane, ReportEntry};
+use super::report_detail::label;
+use super::state::State;
+use super::wrap;
 
 fn summary(entry: &ReportEntry) -> &str {
     match entry {

@@ -1,17 +1,24 @@
 //! The review screen: the outcome in words that cannot pass for certification, the worker's
-//! final report beside the `--verify` result, the run's cumulative diff, and the actions.
-//! Files changed outside the run are marked and counted apart (a commit leaves them out), and
-//! directories the snapshot could not look into are named: the list never claims "no
-//! changes" where it could not look.
+//! final report beside the `--verify` result, the run's cumulative diff, and the actions; an
+//! outcome `--resume` can continue shows the command that does it. Files changed outside the
+//! run are marked and counted apart (a commit leaves them out), and directories the snapshot
+//! could not look into are named: the list never claims "no changes" where it could not look.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::state::{CommitState, Loadable, Review, State};
+use super::diff;
+use super::draw::{draw_lines, pane_block, put_line};
+use super::header;
+use super::model::{CommitState, Loadable, Review};
+use super::report_detail;
+use super::state::State;
 use super::theme::Theme;
-use super::{changes, diff, draw_lines, header, pane_block, put_line, report_detail, wrap};
+use super::wrap;
+use crate::options::RoundCount;
+use crate::protocol::event::RunStatus;
 
 /// The outcome sentence, e.g. "complete after 3 rounds: the worker reports …".
 pub fn outcome_text(review: &Review) -> String {
@@ -24,8 +31,47 @@ pub fn outcome_text(review: &Review) -> String {
     )
 }
 
-fn render_outcome(theme: Theme, review: &Review, area: Rect, buf: &mut Buffer) {
-    let block = pane_block(theme, " Outcome ".to_string(), false);
+/// The command that continues this run, for the outcomes `--resume` takes: by run id when the
+/// run directory is the default one (`…/runs/<run id>`), else by directory. A run that stopped
+/// at its round cap needs a higher one (`-n`), up to the ceiling of 64.
+pub fn resume_command(state: &State, review: &Review) -> Option<String> {
+    let resumable = matches!(
+        review.status,
+        RunStatus::Cancelled | RunStatus::RoundFailed | RunStatus::BudgetLimited
+    );
+    if !resumable || state.run_id.is_empty() || review.rounds_started >= RoundCount::CEILING {
+        return None;
+    }
+    let dir = std::path::Path::new(&state.setup.run_dir);
+    let by_id = dir.file_name().is_some_and(|n| n == state.run_id.as_str())
+        && dir
+            .parent()
+            .and_then(std::path::Path::file_name)
+            .is_some_and(|n| n == "runs");
+    let run = if by_id {
+        state.run_id.clone()
+    } else {
+        format!("'{}'", state.setup.run_dir.replace('\'', "'\\''"))
+    };
+    let cap = state.setup.max_rounds;
+    let raise = if review.rounds_started >= cap {
+        format!(" -n {}", cap.saturating_mul(2).min(RoundCount::CEILING))
+    } else {
+        String::new()
+    };
+    Some(format!("ralph-tui --resume {run}{raise}"))
+}
+
+fn render_outcome(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
+    let theme = state.theme;
+    let mut block = pane_block(theme, " Outcome ".to_string(), false);
+    if let Some(command) = resume_command(state, review) {
+        let room = usize::from(area.width.saturating_sub(4));
+        block = block.title_bottom(Line::styled(
+            wrap::truncate(&format!(" to continue: {command} "), room),
+            theme.key(),
+        ));
+    }
     let inner = block.inner(area);
     block.render(area, buf);
     let lines: Vec<Line> = wrap::rows(&outcome_text(review), usize::from(inner.width))
@@ -45,6 +91,11 @@ fn render_report(theme: Theme, review: &Review, area: Rect, buf: &mut Buffer) {
     let inner = block.inner(area);
     block.render(area, buf);
     let mut lines = Vec::new();
+    for warning in &review.warnings {
+        for row in wrap::rows_multiline(&format!("! {warning}"), usize::from(inner.width)) {
+            lines.push(Line::styled(row.to_string(), theme.warning()));
+        }
+    }
     if let Some(error) = &review.error {
         for row in wrap::rows_multiline(&format!("error: {error}"), usize::from(inner.width)) {
             lines.push(Line::styled(row.to_string(), theme.error()));
@@ -161,7 +212,7 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         .take(usize::from(inner.height))
         .enumerate()
     {
-        let tail = changes::file_tail(
+        let tail = diff::file_tail(
             theme,
             file.insertions,
             file.deletions,
@@ -246,7 +297,7 @@ pub fn render(state: &State, _area: Rect, buf: &mut Buffer) {
     };
     let areas = state.review_areas;
     header::render(state, areas.header, buf);
-    render_outcome(state.theme, review, areas.outcome, buf);
+    render_outcome(state, review, areas.outcome, buf);
     render_report(state.theme, review, areas.report, buf);
     render_verification(state, review, areas.verification, buf);
     render_files(state, review, areas.files, buf);

@@ -1,15 +1,31 @@
-//! Where the run log is, and what is in it.
+//! Where the run log is, and what is in it; any key closes it.
 
+use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+use super::draw::{draw_lines, modal};
 use super::layout::popup;
-use super::state::State;
-use super::{draw_lines, modal, wrap};
+use super::view::{Ctx, Outcome, View};
+use super::wrap;
 
-pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
-    let theme = state.theme;
+/// The run log note.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunLog;
+
+impl View for RunLog {
+    fn handle_key(&mut self, _key: &KeyEvent, _ctx: &Ctx) -> Outcome {
+        Outcome::Close
+    }
+
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+        render(ctx, area, buf);
+    }
+}
+
+fn render(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+    let theme = ctx.theme;
     let rect = popup(area, 80, 0, 50, 12);
     let inner = modal(
         theme,
@@ -20,7 +36,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     );
     let width = usize::from(inner.width);
     let mut lines = vec![Line::styled("This run's log is in", theme.text())];
-    for row in wrap::rows(&state.setup.run_dir, width.saturating_sub(2)) {
+    for row in wrap::rows(ctx.run_dir, width.saturating_sub(2)) {
         lines.push(Line::styled(format!("  {row}"), theme.bold()));
     }
     lines.push(Line::raw(""));

@@ -4,6 +4,10 @@
 //! update returns the side effects it wants as [`Effect`] values, which the event loop
 //! performs. Rendering only reads `&State`; whatever it needs (wrapped row counts, scroll
 //! clamps, pane sizes) is computed here, in [`State::sync`], right before each frame.
+//!
+//! The state holds data (the types are in [`super::model`]) and the stack of open views
+//! ([`Overlay`]); it never draws. Views own their scroll and keys and are given what they
+//! read of the state as a [`Ctx`], so no view imports this module.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -11,209 +15,20 @@ use std::time::Duration;
 use ratatui::layout::Rect;
 use tui_textarea::TextArea;
 
+use super::diff;
 use super::layout::{self, ReviewAreas, RunAreas};
+pub use super::model::{
+    Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Msg, Pane, Phase, ReportEntry,
+    Review, RoundChanges, Setup, FORCE_QUIT_AFTER,
+};
+pub use super::overlay::Overlay;
+use super::scroll::{self, keep_visible};
 use super::theme::Theme;
 use super::transcript::{LineKind, Transcript};
+use super::view::{Ctx, View};
 use super::wrap;
 use crate::error::ExitCode;
-use crate::protocol::event::{ChangedFile, Event, RunStatus, Verification};
-use crate::protocol::report::Report;
-use crate::tools::approval::ApprovalDecision;
 use crate::workspace::DiffModel;
-
-/// What the person sees before and around a run: fixed by the settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Setup {
-    pub repo: String,
-    pub workspace: String,
-    pub model: String,
-    pub device: String,
-    pub max_rounds: u32,
-    pub sandbox: String,
-    pub approval: String,
-    pub verify: Option<String>,
-    pub run_dir: String,
-    pub ctx_size: u32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// Asking for the objective.
-    Editing,
-    Running,
-    /// Reviewing the finished run.
-    Finished,
-}
-
-/// The run screen's panes that take the keyboard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pane {
-    Stream,
-    Reports,
-    Changes,
-    Objective,
-}
-
-impl Pane {
-    pub fn next(self) -> Self {
-        match self {
-            Self::Stream => Self::Reports,
-            Self::Reports => Self::Changes,
-            Self::Changes => Self::Objective,
-            Self::Objective => Self::Stream,
-        }
-    }
-
-    pub fn previous(self) -> Self {
-        match self {
-            Self::Stream => Self::Objective,
-            Self::Reports => Self::Stream,
-            Self::Changes => Self::Reports,
-            Self::Objective => Self::Changes,
-        }
-    }
-}
-
-/// A command waiting for the person's decision.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Approval {
-    pub id: u64,
-    pub round: u32,
-    pub command: String,
-    pub cwd: String,
-}
-
-/// One row of the reports list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReportEntry {
-    Accepted { round: u32, report: Report },
-    Rejected { round: u32, reason: String },
-    Failed { round: u32, error: String },
-}
-
-impl ReportEntry {
-    pub fn round(&self) -> u32 {
-        match self {
-            Self::Accepted { round, .. }
-            | Self::Rejected { round, .. }
-            | Self::Failed { round, .. } => *round,
-        }
-    }
-}
-
-/// The files one round changed; `live` while the round runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RoundChanges {
-    pub round: u32,
-    pub files: Vec<ChangedFile>,
-    pub live: bool,
-    /// The round's changes could not be compared: never shown as "no changes".
-    pub unknown: bool,
-}
-
-/// One row of the changes list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeRow {
-    Round(usize),
-    File(usize, usize),
-}
-
-/// Something loaded off the UI thread.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Loadable<T> {
-    Loading,
-    Ready(T),
-    Failed(String),
-}
-
-/// Which diff a diff view shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DiffSource {
-    /// A finished round, from its `diff.patch` in the run log.
-    Round(u32),
-    /// The current round while it runs: changes since the run started, in the files it touched.
-    Live(u32),
-    /// Everything the run changed, since the baseline taken right before it started.
-    Review,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiffView {
-    pub source: DiffSource,
-    pub diff: Loadable<DiffModel>,
-    pub file: usize,
-    pub scroll: usize,
-    /// Paths to keep (the live view), empty for all.
-    pub only: Vec<String>,
-}
-
-/// Full-screen or modal views above the current screen.
-#[derive(Debug, Clone)]
-pub enum Overlay {
-    Help { scroll: usize },
-    ConfirmCancel,
-    ReportDetail { index: usize, scroll: usize },
-    Diff(DiffView),
-    Commit(Box<TextArea<'static>>),
-    RunLog,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CommitState {
-    NotYet,
-    Committing,
-    Done(String),
-    Failed(String),
-}
-
-/// The finished run, as the review screen shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Review {
-    pub status: RunStatus,
-    pub rounds_started: u32,
-    pub report: Option<Report>,
-    pub last_valid: Option<Report>,
-    pub error: Option<String>,
-    pub verification: Option<Verification>,
-    pub diff: Loadable<DiffModel>,
-    pub file: usize,
-    pub diff_scroll: usize,
-    pub commit: CommitState,
-}
-
-/// Everything that changes the state.
-#[derive(Debug, Clone)]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "engine events are most of the traffic; boxing them would allocate per token"
-)]
-pub enum Msg {
-    Engine(Event),
-    /// The approval broker asks (may also arrive as `Event::ApprovalRequested`).
-    ApprovalAsked(Approval),
-    /// The live watcher's list of files changed so far in a round that is still running.
-    LiveChanges(u32, Vec<ChangedFile>),
-    Key(crossterm::event::KeyEvent),
-    Mouse(crossterm::event::MouseEvent),
-    Paste(String),
-    /// Time since the UI started.
-    Tick(Duration),
-    DiffLoaded(DiffSource, Result<DiffModel, String>),
-    Committed(Result<String, String>),
-    /// The process was asked to stop (SIGTERM, SIGHUP): cancel and quit when the run ends.
-    Terminate,
-}
-
-/// Side effects update asks the event loop for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    StartRun(String),
-    CancelRun,
-    Answer(u64, ApprovalDecision),
-    LoadDiff(DiffSource),
-    Commit(String),
-    Quit(ExitCode),
-}
 
 #[derive(Debug, Clone)]
 pub struct State {
@@ -243,8 +58,11 @@ pub struct State {
     pub change_offset: usize,
     pub focus: Pane,
     pub objective_scroll: usize,
-    pub overlay: Option<Overlay>,
+    /// Views open above the screen, the top one last; it takes the keys.
+    pub overlays: Vec<Overlay>,
     pub approvals: VecDeque<Approval>,
+    /// Every warning of the run, for the review.
+    pub warnings: Vec<String>,
     /// Every approval id seen, so one announced twice (notifier and event) is asked once.
     asked: std::collections::BTreeSet<u64>,
     pub cancel_requested: Option<Duration>,
@@ -252,16 +70,11 @@ pub struct State {
     pub review: Option<Review>,
     pub review_offset: usize,
     pub notice: Option<String>,
-    /// A commit message confirmed in the editor, turned into an effect by the key handler.
-    pub(super) pending_commit: Option<String>,
     /// Where the panes were at the last sync (for the mouse).
     pub run_areas: RunAreas,
     pub review_areas: ReviewAreas,
     pub screen: Rect,
 }
-
-/// After a Ctrl-C that confirmed the cancel, another one this long after quits at once.
-pub const FORCE_QUIT_AFTER: Duration = Duration::from_secs(3);
 
 impl State {
     /// A state for a run with `objective`, or for the objective editor when there is none.
@@ -301,15 +114,15 @@ impl State {
             change_offset: 0,
             focus: Pane::Stream,
             objective_scroll: 0,
-            overlay: None,
+            overlays: Vec::new(),
             approvals: VecDeque::new(),
+            warnings: Vec::new(),
             asked: std::collections::BTreeSet::new(),
             cancel_requested: None,
             quit_when_finished: false,
             review: None,
             review_offset: 0,
             notice: None,
-            pending_commit: None,
             run_areas: RunAreas::default(),
             review_areas: ReviewAreas::default(),
             screen: Rect::default(),
@@ -438,17 +251,60 @@ impl State {
                 review.diff = loaded.clone();
             }
         }
-        if let Some(Overlay::Diff(view)) = &mut self.overlay {
-            if view.source == source {
-                view.diff = match loaded {
-                    Loadable::Ready(mut diff) if !view.only.is_empty() => {
-                        diff.files.retain(|f| view.only.contains(&f.path));
-                        Loadable::Ready(diff)
-                    }
-                    other => other,
-                };
+        for overlay in &mut self.overlays {
+            if let Overlay::Diff(view) = overlay {
+                view.loaded(source, &loaded);
             }
         }
+    }
+
+    /// What the views may read of the state.
+    pub fn view_ctx(&self) -> Ctx<'_> {
+        Ctx {
+            theme: self.theme,
+            screen: self.screen,
+            reports: &self.reports,
+            run_dir: &self.setup.run_dir,
+        }
+    }
+
+    /// The open views, to change, with what they may read of the rest of the state.
+    pub(super) fn overlays_and_ctx(&mut self) -> (&mut Vec<Overlay>, Ctx<'_>) {
+        let ctx = Ctx {
+            theme: self.theme,
+            screen: self.screen,
+            reports: &self.reports,
+            run_dir: &self.setup.run_dir,
+        };
+        (&mut self.overlays, ctx)
+    }
+
+    /// The view on top, which takes the keys.
+    pub fn overlay(&self) -> Option<&Overlay> {
+        self.overlays.last()
+    }
+
+    /// Opens `overlay` above whatever is open.
+    pub fn open(&mut self, overlay: Overlay) {
+        self.overlays.push(overlay);
+    }
+
+    /// Closes the view on top.
+    pub fn close(&mut self) {
+        self.overlays.pop();
+    }
+
+    /// Whether the cancel question is open.
+    pub fn confirming_cancel(&self) -> bool {
+        self.overlays
+            .iter()
+            .any(|o| matches!(o, Overlay::ConfirmCancel))
+    }
+
+    /// Closes the cancel question, wherever it is in the stack.
+    pub fn close_cancel_question(&mut self) {
+        self.overlays
+            .retain(|o| !matches!(o, Overlay::ConfirmCancel));
     }
 
     /// Sizes every scrollable view for a frame of `area`; call before each draw.
@@ -496,53 +352,16 @@ impl State {
         };
         if let Loadable::Ready(diff) = &review.diff {
             review.file = review.file.min(diff.files.len().saturating_sub(1));
-            let rows = super::diff::file_rows(diff.files.get(review.file), diff_inner.width);
-            review.diff_scroll = review
-                .diff_scroll
-                .min(rows.saturating_sub(usize::from(diff_inner.height)));
+            let rows = diff::file_rows(diff.files.get(review.file), diff_inner.width);
+            review.diff_scroll = scroll::clamp(review.diff_scroll, rows, diff_inner.height);
             self.review_offset = keep_visible(self.review_offset, review.file, files_height);
         }
     }
 
     fn sync_overlay(&mut self, area: Rect) {
-        match &mut self.overlay {
-            Some(Overlay::Diff(view)) => {
-                let inner = super::diff::view_body(area);
-                if let Loadable::Ready(diff) = &view.diff {
-                    view.file = view.file.min(diff.files.len().saturating_sub(1));
-                    let rows = super::diff::file_rows(diff.files.get(view.file), inner.width);
-                    view.scroll = view
-                        .scroll
-                        .min(rows.saturating_sub(usize::from(inner.height)));
-                }
-            }
-            Some(Overlay::ReportDetail { index, scroll }) => {
-                *index = (*index).min(self.reports.len().saturating_sub(1));
-                let inner = super::report_detail::body(area);
-                let rows = self
-                    .reports
-                    .get(*index)
-                    .map(|entry| super::report_detail::lines(entry, inner.width).len())
-                    .unwrap_or(0);
-                *scroll = (*scroll).min(rows.saturating_sub(usize::from(inner.height)));
-            }
-            Some(Overlay::Help { scroll }) => {
-                let inner = super::help::body(area);
-                let rows = super::help::line_count();
-                *scroll = (*scroll).min(rows.saturating_sub(usize::from(inner.height)));
-            }
-            _ => {}
+        let (overlays, ctx) = self.overlays_and_ctx();
+        for overlay in overlays {
+            overlay.sync(area, &ctx);
         }
-    }
-}
-
-/// The first visible row of a list of `height` rows so that `selected` shows.
-pub fn keep_visible(offset: usize, selected: usize, height: usize) -> usize {
-    if selected < offset {
-        selected
-    } else if selected >= offset + height {
-        selected + 1 - height
-    } else {
-        offset
     }
 }

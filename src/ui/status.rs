@@ -4,8 +4,10 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::state::{Pane, State};
-use super::{bar, compact, put_line, wrap};
+use super::draw::{bar, compact, put_line};
+use super::model::Pane;
+use super::state::State;
+use super::wrap;
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;

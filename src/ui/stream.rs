@@ -6,10 +6,11 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::state::{Pane, Phase, State};
+use super::draw::{compact, pane_block, put_line};
+use super::model::{Pane, Phase};
+use super::state::State;
 use super::theme::Theme;
 use super::transcript::LineKind;
-use super::{compact, pane_block, put_line};
 
 pub fn style_of(theme: Theme, kind: LineKind) -> Style {
     match kind {

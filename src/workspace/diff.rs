@@ -215,11 +215,8 @@ fn clip_patch(patch: &str, max: usize) -> (String, bool) {
     if patch.len() <= max {
         return (patch.to_string(), false);
     }
-    let mut end = max;
-    while !patch.is_char_boundary(end) {
-        end -= 1;
-    }
-    let end = patch[..end].rfind('\n').map_or(0, |i| i + 1);
+    let head = crate::text::cut_at_char_boundary(patch, max);
+    let end = head.rfind('\n').map_or(0, |i| i + 1);
     (patch[..end].to_string(), true)
 }
 

@@ -9,11 +9,13 @@
 //!
 //! The workspace may be a subdirectory of the work tree: snapshots always cover the whole
 //! work tree (that is what a commit needs), diffs and commits are limited to the workspace.
+//! A bare repository, or a directory inside a git directory, is never a workspace.
 
 pub mod attribution;
 mod baseline;
 pub mod commit;
 pub mod diff;
+pub mod gitguard;
 mod snapshot;
 pub mod watch;
 
@@ -31,8 +33,10 @@ pub use watch::{LiveWatch, OnChange, WatchStats};
 pub enum WorkspaceError {
     #[error("{0} is not inside a git work tree: run `git init` there first")]
     NotGitRepo(PathBuf),
-    #[error("{0} is a bare repository: ralph-tui needs a work tree")]
+    #[error("{0} is a bare repository, which has no work tree to change: pass a clone's work tree with -C")]
     Bare(PathBuf),
+    #[error("{dir} is inside the git directory {git_dir}, not in a work tree: pass the work tree's directory with -C")]
+    InsideGitDir { dir: PathBuf, git_dir: PathBuf },
     #[error("no git identity to commit with: set one with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com` ({0})")]
     NoIdentity(String),
     #[error("refusing to commit: {0}. Nothing was committed; the run's changes are still in the work tree")]
@@ -90,9 +94,24 @@ impl Workspace {
             .map_err(|_| WorkspaceError::NotGitRepo(dir.to_path_buf()))?;
         let repo =
             Repository::discover(&root).map_err(|_| WorkspaceError::NotGitRepo(root.clone()))?;
-        let Some(top) = repo.workdir().map(Path::to_path_buf) else {
+        let Some(top) = repo
+            .workdir()
+            .map(Path::to_path_buf)
+            .filter(|_| !repo.is_bare())
+        else {
             return Err(WorkspaceError::Bare(root));
         };
+        // `-C repo/.git` opens the repository too (with the work tree above it); the file
+        // tools would then write hooks and config directly. A workspace is never inside a
+        // git directory, the repository's own or the common one of a linked work tree.
+        for git_dir in [repo.path(), repo.commondir()] {
+            let git_dir = git_dir
+                .canonicalize()
+                .unwrap_or_else(|_| git_dir.to_path_buf());
+            if root.starts_with(&git_dir) {
+                return Err(WorkspaceError::InsideGitDir { dir: root, git_dir });
+            }
+        }
         let top = top.canonicalize().unwrap_or(top);
         let prefix = root
             .strip_prefix(&top)

@@ -1,11 +1,15 @@
 mod chat;
 pub mod common;
+mod config;
 mod e2e;
 mod engine;
+mod engine_inproc;
 mod eval;
+mod integrity;
 mod layers;
 mod llama;
 mod protocol;
+mod resume;
 mod tools;
 mod ui;
 mod workspace;

@@ -3,7 +3,9 @@
 //! headless run through the binary that uses every kind of tool.
 
 mod commands;
+mod confine;
 mod files;
+mod isolation;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

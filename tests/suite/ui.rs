@@ -8,10 +8,12 @@ mod behaviour;
 mod event_loop;
 pub(super) mod fixtures;
 mod streaming;
+mod views;
 
 use crossterm::event::KeyCode;
 use ralph_tui::protocol::event::{Event, RunStatus};
 use ralph_tui::tools::approval::ApprovalDecision;
+use ralph_tui::ui::report_detail::ReportDetail;
 use ralph_tui::ui::state::{Approval, DiffSource, Effect, Overlay, Pane};
 use ralph_tui::ui::{patch, Msg, State, Theme};
 use ratatui::style::Color;
@@ -42,8 +44,8 @@ fn snapshot_report_detail_and_rejected_report() {
     state.report_sel = 0;
     press(&mut state, KeyCode::Enter);
     assert!(matches!(
-        state.overlay,
-        Some(Overlay::ReportDetail { index: 0, .. })
+        state.overlay(),
+        Some(Overlay::ReportDetail(ReportDetail { index: 0, .. }))
     ));
     insta::assert_snapshot!("report_detail_80x24", screen(&mut state, 80, 24));
     press(&mut state, KeyCode::Right);
@@ -52,7 +54,7 @@ fn snapshot_report_detail_and_rejected_report() {
     insta::assert_snapshot!("report_rejected_80x24", text);
     press(&mut state, KeyCode::Esc);
     assert!(
-        state.overlay.is_none(),
+        state.overlay().is_none(),
         "Esc closes the view, it does not ask to cancel"
     );
 }
@@ -138,7 +140,7 @@ fn snapshot_approval_modal() {
 fn snapshot_cancel_confirmation() {
     let mut state = mid_run(Theme::default());
     assert!(press(&mut state, KeyCode::Esc).is_empty());
-    assert!(matches!(state.overlay, Some(Overlay::ConfirmCancel)));
+    assert!(matches!(state.overlay(), Some(Overlay::ConfirmCancel)));
     insta::assert_snapshot!("cancel_confirm_80x24", screen(&mut state, 80, 24));
 }
 
@@ -192,10 +194,45 @@ fn snapshot_review_outcomes() {
 }
 
 #[test]
+fn review_names_the_exact_command_that_resumes_the_run() {
+    use ralph_tui::ui::review::resume_command;
+    let command = |state: &State| resume_command(state, state.review.as_ref().unwrap());
+    for status in [
+        RunStatus::Cancelled,
+        RunStatus::RoundFailed,
+        RunStatus::BudgetLimited,
+    ] {
+        let state = finished(status, None);
+        assert_eq!(
+            command(&state).as_deref(),
+            Some("ralph-tui --resume 20260101-090000-1a2b"),
+            "{status:?}"
+        );
+    }
+    for status in [RunStatus::Complete, RunStatus::Blocked] {
+        assert_eq!(command(&finished(status, None)), None, "{status:?}");
+    }
+    // At its cap the run needs a higher one; a run outside the data dir goes by directory.
+    let mut state = finished(RunStatus::BudgetLimited, None);
+    state.review.as_mut().unwrap().rounds_started = 8;
+    assert_eq!(
+        command(&state).as_deref(),
+        Some("ralph-tui --resume 20260101-090000-1a2b -n 16")
+    );
+    state.setup.run_dir = "logs/my run".into();
+    assert_eq!(
+        command(&state).as_deref(),
+        Some("ralph-tui --resume 'logs/my run' -n 16")
+    );
+    state.review.as_mut().unwrap().rounds_started = 64;
+    assert_eq!(command(&state), None, "64 rounds is the ceiling");
+}
+
+#[test]
 fn snapshot_commit_editor_prefilled_from_the_report() {
     let mut state = finished(RunStatus::Complete, Some(verification(true)));
     press(&mut state, KeyCode::Char('c'));
-    let Some(Overlay::Commit(editor)) = &state.overlay else {
+    let Some(Overlay::Commit(editor)) = state.overlay() else {
         panic!("no commit editor");
     };
     let text = editor.lines().join("\n");
@@ -217,7 +254,7 @@ fn snapshot_commit_editor_prefilled_from_the_report() {
     let text = screen(&mut state, 80, 24);
     assert!(text.contains("committed 0123abcd on main"), "{text}");
     press(&mut state, KeyCode::Char('c'));
-    assert!(state.overlay.is_none(), "a run is committed once");
+    assert!(state.overlay().is_none(), "a run is committed once");
 }
 
 #[test]

@@ -45,7 +45,7 @@ fn cancel_asks_first_and_a_second_ctrl_c_cancels_at_once() {
     let mut state = mid_run(Theme::default());
     press(&mut state, KeyCode::Esc);
     assert!(press(&mut state, KeyCode::Char('n')).is_empty());
-    assert!(state.overlay.is_none(), "n keeps running");
+    assert!(state.overlay().is_none(), "n keeps running");
     press(&mut state, KeyCode::Esc);
     assert_eq!(
         press(&mut state, KeyCode::Char('y')),
@@ -57,9 +57,9 @@ fn cancel_asks_first_and_a_second_ctrl_c_cancels_at_once() {
 
     let mut state = mid_run(Theme::default());
     assert!(ctrl(&mut state, 'c').is_empty());
-    assert!(matches!(state.overlay, Some(Overlay::ConfirmCancel)));
+    assert!(matches!(state.overlay(), Some(Overlay::ConfirmCancel)));
     assert_eq!(ctrl(&mut state, 'c'), vec![Effect::CancelRun]);
-    assert!(state.overlay.is_none());
+    assert!(state.overlay().is_none());
 
     // The run then ends cancelled and the review follows; q exits 130.
     finish_round(&mut state, 3, RoundOutcome::Cancelled, vec![]);
@@ -137,7 +137,7 @@ fn the_end_of_a_run_never_turns_a_key_into_quit() {
     state.focus = ralph_tui::ui::state::Pane::Changes;
     state.change_sel = 3;
     press(&mut state, KeyCode::Enter);
-    assert!(matches!(state.overlay, Some(Overlay::Diff(_))));
+    assert!(matches!(state.overlay(), Some(Overlay::Diff(_))));
     send(
         &mut state,
         Event::RunFinished {
@@ -151,12 +151,12 @@ fn the_end_of_a_run_never_turns_a_key_into_quit() {
         },
     );
     assert!(
-        matches!(state.overlay, Some(Overlay::Diff(_))),
+        matches!(state.overlay(), Some(Overlay::Diff(_))),
         "the view being read stays open over the review"
     );
     // Esc meant for the view closes it; a second Esc does not quit either.
     assert!(press(&mut state, KeyCode::Esc).is_empty());
-    assert!(state.overlay.is_none());
+    assert!(state.overlay().is_none());
     assert!(press(&mut state, KeyCode::Esc).is_empty());
     assert_eq!(state.phase, Phase::Finished);
     let text = screen(&mut state, 80, 24);
@@ -257,4 +257,35 @@ fn live_changes_update_the_running_round_only() {
     state.update(Msg::LiveChanges(2, vec![]));
     let text = screen(&mut state, 80, 24);
     assert!(text.contains("Round 2 · 1 file +6 −1"), "{text}");
+}
+
+#[test]
+fn the_review_shows_the_runs_warnings() {
+    let mut state = mid_run(Theme::default());
+    send(
+        &mut state,
+        Event::Warning {
+            message: "round 2 changed git hooks: hooks/post-commit (added)".into(),
+        },
+    );
+    send(
+        &mut state,
+        Event::RunFinished {
+            status: RunStatus::Complete,
+            rounds_started: 2,
+            report: None,
+            last_valid_report: None,
+            error: None,
+            worker_reported: false,
+            verification: None,
+        },
+    );
+    let review = state.review.as_ref().unwrap();
+    assert_eq!(review.warnings.len(), 1);
+    let text = screen(&mut state, 120, 40);
+    let in_report_pane = text
+        .lines()
+        .skip_while(|l| !l.contains("No valid report was filed"))
+        .any(|l| l.contains("! round 2 changed git hooks"));
+    assert!(in_report_pane, "{text}");
 }

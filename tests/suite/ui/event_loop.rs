@@ -83,7 +83,7 @@ fn a_token_flood_is_coalesced_keys_still_work_and_quit_returns_the_status() {
         &mut |state: &State| {
             seen.frames += 1;
             seen.tokens = state.tokens_total;
-            let help = matches!(state.overlay, Some(Overlay::Help { .. }));
+            let help = matches!(state.overlay(), Some(Overlay::Help { .. }));
             if state.phase == Phase::Running && state.tokens_total > 0 && !seen.asked_help {
                 seen.asked_help = true;
                 keys.unbounded_send(key('?')).unwrap();

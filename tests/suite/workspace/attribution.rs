@@ -249,7 +249,7 @@ fn commit_at_review_leaves_a_file_edited_outside_the_run_uncommitted() {
                 keys.unbounded_send(key(KeyCode::Char('c'), KeyModifiers::NONE))
                     .unwrap();
             }
-            if asked && matches!(state.overlay, Some(Overlay::Commit(_))) && !committed {
+            if asked && matches!(state.overlay(), Some(Overlay::Commit(_))) && !committed {
                 committed = true;
                 keys.unbounded_send(key(KeyCode::Char('s'), KeyModifiers::CONTROL))
                     .unwrap();
@@ -357,7 +357,7 @@ fn the_changes_list_the_review_and_the_commit_dialog_set_outside_files_apart() {
     let text = screen(&mut review, 140, 40);
     assert!(text.contains("Changes (2, 1 outside the run)"), "{text}");
     press(&mut review, KeyCode::Char('c'));
-    assert!(matches!(review.overlay, Some(Overlay::Commit(_))));
+    assert!(matches!(review.overlay(), Some(Overlay::Commit(_))));
     let text = screen(&mut review, 140, 40);
     assert!(text.contains("files changed outside it stay out"), "{text}");
 
@@ -368,7 +368,7 @@ fn the_changes_list_the_review_and_the_commit_dialog_set_outside_files_apart() {
     };
     only_theirs.update(Msg::DiffLoaded(DiffSource::Review, Ok(model)));
     press(&mut only_theirs, KeyCode::Char('c'));
-    assert!(only_theirs.overlay.is_none());
+    assert!(only_theirs.overlay().is_none());
     let notice = only_theirs.notice.clone().unwrap_or_default();
     assert!(
         notice.contains("every change was made outside the run"),

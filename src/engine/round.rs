@@ -1,0 +1,155 @@
+//! One round: a fresh child from nothing but the round prompt.
+//!
+//! The round sets up what its child works in (the prompt written to the run log, a scratch
+//! directory, a process tracker, a child cancellation token), hands over to the turn loop,
+//! and then cleans up and records what the round did: its report, its diff, and
+//! `workspace_changed` / `round_finished`.
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::prompt;
+use super::turn::{RoundScope, RoundTally};
+use super::{Engine, RoundEnd};
+use crate::protocol::event::{Event, RoundOutcome};
+use crate::protocol::report::Report;
+use crate::tools::process::ProcessTracker;
+use crate::workspace::gitguard::GitFingerprint;
+use crate::workspace::Snapshot;
+
+impl Engine<'_> {
+    /// Runs round `round` after `previous`, the last valid report.
+    pub(super) fn round(
+        &mut self,
+        round: u32,
+        previous: Option<&Report>,
+        ctx_size: u32,
+    ) -> RoundEnd {
+        let started = Instant::now();
+        let base = self
+            .changes
+            .round_start(&self.workspace, &mut self.rec, round);
+        if let (Some(watch), Some(base)) = (&self.watch, base) {
+            watch.round_started(round, base);
+        }
+        let tools = self.tools.registry.specs();
+        let agents = prompt::agents_file(self.workspace.root()).unwrap_or_else(|message| {
+            self.rec.emit(Event::Warning { message });
+            None
+        });
+        let tool_instructions = self.format.tool_instructions(&tools);
+        let messages = prompt::RoundPrompt {
+            objective: &self.config.objective,
+            round,
+            max_rounds: self.config.max_rounds,
+            previous,
+            agents: agents.as_deref(),
+            tool_instructions: &tool_instructions,
+        }
+        .messages();
+        let prompt_json = serde_json::to_vec_pretty(&json!({
+            "round": round,
+            "max_rounds": self.config.max_rounds,
+            "chat_format": self.format.name(),
+            "messages": messages,
+            "tools": tools,
+        }))
+        .unwrap_or_default();
+        if let Err(e) = self.rec.log.begin_round(round, &prompt_json) {
+            tracing::error!("run log: {e}");
+        }
+
+        let git_before = GitFingerprint::take(self.workspace.root());
+        let processes = ProcessTracker::new();
+        let round_tmp = crate::tools::run_command::round_tmp_dir(&self.config.run_id, round);
+        let _ = std::fs::create_dir_all(&round_tmp);
+        let round_cancel = self.cancel.child_token();
+        let scope = RoundScope {
+            round,
+            tools: &tools,
+            prompt_json: &prompt_json,
+            ctx_size,
+            processes: &processes,
+            round_tmp: &round_tmp,
+            cancel: &round_cancel,
+        };
+        let mut tally = RoundTally::default();
+        let end = self.child_turns(&scope, messages, &mut tally);
+        processes.kill_all();
+        let _ = std::fs::remove_dir_all(&round_tmp);
+        let git_after = GitFingerprint::take(self.workspace.root());
+        if let Some(message) = git_before.warning(&git_after, round) {
+            self.rec.emit(Event::Warning { message });
+        }
+        self.rec.log.end_round();
+        if let Some(watch) = &self.watch {
+            watch.round_ended();
+        }
+
+        // A failure while cancelling is the cancel's doing; an accepted report stays accepted.
+        let end = match end {
+            RoundEnd::Failed(_) if self.cancel.is_cancelled() => RoundEnd::Cancelled,
+            other => other,
+        };
+        self.record_round_end(round, &end, base, &tally, started);
+        end
+    }
+
+    /// Writes the round's report and diff and emits `workspace_changed` (when files changed)
+    /// and `round_finished`.
+    fn record_round_end(
+        &mut self,
+        round: u32,
+        end: &RoundEnd,
+        base: Option<Snapshot>,
+        tally: &RoundTally,
+        started: Instant,
+    ) {
+        if let RoundEnd::Reported(report) = end {
+            let text = serde_json::to_vec_pretty(report).unwrap_or_default();
+            if let Err(e) = self.rec.log.write_round_file(round, "report.json", &text) {
+                tracing::error!("report.json: {e}");
+            }
+        }
+        let diff = self
+            .changes
+            .round_end(&self.workspace, &mut self.rec, round, base);
+        let changes_unknown = diff.is_none();
+        let diff = diff.unwrap_or_default();
+        if let Err(e) = self
+            .rec
+            .log
+            .write_round_file(round, "diff.patch", diff.patch.as_bytes())
+        {
+            tracing::error!("diff.patch: {e}");
+        }
+        if !diff.files.is_empty() {
+            self.rec.emit(Event::WorkspaceChanged {
+                round,
+                files: diff.changed_files(),
+            });
+        }
+        let (outcome, error) = match end {
+            RoundEnd::Reported(_) => (RoundOutcome::Reported, None),
+            RoundEnd::Failed(reason) => (RoundOutcome::Failed, Some(reason.clone())),
+            RoundEnd::OutOfBudget => (
+                RoundOutcome::Failed,
+                Some("the run's token budget is spent".to_string()),
+            ),
+            RoundEnd::Cancelled => (RoundOutcome::Cancelled, None),
+        };
+        self.rec.emit(Event::RoundFinished {
+            round,
+            outcome,
+            prompt_tokens: tally.prompt_tokens,
+            generated_tokens: tally.generated_tokens,
+            wall_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            files_changed: diff.files_changed(),
+            insertions: diff.insertions,
+            deletions: diff.deletions,
+            error,
+            changes_unknown,
+        });
+    }
+}

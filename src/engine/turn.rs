@@ -1,0 +1,375 @@
+//! The child's turn loop inside one round, in named steps.
+//!
+//! Each turn: [`ChildTurns::generate_turn`] (cancel, budget and context checks, then one
+//! streamed generation), parse the calls, and hand each to [`ChildTurns::handle_report_call`]
+//! or [`ChildTurns::handle_tool_call`]. Every tool outcome, whatever produced it, reaches the
+//! child the same way: [`ChildTurns::tool_message`] emits `tool_result` and renders the message
+//! the child reads next. The loop ends on an accepted report, a failure, the budget, a cancel,
+//! or the last turn.
+//!
+//! The report is validated here, at the engine boundary, with `report::validate` (schema, text
+//! and status rules, size): whatever the grammar or the format let through, nothing unvalidated
+//! is carried to the next round.
+
+use std::path::Path;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::changes::RunChanges;
+use super::record::Recorder;
+use super::{prompt, report, Engine, RoundEnd, RunConfig, Toolbox};
+use super::{MAX_ARGUMENT_BYTES, MAX_REPORT_ATTEMPTS};
+use crate::chat::{ChatFormat, ParsedCall};
+use crate::llm::{BackendError, Child, Generation, Request, StopReason};
+use crate::protocol::event::Event;
+use crate::protocol::message::{Message, Role};
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
+use crate::tools::process::ProcessTracker;
+use crate::tools::{ToolContext, ToolResult, Writes};
+use crate::workspace::Workspace;
+
+/// Why a round fails when generation stopped at a full context window.
+const CONTEXT_FILLED: &str = "the context window filled up before a valid report";
+
+/// Per-round totals for `round_finished`.
+#[derive(Default)]
+pub(super) struct RoundTally {
+    pub(super) prompt_tokens: u32,
+    pub(super) generated_tokens: u32,
+}
+
+/// What the round set up for its child.
+pub(super) struct RoundScope<'r> {
+    pub(super) round: u32,
+    pub(super) tools: &'r [ToolSpec],
+    /// The round prompt as written to the run log (its hash goes into `round_started`).
+    pub(super) prompt_json: &'r [u8],
+    pub(super) ctx_size: u32,
+    pub(super) processes: &'r ProcessTracker,
+    pub(super) round_tmp: &'r Path,
+    pub(super) cancel: &'r CancellationToken,
+}
+
+impl Engine<'_> {
+    /// Starts the round's child and runs its turns until the round ends.
+    pub(super) fn child_turns(
+        &mut self,
+        scope: &RoundScope<'_>,
+        messages: Vec<Message>,
+        tally: &mut RoundTally,
+    ) -> RoundEnd {
+        // The child borrows the backend for the round; the turn loop borrows the rest of the
+        // engine beside it.
+        let mut child = match self.backend.new_child(scope.round) {
+            Ok(child) => child,
+            Err(e) => return RoundEnd::Failed(e.to_string()),
+        };
+        let mut turns = ChildTurns {
+            config: &self.config,
+            format: self.format,
+            tools: &self.tools,
+            workspace: &self.workspace,
+            rec: &mut self.rec,
+            changes: &mut self.changes,
+            generated_total: &mut self.generated_total,
+            scope,
+            messages,
+            rejections: 0,
+            tally,
+        };
+        turns.run(child.as_mut())
+    }
+}
+
+/// One round's conversation with its child, and the parts of the engine it works with.
+struct ChildTurns<'t, 'a> {
+    config: &'t RunConfig,
+    format: &'a dyn ChatFormat,
+    tools: &'t Toolbox<'a>,
+    workspace: &'t Workspace,
+    rec: &'t mut Recorder,
+    /// Whose changes the workspace shows: the tool calls' snapshots go here.
+    changes: &'t mut RunChanges,
+    generated_total: &'t mut u64,
+    scope: &'t RoundScope<'t>,
+    messages: Vec<Message>,
+    /// Reports rejected so far this round.
+    rejections: u32,
+    tally: &'t mut RoundTally,
+}
+
+impl ChildTurns<'_, '_> {
+    fn run(&mut self, child: &mut dyn Child) -> RoundEnd {
+        self.announce(child);
+        for _turn in 0..self.config.max_turns {
+            let generation = match self.generate_turn(child) {
+                Ok(generation) => generation,
+                Err(end) => return end,
+            };
+            let parsed = self.format.parse(&generation.text);
+            if parsed.calls.is_empty() {
+                if generation.stop == StopReason::ContextFull {
+                    return RoundEnd::Failed(CONTEXT_FILLED.into());
+                }
+                self.push(Message::new(Role::User, prompt::NO_CALL_REMINDER));
+                continue;
+            }
+            for call in parsed.calls {
+                if self.scope.cancel.is_cancelled() {
+                    return RoundEnd::Cancelled;
+                }
+                if let Some(end) = self.handle_call(call) {
+                    return end;
+                }
+            }
+            if generation.stop == StopReason::ContextFull {
+                return RoundEnd::Failed(CONTEXT_FILLED.into());
+            }
+        }
+        RoundEnd::Failed(format!(
+            "the child used all {} turns without a valid report",
+            self.config.max_turns
+        ))
+    }
+
+    /// Emits `round_started` and writes the prompt's messages to the transcript.
+    fn announce(&mut self, child: &mut dyn Child) {
+        let prompt_tokens = child
+            .count_prompt_tokens(Request {
+                messages: &self.messages,
+                tools: self.scope.tools,
+            })
+            .unwrap_or(0);
+        self.rec.emit(Event::RoundStarted {
+            round: self.scope.round,
+            max_rounds: self.config.max_rounds,
+            prompt_sha256: crate::text::sha256_hex(self.scope.prompt_json),
+            prompt_tokens,
+        });
+        for m in &self.messages {
+            self.rec.transcript(m);
+        }
+    }
+
+    /// One turn of generation, streamed as `token` events, its text kept in the conversation.
+    /// `Err` is how the round ends instead: cancelled, out of budget, context full, or the
+    /// child failed.
+    fn generate_turn(&mut self, child: &mut dyn Child) -> Result<Generation, RoundEnd> {
+        let cancel = self.scope.cancel;
+        if cancel.is_cancelled() {
+            return Err(RoundEnd::Cancelled);
+        }
+        let request = Request {
+            messages: &self.messages,
+            tools: self.scope.tools,
+        };
+        if self
+            .config
+            .token_budget
+            .is_some_and(|budget| *self.generated_total >= budget)
+        {
+            return Err(RoundEnd::OutOfBudget);
+        }
+        let ctx_size = self.scope.ctx_size;
+        if let Ok(used) = child.count_prompt_tokens(request) {
+            if used >= ctx_size {
+                return Err(RoundEnd::Failed(format!(
+                    "the context window is full ({used} of {ctx_size} tokens) before a valid report"
+                )));
+            }
+        }
+        let round = self.scope.round;
+        let rec = &mut *self.rec;
+        let generation = child.generate(
+            request,
+            &mut |piece| {
+                rec.emit(Event::Token {
+                    round,
+                    text: piece.to_string(),
+                })
+            },
+            cancel,
+        );
+        let generation = match generation {
+            Ok(g) => g,
+            Err(BackendError::Exhausted(reason)) => {
+                return Err(RoundEnd::Failed(format!(
+                    "the child ended without a valid report ({reason})"
+                )))
+            }
+            Err(e) => return Err(RoundEnd::Failed(e.to_string())),
+        };
+        *self.generated_total = self
+            .generated_total
+            .saturating_add(u64::from(generation.generated_tokens));
+        self.tally.prompt_tokens = self
+            .tally
+            .prompt_tokens
+            .saturating_add(generation.prompt_tokens);
+        self.tally.generated_tokens = self
+            .tally
+            .generated_tokens
+            .saturating_add(generation.generated_tokens);
+        self.push(Message::new(Role::Assistant, generation.text.clone()));
+        if generation.stop == StopReason::Cancelled || cancel.is_cancelled() {
+            return Err(RoundEnd::Cancelled);
+        }
+        Ok(generation)
+    }
+
+    /// Emits `tool_call` and handles one parsed call; `Some` ends the round.
+    fn handle_call(&mut self, call: ParsedCall) -> Option<RoundEnd> {
+        let round = self.scope.round;
+        match call {
+            ParsedCall::Malformed { raw, reason } => {
+                const MALFORMED: &str = "(malformed)";
+                self.rec.emit(Event::ToolCall {
+                    round,
+                    name: MALFORMED.into(),
+                    arguments: Value::String(raw),
+                });
+                let message = self.tool_message(
+                    MALFORMED,
+                    ToolResult {
+                        ok: false,
+                        output: format!("malformed tool call: {reason}"),
+                    },
+                );
+                self.push(message);
+                None
+            }
+            ParsedCall::Call { name, arguments } => {
+                self.rec.emit(Event::ToolCall {
+                    round,
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                });
+                if name == REPORT_TOOL {
+                    self.handle_report_call(&arguments)
+                } else {
+                    self.handle_tool_call(&name, &arguments);
+                    None
+                }
+            }
+        }
+    }
+
+    /// Validates a report at the engine boundary: an accepted one ends the round; a rejected
+    /// one goes back to the child to correct, up to `MAX_REPORT_ATTEMPTS` times a round.
+    fn handle_report_call(&mut self, arguments: &Value) -> Option<RoundEnd> {
+        let round = self.scope.round;
+        match report::validate(arguments) {
+            Ok(report) => {
+                self.emit_tool_result(
+                    REPORT_TOOL,
+                    &ToolResult {
+                        ok: true,
+                        output: "report accepted; the round ends here".into(),
+                    },
+                );
+                self.rec.emit(Event::ReportAccepted {
+                    round,
+                    report: report.clone(),
+                });
+                Some(RoundEnd::Reported(report))
+            }
+            Err(rejection) => {
+                self.rejections += 1;
+                let reason = rejection.0;
+                let left = MAX_REPORT_ATTEMPTS.saturating_sub(self.rejections);
+                let message = self.tool_message(
+                    REPORT_TOOL,
+                    ToolResult {
+                        ok: false,
+                        output: format!(
+                            "report rejected: {reason}. Fix it and call {REPORT_TOOL} again ({left} attempt(s) left)."
+                        ),
+                    },
+                );
+                self.rec.emit(Event::ReportRejected {
+                    round,
+                    reason: reason.clone(),
+                });
+                if self.rejections >= MAX_REPORT_ATTEMPTS {
+                    return Some(RoundEnd::Failed(format!(
+                        "the report was rejected {} times; last reason: {reason}",
+                        self.rejections
+                    )));
+                }
+                self.push(message);
+                None
+            }
+        }
+    }
+
+    /// Runs a workspace tool (arguments over `MAX_ARGUMENT_BYTES` are refused unrun) and gives
+    /// the child its outcome. What the call can change is recorded as the worker's: the files
+    /// a file tool names, or whatever changed between snapshots taken around a command.
+    fn handle_tool_call(&mut self, name: &str, arguments: &Value) {
+        let size = arguments.to_string().len();
+        let outcome = if size > MAX_ARGUMENT_BYTES {
+            ToolResult {
+                ok: false,
+                output: format!(
+                    "the arguments of {name} are {size} bytes; the limit is {MAX_ARGUMENT_BYTES}: split the work into smaller calls"
+                ),
+            }
+        } else {
+            let round = self.scope.round;
+            let writes = self
+                .tools
+                .registry
+                .writes(name, arguments, self.workspace.root());
+            let before = (writes == Writes::Anything)
+                .then(|| self.changes.before_tool(self.workspace, self.rec, round))
+                .flatten();
+            let approver = super::announce::Announcing {
+                inner: self.tools.approver.as_ref(),
+                rec: std::sync::Mutex::new(&mut *self.rec),
+            };
+            let ctx = ToolContext {
+                root: self.workspace.root(),
+                round: self.scope.round,
+                round_tmp: self.scope.round_tmp,
+                cancel: self.scope.cancel,
+                policy: &self.tools.policy,
+                processes: self.scope.processes,
+                approver: &approver,
+            };
+            let result = self.tools.registry.call(name, arguments, &ctx);
+            match writes {
+                Writes::Nothing => {}
+                Writes::Files(files) => self.changes.wrote(self.workspace, &files),
+                Writes::Anything => {
+                    self.changes
+                        .after_tool(self.workspace, self.rec, round, before);
+                }
+            }
+            result
+        };
+        let message = self.tool_message(name, outcome);
+        self.push(message);
+    }
+
+    fn emit_tool_result(&mut self, name: &str, outcome: &ToolResult) {
+        self.rec.emit(Event::ToolResult {
+            round: self.scope.round,
+            name: name.to_string(),
+            ok: outcome.ok,
+            output: outcome.output.clone(),
+        });
+    }
+
+    /// Emits `tool_result` for `outcome` and renders it as the message the child reads next.
+    fn tool_message(&mut self, name: &str, outcome: ToolResult) -> Message {
+        self.emit_tool_result(name, &outcome);
+        self.format.tool_result(name, &outcome.output)
+    }
+
+    /// Adds a message to the conversation and the transcript.
+    fn push(&mut self, message: Message) {
+        self.rec.transcript(&message);
+        self.messages.push(message);
+    }
+}

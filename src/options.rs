@@ -1,0 +1,346 @@
+//! Every option a run can take from both the command line and `config.toml`, written once.
+//!
+//! The `options!` table below declares each option one time: its key (`max_rounds` in the
+//! file, `--max-rounds` on the command line), its type, its default and its help line. From it
+//! come `Options`, the one struct that clap parses and serde reads (every field optional, so
+//! one layer can lie over another), and `Resolved`, the options after layering, where an
+//! option with a default is always there. Mode options are enums deriving both clap's
+//! `ValueEnum` and serde's `Deserialize`, so the two sides accept the same spellings;
+//! values with rules of their own (round count, backend, chat format) check themselves on the
+//! way in, whichever side they come from.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Declares the option table: `Options`, `Resolved`, layering and resolution.
+///
+/// Each entry is one help line (a `///` comment), clap's `#[arg]` attributes, then
+/// `name: Type` and, where the option has one, `= default`. The default is shown at the end
+/// of the help line.
+macro_rules! options {
+    (@shown) => { None };
+    (@shown $default:expr) => { Some(shown(&$default)) };
+    (@resolved $ty:ty) => { Option<$ty> };
+    (@resolved $ty:ty, $default:expr) => { $ty };
+    (@pick $value:expr) => { $value };
+    (@pick $value:expr, $default:expr) => { $value.unwrap_or_else(|| $default) };
+    ($(
+        #[doc = $help:literal]
+        $(#[$attr:meta])*
+        $name:ident : $ty:ty $(= $default:expr)? ;
+    )*) => {
+        /// Every option both the command line and `config.toml` can set; a missing one is
+        /// `None`, so the command line can lie over the file and the file over the defaults.
+        #[derive(Debug, Clone, Default, PartialEq, clap::Args, Deserialize)]
+        #[serde(default, deny_unknown_fields)]
+        pub struct Options {
+            $(
+                #[doc = $help]
+                #[arg(help = help_line($help, options!(@shown $($default)?)))]
+                $(#[$attr])*
+                pub $name: Option<$ty>,
+            )*
+        }
+
+        /// The options after layering: an option with a default is always there.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Resolved {
+            $(
+                #[doc = $help]
+                pub $name: options!(@resolved $ty $(, $default)?),
+            )*
+        }
+
+        impl Options {
+            /// Each option from `self` where it is set, else from `under`.
+            pub fn over(self, under: Self) -> Self {
+                Self { $( $name: self.$name.or(under.$name), )* }
+            }
+
+            /// Fills every option still missing with its default.
+            pub fn resolve(self) -> Resolved {
+                Resolved { $( $name: options!(@pick self.$name $(, $default)?), )* }
+            }
+
+            /// The config keys, in table order (each is also `--` + the key in kebab case).
+            pub const KEYS: &'static [&'static str] = &[$( stringify!($name), )*];
+        }
+    };
+}
+
+options! {
+    /// Most rounds to run, 1..=64.
+    #[arg(short = 'n', long, value_name = "N", allow_hyphen_values = true)]
+    #[arg(value_parser = RoundCount::parse)]
+    max_rounds: RoundCount = RoundCount::DEFAULT;
+    /// GGUF model file [default: the model fetched by `make model`].
+    #[arg(short = 'm', long, value_name = "PATH")]
+    model: PathBuf;
+    /// `llama` or `script:FILE` (a deterministic stand-in for tests and demos).
+    #[arg(long, value_name = "KIND", value_parser = BackendKind::parse)]
+    backend: BackendKind = BackendKind::Llama;
+    /// Where this run's log goes [default: <data dir>/runs/<run id>].
+    #[arg(long, value_name = "DIR")]
+    run_dir: PathBuf;
+    /// Command run in the workspace after a worker-reported completion; shown beside the claim.
+    #[arg(long, value_name = "CMD")]
+    verify: String;
+    /// Sandbox for the commands the child runs; `off` runs them unconfined.
+    #[arg(long, value_name = "MODE")]
+    sandbox: SandboxModeArg = SandboxModeArg::WorkspaceWrite;
+    /// Approval for the commands the child runs; `ask` needs the TUI.
+    #[arg(long, value_name = "POLICY")]
+    approval: ApprovalPolicyArg = ApprovalPolicyArg::Auto;
+    /// Let the commands the child runs use the network (`--network=false` turns it off).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true)]
+    #[arg(default_missing_value = "true")]
+    network: bool = false;
+    /// Default timeout for one of the child's commands, in seconds.
+    #[arg(long, value_name = "SECS")]
+    command_timeout: u64 = 120;
+    /// Most model generations (turns) in one round.
+    #[arg(long, value_name = "N")]
+    max_turns: u32 = 24;
+    /// Most tokens generated over the whole run; reaching it ends the run budget-limited.
+    #[arg(long, value_name = "N")]
+    token_budget: u64;
+    /// Tool-call format: a family or alias, or auto from the model's template [default: auto].
+    #[arg(long, value_name = "FORMAT", value_parser = ChatFormatName::parse)]
+    chat_format: ChatFormatName;
+    /// Context size in tokens, at least 256.
+    #[arg(long, value_name = "N")]
+    ctx_size: u32 = 4096;
+    /// CPU threads [default: the machine's cores].
+    #[arg(long, value_name = "N")]
+    threads: i32;
+    /// Layers to offload to the GPU [default: all with a GPU build, else 0].
+    #[arg(long, value_name = "N")]
+    gpu_layers: u32;
+    /// Prompt-processing batch size; smaller cancels faster.
+    #[arg(long, value_name = "N")]
+    batch_size: u32 = 64;
+    /// Most tokens generated in one turn.
+    #[arg(long, value_name = "N")]
+    max_tokens: u32 = 1024;
+    /// Sampling temperature; 0 is greedy.
+    #[arg(long, value_name = "T")]
+    temperature: f32 = 0.7;
+    /// Top-k sampling.
+    #[arg(long, value_name = "K")]
+    top_k: i32 = 40;
+    /// Top-p sampling.
+    #[arg(long, value_name = "P")]
+    top_p: f32 = 0.95;
+    /// Min-p sampling.
+    #[arg(long, value_name = "P")]
+    min_p: f32 = 0.05;
+    /// Repeat penalty.
+    #[arg(long, value_name = "X")]
+    repeat_penalty: f32 = 1.1;
+    /// Sampling seed; fixes a run's randomness.
+    #[arg(long, value_name = "N")]
+    seed: u32 = 1234;
+}
+
+/// A help line with its default, if it has one.
+fn help_line(help: &str, default: Option<String>) -> String {
+    let help = help.trim().trim_end_matches('.');
+    match default {
+        Some(default) => format!("{help} [default: {default}]"),
+        None => help.to_string(),
+    }
+}
+
+/// A default as a person would write it: `0.7`, `workspace-write`, `llama`.
+fn shown<T: Serialize>(value: &T) -> String {
+    let text = serde_json::to_string(value).unwrap_or_default();
+    serde_json::from_str::<String>(&text).unwrap_or(text)
+}
+
+/// How many rounds a run may take: a whole number in 1..=64, never clamped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "u32", into = "u32")]
+pub struct RoundCount(u32);
+
+impl RoundCount {
+    pub const CEILING: u32 = 64;
+    pub const DEFAULT: Self = Self(8);
+
+    /// Parses a count as given on the command line.
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        raw.trim()
+            .parse::<u32>()
+            .map_err(|_| Self::problem(raw))
+            .and_then(Self::try_from)
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+
+    fn problem(raw: impl fmt::Display) -> String {
+        format!(
+            "the round count must be a whole number from 1 to {}, got '{raw}'",
+            Self::CEILING
+        )
+    }
+}
+
+impl TryFrom<u32> for RoundCount {
+    type Error = String;
+
+    fn try_from(n: u32) -> Result<Self, String> {
+        if (1..=Self::CEILING).contains(&n) {
+            Ok(Self(n))
+        } else {
+            Err(Self::problem(n))
+        }
+    }
+}
+
+impl From<RoundCount> for u32 {
+    fn from(n: RoundCount) -> u32 {
+        n.0
+    }
+}
+
+/// Which backend generates the child's turns: `llama` or `script:FILE`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub enum BackendKind {
+    Llama,
+    Script(PathBuf),
+}
+
+impl BackendKind {
+    /// Parses `llama` or `script:FILE`.
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        if raw == "llama" {
+            return Ok(Self::Llama);
+        }
+        match raw.strip_prefix("script:") {
+            Some(path) if !path.is_empty() => Ok(Self::Script(PathBuf::from(path))),
+            _ => Err(format!(
+                "unknown backend '{raw}': use `llama` or `script:FILE`"
+            )),
+        }
+    }
+}
+
+impl TryFrom<String> for BackendKind {
+    type Error = String;
+
+    fn try_from(raw: String) -> Result<Self, String> {
+        Self::parse(&raw)
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Llama => f.write_str("llama"),
+            Self::Script(path) => write!(f, "script:{}", path.display()),
+        }
+    }
+}
+
+impl Serialize for BackendKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// A `--chat-format` the program knows: `auto` or a family name or alias.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ChatFormatName(String);
+
+impl ChatFormatName {
+    /// Accepts `auto` and every name `chat::by_name` knows.
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        if raw == "auto" || crate::chat::by_name(raw).is_some() {
+            Ok(Self(raw.to_string()))
+        } else {
+            Err(format!(
+                "unknown chat format '{raw}': use auto or one of {}",
+                crate::chat::FORMAT_NAMES.join(", ")
+            ))
+        }
+    }
+}
+
+impl TryFrom<String> for ChatFormatName {
+    type Error = String;
+
+    fn try_from(raw: String) -> Result<Self, String> {
+        Self::parse(&raw)
+    }
+}
+
+impl From<ChatFormatName> for String {
+    fn from(name: ChatFormatName) -> String {
+        name.0
+    }
+}
+
+/// The sandbox as the command line and the config file spell it (`config` turns it into the
+/// policy enum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxModeArg {
+    /// Commands may write only inside the workspace.
+    WorkspaceWrite,
+    /// Commands may write nowhere.
+    ReadOnly,
+    /// No sandbox: commands run unconfined.
+    Off,
+}
+
+/// The approval policy as the command line and the config file spell it (`config` turns it
+/// into the policy enum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalPolicyArg {
+    /// Run every command without asking.
+    Auto,
+    /// Ask a person before each command (TUI only).
+    Ask,
+    /// Refuse every command.
+    Deny,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_read_as_a_person_writes_them() {
+        assert_eq!(shown(&0.7f32), "0.7");
+        assert_eq!(shown(&SandboxModeArg::WorkspaceWrite), "workspace-write");
+        assert_eq!(shown(&BackendKind::Llama), "llama");
+        assert_eq!(shown(&RoundCount::DEFAULT), "8");
+    }
+
+    #[test]
+    fn round_counts_are_checked_never_clamped() {
+        assert_eq!(RoundCount::parse("64").map(RoundCount::get), Ok(64));
+        for bad in ["0", "65", "abc", "-1", "2.5", ""] {
+            assert!(RoundCount::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn backends_parse_llama_and_script_files_only() {
+        assert_eq!(BackendKind::parse("llama"), Ok(BackendKind::Llama));
+        assert_eq!(
+            BackendKind::parse("script:a.json"),
+            Ok(BackendKind::Script(PathBuf::from("a.json")))
+        );
+        for bad in ["gpt", "script:", "Llama"] {
+            let err = BackendKind::parse(bad).unwrap_err();
+            assert!(err.starts_with("unknown backend"), "{err}");
+        }
+    }
+}

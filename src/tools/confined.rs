@@ -1,0 +1,348 @@
+//! Confined opens: every byte a file tool reads or writes goes through a descriptor opened
+//! beneath the workspace root with no symlink followed at any component.
+//!
+//! `path::resolve` checks a path and names it; this module does the I/O. Resolving a name and
+//! then opening it again by name is a race (a directory swapped for a symlink in between sends
+//! the open outside), so the open itself is confined: `openat2` with `RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS` from a descriptor of the root, or, where the
+//! kernel has no `openat2`, a walk of single components with `O_NOFOLLOW` from that
+//! descriptor. Every open is `O_NONBLOCK`, so a FIFO or device never blocks; the descriptor is
+//! then `fstat`ed and anything that is not a regular file (or a directory, where one is
+//! asked for) is refused before a byte is read. Sizes are checked before reading, and reads
+//! are bounded to the limit plus one byte, so a file that grows meanwhile is still bounded.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Component, Path};
+
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
+/// Why a confined open or read did not happen; `Display` is fit for the child (with the path
+/// put in front by the caller through [`Refusal::about`]).
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("it does not exist")]
+    NotFound,
+    #[error("a part of the path is a symlink or leads outside the workspace; the file tools do not follow symlinks (use the real path)")]
+    Symlink,
+    #[error("it is a {0}, not a regular file; the file tools only read and write regular files")]
+    NotRegular(&'static str),
+    #[error("it is a directory")]
+    Directory,
+    #[error("a part of the path is not a directory")]
+    NotDirectory,
+    #[error("it is too large ({size} bytes, the limit is {limit})")]
+    TooLarge { size: u64, limit: u64 },
+    #[error("{0}")]
+    Io(std::io::Error),
+}
+
+impl Refusal {
+    /// `'rel': reason` as one sentence.
+    pub fn about(&self, rel: &str) -> super::ToolError {
+        super::ToolError::new(format!("cannot use '{rel}': {self}"))
+    }
+}
+
+impl From<Errno> for Refusal {
+    fn from(errno: Errno) -> Self {
+        match errno {
+            Errno::NOENT => Self::NotFound,
+            // ELOOP: a symlink met under RESOLVE_NO_SYMLINKS or O_NOFOLLOW; EXDEV: the path
+            // would leave the root under RESOLVE_BENEATH.
+            Errno::LOOP | Errno::XDEV => Self::Symlink,
+            Errno::NOTDIR => Self::NotDirectory,
+            Errno::ISDIR => Self::Directory,
+            // ENXIO: a FIFO without a reader opened for writing with O_NONBLOCK.
+            Errno::NXIO => Self::NotRegular("FIFO or device"),
+            other => Self::Io(std::io::Error::from(other)),
+        }
+    }
+}
+
+/// A regular file or a directory, opened beneath the root.
+#[derive(Debug)]
+pub enum Opened {
+    File { file: File, len: u64 },
+    Dir(OwnedFd),
+}
+
+/// The workspace root as a directory descriptor; everything else is opened beneath it.
+#[derive(Debug)]
+pub struct Root {
+    fd: OwnedFd,
+}
+
+impl Root {
+    /// Opens the root directory itself (following symlinks in the root's own path is fine:
+    /// the root is what the person chose).
+    pub fn open(root: &Path) -> Result<Self, Refusal> {
+        let fd = rfs::open(
+            root,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Self { fd })
+    }
+
+    /// Opens `rel` (normalised, relative, no `..`) for reading: a regular file or a directory.
+    pub fn open_read(&self, rel: &Path) -> Result<Opened, Refusal> {
+        let fd = open_beneath(&self.fd, rel, OFlags::RDONLY)?;
+        classify(fd)
+    }
+
+    /// Whether `rel` exists beneath the root without going through a symlink (a symlink as
+    /// the last component counts as existing).
+    pub fn exists(&self, rel: &Path) -> bool {
+        open_beneath(&self.fd, rel, OFlags::PATH).is_ok()
+    }
+
+    /// Reads the regular file `rel`, refusing it when larger than `limit` bytes.
+    pub fn read(&self, rel: &Path, limit: u64) -> Result<Vec<u8>, Refusal> {
+        match self.open_read(rel)? {
+            Opened::Dir(_) => Err(Refusal::Directory),
+            Opened::File { file, len } => read_bounded(file, len, limit),
+        }
+    }
+
+    /// Writes `bytes` as the whole content of the regular file `rel`, creating it and its
+    /// missing parent directories beneath the root. Returns whether the file existed.
+    pub fn write(&self, rel: &Path, bytes: &[u8]) -> Result<bool, Refusal> {
+        let (parents, name) = split_last(rel)?;
+        let mut dir = rfs::openat(
+            &self.fd,
+            ".",
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        for part in parents {
+            match rfs::mkdirat(&dir, part, Mode::from_raw_mode(0o777)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            dir = step(&dir, part)?;
+        }
+        let base = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let (fd, existed) = match rfs::openat(
+            &dir,
+            name,
+            base | OFlags::CREATE | OFlags::EXCL,
+            Mode::from_raw_mode(0o666),
+        ) {
+            Ok(fd) => (fd, false),
+            Err(Errno::EXIST) => (rfs::openat(&dir, name, base, Mode::empty())?, true),
+            Err(e) => return Err(e.into()),
+        };
+        let Opened::File { file, .. } = classify(fd)? else {
+            return Err(Refusal::Directory);
+        };
+        rfs::ftruncate(&file, 0)?;
+        let mut file = file;
+        file.write_all(bytes).map_err(Refusal::Io)?;
+        Ok(existed)
+    }
+}
+
+/// Reads at most `limit` bytes of a regular file whose `fstat` size was `len`.
+pub fn read_bounded(file: File, len: u64, limit: u64) -> Result<Vec<u8>, Refusal> {
+    if len > limit {
+        return Err(Refusal::TooLarge { size: len, limit });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(Refusal::Io)?;
+    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if read > limit {
+        return Err(Refusal::TooLarge { size: read, limit });
+    }
+    Ok(bytes)
+}
+
+/// `fstat`s a fresh descriptor: a regular file or a directory, anything else refused.
+fn classify(fd: OwnedFd) -> Result<Opened, Refusal> {
+    let stat = rfs::fstat(&fd)?;
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => {
+            // O_NONBLOCK means nothing for a regular file, but clear it so the descriptor
+            // behaves like any other file.
+            let flags = rfs::fcntl_getfl(&fd)?;
+            rfs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK)?;
+            Ok(Opened::File {
+                file: File::from(fd),
+                len: u64::try_from(stat.st_size).unwrap_or(0),
+            })
+        }
+        FileType::Directory => Ok(Opened::Dir(fd)),
+        FileType::Fifo => Err(Refusal::NotRegular("FIFO (named pipe)")),
+        FileType::Socket => Err(Refusal::NotRegular("socket")),
+        FileType::CharacterDevice | FileType::BlockDevice => Err(Refusal::NotRegular("device")),
+        FileType::Symlink => Err(Refusal::Symlink),
+        FileType::Unknown => Err(Refusal::NotRegular("special file")),
+    }
+}
+
+/// Opens `rel` beneath `root` with `flags`, following no symlink and never blocking.
+fn open_beneath(root: &OwnedFd, rel: &Path, flags: OFlags) -> Result<OwnedFd, Refusal> {
+    // openat2 refuses any other flag beside O_PATH (EINVAL); an O_PATH open never blocks.
+    let flags = if flags.contains(OFlags::PATH) {
+        flags | OFlags::NOFOLLOW | OFlags::CLOEXEC
+    } else {
+        flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY
+    };
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    match rfs::openat2(
+        root,
+        rel,
+        flags,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    ) {
+        // ENOSYS: a kernel before 5.6; EPERM: a seccomp filter that does not know openat2.
+        Err(Errno::NOSYS | Errno::PERM) => walk_beneath(root, rel, flags),
+        other => other.map_err(Refusal::from),
+    }
+}
+
+/// The same open as a walk of single components with `O_NOFOLLOW`, for kernels without
+/// `openat2`; each step is relative to the descriptor of the previous directory.
+fn walk_beneath(root: &OwnedFd, rel: &Path, flags: OFlags) -> Result<OwnedFd, Refusal> {
+    let (parents, name) = match split_last(rel) {
+        Ok(split) => split,
+        // The root itself.
+        Err(_) => (Vec::new(), std::ffi::OsStr::new(".")),
+    };
+    let mut dir = rfs::openat(
+        root,
+        ".",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    for part in parents {
+        dir = step(&dir, part)?;
+    }
+    Ok(rfs::openat(&dir, name, flags, Mode::empty())?)
+}
+
+/// Opens the directory `part` of `dir` without following a symlink.
+fn step(dir: &OwnedFd, part: &std::ffi::OsStr) -> Result<OwnedFd, Refusal> {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match rfs::openat(dir, part, flags, Mode::empty()) {
+        Ok(fd) => Ok(fd),
+        // O_NOFOLLOW | O_DIRECTORY on a symlink says ENOTDIR; name the symlink instead.
+        Err(Errno::NOTDIR) => match rfs::statat(dir, part, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink => {
+                Err(Refusal::Symlink)
+            }
+            _ => Err(Refusal::NotDirectory),
+        },
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The normal components of `rel` before the last one, and the last one; `..`, absolute
+/// paths and the empty path are refused (callers pass normalised relative paths).
+fn split_last(rel: &Path) -> Result<(Vec<&std::ffi::OsStr>, &std::ffi::OsStr), Refusal> {
+    let mut parts = Vec::new();
+    for component in rel.components() {
+        match component {
+            Component::Normal(name) => parts.push(name),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                return Err(Refusal::Symlink)
+            }
+        }
+    }
+    let Some(last) = parts.pop() else {
+        return Err(Refusal::Directory);
+    };
+    Ok((parts, last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> (tempfile::TempDir, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), "inside").unwrap();
+        std::fs::write(outside.path().join("secret"), "outside").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        std::os::unix::fs::symlink("src", dir.path().join("in")).unwrap();
+        std::os::unix::fs::symlink("src/lib.rs", dir.path().join("file-link")).unwrap();
+        nix::unistd::mkfifo(&dir.path().join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        (dir, outside)
+    }
+
+    #[test]
+    fn reads_regular_files_and_refuses_every_symlink() {
+        let (dir, _outside) = tree();
+        let root = Root::open(dir.path()).unwrap();
+        assert_eq!(root.read(Path::new("src/lib.rs"), 100).unwrap(), b"inside");
+        for rel in ["out/secret", "in/lib.rs", "file-link"] {
+            let err = root.read(Path::new(rel), 100).unwrap_err();
+            assert!(matches!(err, Refusal::Symlink), "{rel}: {err}");
+        }
+        assert!(matches!(
+            root.read(Path::new("src"), 100).unwrap_err(),
+            Refusal::Directory
+        ));
+        assert!(matches!(
+            root.read(Path::new("src/lib.rs"), 3).unwrap_err(),
+            Refusal::TooLarge { size: 6, limit: 3 }
+        ));
+        assert!(root.exists(Path::new("out")) && !root.exists(Path::new("out/secret")));
+    }
+
+    #[test]
+    fn fifos_are_refused_without_blocking() {
+        let (dir, _outside) = tree();
+        let root = Root::open(dir.path()).unwrap();
+        let err = root.read(Path::new("fifo"), 100).unwrap_err();
+        assert!(matches!(err, Refusal::NotRegular(_)), "{err}");
+        let err = root.write(Path::new("fifo"), b"x").unwrap_err();
+        assert!(matches!(err, Refusal::NotRegular(_)), "{err}");
+    }
+
+    #[test]
+    fn writes_create_parents_beneath_and_never_through_symlinks() {
+        let (dir, outside) = tree();
+        let root = Root::open(dir.path()).unwrap();
+        assert!(!root.write(Path::new("a/b/c.txt"), b"new").unwrap());
+        assert_eq!(std::fs::read(dir.path().join("a/b/c.txt")).unwrap(), b"new");
+        assert!(root.write(Path::new("a/b/c.txt"), b"n").unwrap());
+        assert_eq!(std::fs::read(dir.path().join("a/b/c.txt")).unwrap(), b"n");
+        for rel in ["out/new", "out/deeper/new", "file-link", "in/new"] {
+            let err = root.write(Path::new(rel), b"x").unwrap_err();
+            assert!(matches!(err, Refusal::Symlink), "{rel}: {err}");
+        }
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
+        assert_eq!(
+            std::fs::read(dir.path().join("src/lib.rs")).unwrap(),
+            b"inside"
+        );
+    }
+
+    #[test]
+    fn the_walk_without_openat2_is_as_strict() {
+        let (dir, _outside) = tree();
+        let root = Root::open(dir.path()).unwrap();
+        let fd = walk_beneath(&root.fd, Path::new("src/lib.rs"), OFlags::RDONLY).unwrap();
+        assert!(matches!(classify(fd).unwrap(), Opened::File { len: 6, .. }));
+        for rel in ["out/secret", "in/lib.rs", "file-link"] {
+            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK;
+            let err = walk_beneath(&root.fd, Path::new(rel), flags).unwrap_err();
+            assert!(matches!(err, Refusal::Symlink), "{rel}: {err}");
+        }
+        let fd = walk_beneath(&root.fd, Path::new("."), OFlags::RDONLY).unwrap();
+        assert!(matches!(classify(fd).unwrap(), Opened::Dir(_)));
+    }
+}

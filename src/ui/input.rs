@@ -1,0 +1,361 @@
+//! Keys: the part of update that answers the person.
+//!
+//! The order is fixed: Ctrl-C first (it must always work), then the cancel question, then a
+//! waiting approval, then the view on top, then the screen. Every key is looked up in the
+//! key table ([`super::keys`]) and handled by what it means there, so the help screen, drawn
+//! from the same table, always tells the truth.
+
+use crossterm::event::{KeyEvent, KeyEventKind};
+
+use super::approval::{self, Reply};
+use super::commit::CommitEditor;
+use super::diff::DiffView;
+use super::keys::{self, Action};
+use super::model::{
+    ChangeRow, CommitState, DiffSource, Effect, Loadable, Pane, Phase, ReportEntry,
+    FORCE_QUIT_AFTER,
+};
+use super::overlay::Overlay;
+use super::report_detail::ReportDetail;
+use super::scroll::moved;
+use super::state::State;
+use super::transcript::LineKind;
+use super::view::{Outcome, View};
+use crate::error::ExitCode;
+use crate::tools::approval::ApprovalDecision;
+
+impl State {
+    pub(super) fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        self.notice = None;
+        match self.phase {
+            Phase::Editing => self.editing_key(key),
+            Phase::Running => self.running_key(key),
+            Phase::Finished => self.review_key(key),
+        }
+    }
+
+    fn editing_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        let action = keys::editor_action(&[&keys::EDITOR, &keys::EVERYWHERE], &key);
+        if action == Some(Action::Interrupt) {
+            return vec![Effect::Quit(ExitCode::Cancelled)];
+        }
+        if !self.overlays.is_empty() {
+            return self.overlay_key(&key);
+        }
+        match action {
+            Some(Action::Back) => return vec![Effect::Quit(ExitCode::Cancelled)],
+            Some(Action::Help) => self.open(Overlay::help()),
+            Some(Action::Submit) => {
+                let text = self.editor.lines().join("\n");
+                match crate::config::normalize_objective(&text) {
+                    Ok(objective) => {
+                        self.objective = objective.clone();
+                        self.phase = Phase::Running;
+                        self.editor_error = None;
+                        return vec![Effect::StartRun(objective)];
+                    }
+                    Err(e) => self.editor_error = Some(e.to_string()),
+                }
+            }
+            _ => {
+                self.editor_error = None;
+                self.editor.input(key);
+            }
+        }
+        Vec::new()
+    }
+
+    /// Cancels the run (once) and remembers when, for the status line.
+    pub(super) fn confirm_cancel(&mut self) -> Vec<Effect> {
+        if self.phase != Phase::Running {
+            return Vec::new();
+        }
+        self.close_cancel_question();
+        if self.cancel_requested.is_none() {
+            self.cancel_requested = Some(self.now);
+            self.transcript.push_line(
+                LineKind::Notice,
+                "! cancel requested: generation stops at the next token, running commands are killed",
+            );
+        }
+        vec![Effect::CancelRun]
+    }
+
+    fn running_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        if keys::action(&[&keys::EVERYWHERE], &key) == Some(Action::Interrupt) {
+            return self.interrupt_run();
+        }
+        if self.confirming_cancel() || self.approvals.is_empty() {
+            if !self.overlays.is_empty() {
+                return self.overlay_key(&key);
+            }
+        } else {
+            return self.approval_key(&key);
+        }
+        match keys::action(&[&keys::RUN, &keys::EVERYWHERE], &key) {
+            Some(Action::Back) => self.ask_cancel(),
+            Some(Action::Help) => self.open(Overlay::help()),
+            Some(Action::RunLog) => self.open(Overlay::RunLog),
+            Some(Action::Follow) => self.transcript.follow(),
+            Some(Action::FocusNext) => self.focus = self.focus.next(),
+            Some(Action::FocusPrevious) => self.focus = self.focus.previous(),
+            Some(Action::Open) => return self.open_selected(),
+            Some(action) => self.move_in_pane(action),
+            None => {}
+        }
+        Vec::new()
+    }
+
+    /// Ctrl-C while running: confirms an open cancel question, else asks it; once the cancel
+    /// is under way, a late second one quits without waiting.
+    fn interrupt_run(&mut self) -> Vec<Effect> {
+        if matches!(self.overlay(), Some(Overlay::ConfirmCancel)) {
+            return self.confirm_cancel();
+        }
+        if let Some(at) = self.cancel_requested {
+            if self.now.saturating_sub(at) >= FORCE_QUIT_AFTER {
+                return vec![Effect::Quit(ExitCode::Cancelled)];
+            }
+            self.notice = Some(format!(
+                "cancelling… Ctrl-C again after {} s quits without waiting",
+                FORCE_QUIT_AFTER.as_secs()
+            ));
+            return Vec::new();
+        }
+        self.open(Overlay::ConfirmCancel);
+        Vec::new()
+    }
+
+    fn approval_key(&mut self, key: &KeyEvent) -> Vec<Effect> {
+        let Some(request) = self.approvals.front() else {
+            return Vec::new();
+        };
+        let id = request.id;
+        let decision = match approval::reply(key) {
+            Reply::Decide(decision) => decision,
+            Reply::AskCancel => {
+                self.ask_cancel();
+                return Vec::new();
+            }
+            Reply::Ignore => return Vec::new(),
+        };
+        self.approvals.pop_front();
+        let word = match decision {
+            ApprovalDecision::Approve => "approved",
+            ApprovalDecision::Deny => "refused",
+            ApprovalDecision::AlwaysThisRun => "approved for the rest of the run",
+        };
+        self.transcript
+            .push_line(LineKind::Notice, &format!("? {word} by you"));
+        vec![Effect::Answer(id, decision)]
+    }
+
+    fn ask_cancel(&mut self) {
+        if self.cancel_requested.is_none() && !self.confirming_cancel() {
+            self.open(Overlay::ConfirmCancel);
+        }
+    }
+
+    /// Hands a key to the view on top and carries out what it answers.
+    fn overlay_key(&mut self, key: &KeyEvent) -> Vec<Effect> {
+        let (overlays, ctx) = self.overlays_and_ctx();
+        let Some(top) = overlays.last_mut() else {
+            return Vec::new();
+        };
+        match top.handle_key(key, &ctx) {
+            Outcome::Stay => {}
+            Outcome::Close => self.close(),
+            Outcome::OpenHelp => self.open(Overlay::help()),
+            Outcome::ConfirmCancel => return self.confirm_cancel(),
+            Outcome::Notice(text) => self.notice = Some(text),
+            Outcome::Commit(message) => {
+                self.close();
+                if let Some(review) = &mut self.review {
+                    review.commit = CommitState::Committing;
+                }
+                return vec![Effect::Commit(message)];
+            }
+        }
+        Vec::new()
+    }
+
+    fn move_in_pane(&mut self, action: Action) {
+        let (delta, jump): (isize, Option<bool>) = match action {
+            Action::Up => (-1, None),
+            Action::Down => (1, None),
+            Action::PageUp => (-(self.page_of(self.focus) as isize), None),
+            Action::PageDown => (self.page_of(self.focus) as isize, None),
+            Action::Top => (0, Some(false)),
+            Action::Bottom => (0, Some(true)),
+            _ => return,
+        };
+        match self.focus {
+            Pane::Stream => match jump {
+                Some(false) => self.transcript.scroll_to_top(),
+                Some(true) => self.transcript.follow(),
+                None if delta < 0 => self.transcript.scroll_up(delta.unsigned_abs()),
+                None => self.transcript.scroll_down(delta.unsigned_abs()),
+            },
+            Pane::Reports => {
+                let len = self.reports.len();
+                self.report_sel = moved(self.report_sel, delta, jump, len);
+            }
+            Pane::Changes => {
+                let len = self.change_rows().len();
+                self.change_sel = moved(self.change_sel, delta, jump, len);
+            }
+            Pane::Objective => {
+                self.objective_scroll = match jump {
+                    Some(false) => 0,
+                    Some(true) => usize::MAX / 2,
+                    None => self.objective_scroll.saturating_add_signed(delta),
+                }
+            }
+        }
+    }
+
+    fn page_of(&self, pane: Pane) -> usize {
+        let area = match pane {
+            Pane::Stream => return self.transcript.page(),
+            Pane::Reports => self.run_areas.reports,
+            Pane::Changes => self.run_areas.changes,
+            Pane::Objective => self.run_areas.objective,
+        };
+        usize::from(area.height.saturating_sub(3)).max(1)
+    }
+
+    fn open_selected(&mut self) -> Vec<Effect> {
+        match self.focus {
+            Pane::Reports if !self.reports.is_empty() => {
+                self.open(Overlay::ReportDetail(ReportDetail::new(self.report_sel)));
+                Vec::new()
+            }
+            Pane::Changes => {
+                let rows = self.change_rows();
+                let Some(row) = rows.get(self.change_sel) else {
+                    return Vec::new();
+                };
+                let (index, file) = match *row {
+                    ChangeRow::Round(i) => (i, None),
+                    ChangeRow::File(i, f) => (i, Some(f)),
+                };
+                let Some(changes) = self.changes.get(index) else {
+                    return Vec::new();
+                };
+                let (source, only) = if changes.live {
+                    let paths = changes.files.iter().map(|f| f.path.clone()).collect();
+                    (DiffSource::Live(changes.round), paths)
+                } else {
+                    (DiffSource::Round(changes.round), Vec::new())
+                };
+                self.open(Overlay::Diff(DiffView {
+                    source,
+                    diff: Loadable::Loading,
+                    file: file.unwrap_or(0),
+                    scroll: 0,
+                    only,
+                }));
+                vec![Effect::LoadDiff(source)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn review_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        if let Some(top) = self.overlay() {
+            let interrupt = keys::action(&[&keys::EVERYWHERE], &key) == Some(Action::Interrupt);
+            if interrupt && !matches!(top, Overlay::Commit(_)) {
+                self.close();
+                return Vec::new();
+            }
+            return self.overlay_key(&key);
+        }
+        let exit = self.exit_code();
+        let Some(review) = &mut self.review else {
+            return vec![Effect::Quit(exit)];
+        };
+        let page = usize::from(self.review_areas.diff.height.saturating_sub(3)).max(1);
+        let files = match &review.diff {
+            Loadable::Ready(diff) => diff.files.len(),
+            _ => 0,
+        };
+        // What a commit would take: the files not changed outside the run.
+        let outside = match &review.diff {
+            Loadable::Ready(diff) => diff.outside_run().len(),
+            _ => 0,
+        };
+        match keys::action(&[&keys::REVIEW, &keys::EVERYWHERE], &key) {
+            Some(Action::Quit | Action::Interrupt) => return vec![Effect::Quit(exit)],
+            Some(Action::Back) => {
+                self.notice =
+                    Some("the run is over: q quits (changes stay uncommitted), c commits".into());
+            }
+            Some(Action::Help) => self.open(Overlay::help()),
+            Some(Action::RunLog) => self.open(Overlay::RunLog),
+            Some(Action::FinalReport) => {
+                let last = self
+                    .reports
+                    .iter()
+                    .rposition(|e| matches!(e, ReportEntry::Accepted { .. }));
+                match last {
+                    Some(index) => self.open(Overlay::ReportDetail(ReportDetail::new(index))),
+                    None => self.notice = Some("no report was accepted in this run".into()),
+                }
+            }
+            Some(Action::Commit) => match &review.commit {
+                CommitState::Done(id) => self.notice = Some(format!("already committed as {id}")),
+                CommitState::Committing => self.notice = Some("committing…".into()),
+                _ if matches!(review.diff, Loadable::Loading) => {
+                    self.notice = Some("the run's changes are still being read".into())
+                }
+                _ if matches!(review.diff, Loadable::Failed(_)) => {
+                    self.notice =
+                        Some("cannot commit: the run's changes could not be read".into())
+                }
+                _ if files == outside => {
+                    self.notice = Some(match &review.diff {
+                        Loadable::Ready(d) if !d.files.is_empty() => {
+                            "nothing to commit: every change was made outside the run".into()
+                        }
+                        Loadable::Ready(d) if !d.unseen.is_empty() => format!(
+                            "nothing to commit among the files that could be read; {} could not be looked into",
+                            d.unseen.join(", ")
+                        ),
+                        _ => "nothing to commit: the run changed no files".into(),
+                    })
+                }
+                _ => {
+                    let editor = CommitEditor::new(&self.commit_message()).leaving_out(outside > 0);
+                    self.open(Overlay::Commit(Box::new(editor)));
+                }
+            },
+            Some(Action::Up) => {
+                review.file = review.file.saturating_sub(1);
+                review.diff_scroll = 0;
+            }
+            Some(Action::Down) => {
+                review.file = (review.file + 1).min(files.saturating_sub(1));
+                review.diff_scroll = 0;
+            }
+            Some(Action::PageUp) => review.diff_scroll = review.diff_scroll.saturating_sub(page),
+            Some(Action::PageDown) => review.diff_scroll += page,
+            Some(Action::Open) => {
+                if let Loadable::Ready(diff) = &review.diff {
+                    let view = DiffView {
+                        source: DiffSource::Review,
+                        diff: Loadable::Ready(diff.clone()),
+                        file: review.file,
+                        scroll: 0,
+                        only: Vec::new(),
+                    };
+                    self.open(Overlay::Diff(view));
+                }
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+}

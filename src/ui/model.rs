@@ -1,0 +1,190 @@
+//! The TUI's data: what the screens show and the messages and effects that change it.
+//!
+//! Plain values only, no behaviour beyond small accessors: every other ui module may import
+//! this one, and it imports nothing of the ui, so data never depends on how it is drawn.
+
+use std::time::Duration;
+
+use crate::error::ExitCode;
+use crate::protocol::event::{ChangedFile, Event, RunStatus, Verification};
+use crate::protocol::report::Report;
+use crate::tools::approval::ApprovalDecision;
+use crate::workspace::DiffModel;
+
+/// What the person sees before and around a run: fixed by the settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Setup {
+    pub repo: String,
+    pub workspace: String,
+    pub model: String,
+    pub device: String,
+    pub max_rounds: u32,
+    pub sandbox: String,
+    pub approval: String,
+    pub verify: Option<String>,
+    pub run_dir: String,
+    pub ctx_size: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Asking for the objective.
+    Editing,
+    Running,
+    /// Reviewing the finished run.
+    Finished,
+}
+
+/// The run screen's panes that take the keyboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Stream,
+    Reports,
+    Changes,
+    Objective,
+}
+
+impl Pane {
+    pub fn next(self) -> Self {
+        match self {
+            Self::Stream => Self::Reports,
+            Self::Reports => Self::Changes,
+            Self::Changes => Self::Objective,
+            Self::Objective => Self::Stream,
+        }
+    }
+
+    pub fn previous(self) -> Self {
+        match self {
+            Self::Stream => Self::Objective,
+            Self::Reports => Self::Stream,
+            Self::Changes => Self::Reports,
+            Self::Objective => Self::Changes,
+        }
+    }
+}
+
+/// A command waiting for the person's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    pub id: u64,
+    pub round: u32,
+    pub command: String,
+    pub cwd: String,
+}
+
+/// One row of the reports list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportEntry {
+    Accepted { round: u32, report: Report },
+    Rejected { round: u32, reason: String },
+    Failed { round: u32, error: String },
+}
+
+impl ReportEntry {
+    pub fn round(&self) -> u32 {
+        match self {
+            Self::Accepted { round, .. }
+            | Self::Rejected { round, .. }
+            | Self::Failed { round, .. } => *round,
+        }
+    }
+}
+
+/// The files one round changed; `live` while the round runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundChanges {
+    pub round: u32,
+    pub files: Vec<ChangedFile>,
+    pub live: bool,
+    /// The round's changes could not be compared: never shown as "no changes".
+    pub unknown: bool,
+}
+
+/// One row of the changes list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeRow {
+    Round(usize),
+    File(usize, usize),
+}
+
+/// Something loaded off the UI thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Loadable<T> {
+    Loading,
+    Ready(T),
+    Failed(String),
+}
+
+/// Which diff a diff view shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiffSource {
+    /// A finished round, from its `diff.patch` in the run log.
+    Round(u32),
+    /// The current round while it runs: changes since the run started, in the files it touched.
+    Live(u32),
+    /// Everything the run changed, since the baseline taken right before it started.
+    Review,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitState {
+    NotYet,
+    Committing,
+    Done(String),
+    Failed(String),
+}
+
+/// The finished run, as the review screen shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Review {
+    pub status: RunStatus,
+    pub rounds_started: u32,
+    pub report: Option<Report>,
+    pub last_valid: Option<Report>,
+    pub error: Option<String>,
+    pub verification: Option<Verification>,
+    pub diff: Loadable<DiffModel>,
+    pub file: usize,
+    pub diff_scroll: usize,
+    pub commit: CommitState,
+    /// The run's warnings (e.g. git hooks or config changed during a round).
+    pub warnings: Vec<String>,
+}
+
+/// Everything that changes the state.
+#[derive(Debug, Clone)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "engine events are most of the traffic; boxing them would allocate per token"
+)]
+pub enum Msg {
+    Engine(Event),
+    /// The approval broker asks (may also arrive as `Event::ApprovalRequested`).
+    ApprovalAsked(Approval),
+    /// The live watcher's list of files changed so far in a round that is still running.
+    LiveChanges(u32, Vec<ChangedFile>),
+    Key(crossterm::event::KeyEvent),
+    Mouse(crossterm::event::MouseEvent),
+    Paste(String),
+    /// Time since the UI started.
+    Tick(Duration),
+    DiffLoaded(DiffSource, Result<DiffModel, String>),
+    Committed(Result<String, String>),
+    /// The process was asked to stop (SIGTERM, SIGHUP): cancel and quit when the run ends.
+    Terminate,
+}
+
+/// Side effects update asks the event loop for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    StartRun(String),
+    CancelRun,
+    Answer(u64, ApprovalDecision),
+    LoadDiff(DiffSource),
+    Commit(String),
+    Quit(ExitCode),
+}
+
+/// After a Ctrl-C that confirmed the cancel, another one this long after quits at once.
+pub const FORCE_QUIT_AFTER: Duration = Duration::from_secs(3);
