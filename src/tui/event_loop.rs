@@ -19,6 +19,7 @@ use ratatui::Terminal;
 use tokio::sync::mpsc;
 
 use super::frames::FrameScheduler;
+use super::notify::Notifier;
 use crate::app::{self, Prepared, RunHandle, StartError};
 use crate::engine::RunSummary;
 use crate::error::ExitCode;
@@ -316,10 +317,28 @@ pub fn farewell(state: &State) -> String {
 /// sees the state after each drawn frame (the benchmark measures with it).
 pub async fn drive<B, S>(
     terminal: &mut Terminal<B>,
+    input: S,
+    state: State,
+    prepared: Prepared,
+    on_frame: &mut dyn FnMut(&State),
+) -> Ended
+where
+    B: Backend,
+    S: Stream<Item = std::io::Result<crossterm::event::Event>> + Unpin,
+{
+    let mut quiet = Notifier::off();
+    drive_notifying(terminal, input, state, prepared, on_frame, &mut quiet).await
+}
+
+/// Like [`drive`], with `notifier` told of focus changes, failed rounds, approvals and the
+/// run's end.
+pub async fn drive_notifying<B, S>(
+    terminal: &mut Terminal<B>,
     mut input: S,
     mut state: State,
     prepared: Prepared,
     on_frame: &mut dyn FnMut(&State),
+    notifier: &mut Notifier,
 ) -> Ended
 where
     B: Backend,
@@ -367,7 +386,15 @@ where
                         Term::Key(key) => Some(Msg::Key(key)),
                         Term::Mouse(mouse) => Some(Msg::Mouse(mouse)),
                         Term::Paste(text) => Some(Msg::Paste(text)),
-                        Term::Resize(..) | Term::FocusGained | Term::FocusLost => None,
+                        Term::FocusGained => {
+                            notifier.focus(true);
+                            None
+                        }
+                        Term::FocusLost => {
+                            notifier.focus(false);
+                            None
+                        }
+                        Term::Resize(..) => None,
                     };
                     if let Some(msg) = msg {
                         effects = state.update(msg);
@@ -419,8 +446,12 @@ where
                 let mut handled = 0;
                 while let Some(inbound) = next.take() {
                     match inbound {
-                        Inbound::Event(event) => effects.extend(state.update(Msg::Engine(event))),
+                        Inbound::Event(event) => {
+                            notifier.observe(&event);
+                            effects.extend(state.update(Msg::Engine(event)));
+                        }
                         Inbound::Approval(approval) => {
+                            notifier.approval(&approval.command);
                             effects.extend(state.update(Msg::ApprovalAsked(approval)));
                         }
                         Inbound::Live(round, files) => {
