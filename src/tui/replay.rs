@@ -280,7 +280,13 @@ impl Player {
                         DiffSource::Review => Ok(self.recording.whole_patch()),
                     };
                     let limits = DisplayLimits::default();
-                    Msg::DiffLoaded(source, text.map(|t| patch::parse(&t).for_display(&limits)))
+                    let model = text.map(|text| {
+                        let mut model = patch::parse(&text);
+                        // In path order, as the live review lists them.
+                        model.files.sort_by(|a, b| a.path.cmp(&b.path));
+                        model.for_display(&limits)
+                    });
+                    Msg::DiffLoaded(source, model)
                 }
                 Effect::Commit(_) => Msg::Committed(Err(
                     "this is a replay: nothing is committed (commit at the run's own review)"

@@ -5,6 +5,8 @@ mod e2e;
 mod engine;
 mod engine_inproc;
 mod eval;
+mod history;
+mod hooks;
 mod integrity;
 mod layers;
 mod llama;

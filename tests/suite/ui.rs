@@ -6,7 +6,7 @@
 
 mod behaviour;
 mod event_loop;
-mod fixtures;
+pub mod fixtures;
 mod streaming;
 mod views;
 
