@@ -132,3 +132,95 @@ impl Notifier {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::protocol::event::RunStatus;
+
+    /// A writer whose bytes the test can read afterwards.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn finished() -> Event {
+        Event::RunFinished {
+            status: RunStatus::Complete,
+            rounds_started: 2,
+            report: None,
+            last_valid_report: None,
+            error: None,
+            worker_reported: true,
+            verification: None,
+        }
+    }
+
+    fn failed_round() -> Event {
+        Event::RoundFinished {
+            round: 3,
+            outcome: RoundOutcome::Failed,
+            prompt_tokens: 0,
+            generated_tokens: 0,
+            wall_ms: 0,
+            files_changed: 0,
+            insertions: 0,
+            deletions: 0,
+            error: Some("no report; the child\nstopped".into()),
+        }
+    }
+
+    /// What `mode` and `osc` write for a failed round, an approval and the run's end, with
+    /// the focus as `focus` sets it (`None`: never reported).
+    fn written(mode: NotifyMode, osc: Osc, focus: Option<bool>) -> String {
+        let out = Shared::default();
+        let mut notifier = Notifier::new(mode, osc, Box::new(out.clone()));
+        if let Some(focused) = focus {
+            notifier.focus(!focused);
+            notifier.focus(focused);
+        }
+        notifier.observe(&failed_round());
+        notifier.observe(&Event::Warning {
+            message: "not a notification".into(),
+        });
+        notifier.approval("cargo test");
+        notifier.observe(&finished());
+        let bytes = out.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn unfocused_terminals_get_a_bell_and_a_desktop_notification() {
+        insta::assert_snapshot!(
+            format!("{:?}", written(NotifyMode::Auto, Osc::Nine, Some(false))),
+            @r#""\u{7}\u{1b}]9;ralph-tui: round 3 failed: no report  the child stopped\u{7}\u{7}\u{1b}]9;ralph-tui: approval needed: cargo test\u{7}\u{7}\u{1b}]9;ralph-tui: run complete: the worker reports the objective complete — not independently verified\u{7}""#
+        );
+        insta::assert_snapshot!(
+            format!("{:?}", written(NotifyMode::Auto, Osc::SevenSevenSeven, None)),
+            @r#""\u{7}\u{1b}]777;notify;ralph-tui: round 3 failed;no report  the child stopped\u{7}\u{7}\u{1b}]777;notify;ralph-tui: approval needed;cargo test\u{7}\u{7}\u{1b}]777;notify;ralph-tui: run complete;the worker reports the objective complete — not independently verified\u{7}""#
+        );
+        assert_eq!(
+            written(NotifyMode::Bell, Osc::Nine, Some(false)),
+            "\x07\x07\x07"
+        );
+    }
+
+    #[test]
+    fn nothing_is_written_while_focused_or_when_off() {
+        assert_eq!(written(NotifyMode::Auto, Osc::Nine, Some(true)), "");
+        assert_eq!(written(NotifyMode::Bell, Osc::Nine, Some(true)), "");
+        assert_eq!(written(NotifyMode::Off, Osc::Nine, Some(false)), "");
+        assert_eq!(written(NotifyMode::Off, Osc::Nine, None), "");
+    }
+}
