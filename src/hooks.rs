@@ -34,7 +34,10 @@ pub fn hook_for<'a>(hooks: &'a Hooks, event: &Event) -> Option<(&'static str, &'
         Event::ApprovalRequested { .. } => ("on_approval", &hooks.on_approval),
         _ => return None,
     };
-    let command = command.as_deref().map(str::trim).filter(|c| !c.is_empty())?;
+    let command = command
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())?;
     Some((name, command))
 }
 
@@ -82,9 +85,7 @@ impl HookRunner {
         {
             return None;
         }
-        let timeout = hooks
-            .timeout_s
-            .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+        let timeout = hooks.timeout_s.map_or(DEFAULT_TIMEOUT, Duration::from_secs);
         let (jobs, rx) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("ralph-hooks".into())

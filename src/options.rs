@@ -160,9 +160,7 @@ options! {
 }
 
 /// How the TUI gets the person's attention while its terminal is not focused.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NotifyMode {
     /// A bell and a desktop notification (OSC 9 or OSC 777) where the terminal has them.

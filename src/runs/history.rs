@@ -117,9 +117,10 @@ pub fn table(entries: &[Entry]) -> String {
         let started = chrono::DateTime::parse_from_rfc3339(&e.started_at)
             .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
             .unwrap_or_else(|_| e.started_at.clone());
-        let repo = Path::new(&e.repository)
-            .file_name()
-            .map_or_else(|| e.repository.clone(), |n| n.to_string_lossy().into_owned());
+        let repo = Path::new(&e.repository).file_name().map_or_else(
+            || e.repository.clone(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         out.push_str(&format!(
             "{:<22} {:<20} {:<14} {:>6}  {:<20} {}\n",
             e.id,
@@ -225,7 +226,9 @@ pub fn show(dir: &Path, dirs: &Dirs) -> Result<String, FindError> {
             Event::ReportAccepted { round, report } => {
                 rounds.entry(round).or_default().report = Some(report);
             }
-            Event::WorkspaceChanged { round, files } => rounds.entry(round).or_default().files = files,
+            Event::WorkspaceChanged { round, files } => {
+                rounds.entry(round).or_default().files = files
+            }
             Event::RoundFinished {
                 round,
                 outcome,
@@ -427,7 +430,11 @@ fn prune(entries: &[Entry], choice: &PruneChoice, runs: &Path) -> ExitCode {
     }
     let mut listing = String::new();
     for (n, line) in table(&candidates).lines().enumerate() {
-        let number = if n == 0 { "  #".into() } else { format!("{n:>3}") };
+        let number = if n == 0 {
+            "  #".into()
+        } else {
+            format!("{n:>3}")
+        };
         listing.push_str(&format!("{number} {line}\n"));
     }
     out(&listing);
@@ -458,9 +465,7 @@ pub fn run(command: History, dirs: Dirs) -> ExitCode {
     let runs = runs_dir(&dirs);
     match command {
         History::Runs {
-            json,
-            prune: false,
-            ..
+            json, prune: false, ..
         } => {
             let entries = list(&dirs);
             if json {

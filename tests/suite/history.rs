@@ -51,8 +51,8 @@ fn finished_run(home: &Path, repo: &Path, objective: &str, rounds: Vec<Value>) -
 
 /// Makes a finished run look killed: no end in run.json, no `run_finished`.
 fn kill_afterwards(dir: &Path) {
-    let mut info: Value = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap())
-        .unwrap();
+    let mut info: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
     info["status"] = Value::Null;
     info["finished_at"] = Value::Null;
     std::fs::write(dir.join("run.json"), info.to_string()).unwrap();
@@ -87,13 +87,22 @@ fn three_runs(home: &Path, repo: &Path) -> [String; 3] {
         home,
         repo,
         "fix the network",
-        vec![turns(&[report("blocked", "stuck", &[], &[], "no network here")])],
+        vec![turns(&[report(
+            "blocked",
+            "stuck",
+            &[],
+            &[],
+            "no network here",
+        )])],
     );
     let killed = finished_run(
         home,
         repo,
         "a run that gets killed",
-        vec![turns(&[continue_report("first round")]), turns(&[continue_report("second")])],
+        vec![
+            turns(&[continue_report("first round")]),
+            turns(&[continue_report("second")]),
+        ],
     );
     kill_afterwards(&runs_dir(home).join(&killed));
     [complete, blocked, killed]
@@ -111,9 +120,15 @@ fn runs_lists_newest_first_with_a_killed_one_and_show_summarises_each() {
     let listed: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let ids: Vec<&str> = listed.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(ids, [&killed, &blocked, &complete]);
-    let outcomes: Vec<&str> = listed.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    let outcomes: Vec<&str> = listed
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
     assert_eq!(outcomes, ["killed", "blocked", "complete"]);
-    let rounds: Vec<u64> = listed.iter().map(|r| r["rounds"].as_u64().unwrap()).collect();
+    let rounds: Vec<u64> = listed
+        .iter()
+        .map(|r| r["rounds"].as_u64().unwrap())
+        .collect();
     // The killed run's script ran out in round 3.
     assert_eq!(rounds, [3, 1, 2]);
     assert_eq!(listed[2]["objective"], "write the notes");
@@ -124,7 +139,10 @@ fn runs_lists_newest_first_with_a_killed_one_and_show_summarises_each() {
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines.len(), 4, "{table}");
     assert!(lines[0].starts_with("ID"), "{table}");
-    assert!(lines[1].starts_with(&killed) && lines[1].contains("killed"), "{table}");
+    assert!(
+        lines[1].starts_with(&killed) && lines[1].contains("killed"),
+        "{table}"
+    );
     assert!(lines[3].contains("write the notes") && !table.contains("with two lines"));
 
     let shown = ralph(home, &["show", &complete[..complete.len() - 1]]);
@@ -149,7 +167,10 @@ fn runs_lists_newest_first_with_a_killed_one_and_show_summarises_each() {
         "{last}"
     );
     let blocked_text = stdout(&ralph(home, &["show", &blocked]));
-    assert!(blocked_text.contains("blocker: no network here"), "{blocked_text}");
+    assert!(
+        blocked_text.contains("blocker: no network here"),
+        "{blocked_text}"
+    );
 
     let missing = ralph(home, &["show", "2999"]);
     assert_eq!(code(&missing), 2);
@@ -261,7 +282,11 @@ fn live_review(repo: &Path, tmp: &Path) -> (String, PathBuf) {
     let settings = settings(repo, tmp, &script);
     let prepared = ralph_tui::app::prepare(&settings).unwrap();
     let run_dir = prepared.run_dir.clone();
-    let state = State::new(setup_of(&prepared), settings.objective.clone(), Theme::plain());
+    let state = State::new(
+        setup_of(&prepared),
+        settings.objective.clone(),
+        Theme::plain(),
+    );
     let (keys, input) = futures::channel::mpsc::unbounded();
     let mut terminal = Terminal::new(TestBackend::new(W, H)).unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -23,7 +23,11 @@ fn hooked_run(home: &Path, repo: &Path, hooks: &str) -> (std::process::Output, V
     let out = headless(
         repo,
         &run_dir,
-        &["--backend", &format!("script:{}", script.display()), "hook me"],
+        &[
+            "--backend",
+            &format!("script:{}", script.display()),
+            "hook me",
+        ],
     )
     .output()
     .unwrap();
@@ -60,7 +64,10 @@ fn hooks_receive_their_events_json_on_stdin() {
     assert_eq!(&finish[0], last(&events));
     assert_eq!(finish[0]["type"], "run_finished");
     assert_eq!(finish[0]["status"], "complete");
-    assert_eq!(std::fs::read_to_string(seen.join("names")).unwrap(), "on_finish\n");
+    assert_eq!(
+        std::fs::read_to_string(seen.join("names")).unwrap(),
+        "on_finish\n"
+    );
     assert!(of_type(&events, "warning").is_empty());
 }
 
@@ -68,7 +75,8 @@ fn hooks_receive_their_events_json_on_stdin() {
 fn a_failing_or_hanging_hook_only_warns() {
     let repo = TempRepo::new();
     let home = tempfile::tempdir().unwrap();
-    let hooks = "on_round_end = \"echo nope >&2; exit 3\"\non_finish = \"sleep 600\"\ntimeout_s = 1\n";
+    let hooks =
+        "on_round_end = \"echo nope >&2; exit 3\"\non_finish = \"sleep 600\"\ntimeout_s = 1\n";
     let (out, events) = hooked_run(home.path(), repo.path(), hooks);
     assert_eq!(code(&out), 0, "the outcome is the run's own");
     assert_eq!(last(&events)["type"], "run_finished");
@@ -99,6 +107,8 @@ fn an_unknown_hook_is_a_config_error() {
     let home = tempfile::tempdir().unwrap();
     let path = home.path().join("config.toml");
     std::fs::write(&path, "seed = 1\n[hooks]\non_start = \"x\"\n").unwrap();
-    let err = ralph_tui::config::load_config(&path, true).unwrap_err().to_string();
+    let err = ralph_tui::config::load_config(&path, true)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("line 3") && err.contains("on_start"), "{err}");
 }
