@@ -54,12 +54,16 @@ impl std::fmt::Debug for Notifier {
     }
 }
 
-/// Printable text for inside an escape sequence: no control characters, no `;` (a field
-/// separator for OSC 777), bounded.
+/// Printable text for inside an escape sequence: control characters as spaces, `;` (a field
+/// separator for OSC 777) as `,`, bounded.
 fn clean(text: &str) -> String {
     let line: String = text
         .chars()
-        .map(|c| if c.is_control() || c == ';' { ' ' } else { c })
+        .map(|c| match c {
+            ';' => ',',
+            c if c.is_control() => ' ',
+            c => c,
+        })
         .collect();
     crate::text::cut_at_char_boundary(line.trim(), 200).to_string()
 }
@@ -204,11 +208,11 @@ mod tests {
     fn unfocused_terminals_get_a_bell_and_a_desktop_notification() {
         insta::assert_snapshot!(
             format!("{:?}", written(NotifyMode::Auto, Osc::Nine, Some(false))),
-            @r#""\u{7}\u{1b}]9;ralph-tui: round 3 failed: no report  the child stopped\u{7}\u{7}\u{1b}]9;ralph-tui: approval needed: cargo test\u{7}\u{7}\u{1b}]9;ralph-tui: run complete: the worker reports the objective complete — not independently verified\u{7}""#
+            @r#""\u{7}\u{1b}]9;ralph-tui: round 3 failed: no report, the child stopped\u{7}\u{7}\u{1b}]9;ralph-tui: approval needed: cargo test\u{7}\u{7}\u{1b}]9;ralph-tui: run complete: the worker reports the objective complete — not independently verified\u{7}""#
         );
         insta::assert_snapshot!(
             format!("{:?}", written(NotifyMode::Auto, Osc::SevenSevenSeven, None)),
-            @r#""\u{7}\u{1b}]777;notify;ralph-tui: round 3 failed;no report  the child stopped\u{7}\u{7}\u{1b}]777;notify;ralph-tui: approval needed;cargo test\u{7}\u{7}\u{1b}]777;notify;ralph-tui: run complete;the worker reports the objective complete — not independently verified\u{7}""#
+            @r#""\u{7}\u{1b}]777;notify;ralph-tui: round 3 failed;no report, the child stopped\u{7}\u{7}\u{1b}]777;notify;ralph-tui: approval needed;cargo test\u{7}\u{7}\u{1b}]777;notify;ralph-tui: run complete;the worker reports the objective complete — not independently verified\u{7}""#
         );
         assert_eq!(
             written(NotifyMode::Bell, Osc::Nine, Some(false)),

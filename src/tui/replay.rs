@@ -29,6 +29,10 @@ use crate::ui::state::{DiffSource, Effect, Msg, Phase};
 use crate::ui::{Setup, State, Theme};
 use crate::workspace::DisplayLimits;
 
+/// What the review says when asked to commit in a replay.
+pub const READ_ONLY: &str =
+    "replay: read-only, commit is disabled (commit at the run's own review)";
+
 /// The longest pause between two events, after scaling: idle stretches are shortened.
 pub const MAX_GAP: Duration = Duration::from_secs(2);
 
@@ -248,6 +252,13 @@ impl Player {
     /// A key: the replay's own keys first, the screens' after. `Some` ends the replay.
     pub fn key(&mut self, key: KeyEvent) -> Option<ExitCode> {
         let editing = self.state.overlay().is_some();
+        if in_review(&self.state)
+            && !editing
+            && keys::action(&[&keys::REVIEW], &key) == Some(Action::Commit)
+        {
+            self.state.notice = Some(READ_ONLY.into());
+            return None;
+        }
         let action = keys::action(&[&keys::REPLAY], &key);
         match action {
             Some(Action::Quit) if !editing || key.code != crossterm::event::KeyCode::Char('q') => {
@@ -288,10 +299,7 @@ impl Player {
                     });
                     Msg::DiffLoaded(source, model)
                 }
-                Effect::Commit(_) => Msg::Committed(Err(
-                    "this is a replay: nothing is committed (commit at the run's own review)"
-                        .into(),
-                )),
+                Effect::Commit(_) => Msg::Committed(Err(READ_ONLY.into())),
                 Effect::Quit(_) => return Some(ExitCode::Complete),
                 Effect::StartRun(_) | Effect::CancelRun | Effect::Answer(..) => continue,
             };
@@ -326,6 +334,8 @@ where
 {
     let mut frames = FrameScheduler::default();
     frames.request();
+    // The review says once that it is read-only.
+    let mut announced = false;
     loop {
         let delay = if player.paused { None } else { player.delay() };
         tokio::select! {
@@ -362,6 +372,10 @@ where
             () = due(delay) => {
                 if let Some(code) = player.step() {
                     return code;
+                }
+                if player.done() && in_review(&player.state) && !announced {
+                    announced = true;
+                    player.state.notice = Some(READ_ONLY.into());
                 }
                 frames.request();
             }

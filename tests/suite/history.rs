@@ -172,6 +172,11 @@ fn runs_lists_newest_first_with_a_killed_one_and_show_summarises_each() {
         "{blocked_text}"
     );
 
+    // Replay needs a terminal; without one it says so.
+    let replay = ralph(home, &["replay", "last"]);
+    assert_eq!(code(&replay), 2);
+    assert!(String::from_utf8_lossy(&replay.stderr).contains("replay needs a terminal"));
+
     let missing = ralph(home, &["show", "2999"]);
     assert_eq!(code(&missing), 2);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no run '2999'"));
@@ -341,19 +346,24 @@ fn a_replay_ends_on_the_same_review_as_the_live_run() {
         repo_name.replace_all(&filtered(&replayed), "[REPO]")
     );
 
-    // Commit is refused; the review stays.
+    // Commit is refused; the review stays, saying why.
     let commit = crossterm::event::KeyEvent::new(
         crossterm::event::KeyCode::Char('c'),
         crossterm::event::KeyModifiers::NONE,
     );
     assert_eq!(player.key(commit), None);
-    let save = crossterm::event::KeyEvent::new(
-        crossterm::event::KeyCode::Char('s'),
-        crossterm::event::KeyModifiers::CONTROL,
-    );
-    assert_eq!(player.key(save), None);
+    assert!(player.state.overlay().is_none());
     let shown = render(&mut player.state);
-    assert!(shown.contains("replay"), "{shown}");
+    assert!(
+        shown.contains("replay: read-only, commit is disabled"),
+        "{shown}"
+    );
+    // `q` leaves, as at a live review.
+    let quit = crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Char('q'),
+        crossterm::event::KeyModifiers::NONE,
+    );
+    assert_eq!(player.key(quit), Some(ralph_tui::error::ExitCode::Complete));
     assert_eq!(repo.read("notes.txt"), "one\ntwo\n");
     assert!(git2::Repository::open(repo.path())
         .unwrap()

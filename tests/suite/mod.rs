@@ -10,6 +10,7 @@ mod hooks;
 mod integrity;
 mod layers;
 mod llama;
+mod notify;
 mod protocol;
 mod resume;
 mod tools;
