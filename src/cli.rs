@@ -15,11 +15,12 @@ const AFTER_HELP: &str = "\
 Exit codes: 0 complete · 3 blocked · 4 budget-limited · 5 round-failed · 130 cancelled ·
             2 usage, config or input error · 1 internal error.
 Completion and blockers are the worker's own report, never an independent certification.
-Past runs: `ralph-tui runs`, `ralph-tui show RUN`, `ralph-tui replay RUN` (see `ralph-tui runs
-        --help`); an objective that is one of these words goes after `--` or in -f FILE.
+Past runs: `ralph-tui runs`, `ralph-tui show RUN`, `ralph-tui replay RUN` (each has --help);
+        an objective that is one of these words goes after `--` or in -f FILE.
 Config: config.toml in the user config directory (or --config FILE) may set every option
-        from --max-rounds to --seed, its key the long name with underscores
-        (max_rounds = 4, sandbox = \"read-only\", network = true); the command line wins.";
+        from --max-rounds to --notify, its key the long name with underscores
+        (max_rounds = 4, sandbox = \"read-only\", network = true); the command line wins.
+        A [hooks] table runs commands on round end, finish and approval (see the README).";
 
 /// Run a supervised Ralph loop with a local model in a git repository.
 ///

@@ -281,6 +281,21 @@ mod tests {
             message: "x".into(),
         };
         assert_eq!(hook_for(&hooks, &warning), None);
+        let asked = Event::ApprovalRequested {
+            id: 1,
+            round: 1,
+            command: "make".into(),
+            cwd: ".".into(),
+        };
+        assert_eq!(hook_for(&hooks, &asked), None);
+        let approving = Hooks {
+            on_approval: Some("say asked".into()),
+            ..Hooks::default()
+        };
+        assert_eq!(
+            hook_for(&approving, &asked),
+            Some(("on_approval", "say asked"))
+        );
         assert!(HookRunner::start(
             Hooks::default(),
             Place {

@@ -520,6 +520,46 @@ pub fn run(command: History, dirs: Dirs) -> ExitCode {
 mod tests {
     use super::*;
 
+    fn entry(id: &str, outcome: &str, age: chrono::Duration) -> Entry {
+        Entry {
+            id: id.into(),
+            started_at: (chrono::Utc::now() - age).to_rfc3339(),
+            repository: "/repo".into(),
+            objective: "x".into(),
+            outcome: outcome.into(),
+            rounds: 1,
+            dir: PathBuf::from(id),
+        }
+    }
+
+    #[test]
+    fn pruning_picks_by_age_and_end_and_never_a_running_run() {
+        let entries = [
+            entry("old-complete", "complete", chrono::Duration::hours(3)),
+            entry("old-killed", "killed", chrono::Duration::hours(3)),
+            entry("old-running", "running", chrono::Duration::hours(3)),
+            entry("new-cancelled", "cancelled", chrono::Duration::minutes(1)),
+        ];
+        let ids = |choice: PruneChoice| -> Vec<String> {
+            chosen(&entries, &choice, Path::new("none"))
+                .unwrap()
+                .into_iter()
+                .map(|e| e.id)
+                .collect()
+        };
+        let old = PruneChoice {
+            older_than: Some(Duration::from_secs(3600)),
+            ..PruneChoice::default()
+        };
+        assert_eq!(ids(old), ["old-complete", "old-killed"]);
+        let finished = PruneChoice {
+            all_finished: true,
+            ..PruneChoice::default()
+        };
+        assert_eq!(ids(finished), ["old-complete", "new-cancelled"]);
+        assert!(ids(PruneChoice::default()).is_empty());
+    }
+
     #[test]
     fn picks_are_numbers_ranges_or_all() {
         assert_eq!(parse_picks("1 3-4", 5), Ok(vec![0, 2, 3]));

@@ -373,9 +373,14 @@ where
                 if let Some(code) = player.step() {
                     return code;
                 }
-                if player.done() && in_review(&player.state) && !announced {
+                if player.done() && !announced {
                     announced = true;
-                    player.state.notice = Some(READ_ONLY.into());
+                    player.state.notice = Some(if in_review(&player.state) {
+                        READ_ONLY.into()
+                    } else {
+                        "end of the recording: the run wrote no end (it was killed); q leaves"
+                            .into()
+                    });
                 }
                 frames.request();
             }
