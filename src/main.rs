@@ -40,7 +40,8 @@ fn main() {
                 fail(&ralph_tui::cli::error_line(&e), ExitCode::Usage);
             }
         };
-        let code = runs::history::run(history.command, Dirs::discover());
+        let replay = ralph_tui::tui::replay::run;
+        let code = runs::history::run(history.command, Dirs::discover(), &replay);
         std::process::exit(code.code());
     }
     let cli = match Cli::try_parse_from(&args) {

@@ -460,8 +460,9 @@ fn prune(entries: &[Entry], choice: &PruneChoice, runs: &Path) -> ExitCode {
 }
 
 /// Runs a subcommand about past runs and returns the exit code (0, or 2 for a run that
-/// cannot be found, 1 for what cannot be written).
-pub fn run(command: History, dirs: Dirs) -> ExitCode {
+/// cannot be found, 1 for what cannot be written). `replay` plays a run directory at a speed
+/// (the TUI's, handed down by the binary: the TUI sits above this layer).
+pub fn run(command: History, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode) -> ExitCode {
     let runs = runs_dir(&dirs);
     match command {
         History::Runs {
@@ -507,7 +508,7 @@ pub fn run(command: History, dirs: Dirs) -> ExitCode {
             }
         },
         History::Replay { run, speed } => match find(&runs, &run) {
-            Ok(dir) => crate::tui::replay::run(&dir, speed),
+            Ok(dir) => replay(&dir, speed),
             Err(e) => {
                 err(&e.to_string());
                 ExitCode::Usage
