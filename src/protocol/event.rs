@@ -107,6 +107,10 @@ pub struct ChangedFile {
     pub insertions: usize,
     pub deletions: usize,
     pub binary: bool,
+    /// Changed by someone other than the worker's tools and commands (the person, another
+    /// program): shown, never committed by default. Absent from the JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_run: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -178,6 +182,11 @@ pub enum Event {
         insertions: usize,
         deletions: usize,
         error: Option<String>,
+        /// The round's changes could not be compared (a snapshot failed): the counts are 0
+        /// because nothing could be looked at, not because nothing changed. Absent from the
+        /// JSON when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        changes_unknown: bool,
     },
     RunFinished {
         status: RunStatus,
@@ -243,6 +252,7 @@ mod tests {
             insertions: 1,
             deletions: 2,
             binary: false,
+            outside_run: false,
         };
         assert_eq!(
             serde_json::to_value(&file).unwrap(),

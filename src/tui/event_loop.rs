@@ -8,6 +8,7 @@
 //! talks to the loop through one bounded channel; when the UI falls behind, the engine
 //! thread waits at its sink instead of memory growing.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,7 +28,9 @@ use crate::protocol::event::{ChangedFile, Event, Stamped};
 use crate::tools::approval::ApprovalBroker;
 use crate::ui::patch;
 use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Msg, Phase, State};
-use crate::workspace::{Baseline, DiffModel, DisplayLimits, OnChange, Snapshot, Workspace};
+use crate::workspace::{
+    Attribution, Baseline, DiffModel, DisplayLimits, OnChange, Snapshot, Workspace,
+};
 
 /// Most engine messages handled between two looks at the terminal.
 const BATCH: usize = 512;
@@ -49,8 +52,9 @@ enum Inbound {
 #[derive(Debug)]
 enum Done {
     Msg(Msg),
-    /// The review diff, with the snapshot it was computed against (what a commit commits).
-    Reviewed(Snapshot, Result<DiffModel, String>),
+    /// The review diff, with the snapshot it was computed against and the worker's paths in
+    /// it (what a commit commits).
+    Reviewed(Snapshot, BTreeSet<String>, Result<DiffModel, String>),
 }
 
 /// How the loop ended.
@@ -72,8 +76,11 @@ struct Run {
 struct Driver {
     prepared: Prepared,
     run: Option<Run>,
-    /// The snapshot the review diff shows; a commit commits exactly this.
-    reviewed: Option<Snapshot>,
+    /// The snapshot the review diff shows and the worker's paths in it; a commit commits
+    /// exactly those.
+    reviewed: Option<(Snapshot, BTreeSet<String>)>,
+    /// The worker's files, from the engine's end-of-round `workspace_changed` events.
+    worker: Attribution,
     inbound_tx: mpsc::Sender<Inbound>,
     done_tx: mpsc::UnboundedSender<Done>,
 }
@@ -183,6 +190,7 @@ impl Driver {
         let root = self.prepared.settings.workspace.clone();
         let base = run.baseline.snapshot;
         let run_dir = run.run_dir.clone();
+        let worker = self.worker.clone();
         tokio::task::spawn_blocking(move || match source {
             DiffSource::Round(round) => {
                 let path = run_dir
@@ -197,14 +205,22 @@ impl Driver {
             DiffSource::Live(_) | DiffSource::Review => {
                 let result = Workspace::open(&root)
                     .and_then(|ws| {
-                        let now = ws.snapshot()?;
-                        Ok((now, ws.diff(&base, &now)?))
+                        let (now, unseen) = ws.snapshot_seen()?;
+                        let mut diff = ws.diff(&base, &now)?;
+                        // A running round's files are not attributed until it ends.
+                        if source == DiffSource::Review {
+                            worker.mark(&mut diff);
+                        }
+                        diff.unseen = unseen;
+                        Ok((now, diff))
                     })
                     .map_err(|e| e.to_string());
                 let _ = match (source, result) {
-                    (DiffSource::Review, Ok((now, diff))) => {
-                        done.send(Done::Reviewed(now, Ok(diff.for_display(&diff_limits()))))
-                    }
+                    (DiffSource::Review, Ok((now, diff))) => done.send(Done::Reviewed(
+                        now,
+                        diff.worker_paths(),
+                        Ok(diff.for_display(&diff_limits())),
+                    )),
                     (_, result) => done.send(Done::Msg(Msg::DiffLoaded(
                         source,
                         result.map(|(_, diff)| diff.for_display(&diff_limits())),
@@ -215,7 +231,7 @@ impl Driver {
     }
 
     fn commit(&self, message: String) {
-        let (Some(run), Some(last)) = (&self.run, self.reviewed) else {
+        let (Some(run), Some((last, only))) = (&self.run, self.reviewed.clone()) else {
             let _ = self.done_tx.send(Done::Msg(Msg::Committed(Err(
                 "the run's changes are not known yet".into(),
             ))));
@@ -226,7 +242,7 @@ impl Driver {
         let baseline = run.baseline.clone();
         tokio::task::spawn_blocking(move || {
             let result = Workspace::open(&root)
-                .and_then(|ws| ws.commit_run(&baseline, &last, &message))
+                .and_then(|ws| ws.commit_run_only(&baseline, &last, &message, &only))
                 .map(|outcome| {
                     let id = outcome.commit.to_string();
                     let short = id.get(..10).unwrap_or(&id).to_string();
@@ -351,6 +367,7 @@ where
         prepared,
         run: None,
         reviewed: None,
+        worker: Attribution::new(),
         inbound_tx,
         done_tx,
     };
@@ -429,8 +446,8 @@ where
             Some(done) = done_rx.recv() => {
                 let msg = match done {
                     Done::Msg(msg) => msg,
-                    Done::Reviewed(snapshot, result) => {
-                        driver.reviewed = Some(snapshot);
+                    Done::Reviewed(snapshot, only, result) => {
+                        driver.reviewed = Some((snapshot, only));
                         Msg::DiffLoaded(DiffSource::Review, result)
                     }
                 };
@@ -448,6 +465,10 @@ where
                     match inbound {
                         Inbound::Event(event) => {
                             notifier.observe(&event);
+                            if let Event::WorkspaceChanged { files, .. } = &event {
+                                let worker = files.iter().filter(|f| !f.outside_run);
+                                driver.worker.add(worker.map(|f| f.path.clone()));
+                            }
                             effects.extend(state.update(Msg::Engine(event)));
                         }
                         Inbound::Approval(approval) => {

@@ -182,6 +182,7 @@ mod tests {
             insertions: 0,
             deletions: 0,
             error: Some("no report; the child\nstopped".into()),
+            changes_unknown: false,
         }
     }
 

@@ -27,7 +27,7 @@ use crate::ui::keys::{self, Action};
 use crate::ui::patch;
 use crate::ui::state::{DiffSource, Effect, Msg, Phase};
 use crate::ui::{Setup, State, Theme};
-use crate::workspace::DisplayLimits;
+use crate::workspace::{Attribution, DisplayLimits};
 
 /// What the review says when asked to commit in a replay.
 pub const READ_ONLY: &str =
@@ -127,6 +127,19 @@ impl Recording {
             .join(format!("{round:02}"))
             .join("diff.patch");
         std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The worker's files, from the end-of-round `workspace_changed` events, as the live
+    /// loop gathers them.
+    fn worker(&self) -> Attribution {
+        let mut worker = Attribution::new();
+        for (_, event) in &self.events {
+            if let Event::WorkspaceChanged { files, .. } = event {
+                let files = files.iter().filter(|f| !f.outside_run);
+                worker.add(files.map(|f| f.path.clone()));
+            }
+        }
+        worker
     }
 
     /// Every round's patch, in order: what the run changed, as the run log recorded it.
@@ -291,10 +304,14 @@ impl Player {
                         DiffSource::Review => Ok(self.recording.whole_patch()),
                     };
                     let limits = DisplayLimits::default();
+                    let review = source == DiffSource::Review;
                     let model = text.map(|text| {
                         let mut model = patch::parse(&text);
-                        // In path order, as the live review lists them.
-                        model.files.sort_by(|a, b| a.path.cmp(&b.path));
+                        if review {
+                            // In path order and attributed, as the live review shows them.
+                            model.files.sort_by(|a, b| a.path.cmp(&b.path));
+                            self.recording.worker().mark(&mut model);
+                        }
                         model.for_display(&limits)
                     });
                     Msg::DiffLoaded(source, model)

@@ -282,6 +282,11 @@ impl State {
             Loadable::Ready(diff) => diff.files.len(),
             _ => 0,
         };
+        // What a commit would take: the files not changed outside the run.
+        let outside = match &review.diff {
+            Loadable::Ready(diff) => diff.outside_run().len(),
+            _ => 0,
+        };
         match keys::action(&[&keys::REVIEW, &keys::EVERYWHERE], &key) {
             Some(Action::Quit | Action::Interrupt) => return vec![Effect::Quit(exit)],
             Some(Action::Back) => {
@@ -306,11 +311,24 @@ impl State {
                 _ if matches!(review.diff, Loadable::Loading) => {
                     self.notice = Some("the run's changes are still being read".into())
                 }
-                _ if files == 0 => {
-                    self.notice = Some("nothing to commit: the run changed no files".into())
+                _ if matches!(review.diff, Loadable::Failed(_)) => {
+                    self.notice =
+                        Some("cannot commit: the run's changes could not be read".into())
+                }
+                _ if files == outside => {
+                    self.notice = Some(match &review.diff {
+                        Loadable::Ready(d) if !d.files.is_empty() => {
+                            "nothing to commit: every change was made outside the run".into()
+                        }
+                        Loadable::Ready(d) if !d.unseen.is_empty() => format!(
+                            "nothing to commit among the files that could be read; {} could not be looked into",
+                            d.unseen.join(", ")
+                        ),
+                        _ => "nothing to commit: the run changed no files".into(),
+                    })
                 }
                 _ => {
-                    let editor = CommitEditor::new(&self.commit_message());
+                    let editor = CommitEditor::new(&self.commit_message()).leaving_out(outside > 0);
                     self.open(Overlay::Commit(Box::new(editor)));
                 }
             },

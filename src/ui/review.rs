@@ -1,6 +1,8 @@
 //! The review screen: the outcome in words that cannot pass for certification, the worker's
 //! final report beside the `--verify` result, the run's cumulative diff, and the actions; an
-//! outcome `--resume` can continue shows the command that does it.
+//! outcome `--resume` can continue shows the command that does it. Files changed outside the
+//! run are marked and counted apart (a commit leaves them out), and directories the snapshot
+//! could not look into are named: the list never claims "no changes" where it could not look.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -163,7 +165,10 @@ fn render_verification(state: &State, review: &Review, area: Rect, buf: &mut Buf
 fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
     let title = match &review.diff {
-        Loadable::Ready(d) => format!(" Changes ({}) ", d.files.len()),
+        Loadable::Ready(d) => match d.outside_run().len() {
+            0 => format!(" Changes ({}) ", d.files.len()),
+            outside => format!(" Changes ({}, {outside} outside the run) ", d.files.len()),
+        },
         _ => " Changes ".to_string(),
     };
     let block = pane_block(theme, title, true);
@@ -173,12 +178,32 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         diff::render_pending(theme, &review.diff, inner, buf);
         return;
     };
-    if model.files.is_empty() {
-        let line = Line::styled("the run changed no files", theme.dim());
-        put_line(buf, inner, 0, &line);
-        return;
-    }
     let width = usize::from(inner.width);
+    let mut notes = Vec::new();
+    if !model.unseen.is_empty() {
+        let text = format!(
+            "could not look into {} (nested too deep for git): changes there are not shown or committed",
+            model.unseen.join(", ")
+        );
+        notes.extend(
+            wrap::rows(&text, width)
+                .into_iter()
+                .map(|r| Line::styled(r.to_string(), theme.warning())),
+        );
+    }
+    if model.files.is_empty() && model.unseen.is_empty() {
+        notes.push(Line::styled("the run changed no files", theme.dim()));
+    }
+    for (row, line) in notes.iter().enumerate() {
+        put_line(buf, inner, row, line);
+    }
+    let inner = Rect {
+        y: inner.y + u16::try_from(notes.len()).unwrap_or(u16::MAX),
+        height: inner
+            .height
+            .saturating_sub(u16::try_from(notes.len()).unwrap_or(u16::MAX)),
+        ..inner
+    };
     for (row, (i, file)) in model
         .files
         .iter()
@@ -187,7 +212,13 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         .take(usize::from(inner.height))
         .enumerate()
     {
-        let tail = diff::counts(theme, file.insertions, file.deletions, file.binary);
+        let tail = diff::file_tail(
+            theme,
+            file.insertions,
+            file.deletions,
+            file.binary,
+            file.outside_run,
+        );
         let tail_width: usize = tail.iter().map(Span::width).sum();
         let head = format!("{} ", file.status.letter());
         let room = width.saturating_sub(head.len() + tail_width);

@@ -321,9 +321,11 @@ fn review_commits_exactly_the_runs_changes() {
         s.contains("Commit the run's changes")
     });
     tmux.keys(&["C-s"]);
-    // " committed " with its leading space: the hint "leave uncommitted · " is on screen from
-    // the start and must not count as the commit having happened.
-    tmux.wait_for("the commit", |s| s.contains(" committed "));
+    // " committed " with its leading space, and the hint gone: "leave uncommitted · " is on
+    // screen from the start and must not count as the commit having happened.
+    tmux.wait_for("the commit", |s| {
+        s.contains(" committed ") && !s.contains("leave uncommitted")
+    });
     tmux.keys(&["q"]);
     launch.assert_restored(&tmux, 0);
 

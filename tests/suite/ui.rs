@@ -6,7 +6,7 @@
 
 mod behaviour;
 mod event_loop;
-pub mod fixtures;
+pub(super) mod fixtures;
 mod streaming;
 mod views;
 
