@@ -276,11 +276,16 @@ pub fn show(dir: &Path, dirs: &Dirs) -> Result<String, FindError> {
         }
         for file in &facts.files {
             out.push_str(&format!(
-                "  {} {} +{} −{}\n",
+                "  {} {} +{} −{}{}\n",
                 file.status.letter(),
                 file.path,
                 file.insertions,
-                file.deletions
+                file.deletions,
+                if file.outside_run {
+                    " (changed outside the run)"
+                } else {
+                    ""
+                }
             ));
         }
     }
