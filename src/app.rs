@@ -285,6 +285,11 @@ fn run_on_this_thread(
             resumed_report: start.previous.clone(),
         },
     };
+    let place = crate::hooks::Place {
+        cwd: settings.workspace.clone(),
+        run_dir: prepared.run_dir.clone(),
+    };
+    let (sink, hooks) = crate::hooks::attach(settings.hooks.clone(), place, sink);
     let tools = Toolbox {
         registry: &registry,
         policy,
@@ -304,6 +309,10 @@ fn run_on_this_thread(
         engine = engine.with_watch(watch);
     }
     let summary = engine.run_from(start);
+    // Hooks never change the outcome; the run only waits for them (each one bounded).
+    if let Some(hooks) = hooks {
+        hooks.finish();
+    }
     match log_failure.get() {
         Some(e) => Err(StartError::Internal(format!(
             "the run log cannot be written ({e}); the run was stopped"

@@ -20,6 +20,7 @@ use ratatui::Terminal;
 use tokio::sync::mpsc;
 
 use super::frames::FrameScheduler;
+use super::notify::Notifier;
 use crate::app::{self, Prepared, RunHandle, StartError};
 use crate::engine::RunSummary;
 use crate::error::ExitCode;
@@ -332,10 +333,28 @@ pub fn farewell(state: &State) -> String {
 /// sees the state after each drawn frame (the benchmark measures with it).
 pub async fn drive<B, S>(
     terminal: &mut Terminal<B>,
+    input: S,
+    state: State,
+    prepared: Prepared,
+    on_frame: &mut dyn FnMut(&State),
+) -> Ended
+where
+    B: Backend,
+    S: Stream<Item = std::io::Result<crossterm::event::Event>> + Unpin,
+{
+    let mut quiet = Notifier::off();
+    drive_notifying(terminal, input, state, prepared, on_frame, &mut quiet).await
+}
+
+/// Like [`drive`], with `notifier` told of focus changes, failed rounds, approvals and the
+/// run's end.
+pub async fn drive_notifying<B, S>(
+    terminal: &mut Terminal<B>,
     mut input: S,
     mut state: State,
     prepared: Prepared,
     on_frame: &mut dyn FnMut(&State),
+    notifier: &mut Notifier,
 ) -> Ended
 where
     B: Backend,
@@ -384,7 +403,15 @@ where
                         Term::Key(key) => Some(Msg::Key(key)),
                         Term::Mouse(mouse) => Some(Msg::Mouse(mouse)),
                         Term::Paste(text) => Some(Msg::Paste(text)),
-                        Term::Resize(..) | Term::FocusGained | Term::FocusLost => None,
+                        Term::FocusGained => {
+                            notifier.focus(true);
+                            None
+                        }
+                        Term::FocusLost => {
+                            notifier.focus(false);
+                            None
+                        }
+                        Term::Resize(..) => None,
                     };
                     if let Some(msg) = msg {
                         effects = state.update(msg);
@@ -437,6 +464,7 @@ where
                 while let Some(inbound) = next.take() {
                     match inbound {
                         Inbound::Event(event) => {
+                            notifier.observe(&event);
                             if let Event::WorkspaceChanged { files, .. } = &event {
                                 let worker = files.iter().filter(|f| !f.outside_run);
                                 driver.worker.add(worker.map(|f| f.path.clone()));
@@ -444,6 +472,7 @@ where
                             effects.extend(state.update(Msg::Engine(event)));
                         }
                         Inbound::Approval(approval) => {
+                            notifier.approval(&approval.command);
                             effects.extend(state.update(Msg::ApprovalAsked(approval)));
                         }
                         Inbound::Live(round, files) => {

@@ -41,6 +41,14 @@ pub enum Action {
     Commit,
     Quit,
     FinalReport,
+    /// Replay: pause or resume playback.
+    PlayPause,
+    /// Replay: one event forward.
+    Step,
+    /// Replay: to the start of the next round.
+    NextRound,
+    /// Replay: to the start of this round, or the one before.
+    PreviousRound,
 }
 
 /// One key, with or without Ctrl.
@@ -347,8 +355,30 @@ pub const REVIEW: Section = Section {
     ],
 };
 
+/// `ralph-tui replay`: the playback keys, before the run screen's own.
+pub const REPLAY: Section = Section {
+    title: "Replay (ralph-tui replay)",
+    bindings: &[
+        row("p", "pause / resume", &[(ch('p'), Action::PlayPause)]),
+        row("s", "one event forward", &[(ch('s'), Action::Step)]),
+        row(
+            "> / <",
+            "next round / back to this round's start",
+            &[
+                (ch('>'), Action::NextRound),
+                (ch('<'), Action::PreviousRound),
+            ],
+        ),
+        row(
+            "q / Ctrl-C",
+            "leave the replay (nothing to commit: it is read-only)",
+            &[(ch('q'), Action::Quit), (ctrl('c'), Action::Quit)],
+        ),
+    ],
+};
+
 /// Every section, in the order help shows them.
-pub const SECTIONS: [&Section; 7] = [
+pub const SECTIONS: [&Section; 8] = [
     &EVERYWHERE,
     &EDITOR,
     &RUN,
@@ -356,6 +386,7 @@ pub const SECTIONS: [&Section; 7] = [
     &APPROVAL,
     &VIEWS,
     &REVIEW,
+    &REPLAY,
 ];
 
 /// The action `key` means in a place whose bindings are `sections`, the first section that
