@@ -107,6 +107,10 @@ pub struct ChangedFile {
     pub insertions: usize,
     pub deletions: usize,
     pub binary: bool,
+    /// Changed by someone else than the worker while the run ran (when that is tracked):
+    /// the review shows it apart and never chooses it for a commit by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_run: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -243,6 +247,7 @@ mod tests {
             insertions: 1,
             deletions: 2,
             binary: false,
+            outside_run: false,
         };
         assert_eq!(
             serde_json::to_value(&file).unwrap(),

@@ -8,6 +8,7 @@
 //! talks to the loop through one bounded channel; when the UI falls behind, the engine
 //! thread waits at its sink instead of memory growing.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +27,9 @@ use crate::protocol::event::{ChangedFile, Event, Stamped};
 use crate::tools::approval::ApprovalBroker;
 use crate::ui::patch;
 use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Msg, Phase, State};
-use crate::workspace::{Baseline, DiffModel, DisplayLimits, OnChange, Snapshot, Workspace};
+use crate::workspace::{
+    Baseline, DiffModel, DiscardPlan, DisplayLimits, OnChange, Snapshot, Workspace,
+};
 
 /// Most engine messages handled between two looks at the terminal.
 const BATCH: usize = 512;
@@ -160,7 +163,9 @@ impl Driver {
                 }
             }
             Effect::LoadDiff(source) => self.load_diff(source),
-            Effect::Commit(message) => self.commit(message),
+            Effect::Commit(message) => self.commit(message, chosen_paths(state)),
+            Effect::RevertRound(round) => self.revert(round),
+            Effect::Discard => self.discard(),
             Effect::Quit(code) => {
                 if let Some(run) = &self.run {
                     run.handle_cancel.cancel();
@@ -213,7 +218,7 @@ impl Driver {
         });
     }
 
-    fn commit(&self, message: String) {
+    fn commit(&self, message: String, only: Option<BTreeSet<String>>) {
         let (Some(run), Some(last)) = (&self.run, self.reviewed) else {
             let _ = self.done_tx.send(Done::Msg(Msg::Committed(Err(
                 "the run's changes are not known yet".into(),
@@ -225,7 +230,7 @@ impl Driver {
         let baseline = run.baseline.clone();
         tokio::task::spawn_blocking(move || {
             let result = Workspace::open(&root)
-                .and_then(|ws| ws.commit_run(&baseline, &last, &message))
+                .and_then(|ws| ws.commit_chosen(&baseline, &last, &message, only.as_ref()))
                 .map(|outcome| {
                     let id = outcome.commit.to_string();
                     let short = id.get(..10).unwrap_or(&id).to_string();
@@ -241,6 +246,71 @@ impl Driver {
             let _ = done.send(Done::Msg(Msg::Committed(result)));
         });
     }
+
+    /// Reverts one round from its `diff.patch` in the run log, off the loop.
+    fn revert(&self, round: u32) {
+        let Some(run) = &self.run else {
+            return;
+        };
+        let done = self.done_tx.clone();
+        let root = self.prepared.settings.workspace.clone();
+        let path = run
+            .run_dir
+            .join("rounds")
+            .join(format!("{round:02}"))
+            .join("diff.patch");
+        tokio::task::spawn_blocking(move || {
+            let result = std::fs::read_to_string(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))
+                .and_then(|patch| {
+                    Workspace::open(&root)
+                        .and_then(|ws| ws.revert_round(round, &patch))
+                        .map_err(|e| e.to_string())
+                });
+            let _ = done.send(Done::Msg(Msg::Reverted(round, result)));
+        });
+    }
+
+    /// Discards the run's changes: the plan is the work tree the review diff was read from,
+    /// so a work tree that changed since is refused rather than discarded unseen.
+    fn discard(&self) {
+        let (Some(run), Some(current)) = (&self.run, self.reviewed) else {
+            let _ = self.done_tx.send(Done::Msg(Msg::Discarded(Err(
+                "the run's changes are not known yet".into(),
+            ))));
+            return;
+        };
+        let done = self.done_tx.clone();
+        let root = self.prepared.settings.workspace.clone();
+        let baseline = run.baseline.clone();
+        tokio::task::spawn_blocking(move || {
+            let plan = DiscardPlan {
+                current,
+                lost: DiffModel::default(),
+            };
+            let result = Workspace::open(&root)
+                .and_then(|ws| ws.discard(&baseline, &plan))
+                .map_err(|e| e.to_string());
+            let _ = done.send(Done::Msg(Msg::Discarded(result)));
+        });
+    }
+}
+
+/// The paths a commit takes: `None` (all the run's changes) when every listed file is
+/// chosen, else the chosen files' paths, a renamed file's old path too.
+fn chosen_paths(state: &State) -> Option<BTreeSet<String>> {
+    let review = state.review.as_ref()?;
+    if review.all_chosen() {
+        return None;
+    }
+    let mut paths = BTreeSet::new();
+    for (path, old) in review.chosen() {
+        paths.insert(path.to_string());
+        if let Some(old) = old {
+            paths.insert(old.to_string());
+        }
+    }
+    Some(paths)
 }
 
 fn usage_or_internal(error: StartError) -> Ended {

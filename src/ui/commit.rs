@@ -18,6 +18,8 @@ use super::wrap;
 #[derive(Debug, Clone)]
 pub struct CommitEditor {
     pub editor: TextArea<'static>,
+    /// The line above the message: what the commit takes.
+    pub note: String,
 }
 
 impl CommitEditor {
@@ -25,7 +27,11 @@ impl CommitEditor {
     pub fn new(message: &str) -> Self {
         let mut editor = TextArea::new(message.lines().map(String::from).collect());
         editor.set_cursor_line_style(ratatui::style::Style::default());
-        Self { editor }
+        Self {
+            editor,
+            note: "Commits exactly what this run changed since it started. Edit the message:"
+                .to_string(),
+        }
     }
 
     /// The message as typed so far.
@@ -73,8 +79,7 @@ impl View for CommitEditor {
         );
         let [note, body] =
             Layout::vertical([Constraint::Length(2), Constraint::Min(1)]).areas(inner);
-        let text = "Commits exactly what this run changed since it started. Edit the message:";
-        for (i, row) in wrap::rows(text, usize::from(note.width))
+        for (i, row) in wrap::rows(&self.note, usize::from(note.width))
             .iter()
             .take(2)
             .enumerate()

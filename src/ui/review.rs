@@ -1,5 +1,7 @@
 //! The review screen: the outcome in words that cannot pass for certification, the worker's
-//! final report beside the `--verify` result, the run's cumulative diff, and the actions; an
+//! final report beside the `--verify` result, the run's cumulative diff with the files the
+//! person chose to commit (those changed outside the run listed apart, not chosen), and the
+//! actions: commit the chosen files, revert a round, discard everything, or leave; an
 //! outcome `--resume` can continue shows the command that does it.
 
 use ratatui::buffer::Buffer;
@@ -163,7 +165,11 @@ fn render_verification(state: &State, review: &Review, area: Rect, buf: &mut Buf
 fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
     let title = match &review.diff {
-        Loadable::Ready(d) => format!(" Changes ({}) ", d.files.len()),
+        Loadable::Ready(d) => format!(
+            " Changes ({} of {} chosen) ",
+            review.chosen().len(),
+            d.files.len()
+        ),
         _ => " Changes ".to_string(),
     };
     let block = pane_block(theme, title, true);
@@ -179,17 +185,24 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         return;
     }
     let width = usize::from(inner.width);
-    for (row, (i, file)) in model
-        .files
-        .iter()
-        .enumerate()
-        .skip(state.review_offset)
-        .take(usize::from(inner.height))
-        .enumerate()
-    {
+    let outside_start = review.outside_start();
+    // The list's rows: the files, with a heading before those changed outside the run.
+    let mut rows: Vec<Line> = Vec::with_capacity(model.files.len() + 1);
+    for (i, file) in model.files.iter().enumerate() {
+        if outside_start == Some(i) {
+            rows.push(Line::styled(
+                wrap::truncate("── changed outside the run ──", width),
+                theme.warning(),
+            ));
+        }
         let tail = diff::counts(theme, file.insertions, file.deletions, file.binary);
         let tail_width: usize = tail.iter().map(Span::width).sum();
-        let head = format!("{} ", file.status.letter());
+        let mark = if review.is_chosen(&file.path) {
+            "[x]"
+        } else {
+            "[ ]"
+        };
+        let head = format!("{mark} {} ", file.status.letter());
         let room = width.saturating_sub(head.len() + tail_width);
         let mut spans = vec![
             Span::styled(head, theme.bold()),
@@ -200,7 +213,15 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         if i == review.file {
             line = line.patch_style(theme.selected());
         }
-        put_line(buf, inner, row, &line);
+        rows.push(line);
+    }
+    for (row, line) in rows
+        .iter()
+        .skip(state.review_offset)
+        .take(usize::from(inner.height))
+        .enumerate()
+    {
+        put_line(buf, inner, row, line);
     }
 }
 
@@ -244,7 +265,8 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 theme.error(),
             ),
             CommitState::NotYet => (
-                "c commit · q quit, leave uncommitted · l log · r report · Enter diff · ? help"
+                "space choose · c commit · u revert round · d discard · q quit, leave uncommitted \
+                 · r report · Enter diff · ? help"
                     .to_string(),
                 theme.key(),
             ),

@@ -8,11 +8,14 @@
 //! the committed paths in the index are set to what was committed, so `git status` is clean
 //! for them. If HEAD or the index changed during the run, it refuses and says what changed.
 //!
+//! The review may choose files: then only those paths' changes go into the commit (and into
+//! the index afterwards); the rest stay in the work tree as they are.
+//!
 //! Discarding is two steps so a person confirms a concrete list: `discard_plan` says what
 //! would be lost, `discard` refuses if the work tree moved on since, then restores the
 //! baseline's files (without touching the index) and removes the files the run added.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use git2::build::CheckoutBuilder;
@@ -119,6 +122,21 @@ impl Workspace {
         last: &Snapshot,
         message: &str,
     ) -> Result<CommitOutcome, WorkspaceError> {
+        self.commit_chosen(baseline, last, message, None)
+    }
+
+    /// Like [`Workspace::commit_run`], limited to the chosen files when `only` is given:
+    /// paths relative to the work tree's top, as the review lists them (a renamed file is
+    /// chosen by its new and its old path). The commit is HEAD's tree plus only those
+    /// changes, built in a private index; the user's index is then set for those paths only,
+    /// and the files not chosen stay changed in the work tree, uncommitted.
+    pub fn commit_chosen(
+        &self,
+        baseline: &Baseline,
+        last: &Snapshot,
+        message: &str,
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<CommitOutcome, WorkspaceError> {
         if let Some(what) = self.git_state_changes(baseline)? {
             return Err(WorkspaceError::GitStateChanged(what));
         }
@@ -126,7 +144,13 @@ impl Workspace {
         if message.trim().is_empty() {
             return Err(WorkspaceError::EmptyMessage);
         }
-        let changes = changes(&self.repo, baseline.snapshot.tree, last.tree, &self.prefix)?;
+        let mut changes = changes(&self.repo, baseline.snapshot.tree, last.tree, &self.prefix)?;
+        if let Some(only) = only {
+            if only.is_empty() {
+                return Err(WorkspaceError::NothingChosen);
+            }
+            changes.retain(|path, _| only.contains(String::from_utf8_lossy(path).as_ref()));
+        }
         if changes.is_empty() {
             return Err(WorkspaceError::NothingToCommit);
         }

@@ -105,6 +105,7 @@ impl DiffModel {
                 insertions: f.insertions,
                 deletions: f.deletions,
                 binary: f.binary,
+                outside_run: false,
             })
             .collect()
     }

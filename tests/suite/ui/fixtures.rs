@@ -145,6 +145,7 @@ pub fn changed(path: &str, status: &str, ins: usize, del: usize) -> ChangedFile 
         insertions: ins,
         deletions: del,
         binary: false,
+        outside_run: false,
     }
 }
 
