@@ -147,8 +147,11 @@ pub fn reverse_patch(patch: &str) -> String {
     let mut out = String::with_capacity(patch.len());
     let mut part = Part::Header;
     let mut old_name: Option<String> = None;
+    // The first of a pair of lines (`old mode`, `rename from`) until its second comes.
+    let mut held: Option<String> = None;
     let mut binary: [Vec<&str>; 2] = [Vec::new(), Vec::new()];
-    for line in patch.split_inclusive('\n') {
+    let lines: Vec<&str> = patch.split_inclusive('\n').collect();
+    for (at, line) in lines.iter().copied().enumerate() {
         let body = line.trim_end_matches('\n');
         match part {
             Part::Hunk(old, new) => {
@@ -220,17 +223,24 @@ pub fn reverse_patch(patch: &str) -> String {
         } else if let Some(rest) = body.strip_prefix("deleted file mode ") {
             out.push_str(&format!("new file mode {rest}\n"));
         } else if let Some(rest) = body.strip_prefix("old mode ") {
-            out.push_str(&format!("new mode {rest}\n"));
+            held = Some(rest.to_string());
         } else if let Some(rest) = body.strip_prefix("new mode ") {
-            out.push_str(&format!("old mode {rest}\n"));
+            let old = held.take().unwrap_or_default();
+            out.push_str(&format!("old mode {rest}\nnew mode {old}\n"));
         } else if let Some(rest) = body.strip_prefix("rename from ") {
-            out.push_str(&format!("rename to {rest}\n"));
+            held = Some(rest.to_string());
         } else if let Some(rest) = body.strip_prefix("rename to ") {
-            out.push_str(&format!("rename from {rest}\n"));
+            let old = held.take().unwrap_or_default();
+            let (from, to) = (quoted("", rest), quoted("", &old));
+            out.push_str(&format!("rename from {from}\nrename to {to}\n"));
         } else if let Some(rest) = body.strip_prefix("index ") {
             out.push_str(&format!("index {}\n", swap_index(rest)));
         } else if let Some(names) = body.strip_prefix("diff --git ") {
-            out.push_str(&format!("diff --git {}\n", swap_git_names(names)));
+            let names = match renamed(&lines[at + 1..]) {
+                Some((from, to)) => format!("{} {}", quoted("a/", to), quoted("b/", from)),
+                None => swap_git_names(names),
+            };
+            out.push_str(&format!("diff --git {names}\n"));
         } else {
             out.push_str(line);
         }
@@ -240,6 +250,45 @@ pub fn reverse_patch(patch: &str) -> String {
         out.extend(half.drain(..));
     }
     out
+}
+
+/// The `rename from` and `rename to` names of the file whose header lines follow (up to its
+/// first hunk or the next file), as written there.
+fn renamed<'a>(rest: &[&'a str]) -> Option<(&'a str, &'a str)> {
+    let mut from = None;
+    let mut to = None;
+    for line in rest {
+        let body = line.trim_end_matches('\n');
+        if body.starts_with("diff --git ")
+            || body.starts_with("@@ ")
+            || body.starts_with("--- ")
+            || body == "GIT binary patch"
+        {
+            break;
+        }
+        if let Some(name) = body.strip_prefix("rename from ") {
+            from = Some(name);
+        } else if let Some(name) = body.strip_prefix("rename to ") {
+            to = Some(name);
+        }
+    }
+    from.zip(to)
+}
+
+/// `name` (as a rename line writes it: bare, or quoted by git) with `prefix`, quoted when it
+/// has a space or a quote, so git can split the `diff --git` line of a rename.
+fn quoted(prefix: &str, name: &str) -> String {
+    if let Some(inner) = name.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {
+        return format!("\"{prefix}{inner}\"");
+    }
+    if name.contains([' ', '"', '\\', '\t']) {
+        let escaped = name
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\t', "\\t");
+        return format!("\"{prefix}{escaped}\"");
+    }
+    format!("{prefix}{name}")
 }
 
 /// The line count of a hunk range (`12,3` → 3, `12` → 1).
@@ -258,6 +307,9 @@ fn side(name: &str, prefix: &str) -> String {
         None => ("", name),
     };
     match bare.get(2..) {
+        Some(rest) if quote.is_empty() && (bare.starts_with("a/") || bare.starts_with("b/")) => {
+            quoted(prefix, rest)
+        }
         Some(rest) if bare.starts_with("a/") || bare.starts_with("b/") => {
             format!("{quote}{prefix}{rest}")
         }
@@ -365,7 +417,7 @@ mod tests {
             "{back}"
         );
         assert!(
-            back.contains("rename from new name.txt\nrename to old name.txt\n"),
+            back.contains("rename from \"new name.txt\"\nrename to \"old name.txt\"\n"),
             "{back}"
         );
         assert!(

@@ -414,3 +414,40 @@ fn a_round_whose_hunks_conflict_with_a_later_edit_is_refused_naming_them() {
     assert!(repo.read("a.txt").contains("L10 edited later\n"));
     assert!(!repo.path().join("r3.txt").exists());
 }
+
+#[test]
+fn a_revert_undoes_binary_mode_rename_and_deletion_changes_exactly() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = TempRepo::new();
+    repo.write("run.sh", "echo hi\n");
+    repo.write("old name.txt", &numbered_lines());
+    repo.write("gone.txt", "deleted by the round\n");
+    std::fs::write(repo.path().join("bin.dat"), [0u8, 1, 2, 255, 0, 9]).unwrap();
+    repo.commit_all("start");
+    let ws = Workspace::open(repo.path()).unwrap();
+    let before = ws.snapshot().unwrap();
+    let state = git_state(repo.path());
+
+    std::fs::write(repo.path().join("bin.dat"), [0u8, 7, 7, 255, 0, 9, 1]).unwrap();
+    let script = repo.path().join("run.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(
+        repo.path().join("old name.txt"),
+        repo.path().join("new name.txt"),
+    )
+    .unwrap();
+    std::fs::remove_file(repo.path().join("gone.txt")).unwrap();
+    repo.write("added.txt", "added\n");
+    let after = ws.snapshot().unwrap();
+    let patch = ws.diff(&before, &after).unwrap().patch;
+    assert!(patch.contains("GIT binary patch"), "{patch}");
+    assert!(patch.contains("rename from old name.txt"), "{patch}");
+
+    ws.revert_round(1, &patch).unwrap();
+    assert_eq!(
+        ws.snapshot().unwrap(),
+        before,
+        "the work tree is as before the round"
+    );
+    assert_eq!(git_state(repo.path()), state);
+}
