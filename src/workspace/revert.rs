@@ -413,7 +413,7 @@ mod tests {
                        \n";
         let back = reverse_patch(forward);
         assert!(
-            back.starts_with("diff --git a/new name.txt b/old name.txt\n"),
+            back.starts_with("diff --git \"a/new name.txt\" \"b/old name.txt\"\n"),
             "{back}"
         );
         assert!(
