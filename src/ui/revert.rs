@@ -66,8 +66,9 @@ impl RevertQuestion {
                 );
                 lines.push(Line::raw(""));
                 for (i, (round, files)) in self.rounds.iter().enumerate() {
-                    let row =
-                        wrap::truncate(&format!("round {round}: {}", files.join(", ")), width);
+                    let mark = if i == self.sel { "›" } else { " " };
+                    let text = format!("{mark} round {round}: {}", files.join(", "));
+                    let row = wrap::truncate(&text, width);
                     let mut line = Line::raw(row);
                     if i == self.sel {
                         line = line.patch_style(theme.selected());

@@ -191,7 +191,7 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     for (i, file) in model.files.iter().enumerate() {
         if outside_start == Some(i) {
             rows.push(Line::styled(
-                wrap::truncate("── changed outside the run ──", width),
+                wrap::truncate("── outside the run ──", width),
                 theme.warning(),
             ));
         }
@@ -265,8 +265,7 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 theme.error(),
             ),
             CommitState::NotYet => (
-                "space choose · c commit · u revert round · d discard · q quit, leave uncommitted \
-                 · r report · Enter diff · ? help"
+                "space choose · c commit · u revert round · d discard · q quit · ? help"
                     .to_string(),
                 theme.key(),
             ),
