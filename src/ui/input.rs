@@ -402,9 +402,20 @@ impl State {
             self.notice = Some("the run's changes are still being read".into());
             return;
         };
-        if review.commit == CommitState::Committing {
-            self.notice = Some("committing…".into());
-            return;
+        match &review.commit {
+            CommitState::Committing => {
+                self.notice = Some("committing…".into());
+                return;
+            }
+            CommitState::Done(id) => {
+                // The baseline is behind the new commit: discarding now would undo committed
+                // files in the work tree too.
+                self.notice = Some(format!(
+                    "already committed as {id}: discard would undo committed files too; use git"
+                ));
+                return;
+            }
+            CommitState::NotYet | CommitState::Failed(_) => {}
         }
         if diff.files.is_empty() {
             self.notice = Some("nothing to discard: the work tree is as the run found it".into());

@@ -32,14 +32,13 @@ impl Workspace {
         let repo = Repository::open(&self.top)?;
         let mut check = ApplyOptions::new();
         check.check(true);
-        if repo
-            .apply(&diff, ApplyLocation::WorkDir, Some(&mut check))
-            .is_err()
-        {
-            return Err(WorkspaceError::RevertConflicts {
-                round,
-                conflicts: conflicts(&repo, &diff),
-            });
+        if let Err(e) = repo.apply(&diff, ApplyLocation::WorkDir, Some(&mut check)) {
+            let mut conflicts = conflicts(&repo, &diff);
+            if conflicts.is_empty() {
+                // Each file applies alone but not all together: git's own words, then.
+                conflicts.push(e.message().to_string());
+            }
+            return Err(WorkspaceError::RevertConflicts { round, conflicts });
         }
         repo.apply(&diff, ApplyLocation::WorkDir, None)?;
         Ok(paths)

@@ -185,3 +185,15 @@ fn discard_lists_what_is_lost_and_asks_before_doing_it() {
         state.notice
     );
 }
+
+#[test]
+fn discard_is_refused_once_the_changes_are_committed() {
+    let mut state = finished(RunStatus::Complete, None);
+    press(&mut state, KeyCode::Char('c'));
+    ctrl(&mut state, 's');
+    state.update(Msg::Committed(Ok("abc1234567 on main".into())));
+    assert!(press(&mut state, KeyCode::Char('d')).is_empty());
+    assert!(state.overlay().is_none());
+    let notice = state.notice.clone().unwrap();
+    assert!(notice.contains("already committed"), "{notice}");
+}
