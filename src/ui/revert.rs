@@ -49,7 +49,9 @@ impl RevertQuestion {
         }
     }
 
-    fn lines(&self, ctx: &Ctx, width: usize) -> Vec<Line<'static>> {
+    /// The question's lines at `width`, with at most `room` rounds listed (a window that
+    /// keeps the selected one in view).
+    fn lines(&self, ctx: &Ctx, width: usize, room: usize) -> Vec<Line<'static>> {
         let theme = ctx.theme;
         let mut lines = Vec::new();
         let mut text = |text: &str, style| {
@@ -65,7 +67,9 @@ impl RevertQuestion {
                     theme.dim(),
                 );
                 lines.push(Line::raw(""));
-                for (i, (round, files)) in self.rounds.iter().enumerate() {
+                let room = room.max(1);
+                let first = (self.sel + 1).saturating_sub(room);
+                for (i, (round, files)) in self.rounds.iter().enumerate().skip(first).take(room) {
                     let mark = if i == self.sel { "›" } else { " " };
                     let text = format!("{mark} round {round}: {}", files.join(", "));
                     let row = wrap::truncate(&text, width);
@@ -142,12 +146,14 @@ impl View for RevertQuestion {
 
     fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         let width = (area.width * 70 / 100).max(50).min(area.width);
-        let lines = self.lines(ctx, usize::from(width.saturating_sub(2)));
+        // Rows for the rounds: the screen less the frame, the explanation and the keys.
+        let room = usize::from(area.height).saturating_sub(10);
+        let lines = self.lines(ctx, usize::from(width.saturating_sub(2)), room);
         let height = u16::try_from(lines.len())
             .unwrap_or(u16::MAX)
             .saturating_add(2);
         let rect = popup(area, 70, 0, 50, height.min(area.height));
         let inner = modal(ctx.theme, " Revert a round ".to_string(), None, rect, buf);
-        draw_lines(&self.lines(ctx, usize::from(inner.width)), inner, buf);
+        draw_lines(&self.lines(ctx, usize::from(inner.width), room), inner, buf);
     }
 }

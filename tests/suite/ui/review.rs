@@ -197,3 +197,28 @@ fn discard_is_refused_once_the_changes_are_committed() {
     let notice = state.notice.clone().unwrap();
     assert!(notice.contains("already committed"), "{notice}");
 }
+
+#[test]
+fn the_selected_round_stays_in_view_however_many_rounds_there_are() {
+    use ralph_tui::ui::state::RoundChanges;
+    let mut state = finished(RunStatus::BudgetLimited, None);
+    state.changes = (1..=20)
+        .map(|round| RoundChanges {
+            round,
+            files: vec![changed(&format!("f{round}.txt"), "added", 1, 0)],
+            live: false,
+        })
+        .collect();
+    press(&mut state, KeyCode::Char('u'));
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("› round 20: f20.txt"), "{text}");
+    for _ in 0..19 {
+        press(&mut state, KeyCode::Up);
+    }
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("› round 1: f1.txt"), "{text}");
+    assert!(
+        text.contains("y/Enter revert it"),
+        "the keys stay in view: {text}"
+    );
+}
