@@ -250,6 +250,10 @@ impl Driver {
     /// Reverts one round from its `diff.patch` in the run log, off the loop.
     fn revert(&self, round: u32) {
         let Some(run) = &self.run else {
+            let _ = self.done_tx.send(Done::Msg(Msg::Reverted(
+                round,
+                Err("no run to revert a round of".into()),
+            )));
             return;
         };
         let done = self.done_tx.clone();
