@@ -19,16 +19,6 @@ use crate::workspace::gitguard::GitFingerprint;
 use crate::workspace::Snapshot;
 
 impl Engine<'_> {
-    fn snapshot(&self) -> Option<Snapshot> {
-        match self.workspace.snapshot() {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::error!("snapshot: {e}");
-                None
-            }
-        }
-    }
-
     /// Runs round `round` after `previous`, the last valid report.
     pub(super) fn round(
         &mut self,
@@ -37,7 +27,9 @@ impl Engine<'_> {
         ctx_size: u32,
     ) -> RoundEnd {
         let started = Instant::now();
-        let base = self.snapshot();
+        let base = self
+            .changes
+            .round_start(&self.workspace, &mut self.rec, round);
         if let (Some(watch), Some(base)) = (&self.watch, base) {
             watch.round_started(round, base);
         }
@@ -120,11 +112,11 @@ impl Engine<'_> {
                 tracing::error!("report.json: {e}");
             }
         }
-        let diff = match (base, self.snapshot()) {
-            (Some(a), Some(b)) => self.workspace.diff(&a, &b).ok(),
-            _ => None,
-        }
-        .unwrap_or_default();
+        let diff = self
+            .changes
+            .round_end(&self.workspace, &mut self.rec, round, base);
+        let changes_unknown = diff.is_none();
+        let diff = diff.unwrap_or_default();
         if let Err(e) = self
             .rec
             .log
@@ -157,6 +149,7 @@ impl Engine<'_> {
             insertions: diff.insertions,
             deletions: diff.deletions,
             error,
+            changes_unknown,
         });
     }
 }

@@ -16,6 +16,7 @@ use std::path::Path;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::changes::RunChanges;
 use super::record::Recorder;
 use super::{prompt, report, Engine, RoundEnd, RunConfig, Toolbox};
 use super::{MAX_ARGUMENT_BYTES, MAX_REPORT_ATTEMPTS};
@@ -25,7 +26,7 @@ use crate::protocol::event::Event;
 use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::process::ProcessTracker;
-use crate::tools::{ToolContext, ToolResult};
+use crate::tools::{ToolContext, ToolResult, Writes};
 use crate::workspace::Workspace;
 
 /// Why a round fails when generation stopped at a full context window.
@@ -70,6 +71,7 @@ impl Engine<'_> {
             tools: &self.tools,
             workspace: &self.workspace,
             rec: &mut self.rec,
+            changes: &mut self.changes,
             generated_total: &mut self.generated_total,
             scope,
             messages,
@@ -87,6 +89,8 @@ struct ChildTurns<'t, 'a> {
     tools: &'t Toolbox<'a>,
     workspace: &'t Workspace,
     rec: &'t mut Recorder,
+    /// Whose changes the workspace shows: the tool calls' snapshots go here.
+    changes: &'t mut RunChanges,
     generated_total: &'t mut u64,
     scope: &'t RoundScope<'t>,
     messages: Vec<Message>,
@@ -300,7 +304,8 @@ impl ChildTurns<'_, '_> {
     }
 
     /// Runs a workspace tool (arguments over `MAX_ARGUMENT_BYTES` are refused unrun) and gives
-    /// the child its outcome.
+    /// the child its outcome. What the call can change is recorded as the worker's: the files
+    /// a file tool names, or whatever changed between snapshots taken around a command.
     fn handle_tool_call(&mut self, name: &str, arguments: &Value) {
         let size = arguments.to_string().len();
         let outcome = if size > MAX_ARGUMENT_BYTES {
@@ -311,6 +316,14 @@ impl ChildTurns<'_, '_> {
                 ),
             }
         } else {
+            let round = self.scope.round;
+            let writes = self
+                .tools
+                .registry
+                .writes(name, arguments, self.workspace.root());
+            let before = (writes == Writes::Anything)
+                .then(|| self.changes.before_tool(self.workspace, self.rec, round))
+                .flatten();
             let approver = super::announce::Announcing {
                 inner: self.tools.approver.as_ref(),
                 rec: std::sync::Mutex::new(&mut *self.rec),
@@ -324,7 +337,16 @@ impl ChildTurns<'_, '_> {
                 processes: self.scope.processes,
                 approver: &approver,
             };
-            self.tools.registry.call(name, arguments, &ctx)
+            let result = self.tools.registry.call(name, arguments, &ctx);
+            match writes {
+                Writes::Nothing => {}
+                Writes::Files(files) => self.changes.wrote(self.workspace, &files),
+                Writes::Anything => {
+                    self.changes
+                        .after_tool(self.workspace, self.rec, round, before);
+                }
+            }
+            result
         };
         let message = self.tool_message(name, outcome);
         self.push(message);

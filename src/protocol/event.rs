@@ -107,8 +107,8 @@ pub struct ChangedFile {
     pub insertions: usize,
     pub deletions: usize,
     pub binary: bool,
-    /// Changed by someone else than the worker while the run ran (when that is tracked):
-    /// the review shows it apart and never chooses it for a commit by default.
+    /// Changed by someone other than the worker's tools and commands (the person, another
+    /// program): shown, never committed by default. Absent from the JSON when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub outside_run: bool,
 }
@@ -182,6 +182,11 @@ pub enum Event {
         insertions: usize,
         deletions: usize,
         error: Option<String>,
+        /// The round's changes could not be compared (a snapshot failed): the counts are 0
+        /// because nothing could be looked at, not because nothing changed. Absent from the
+        /// JSON when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        changes_unknown: bool,
     },
     RunFinished {
         status: RunStatus,

@@ -26,9 +26,9 @@ use crate::error::ExitCode;
 use crate::protocol::event::{ChangedFile, Event, Stamped};
 use crate::tools::approval::ApprovalBroker;
 use crate::ui::patch;
-use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Msg, Phase, State};
+use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Loadable, Msg, Phase, State};
 use crate::workspace::{
-    Baseline, DiffModel, DiscardPlan, DisplayLimits, OnChange, Snapshot, Workspace,
+    Attribution, Baseline, DiffModel, DiscardPlan, DisplayLimits, OnChange, Snapshot, Workspace,
 };
 
 /// Most engine messages handled between two looks at the terminal.
@@ -51,8 +51,9 @@ enum Inbound {
 #[derive(Debug)]
 enum Done {
     Msg(Msg),
-    /// The review diff, with the snapshot it was computed against (what a commit commits).
-    Reviewed(Snapshot, Result<DiffModel, String>),
+    /// The review diff, with the snapshot it was computed against and the worker's paths in
+    /// it (what a commit commits).
+    Reviewed(Snapshot, BTreeSet<String>, Result<DiffModel, String>),
 }
 
 /// How the loop ended.
@@ -74,8 +75,11 @@ struct Run {
 struct Driver {
     prepared: Prepared,
     run: Option<Run>,
-    /// The snapshot the review diff shows; a commit commits exactly this.
-    reviewed: Option<Snapshot>,
+    /// The snapshot the review diff shows and the worker's paths in it; a commit commits
+    /// exactly those.
+    reviewed: Option<(Snapshot, BTreeSet<String>)>,
+    /// The worker's files, from the engine's end-of-round `workspace_changed` events.
+    worker: Attribution,
     inbound_tx: mpsc::Sender<Inbound>,
     done_tx: mpsc::UnboundedSender<Done>,
 }
@@ -187,6 +191,7 @@ impl Driver {
         let root = self.prepared.settings.workspace.clone();
         let base = run.baseline.snapshot;
         let run_dir = run.run_dir.clone();
+        let worker = self.worker.clone();
         tokio::task::spawn_blocking(move || match source {
             DiffSource::Round(round) => {
                 let path = run_dir
@@ -201,14 +206,22 @@ impl Driver {
             DiffSource::Live(_) | DiffSource::Review => {
                 let result = Workspace::open(&root)
                     .and_then(|ws| {
-                        let now = ws.snapshot()?;
-                        Ok((now, ws.diff(&base, &now)?))
+                        let (now, unseen) = ws.snapshot_seen()?;
+                        let mut diff = ws.diff(&base, &now)?;
+                        // A running round's files are not attributed until it ends.
+                        if source == DiffSource::Review {
+                            worker.mark(&mut diff);
+                        }
+                        diff.unseen = unseen;
+                        Ok((now, diff))
                     })
                     .map_err(|e| e.to_string());
                 let _ = match (source, result) {
-                    (DiffSource::Review, Ok((now, diff))) => {
-                        done.send(Done::Reviewed(now, Ok(diff.for_display(&diff_limits()))))
-                    }
+                    (DiffSource::Review, Ok((now, diff))) => done.send(Done::Reviewed(
+                        now,
+                        diff.worker_paths(),
+                        Ok(diff.for_display(&diff_limits())),
+                    )),
                     (_, result) => done.send(Done::Msg(Msg::DiffLoaded(
                         source,
                         result.map(|(_, diff)| diff.for_display(&diff_limits())),
@@ -218,8 +231,8 @@ impl Driver {
         });
     }
 
-    fn commit(&self, message: String, only: Option<BTreeSet<String>>) {
-        let (Some(run), Some(last)) = (&self.run, self.reviewed) else {
+    fn commit(&self, message: String, chosen: Option<Chosen>) {
+        let (Some(run), Some((last, worker))) = (&self.run, self.reviewed.clone()) else {
             let _ = self.done_tx.send(Done::Msg(Msg::Committed(Err(
                 "the run's changes are not known yet".into(),
             ))));
@@ -228,9 +241,19 @@ impl Driver {
         let done = self.done_tx.clone();
         let root = self.prepared.settings.workspace.clone();
         let baseline = run.baseline.clone();
+        // The files the person chose among those listed, and the worker's files the list
+        // did not show (a diff shortened for the screen): nothing unseen is left out or in
+        // beyond what the review would have chosen.
+        let only = match chosen {
+            Some(Chosen { chosen, listed }) => chosen
+                .into_iter()
+                .chain(worker.into_iter().filter(|p| !listed.contains(p)))
+                .collect(),
+            None => worker,
+        };
         tokio::task::spawn_blocking(move || {
             let result = Workspace::open(&root)
-                .and_then(|ws| ws.commit_chosen(&baseline, &last, &message, only.as_ref()))
+                .and_then(|ws| ws.commit_run_only(&baseline, &last, &message, &only))
                 .map(|outcome| {
                     let id = outcome.commit.to_string();
                     let short = id.get(..10).unwrap_or(&id).to_string();
@@ -278,7 +301,7 @@ impl Driver {
     /// Discards the run's changes: the plan is the work tree the review diff was read from,
     /// so a work tree that changed since is refused rather than discarded unseen.
     fn discard(&self) {
-        let (Some(run), Some(current)) = (&self.run, self.reviewed) else {
+        let (Some(run), Some((current, _))) = (&self.run, self.reviewed.clone()) else {
             let _ = self.done_tx.send(Done::Msg(Msg::Discarded(Err(
                 "the run's changes are not known yet".into(),
             ))));
@@ -300,21 +323,31 @@ impl Driver {
     }
 }
 
-/// The paths a commit takes: `None` (all the run's changes) when every listed file is
-/// chosen, else the chosen files' paths, a renamed file's old path too.
-fn chosen_paths(state: &State) -> Option<BTreeSet<String>> {
+/// The review's choice: the chosen files' paths and every listed file's paths (a renamed
+/// file's old path too).
+struct Chosen {
+    chosen: BTreeSet<String>,
+    listed: BTreeSet<String>,
+}
+
+/// What the review chose, `None` before there is a review.
+fn chosen_paths(state: &State) -> Option<Chosen> {
     let review = state.review.as_ref()?;
-    if review.all_chosen() {
+    let Loadable::Ready(diff) = &review.diff else {
         return None;
-    }
-    let mut paths = BTreeSet::new();
-    for (path, old) in review.chosen() {
-        paths.insert(path.to_string());
-        if let Some(old) = old {
-            paths.insert(old.to_string());
+    };
+    let mut out = Chosen {
+        chosen: BTreeSet::new(),
+        listed: BTreeSet::new(),
+    };
+    for file in &diff.files {
+        let paths = std::iter::once(file.path.clone()).chain(file.old_path.clone());
+        if review.is_chosen(&file.path) {
+            out.chosen.extend(paths.clone());
         }
+        out.listed.extend(paths);
     }
-    Some(paths)
+    Some(out)
 }
 
 fn usage_or_internal(error: StartError) -> Ended {
@@ -406,6 +439,7 @@ where
         prepared,
         run: None,
         reviewed: None,
+        worker: Attribution::new(),
         inbound_tx,
         done_tx,
     };
@@ -476,8 +510,8 @@ where
             Some(done) = done_rx.recv() => {
                 let msg = match done {
                     Done::Msg(msg) => msg,
-                    Done::Reviewed(snapshot, result) => {
-                        driver.reviewed = Some(snapshot);
+                    Done::Reviewed(snapshot, only, result) => {
+                        driver.reviewed = Some((snapshot, only));
                         Msg::DiffLoaded(DiffSource::Review, result)
                     }
                 };
@@ -493,7 +527,13 @@ where
                 let mut handled = 0;
                 while let Some(inbound) = next.take() {
                     match inbound {
-                        Inbound::Event(event) => effects.extend(state.update(Msg::Engine(event))),
+                        Inbound::Event(event) => {
+                            if let Event::WorkspaceChanged { files, .. } = &event {
+                                let worker = files.iter().filter(|f| !f.outside_run);
+                                driver.worker.add(worker.map(|f| f.path.clone()));
+                            }
+                            effects.extend(state.update(Msg::Engine(event)));
+                        }
                         Inbound::Approval(approval) => {
                             effects.extend(state.update(Msg::ApprovalAsked(approval)));
                         }

@@ -71,6 +71,24 @@ pub fn counts(
     ]
 }
 
+/// The mark a file changed outside the run carries.
+pub const OUTSIDE_MARK: &str = " outside the run";
+
+/// `+3 −1`, `binary`, then the outside-the-run mark when it applies.
+pub fn file_tail(
+    theme: Theme,
+    insertions: usize,
+    deletions: usize,
+    binary: bool,
+    outside_run: bool,
+) -> Vec<Span<'static>> {
+    let mut tail = counts(theme, insertions, deletions, binary);
+    if outside_run {
+        tail.push(Span::styled(OUTSIDE_MARK, theme.warning()));
+    }
+    tail
+}
+
 /// How many rows a file's diff takes.
 pub fn file_rows(file: Option<&FileDiff>, _width: u16) -> usize {
     match file {
@@ -127,7 +145,14 @@ pub fn render_file(
     buf: &mut Buffer,
 ) {
     let Some(file) = diff.files.get(index) else {
-        let line = Line::styled("no changes", theme.dim());
+        let line = if diff.unseen.is_empty() {
+            Line::styled("no changes", theme.dim())
+        } else {
+            Line::styled(
+                "some directories could not be looked into; no change seen elsewhere",
+                theme.warning(),
+            )
+        };
         put_line(buf, area, 0, &line);
         return;
     };

@@ -124,9 +124,17 @@ impl State {
                 insertions,
                 deletions,
                 error,
+                changes_unknown,
                 ..
             } => {
-                self.round_changes(round).live = false;
+                let changes = self.round_changes(round);
+                changes.live = false;
+                changes.unknown = changes_unknown;
+                let counts = if changes_unknown {
+                    "changes unknown".to_string()
+                } else {
+                    format!("{files_changed} file(s) +{insertions} −{deletions}")
+                };
                 let outcome_word = match outcome {
                     RoundOutcome::Reported => "reported",
                     RoundOutcome::Failed => "failed",
@@ -135,7 +143,7 @@ impl State {
                 self.transcript.push_line(
                     LineKind::Round,
                     &format!(
-                        "── round {round} {outcome_word} · {generated_tokens} tokens · {:.1} s · {files_changed} file(s) +{insertions} −{deletions} ──",
+                        "── round {round} {outcome_word} · {generated_tokens} tokens · {:.1} s · {counts} ──",
                         wall_ms as f64 / 1000.0
                     ),
                 );
@@ -241,6 +249,7 @@ impl State {
                     round,
                     files: Vec::new(),
                     live: false,
+                    unknown: false,
                 });
                 self.changes.len() - 1
             }

@@ -98,6 +98,8 @@ pub struct RoundChanges {
     pub round: u32,
     pub files: Vec<ChangedFile>,
     pub live: bool,
+    /// The round's changes could not be compared: never shown as "no changes".
+    pub unknown: bool,
 }
 
 /// One row of the changes list.

@@ -1,8 +1,10 @@
 //! The review screen: the outcome in words that cannot pass for certification, the worker's
 //! final report beside the `--verify` result, the run's cumulative diff with the files the
-//! person chose to commit (those changed outside the run listed apart, not chosen), and the
-//! actions: commit the chosen files, revert a round, discard everything, or leave; an
-//! outcome `--resume` can continue shows the command that does it.
+//! person chose to commit, and the actions: commit the chosen files, revert a round, discard
+//! everything, or leave; an outcome `--resume` can continue shows the command that does it.
+//! Files changed outside the run are listed apart and marked, and not chosen by default;
+//! directories the snapshot could not look into are named: the list never claims "no
+//! changes" where it could not look.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -165,11 +167,16 @@ fn render_verification(state: &State, review: &Review, area: Rect, buf: &mut Buf
 fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
     let title = match &review.diff {
-        Loadable::Ready(d) => format!(
-            " Changes ({} of {} chosen) ",
-            review.chosen().len(),
-            d.files.len()
-        ),
+        Loadable::Ready(d) => {
+            let chosen = review.chosen().len();
+            match d.outside_run().len() {
+                0 => format!(" Changes ({}) · {chosen} chosen ", d.files.len()),
+                outside => format!(
+                    " Changes ({}, {outside} outside the run) · {chosen} chosen ",
+                    d.files.len()
+                ),
+            }
+        }
         _ => " Changes ".to_string(),
     };
     let block = pane_block(theme, title, true);
@@ -179,12 +186,32 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         diff::render_pending(theme, &review.diff, inner, buf);
         return;
     };
-    if model.files.is_empty() {
-        let line = Line::styled("the run changed no files", theme.dim());
-        put_line(buf, inner, 0, &line);
-        return;
-    }
     let width = usize::from(inner.width);
+    let mut notes = Vec::new();
+    if !model.unseen.is_empty() {
+        let text = format!(
+            "could not look into {} (nested too deep for git): changes there are not shown or committed",
+            model.unseen.join(", ")
+        );
+        notes.extend(
+            wrap::rows(&text, width)
+                .into_iter()
+                .map(|r| Line::styled(r.to_string(), theme.warning())),
+        );
+    }
+    if model.files.is_empty() && model.unseen.is_empty() {
+        notes.push(Line::styled("the run changed no files", theme.dim()));
+    }
+    for (row, line) in notes.iter().enumerate() {
+        put_line(buf, inner, row, line);
+    }
+    let inner = Rect {
+        y: inner.y + u16::try_from(notes.len()).unwrap_or(u16::MAX),
+        height: inner
+            .height
+            .saturating_sub(u16::try_from(notes.len()).unwrap_or(u16::MAX)),
+        ..inner
+    };
     let outside_start = review.outside_start();
     // The list's rows: the files, with a heading before those changed outside the run.
     let mut rows: Vec<Line> = Vec::with_capacity(model.files.len() + 1);
@@ -195,7 +222,8 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 theme.warning(),
             ));
         }
-        let tail = diff::counts(theme, file.insertions, file.deletions, file.binary);
+        // The group's heading says "outside the run"; the rows keep their room for the path.
+        let tail = diff::file_tail(theme, file.insertions, file.deletions, file.binary, false);
         let tail_width: usize = tail.iter().map(Span::width).sum();
         let mark = if review.is_chosen(&file.path) {
             "[x]"

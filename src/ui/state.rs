@@ -417,8 +417,15 @@ impl State {
     }
 }
 
-/// Puts the files changed outside the run after the run's own (which files are chosen is
-/// kept as the files left out, so it survives a reload after a revert or a discard).
-fn choose_files(review: &Review, diff: &mut DiffModel) {
-    diff.files.sort_by_key(|f| review.outside.contains(&f.path));
+/// Files changed outside the run: marked in the diff (or in a round's list), listed after the
+/// run's own, and left out of the commit when first seen. Which files are chosen is kept as
+/// the files left out, so the choices survive a reload after a revert or a discard.
+fn choose_files(review: &mut Review, diff: &mut DiffModel) {
+    for file in &mut diff.files {
+        file.outside_run |= review.outside.contains(&file.path);
+        if file.outside_run && review.outside.insert(file.path.clone()) {
+            review.left_out.insert(file.path.clone());
+        }
+    }
+    diff.files.sort_by_key(|f| f.outside_run);
 }

@@ -7,9 +7,11 @@
 //! the branch HEAD names (or HEAD itself when detached, or makes the first commit), and then
 //! the committed paths in the index are set to what was committed, so `git status` is clean
 //! for them. If HEAD or the index changed during the run, it refuses and says what changed.
+//! `commit_run_only` limits the commit to given paths: the review passes the worker's, so a
+//! file changed outside the run (`attribution`) stays uncommitted in the work tree.
 //!
-//! The review may choose files: then only those paths' changes go into the commit (and into
-//! the index afterwards); the rest stay in the work tree as they are.
+//! The review's choice of files goes through the same limit: only the chosen paths' changes
+//! go into the commit (and into the index afterwards); the rest stay in the work tree.
 //!
 //! Discarding is two steps so a person confirms a concrete list: `discard_plan` says what
 //! would be lost, `discard` refuses if the work tree moved on since, then restores the
@@ -122,15 +124,22 @@ impl Workspace {
         last: &Snapshot,
         message: &str,
     ) -> Result<CommitOutcome, WorkspaceError> {
-        self.commit_chosen(baseline, last, message, None)
+        self.commit_changes(baseline, last, message, None)
     }
 
-    /// Like [`Workspace::commit_run`], limited to the chosen files when `only` is given:
-    /// paths relative to the work tree's top, as the review lists them (a renamed file is
-    /// chosen by its new and its old path). The commit is HEAD's tree plus only those
-    /// changes, built in a private index; the user's index is then set for those paths only,
-    /// and the files not chosen stay changed in the work tree, uncommitted.
-    pub fn commit_chosen(
+    /// `commit_run` limited to `only` (paths relative to the work tree's top): the changes to
+    /// every other path stay in the work tree, uncommitted.
+    pub fn commit_run_only(
+        &self,
+        baseline: &Baseline,
+        last: &Snapshot,
+        message: &str,
+        only: &BTreeSet<String>,
+    ) -> Result<CommitOutcome, WorkspaceError> {
+        self.commit_changes(baseline, last, message, Some(only))
+    }
+
+    fn commit_changes(
         &self,
         baseline: &Baseline,
         last: &Snapshot,

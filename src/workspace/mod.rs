@@ -5,12 +5,14 @@
 //! snapshots feed the run log (`rounds/NN/diff.patch`), the `round_finished` counts and the
 //! TUI (`diff`). A watcher reports live changes during a round (`watch`), and the review at
 //! the end commits exactly the run's changes (all or the chosen files) or puts the baseline
-//! back (`commit`), and can undo one round by applying its patch in reverse (`revert`).
+//! back (`commit`), and can undo one round by applying its patch in reverse (`revert`). Which
+//! changes are the run's, and which someone else made meanwhile, is `attribution`.
 //!
 //! The workspace may be a subdirectory of the work tree: snapshots always cover the whole
 //! work tree (that is what a commit needs), diffs and commits are limited to the workspace.
 //! A bare repository, or a directory inside a git directory, is never a workspace.
 
+pub mod attribution;
 mod baseline;
 pub mod commit;
 pub mod diff;
@@ -23,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository};
 
+pub use attribution::Attribution;
 pub use baseline::Baseline;
 pub use commit::{CommitOutcome, DiscardPlan};
 pub use diff::{DiffLine, DiffModel, DisplayLimits, FileDiff, Hunk, LineKind};
@@ -152,7 +155,15 @@ impl Workspace {
     ///
     /// It goes through a private in-memory copy of the index; the only thing written to the
     /// repository is objects (blobs and trees), never the index, HEAD, a ref or the config.
+    /// Directories nested too deep for git's scan are left as the index has them; see
+    /// `snapshot_seen` for their names.
     pub fn snapshot(&self) -> Result<Snapshot, WorkspaceError> {
+        Ok(snapshot::take(&self.top)?.0)
+    }
+
+    /// `snapshot`, plus the directories (relative to the work tree's top) it could not look
+    /// into because they are nested deeper than git's scan goes: say so to the person.
+    pub fn snapshot_seen(&self) -> Result<(Snapshot, Vec<String>), WorkspaceError> {
         snapshot::take(&self.top)
     }
 

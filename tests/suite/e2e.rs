@@ -321,9 +321,11 @@ fn review_commits_exactly_the_runs_changes() {
         s.contains("Commit the run's changes")
     });
     tmux.keys(&["C-s"]);
-    // " committed " with its leading space: the hint "leave uncommitted · " is on screen from
-    // the start and must not count as the commit having happened.
-    tmux.wait_for("the commit", |s| s.contains(" committed "));
+    // " committed " with its leading space, and the hint gone: "leave uncommitted · " is on
+    // screen from the start and must not count as the commit having happened.
+    tmux.wait_for("the commit", |s| {
+        s.contains(" committed ") && !s.contains("leave uncommitted")
+    });
     tmux.keys(&["q"]);
     launch.assert_restored(&tmux, 0);
 
@@ -374,7 +376,9 @@ fn review_reverts_a_round_then_commits_only_the_chosen_files() {
     let tmux = Tmux::start(&sh);
 
     tmux.wait_for("the review with its diff", |s| {
-        s.contains("complete after") && s.contains("two.txt") && s.contains("3 of 3 chosen")
+        s.contains("complete after")
+            && s.contains("two.txt")
+            && s.contains("Changes (3) · 3 chosen")
     });
     tmux.keys(&["u"]);
     tmux.wait_for("the revert question", |s| s.contains("› round 2: two.txt"));
@@ -382,7 +386,9 @@ fn review_reverts_a_round_then_commits_only_the_chosen_files() {
     tmux.wait_for("the revert", |s| s.contains("Round 2 reverted"));
     assert!(!repo.path().join("two.txt").exists(), "round 2 is undone");
     tmux.keys(&["Escape"]);
-    tmux.wait_for("the diff read again", |s| s.contains("2 of 2 chosen"));
+    tmux.wait_for("the diff read again", |s| {
+        s.contains("Changes (2) · 2 chosen")
+    });
     // keep.txt is listed first: leave it out.
     tmux.keys(&["Space"]);
     tmux.wait_for("the choice", |s| s.contains("[ ] A keep.txt"));

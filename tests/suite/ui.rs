@@ -6,7 +6,7 @@
 
 mod behaviour;
 mod event_loop;
-mod fixtures;
+pub(super) mod fixtures;
 mod review;
 mod streaming;
 mod views;

@@ -169,6 +169,7 @@ pub fn finish_round(state: &mut State, round: u32, outcome: RoundOutcome, files:
             insertions: ins,
             deletions: del,
             error: None,
+            changes_unknown: false,
         },
     );
 }

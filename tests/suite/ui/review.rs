@@ -30,7 +30,7 @@ fn space_leaves_a_file_out_and_the_commit_takes_only_the_chosen() {
     let small = screen(&mut state, 80, 24);
     assert!(small.contains("[x] M slug.py"), "{small}");
     assert!(small.contains("[ ] A NOTES.md"), "{small}");
-    assert!(small.contains("1 of 2 chosen"), "{small}");
+    assert!(small.contains("Changes (2) · 1 chosen"), "{small}");
     insta::assert_snapshot!("review_selection_toggled_80x24", small);
     insta::assert_snapshot!(
         "review_selection_toggled_120x40",
@@ -43,8 +43,11 @@ fn space_leaves_a_file_out_and_the_commit_takes_only_the_chosen() {
         panic!("no commit editor");
     };
     assert!(
-        editor.note.contains("only the 1 chosen of the 2 files"),
-        "{}",
+        editor
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("only the 1 chosen of the 2 files")),
+        "{:?}",
         editor.note
     );
     let effects = ctrl(&mut state, 's');
@@ -207,6 +210,7 @@ fn the_selected_round_stays_in_view_however_many_rounds_there_are() {
             round,
             files: vec![changed(&format!("f{round}.txt"), "added", 1, 0)],
             live: false,
+            unknown: false,
         })
         .collect();
     press(&mut state, KeyCode::Char('u'));

@@ -231,7 +231,7 @@ fn commit_of_chosen_files_contains_exactly_them_and_leaves_the_index_and_the_res
     // Choosing nothing is refused, not an empty commit.
     let none = std::collections::BTreeSet::new();
     let err = ws
-        .commit_chosen(&baseline, &last, "none", Some(&none))
+        .commit_run_only(&baseline, &last, "none", &none)
         .unwrap_err();
     assert!(matches!(err, WorkspaceError::NothingChosen), "{err:?}");
 
@@ -240,7 +240,7 @@ fn commit_of_chosen_files_contains_exactly_them_and_leaves_the_index_and_the_res
         .map(|p| p.to_string())
         .collect();
     let done = ws
-        .commit_chosen(&baseline, &last, "Two of three", Some(&chosen))
+        .commit_run_only(&baseline, &last, "Two of three", &chosen)
         .unwrap();
     assert_eq!(
         (done.files_changed, done.insertions, done.deletions),
