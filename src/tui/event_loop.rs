@@ -27,9 +27,9 @@ use crate::error::ExitCode;
 use crate::protocol::event::{ChangedFile, Event, Stamped};
 use crate::tools::approval::ApprovalBroker;
 use crate::ui::patch;
-use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Msg, Phase, State};
+use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Loadable, Msg, Phase, State};
 use crate::workspace::{
-    Attribution, Baseline, DiffModel, DisplayLimits, OnChange, Snapshot, Workspace,
+    Attribution, Baseline, DiffModel, DiscardPlan, DisplayLimits, OnChange, Snapshot, Workspace,
 };
 
 /// Most engine messages handled between two looks at the terminal.
@@ -168,7 +168,9 @@ impl Driver {
                 }
             }
             Effect::LoadDiff(source) => self.load_diff(source),
-            Effect::Commit(message) => self.commit(message),
+            Effect::Commit(message) => self.commit(message, chosen_paths(state)),
+            Effect::RevertRound(round) => self.revert(round),
+            Effect::Discard => self.discard(),
             Effect::Quit(code) => {
                 if let Some(run) = &self.run {
                     run.handle_cancel.cancel();
@@ -230,8 +232,8 @@ impl Driver {
         });
     }
 
-    fn commit(&self, message: String) {
-        let (Some(run), Some((last, only))) = (&self.run, self.reviewed.clone()) else {
+    fn commit(&self, message: String, chosen: Option<Chosen>) {
+        let (Some(run), Some((last, worker))) = (&self.run, self.reviewed.clone()) else {
             let _ = self.done_tx.send(Done::Msg(Msg::Committed(Err(
                 "the run's changes are not known yet".into(),
             ))));
@@ -240,6 +242,16 @@ impl Driver {
         let done = self.done_tx.clone();
         let root = self.prepared.settings.workspace.clone();
         let baseline = run.baseline.clone();
+        // The files the person chose among those listed, and the worker's files the list
+        // did not show (a diff shortened for the screen): nothing unseen is left out or in
+        // beyond what the review would have chosen.
+        let only = match chosen {
+            Some(Chosen { chosen, listed }) => chosen
+                .into_iter()
+                .chain(worker.into_iter().filter(|p| !listed.contains(p)))
+                .collect(),
+            None => worker,
+        };
         tokio::task::spawn_blocking(move || {
             let result = Workspace::open(&root)
                 .and_then(|ws| ws.commit_run_only(&baseline, &last, &message, &only))
@@ -258,6 +270,85 @@ impl Driver {
             let _ = done.send(Done::Msg(Msg::Committed(result)));
         });
     }
+
+    /// Reverts one round from its `diff.patch` in the run log, off the loop.
+    fn revert(&self, round: u32) {
+        let Some(run) = &self.run else {
+            let _ = self.done_tx.send(Done::Msg(Msg::Reverted(
+                round,
+                Err("no run to revert a round of".into()),
+            )));
+            return;
+        };
+        let done = self.done_tx.clone();
+        let root = self.prepared.settings.workspace.clone();
+        let path = run
+            .run_dir
+            .join("rounds")
+            .join(format!("{round:02}"))
+            .join("diff.patch");
+        tokio::task::spawn_blocking(move || {
+            let result = std::fs::read_to_string(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))
+                .and_then(|patch| {
+                    Workspace::open(&root)
+                        .and_then(|ws| ws.revert_round(round, &patch))
+                        .map_err(|e| e.to_string())
+                });
+            let _ = done.send(Done::Msg(Msg::Reverted(round, result)));
+        });
+    }
+
+    /// Discards the run's changes: the plan is the work tree the review diff was read from,
+    /// so a work tree that changed since is refused rather than discarded unseen.
+    fn discard(&self) {
+        let (Some(run), Some((current, _))) = (&self.run, self.reviewed.clone()) else {
+            let _ = self.done_tx.send(Done::Msg(Msg::Discarded(Err(
+                "the run's changes are not known yet".into(),
+            ))));
+            return;
+        };
+        let done = self.done_tx.clone();
+        let root = self.prepared.settings.workspace.clone();
+        let baseline = run.baseline.clone();
+        tokio::task::spawn_blocking(move || {
+            let plan = DiscardPlan {
+                current,
+                lost: DiffModel::default(),
+            };
+            let result = Workspace::open(&root)
+                .and_then(|ws| ws.discard(&baseline, &plan))
+                .map_err(|e| e.to_string());
+            let _ = done.send(Done::Msg(Msg::Discarded(result)));
+        });
+    }
+}
+
+/// The review's choice: the chosen files' paths and every listed file's paths (a renamed
+/// file's old path too).
+struct Chosen {
+    chosen: BTreeSet<String>,
+    listed: BTreeSet<String>,
+}
+
+/// What the review chose, `None` before there is a review.
+fn chosen_paths(state: &State) -> Option<Chosen> {
+    let review = state.review.as_ref()?;
+    let Loadable::Ready(diff) = &review.diff else {
+        return None;
+    };
+    let mut out = Chosen {
+        chosen: BTreeSet::new(),
+        listed: BTreeSet::new(),
+    };
+    for file in &diff.files {
+        let paths = std::iter::once(file.path.clone()).chain(file.old_path.clone());
+        if review.is_chosen(&file.path) {
+            out.chosen.extend(paths.clone());
+        }
+        out.listed.extend(paths);
+    }
+    Some(out)
 }
 
 fn usage_or_internal(error: StartError) -> Ended {

@@ -29,9 +29,8 @@ use crate::ui::state::{DiffSource, Effect, Msg, Phase};
 use crate::ui::{Setup, State, Theme};
 use crate::workspace::{Attribution, DisplayLimits};
 
-/// What the review says when asked to commit in a replay.
-pub const READ_ONLY: &str =
-    "replay: read-only, commit is disabled (commit at the run's own review)";
+/// What the review says when asked to change anything in a replay.
+pub const READ_ONLY: &str = "replay: read-only, commit is disabled (and so are revert and discard)";
 
 /// The longest pause between two events, after scaling: idle stretches are shortened.
 pub const MAX_GAP: Duration = Duration::from_secs(2);
@@ -317,6 +316,8 @@ impl Player {
                     Msg::DiffLoaded(source, model)
                 }
                 Effect::Commit(_) => Msg::Committed(Err(READ_ONLY.into())),
+                Effect::RevertRound(round) => Msg::Reverted(round, Err(READ_ONLY.into())),
+                Effect::Discard => Msg::Discarded(Err(READ_ONLY.into())),
                 Effect::Quit(_) => return Some(ExitCode::Complete),
                 Effect::StartRun(_) | Effect::CancelRun | Effect::Answer(..) => continue,
             };

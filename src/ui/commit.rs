@@ -21,6 +21,9 @@ pub struct CommitEditor {
     /// Some of the run's files were changed outside it: the commit leaves them out, and the
     /// editor says so.
     pub leaves_out: bool,
+    /// What the commit takes, when the person chose some files only: said above the message
+    /// instead of the default line.
+    pub note: Option<String>,
 }
 
 impl CommitEditor {
@@ -31,6 +34,7 @@ impl CommitEditor {
         Self {
             editor,
             leaves_out: false,
+            note: None,
         }
     }
 
@@ -86,7 +90,9 @@ impl View for CommitEditor {
         );
         let [note, body] =
             Layout::vertical([Constraint::Length(2), Constraint::Min(1)]).areas(inner);
-        let text = if self.leaves_out {
+        let text = if let Some(note) = &self.note {
+            note.as_str()
+        } else if self.leaves_out {
             "Commits exactly the run's own changes; files changed outside it stay out. Edit the message:"
         } else {
             "Commits exactly what this run changed since it started. Edit the message:"

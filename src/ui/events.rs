@@ -175,6 +175,13 @@ impl State {
                 for changes in &mut self.changes {
                     changes.live = false;
                 }
+                let outside: std::collections::BTreeSet<String> = self
+                    .changes
+                    .iter()
+                    .flat_map(|c| &c.files)
+                    .filter(|f| f.outside_run)
+                    .map(|f| f.path.clone())
+                    .collect();
                 self.review = Some(Review {
                     status,
                     rounds_started,
@@ -187,6 +194,8 @@ impl State {
                     diff_scroll: 0,
                     commit: CommitState::NotYet,
                     warnings: self.warnings.clone(),
+                    left_out: outside.clone(),
+                    outside,
                 });
                 if self.quit_when_finished {
                     return vec![Effect::Quit(crate::error::ExitCode::from(status))];

@@ -49,6 +49,10 @@ pub enum Action {
     NextRound,
     /// Replay: to the start of this round, or the one before.
     PreviousRound,
+    /// Space on the review: choose or leave out the selected file.
+    Toggle,
+    RevertRound,
+    Discard,
 }
 
 /// One key, with or without Ctrl.
@@ -309,9 +313,24 @@ pub const REVIEW: Section = Section {
     title: "Review",
     bindings: &[
         row(
+            "space",
+            "choose the selected file for the commit, or leave it out",
+            &[(ch(' '), Action::Toggle)],
+        ),
+        row(
             "c",
-            "commit the run's changes (edit the message, Ctrl-S commits)",
+            "commit the chosen files (edit the message, Ctrl-S commits)",
             &[(ch('c'), Action::Commit)],
+        ),
+        row(
+            "u",
+            "revert one round (its changes undone, later rounds' kept)",
+            &[(ch('u'), Action::RevertRound)],
+        ),
+        row(
+            "d",
+            "discard all the run's changes (lists what is lost, asks)",
+            &[(ch('d'), Action::Discard)],
         ),
         row(
             "q",
@@ -344,7 +363,6 @@ pub const REVIEW: Section = Section {
             &[
                 (plain(KeyCode::PageUp), Action::PageUp),
                 (plain(KeyCode::PageDown), Action::PageDown),
-                (ch(' '), Action::PageDown),
             ],
         ),
         row(
@@ -377,8 +395,63 @@ pub const REPLAY: Section = Section {
     ],
 };
 
+pub const REVERT: Section = Section {
+    title: "Revert a round",
+    bindings: &[
+        row(
+            "↑ ↓ / k j",
+            "choose the round",
+            &[
+                (plain(KeyCode::Up), Action::Up),
+                (ch('k'), Action::Up),
+                (plain(KeyCode::Down), Action::Down),
+                (ch('j'), Action::Down),
+            ],
+        ),
+        row(
+            "y / Enter",
+            "revert it if its patch still applies; else list the conflicts",
+            &[
+                (ch('y'), Action::Yes),
+                (ch('Y'), Action::Yes),
+                (plain(KeyCode::Enter), Action::Yes),
+            ],
+        ),
+        row(
+            "n / Esc / q",
+            "close, changing nothing",
+            &[
+                (ch('n'), Action::No),
+                (ch('N'), Action::No),
+                (ch('q'), Action::No),
+                (plain(KeyCode::Esc), Action::No),
+            ],
+        ),
+    ],
+};
+
+pub const DISCARD: Section = Section {
+    title: "Discard question",
+    bindings: &[
+        row(
+            "y",
+            "discard: the listed files go back to how the run found them",
+            &[(ch('y'), Action::Yes), (ch('Y'), Action::Yes)],
+        ),
+        row(
+            "n / Esc",
+            "keep the changes",
+            &[
+                (ch('n'), Action::No),
+                (ch('N'), Action::No),
+                (plain(KeyCode::Esc), Action::No),
+            ],
+        ),
+    ],
+};
+
 /// Every section, in the order help shows them.
-pub const SECTIONS: [&Section; 8] = [
+pub const SECTIONS: [&Section; 10] = [
     &EVERYWHERE,
     &EDITOR,
     &RUN,
@@ -387,6 +460,8 @@ pub const SECTIONS: [&Section; 8] = [
     &VIEWS,
     &REVIEW,
     &REPLAY,
+    &REVERT,
+    &DISCARD,
 ];
 
 /// The action `key` means in a place whose bindings are `sections`, the first section that

@@ -8,8 +8,10 @@ use ratatui::layout::Rect;
 use super::cancel::CancelQuestion;
 use super::commit::CommitEditor;
 use super::diff::DiffView;
+use super::discard::DiscardQuestion;
 use super::help::Help;
 use super::report_detail::ReportDetail;
+use super::revert::RevertQuestion;
 use super::runlog::RunLog;
 use super::view::{Ctx, Outcome, View};
 
@@ -22,6 +24,8 @@ pub enum Overlay {
     Diff(DiffView),
     Commit(Box<CommitEditor>),
     RunLog,
+    Revert(RevertQuestion),
+    Discard(DiscardQuestion),
 }
 
 impl Overlay {
@@ -37,6 +41,8 @@ impl Overlay {
             Self::Diff(view) => view,
             Self::Commit(view) => view.as_ref(),
             Self::RunLog => &RunLog,
+            Self::Revert(view) => view,
+            Self::Discard(view) => view,
         }
     }
 
@@ -46,6 +52,8 @@ impl Overlay {
             Self::ReportDetail(view) => Some(view),
             Self::Diff(view) => Some(view),
             Self::Commit(view) => Some(view.as_mut()),
+            Self::Revert(view) => Some(view),
+            Self::Discard(view) => Some(view),
             Self::ConfirmCancel | Self::RunLog => None,
         }
     }

@@ -1,8 +1,10 @@
 //! The review screen: the outcome in words that cannot pass for certification, the worker's
-//! final report beside the `--verify` result, the run's cumulative diff, and the actions; an
-//! outcome `--resume` can continue shows the command that does it. Files changed outside the
-//! run are marked and counted apart (a commit leaves them out), and directories the snapshot
-//! could not look into are named: the list never claims "no changes" where it could not look.
+//! final report beside the `--verify` result, the run's cumulative diff with the files the
+//! person chose to commit, and the actions: commit the chosen files, revert a round, discard
+//! everything, or leave; an outcome `--resume` can continue shows the command that does it.
+//! Files changed outside the run are listed apart and marked, and not chosen by default;
+//! directories the snapshot could not look into are named: the list never claims "no
+//! changes" where it could not look.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -165,10 +167,16 @@ fn render_verification(state: &State, review: &Review, area: Rect, buf: &mut Buf
 fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
     let title = match &review.diff {
-        Loadable::Ready(d) => match d.outside_run().len() {
-            0 => format!(" Changes ({}) ", d.files.len()),
-            outside => format!(" Changes ({}, {outside} outside the run) ", d.files.len()),
-        },
+        Loadable::Ready(d) => {
+            let chosen = review.chosen().len();
+            match d.outside_run().len() {
+                0 => format!(" Changes ({}) · {chosen} chosen ", d.files.len()),
+                outside => format!(
+                    " Changes ({}, {outside} outside the run) · {chosen} chosen ",
+                    d.files.len()
+                ),
+            }
+        }
         _ => " Changes ".to_string(),
     };
     let block = pane_block(theme, title, true);
@@ -204,23 +212,25 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
             .saturating_sub(u16::try_from(notes.len()).unwrap_or(u16::MAX)),
         ..inner
     };
-    for (row, (i, file)) in model
-        .files
-        .iter()
-        .enumerate()
-        .skip(state.review_offset)
-        .take(usize::from(inner.height))
-        .enumerate()
-    {
-        let tail = diff::file_tail(
-            theme,
-            file.insertions,
-            file.deletions,
-            file.binary,
-            file.outside_run,
-        );
+    let outside_start = review.outside_start();
+    // The list's rows: the files, with a heading before those changed outside the run.
+    let mut rows: Vec<Line> = Vec::with_capacity(model.files.len() + 1);
+    for (i, file) in model.files.iter().enumerate() {
+        if outside_start == Some(i) {
+            rows.push(Line::styled(
+                wrap::truncate("── outside the run ──", width),
+                theme.warning(),
+            ));
+        }
+        // The group's heading says "outside the run"; the rows keep their room for the path.
+        let tail = diff::file_tail(theme, file.insertions, file.deletions, file.binary, false);
         let tail_width: usize = tail.iter().map(Span::width).sum();
-        let head = format!("{} ", file.status.letter());
+        let mark = if review.is_chosen(&file.path) {
+            "[x]"
+        } else {
+            "[ ]"
+        };
+        let head = format!("{mark} {} ", file.status.letter());
         let room = width.saturating_sub(head.len() + tail_width);
         let mut spans = vec![
             Span::styled(head, theme.bold()),
@@ -231,7 +241,15 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         if i == review.file {
             line = line.patch_style(theme.selected());
         }
-        put_line(buf, inner, row, &line);
+        rows.push(line);
+    }
+    for (row, line) in rows
+        .iter()
+        .skip(state.review_offset)
+        .take(usize::from(inner.height))
+        .enumerate()
+    {
+        put_line(buf, inner, row, line);
     }
 }
 
@@ -275,7 +293,7 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 theme.error(),
             ),
             CommitState::NotYet => (
-                "c commit · q quit, leave uncommitted · l log · r report · Enter diff · ? help"
+                "space choose · c commit · u revert round · d discard · q quit · ? help"
                     .to_string(),
                 theme.key(),
             ),

@@ -176,6 +176,17 @@ impl State {
                 }
                 Vec::new()
             }
+            Msg::Reverted(round, result) => self.reverted(round, result),
+            Msg::Discarded(result) => {
+                self.notice = Some(match &result {
+                    Ok(paths) => format!(
+                        "discarded the run's changes: {} file(s) back as the run found them",
+                        paths.len()
+                    ),
+                    Err(e) => format!("discard failed: {e}"),
+                });
+                self.reload_review()
+            }
             Msg::Terminate => match self.phase {
                 Phase::Editing => vec![Effect::Quit(ExitCode::Cancelled)],
                 Phase::Finished => vec![Effect::Quit(self.exit_code())],
@@ -241,13 +252,52 @@ impl State {
         }
     }
 
+    /// A revert's result: shown in the revert question (or the status line when it was
+    /// closed); the review's diff is read again when something changed.
+    fn reverted(&mut self, round: u32, result: Result<Vec<String>, String>) -> Vec<Effect> {
+        let changed = result.is_ok();
+        let mut shown = false;
+        for overlay in &mut self.overlays {
+            if let Overlay::Revert(view) = overlay {
+                view.finished(round, result.clone());
+                shown = true;
+            }
+        }
+        if !shown {
+            self.notice = Some(match &result {
+                Ok(paths) => format!("round {round} reverted: {}", paths.join(", ")),
+                Err(e) => e.clone(),
+            });
+        }
+        if changed {
+            self.reload_review()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Reads the review's diff again (after a revert or a discard changed the work tree);
+    /// until it comes, nothing can be committed from the old one.
+    fn reload_review(&mut self) -> Vec<Effect> {
+        match &mut self.review {
+            Some(review) => {
+                review.diff = Loadable::Loading;
+                vec![Effect::LoadDiff(DiffSource::Review)]
+            }
+            None => Vec::new(),
+        }
+    }
+
     fn diff_loaded(&mut self, source: DiffSource, result: Result<DiffModel, String>) {
-        let loaded = match result {
+        let mut loaded = match result {
             Ok(diff) => Loadable::Ready(diff),
             Err(e) => Loadable::Failed(e),
         };
         if source == DiffSource::Review {
             if let Some(review) = &mut self.review {
+                if let Loadable::Ready(diff) = &mut loaded {
+                    choose_files(review, diff);
+                }
                 review.diff = loaded.clone();
             }
         }
@@ -354,7 +404,8 @@ impl State {
             review.file = review.file.min(diff.files.len().saturating_sub(1));
             let rows = diff::file_rows(diff.files.get(review.file), diff_inner.width);
             review.diff_scroll = scroll::clamp(review.diff_scroll, rows, diff_inner.height);
-            self.review_offset = keep_visible(self.review_offset, review.file, files_height);
+            let row = review.row_of(review.file);
+            self.review_offset = keep_visible(self.review_offset, row, files_height);
         }
     }
 
@@ -364,4 +415,17 @@ impl State {
             overlay.sync(area, &ctx);
         }
     }
+}
+
+/// Files changed outside the run: marked in the diff (or in a round's list), listed after the
+/// run's own, and left out of the commit when first seen. Which files are chosen is kept as
+/// the files left out, so the choices survive a reload after a revert or a discard.
+fn choose_files(review: &mut Review, diff: &mut DiffModel) {
+    for file in &mut diff.files {
+        file.outside_run |= review.outside.contains(&file.path);
+        if file.outside_run && review.outside.insert(file.path.clone()) {
+            review.left_out.insert(file.path.clone());
+        }
+    }
+    diff.files.sort_by_key(|f| f.outside_run);
 }

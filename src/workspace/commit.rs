@@ -10,6 +10,9 @@
 //! `commit_run_only` limits the commit to given paths: the review passes the worker's, so a
 //! file changed outside the run (`attribution`) stays uncommitted in the work tree.
 //!
+//! The review's choice of files goes through the same limit: only the chosen paths' changes
+//! go into the commit (and into the index afterwards); the rest stay in the work tree.
+//!
 //! Discarding is two steps so a person confirms a concrete list: `discard_plan` says what
 //! would be lost, `discard` refuses if the work tree moved on since, then restores the
 //! baseline's files (without touching the index) and removes the files the run added.
@@ -152,6 +155,9 @@ impl Workspace {
         }
         let mut changes = changes(&self.repo, baseline.snapshot.tree, last.tree, &self.prefix)?;
         if let Some(only) = only {
+            if only.is_empty() {
+                return Err(WorkspaceError::NothingChosen);
+            }
             changes.retain(|path, _| only.contains(String::from_utf8_lossy(path).as_ref()));
         }
         if changes.is_empty() {

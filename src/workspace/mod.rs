@@ -4,7 +4,8 @@
 //! index, HEAD, branches, stash and config are never touched (`snapshot`). Diffs between
 //! snapshots feed the run log (`rounds/NN/diff.patch`), the `round_finished` counts and the
 //! TUI (`diff`). A watcher reports live changes during a round (`watch`), and the review at
-//! the end commits exactly the run's changes or puts the baseline back (`commit`). Which
+//! the end commits exactly the run's changes (all or the chosen files) or puts the baseline
+//! back (`commit`), and can undo one round by applying its patch in reverse (`revert`). Which
 //! changes are the run's, and which someone else made meanwhile, is `attribution`.
 //!
 //! The workspace may be a subdirectory of the work tree: snapshots always cover the whole
@@ -16,6 +17,7 @@ mod baseline;
 pub mod commit;
 pub mod diff;
 pub mod gitguard;
+pub mod revert;
 mod snapshot;
 pub mod watch;
 
@@ -43,6 +45,12 @@ pub enum WorkspaceError {
     GitStateChanged(String),
     #[error("nothing to commit: the run changed nothing that HEAD does not already have")]
     NothingToCommit,
+    #[error("no file is chosen to commit: choose at least one (space toggles)")]
+    NothingChosen,
+    #[error("round {round} cannot be reverted: {}. Nothing was changed", .conflicts.join("; "))]
+    RevertConflicts { round: u32, conflicts: Vec<String> },
+    #[error("round {0} changed no files: there is nothing to revert")]
+    NothingToRevert(u32),
     #[error("the commit message is empty")]
     EmptyMessage,
     #[error("committed {commit} but could not update the index ({reason}); `git status` may list the committed files until you `git add` them")]

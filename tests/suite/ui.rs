@@ -7,6 +7,7 @@
 mod behaviour;
 mod event_loop;
 pub(super) mod fixtures;
+mod review;
 mod streaming;
 mod views;
 
