@@ -17,6 +17,7 @@ use crate::protocol::report::Report;
 use crate::tools::process::ProcessTracker;
 use crate::workspace::gitguard::GitFingerprint;
 use crate::workspace::Snapshot;
+use super::runlog::BASE_TREE;
 
 impl Engine<'_> {
     fn snapshot(&self) -> Option<Snapshot> {
@@ -66,6 +67,13 @@ impl Engine<'_> {
         .unwrap_or_default();
         if let Err(e) = self.rec.log.begin_round(round, &prompt_json) {
             tracing::error!("run log: {e}");
+        }
+        // The tree the round starts from, so a viewer can show the round's own diff live.
+        if let Some(base) = base {
+            let tree = base.tree.to_string();
+            if let Err(e) = self.rec.log.write_round_file(round, BASE_TREE, tree.as_bytes()) {
+                tracing::error!("{BASE_TREE}: {e}");
+            }
         }
 
         let git_before = GitFingerprint::take(self.workspace.root());

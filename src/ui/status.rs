@@ -1,4 +1,6 @@
-//! The status line: tokens per second, the context meter, key hints or a notice.
+//! The status line: the current turn's generation and prompt rates, the round's elapsed time,
+//! the context meter (the backend's count, with the report reserve marked when there is one),
+//! key hints or a notice.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -12,13 +14,35 @@ use super::wrap;
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
     let size = u64::from(state.setup.ctx_size.max(1));
-    let used = state.context_used();
+    let (used, exact) = state.context_used();
+    let gen = if state.turn_streaming {
+        Some(state.tokens_per_s)
+    } else {
+        state.gen_per_s
+    };
+    let rate = |r: Option<f64>| r.map_or("–".to_string(), |r| format!("{r:.1}"));
     let mut spans = vec![
-        Span::styled(format!(" {:.1} tok/s", state.tokens_per_s), theme.bold()),
-        Span::styled(" │ ctx ", theme.dim()),
+        Span::styled(format!(" gen {} tok/s", rate(gen)), theme.bold()),
+        Span::styled(
+            format!(" · prompt {} tok/s", rate(state.prompt_per_s)),
+            theme.text(),
+        ),
     ];
-    spans.extend(bar(theme, used as f64 / size as f64, 8));
-    spans.push(Span::raw(format!(" ~{}/{} ", compact(used), compact(size))));
+    if let Some(elapsed) = state.round_elapsed() {
+        let secs = elapsed.as_secs();
+        spans.push(Span::styled(
+            format!(" │ round {}:{:02}", secs / 60, secs % 60),
+            theme.text(),
+        ));
+    }
+    spans.push(Span::styled(" │ ctx ", theme.dim()));
+    spans.extend(meter(state, used, size));
+    let estimate = if exact { "" } else { "~" };
+    spans.push(Span::raw(format!(
+        " {estimate}{}/{} ",
+        compact(used),
+        compact(size)
+    )));
     spans.push(Span::styled("│ ", theme.dim()));
     let used_width: usize = spans.iter().map(Span::width).sum();
     let room = usize::from(area.width).saturating_sub(used_width);
@@ -39,4 +63,31 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     };
     spans.push(Span::styled(wrap::truncate(&text, room), style));
     put_line(buf, area, 0, &Line::from(spans));
+}
+
+/// The context meter: the used fraction, and a `┊` where the report reserve starts.
+fn meter(state: &State, used: u64, size: u64) -> Vec<Span<'static>> {
+    const WIDTH: usize = 8;
+    let mut spans = bar(state.theme, used as f64 / size as f64, WIDTH);
+    let Some(reserve) = state.report_reserve else {
+        return spans;
+    };
+    let at = ((u64::from(reserve) as f64 / size as f64) * WIDTH as f64).round() as usize;
+    let at = at.min(WIDTH - 1);
+    let cells: Vec<(char, ratatui::style::Style)> = spans
+        .iter()
+        .flat_map(|s| s.content.chars().map(move |c| (c, s.style)))
+        .collect();
+    spans = cells
+        .into_iter()
+        .enumerate()
+        .map(|(i, (c, style))| {
+            if i == at {
+                Span::styled("┊", state.theme.warning())
+            } else {
+                Span::styled(c.to_string(), style)
+            }
+        })
+        .collect();
+    spans
 }

@@ -6,12 +6,18 @@
 //! are kept, older lines are dropped from the top and counted, and a line without a newline
 //! is cut every [`MAX_LINE_CHARS`] characters.
 //!
+//! Model text goes through a [`Splitter`] first: tool-call markup becomes [`LineKind::Raw`]
+//! lines and reasoning [`LineKind::Reasoning`] lines under a one-line head. A line the current
+//! toggles hide (raw output off, cards and reasoning folded) counts zero rows, so a toggle is
+//! one recount and the stream keeps every line whichever way it is shown.
+//!
 //! Row counts for the current width are brought up to date by [`Transcript::sync`], which
 //! update calls before each frame; rendering only reads. Scrolling is kept as a distance in
 //! rows from the bottom: 0 follows the stream, anything else stays put while text arrives.
 
 use std::collections::VecDeque;
 
+use super::markup::{Out, Part, Splitter};
 use super::wrap;
 
 pub const MAX_LINES: usize = 4000;
@@ -30,15 +36,28 @@ pub enum LineKind {
     ToolFailed,
     /// Rejections, warnings, approvals.
     Notice,
+    /// The model's tool-call markup: shown only with raw output on.
+    Raw,
+    /// The one line a reasoning block folds to.
+    ReasoningHead,
+    /// Reasoning text: shown only unfolded.
+    Reasoning,
+    /// A card's folded part (file contents, the rest of the output): shown only unfolded.
+    Detail,
 }
+
+/// The head line of a reasoning block (drawn as "▸ thinking" or "▾ thinking").
+pub const REASONING_HEAD: &str = "▸ thinking · e unfolds";
 
 #[derive(Debug, Clone)]
 struct StreamLine {
     kind: LineKind,
     text: String,
     chars: usize,
-    /// Wrapped rows at the width of the last sync (0 before the first).
+    /// Wrapped rows at the width of the last sync (0 before the first, and while hidden).
     rows: usize,
+    /// The card the line belongs to (0: none).
+    card: u32,
 }
 
 /// One visible row, as render draws it.
@@ -48,6 +67,8 @@ pub struct Row<'a> {
     pub text: &'a str,
     /// The row continues a line that began on an earlier row.
     pub continued: bool,
+    /// The card the row belongs to (0: none).
+    pub card: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -64,6 +85,9 @@ pub struct Transcript {
     total_rows: usize,
     /// Rows between the bottom of the view and the bottom of the stream; 0 follows.
     scroll: usize,
+    splitter: Splitter,
+    show_raw: bool,
+    unfolded: bool,
 }
 
 impl Default for Transcript {
@@ -78,68 +102,159 @@ impl Default for Transcript {
             dirty_from: 0,
             total_rows: 0,
             scroll: 0,
+            splitter: Splitter::default(),
+            show_raw: false,
+            unfolded: false,
         }
     }
 }
 
 impl Transcript {
-    /// Appends streamed model text.
+    /// Appends streamed model text: free text shows, call markup and reasoning go to lines
+    /// of their own kinds.
     pub fn push_text(&mut self, text: &str) {
+        let mut splitter = std::mem::take(&mut self.splitter);
         for c in text.chars() {
-            if c == '\n' {
-                if self.open {
-                    self.open = false;
-                } else {
-                    self.push_closed(LineKind::Text, String::new());
-                }
-                continue;
+            splitter.feed(c, &mut |out| self.take(out));
+        }
+        self.splitter = splitter;
+        self.evict();
+    }
+
+    /// The turn's text ended: a marker that was never completed is shown as it was, and the
+    /// next text starts outside any markup.
+    pub fn end_turn(&mut self) {
+        let mut splitter = std::mem::take(&mut self.splitter);
+        splitter.finish(&mut |out| self.take(out));
+        self.splitter = splitter;
+    }
+
+    fn take(&mut self, out: Out) {
+        match out {
+            Out::Char(part, c) => {
+                let kind = match part {
+                    Part::Text => LineKind::Text,
+                    Part::Markup => LineKind::Raw,
+                    Part::Reasoning => LineKind::Reasoning,
+                };
+                self.push_char(kind, c);
             }
-            let (c, repeat) = match c {
-                '\r' => continue,
-                '\t' => (' ', 4),
-                c if c.is_control() => ('\u{fffd}', 1),
-                c => (c, 1),
-            };
-            if !self.open {
-                self.lines.push_back(StreamLine {
-                    kind: LineKind::Text,
-                    text: String::new(),
-                    chars: 0,
-                    rows: 0,
-                });
-                self.open = true;
-            }
-            self.dirty_from = self.dirty_from.min(self.lines.len().saturating_sub(1));
-            if let Some(line) = self.lines.back_mut() {
-                for _ in 0..repeat {
-                    line.text.push(c);
-                }
-                line.chars += repeat;
-                self.bytes += c.len_utf8() * repeat;
-                if line.chars >= MAX_LINE_CHARS {
-                    self.open = false;
-                }
+            Out::ReasoningStarts => {
+                self.open = false;
+                self.push_closed(LineKind::ReasoningHead, REASONING_HEAD.to_string(), 0);
             }
         }
-        self.evict();
+    }
+
+    fn push_char(&mut self, kind: LineKind, c: char) {
+        if c == '\n' {
+            if self.open {
+                self.open = false;
+            } else {
+                self.push_closed(kind, String::new(), 0);
+            }
+            return;
+        }
+        let (c, repeat) = match c {
+            '\r' => return,
+            '\t' => (' ', 4),
+            c if c.is_control() => ('\u{fffd}', 1),
+            c => (c, 1),
+        };
+        if self.open && self.lines.back().is_some_and(|l| l.kind != kind) {
+            self.open = false;
+        }
+        if !self.open {
+            self.lines.push_back(StreamLine {
+                kind,
+                text: String::new(),
+                chars: 0,
+                rows: 0,
+                card: 0,
+            });
+            self.open = true;
+        }
+        self.dirty_from = self.dirty_from.min(self.lines.len().saturating_sub(1));
+        if let Some(line) = self.lines.back_mut() {
+            for _ in 0..repeat {
+                line.text.push(c);
+            }
+            line.chars += repeat;
+            self.bytes += c.len_utf8() * repeat;
+            if line.chars >= MAX_LINE_CHARS {
+                self.open = false;
+            }
+        }
     }
 
     /// Appends a whole line (or several, split on `\n`) of another kind; ends open text.
     pub fn push_line(&mut self, kind: LineKind, text: &str) {
+        self.push_card_line(kind, text, 0);
+    }
+
+    /// Like [`Self::push_line`], for the lines of card `card`.
+    pub fn push_card_line(&mut self, kind: LineKind, text: &str, card: u32) {
+        self.end_turn();
         self.open = false;
         for line in wrap::sanitize(text).split('\n') {
-            self.push_closed(kind, line.to_string());
+            self.push_closed(kind, line.to_string(), card);
         }
         self.evict();
     }
 
-    fn push_closed(&mut self, kind: LineKind, text: String) {
+    /// Shows or hides the model's raw call markup.
+    pub fn set_raw(&mut self, on: bool) {
+        if self.show_raw != on {
+            self.show_raw = on;
+            self.recount();
+        }
+    }
+
+    pub fn raw(&self) -> bool {
+        self.show_raw
+    }
+
+    /// Unfolds (or folds) every card and reasoning block.
+    pub fn set_unfolded(&mut self, on: bool) {
+        if self.unfolded != on {
+            self.unfolded = on;
+            self.recount();
+        }
+    }
+
+    pub fn unfolded(&self) -> bool {
+        self.unfolded
+    }
+
+    /// Every row count is redone at the next sync.
+    fn recount(&mut self) {
+        self.width = 0;
+    }
+
+    fn shown(&self, kind: LineKind) -> bool {
+        match kind {
+            LineKind::Raw => self.show_raw,
+            LineKind::Reasoning | LineKind::Detail => self.unfolded,
+            _ => true,
+        }
+    }
+
+    fn rows_of(&self, line: &StreamLine, width: usize) -> usize {
+        if self.shown(line.kind) {
+            wrap::row_count(&line.text, width)
+        } else {
+            0
+        }
+    }
+
+    fn push_closed(&mut self, kind: LineKind, text: String, card: u32) {
         self.bytes += text.len();
         self.lines.push_back(StreamLine {
             kind,
             chars: text.chars().count(),
             text,
             rows: 0,
+            card,
         });
     }
 
@@ -165,17 +280,18 @@ impl Transcript {
         self.height = height;
         if width != self.width {
             self.width = width;
-            self.dirty_from = 0;
             self.total_rows = 0;
-            for line in &mut self.lines {
-                line.rows = wrap::row_count(&line.text, width);
-                self.total_rows += line.rows;
+            for i in 0..self.lines.len() {
+                let rows = self.rows_of(&self.lines[i], width);
+                self.lines[i].rows = rows;
+                self.total_rows += rows;
             }
             self.dirty_from = self.lines.len();
         } else {
             let before = self.total_rows;
-            for line in self.lines.iter_mut().skip(self.dirty_from) {
-                let rows = wrap::row_count(&line.text, width);
+            for i in self.dirty_from..self.lines.len() {
+                let rows = self.rows_of(&self.lines[i], width);
+                let line = &mut self.lines[i];
                 self.total_rows = self.total_rows.saturating_sub(line.rows) + rows;
                 line.rows = rows;
             }
@@ -264,12 +380,16 @@ impl Transcript {
             if row_index >= bottom {
                 break;
             }
+            if line.rows == 0 {
+                continue;
+            }
             for (n, range) in line_rows(&line.text, self.width).into_iter().enumerate() {
                 if row_index >= top && row_index < bottom {
                     out.push(Row {
                         kind: line.kind,
                         text: &line.text[range],
                         continued: n > 0,
+                        card: line.card,
                     });
                 }
                 row_index += 1;
