@@ -173,7 +173,7 @@ pub fn result_lines(ok: bool, output: &str) -> (String, Vec<String>) {
         .map(|l| format!("  {l}"))
         .collect();
     if !folded.is_empty() {
-        line.push_str(&format!(" (+{} lines)", folded.len()));
+        line.push_str(&format!(" (+{})", plural(folded.len(), "line", "lines")));
     }
     (line, folded)
 }
