@@ -10,6 +10,7 @@ mod layers;
 mod llama;
 mod protocol;
 mod resume;
+mod stream;
 mod tools;
 mod ui;
 mod workspace;
