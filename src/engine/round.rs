@@ -10,6 +10,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::prompt;
+use super::runlog::BASE_TREE;
 use super::turn::{RoundScope, RoundTally};
 use super::{Engine, RoundEnd};
 use crate::protocol::event::{Event, RoundOutcome};
@@ -17,7 +18,6 @@ use crate::protocol::report::Report;
 use crate::tools::process::ProcessTracker;
 use crate::workspace::gitguard::GitFingerprint;
 use crate::workspace::Snapshot;
-use super::runlog::BASE_TREE;
 
 impl Engine<'_> {
     fn snapshot(&self) -> Option<Snapshot> {
@@ -71,7 +71,11 @@ impl Engine<'_> {
         // The tree the round starts from, so a viewer can show the round's own diff live.
         if let Some(base) = base {
             let tree = base.tree.to_string();
-            if let Err(e) = self.rec.log.write_round_file(round, BASE_TREE, tree.as_bytes()) {
+            if let Err(e) = self
+                .rec
+                .log
+                .write_round_file(round, BASE_TREE, tree.as_bytes())
+            {
                 tracing::error!("{BASE_TREE}: {e}");
             }
         }

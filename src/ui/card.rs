@@ -167,11 +167,7 @@ pub fn result_lines(ok: bool, output: &str) -> (String, Vec<String>) {
         line.push_str(" · ");
         line.push_str(&wrap::truncate(first.trim(), 120));
     }
-    let folded: Vec<String> = rest
-        .iter()
-        .skip(SHOWN)
-        .map(|l| format!("  {l}"))
-        .collect();
+    let folded: Vec<String> = rest.iter().skip(SHOWN).map(|l| format!("  {l}")).collect();
     if !folded.is_empty() {
         line.push_str(&format!(" (+{})", plural(folded.len(), "line", "lines")));
     }
@@ -293,14 +289,14 @@ mod tests {
     fn headers_name_the_key_argument() {
         let content = "a\nb\nc\n";
         assert_eq!(
-            header(
-                "write_file",
-                &json!({"path": "t.py", "content": content})
-            ),
+            header("write_file", &json!({"path": "t.py", "content": content})),
             "→ write_file t.py · 3 lines, 6 bytes"
         );
         assert_eq!(
-            header("edit_file", &json!({"path": "s.py", "old": "a", "new": "b"})),
+            header(
+                "edit_file",
+                &json!({"path": "s.py", "old": "a", "new": "b"})
+            ),
             "→ edit_file s.py · 1 replacement"
         );
         assert_eq!(

@@ -2,11 +2,11 @@
 //!
 //! Each event changes the state in one place here; what it shows is up to the widgets.
 
+use super::card::{self, CallResult, Card};
 use super::model::{
     Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Pane, Phase, ReportEntry,
     Review, RoundChanges,
 };
-use super::card::{self, CallResult, Card};
 use super::state::State;
 use super::transcript::LineKind;
 use super::wrap;
@@ -282,7 +282,8 @@ impl State {
         if let Some(card) = card {
             card.result = Some(CallResult {
                 ok,
-                output: crate::text::cut_at_char_boundary(output, card::MAX_RESULT_BYTES).to_string(),
+                output: crate::text::cut_at_char_boundary(output, card::MAX_RESULT_BYTES)
+                    .to_string(),
             });
         }
         let (line, folded) = card::result_lines(ok, output);

@@ -72,10 +72,7 @@ fn render_outcome(state: &State, review: &Review, area: Rect, buf: &mut Buffer) 
     }
     let inner = block.inner(area);
     block.render(area, buf);
-    let style = if review
-        .status
-        .contradicted_by(review.verification.as_ref())
-    {
+    let style = if review.status.contradicted_by(review.verification.as_ref()) {
         theme.error()
     } else {
         theme.status(review.status)

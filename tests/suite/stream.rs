@@ -43,12 +43,20 @@ fn every_turn_reports_its_counts_and_the_context_is_counted_after_tool_results()
         ])],
         &["objective"],
     );
-    assert_eq!(code(&run.out), 0, "{}", String::from_utf8_lossy(&run.out.stderr));
+    assert_eq!(
+        code(&run.out),
+        0,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
     let finished = of_type(&run.events, "turn_finished");
     assert_eq!(finished.len(), 2, "one per turn");
     for turn in &finished {
         assert!(turn["generated_tokens"].as_u64().unwrap() > 0, "{turn}");
-        assert!(turn["prompt_ms"].is_u64() && turn["gen_ms"].is_u64(), "{turn}");
+        assert!(
+            turn["prompt_ms"].is_u64() && turn["gen_ms"].is_u64(),
+            "{turn}"
+        );
         assert!(turn["context_tokens"].as_u64().unwrap() > 0, "{turn}");
     }
     let counted = of_type(&run.events, "context_counted");
@@ -99,7 +107,12 @@ fn a_round_shows_only_its_own_diff_for_a_file_touched_in_two_rounds() {
         ],
         &["-n", "2", "objective"],
     );
-    assert_eq!(code(&run.out), 0, "{}", String::from_utf8_lossy(&run.out.stderr));
+    assert_eq!(
+        code(&run.out),
+        0,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
     let workspace = Workspace::open(repo.path()).unwrap();
     let now = workspace.snapshot().unwrap();
     let base = round_base(&run.run_dir, 2).expect("round 2 names the tree it started from");
@@ -107,7 +120,11 @@ fn a_round_shows_only_its_own_diff_for_a_file_touched_in_two_rounds() {
     assert_eq!(diff.files.len(), 1);
     assert_eq!((diff.insertions, diff.deletions), (1, 0), "{}", diff.patch);
     assert!(diff.patch.contains("+round two"), "{}", diff.patch);
-    assert!(!diff.patch.contains("+round one"), "round 1's edit is not round 2's: {}", diff.patch);
+    assert!(
+        !diff.patch.contains("+round one"),
+        "round 1's edit is not round 2's: {}",
+        diff.patch
+    );
     let first = round_base(&run.run_dir, 1).unwrap();
     let whole = workspace.diff(&first, &now).unwrap();
     assert_eq!(whole.insertions, 2, "from round 1's start both edits show");
@@ -133,9 +150,19 @@ fn the_headless_summary_says_claim_and_verify_in_one_sentence() {
         &["--verify", "true", "objective"],
     );
     let text = stderr(&passed);
-    assert!(text.contains("the worker's claim; verify passed (exit 0)"), "{text}");
+    assert!(
+        text.contains("the worker's claim; verify passed (exit 0)"),
+        "{text}"
+    );
     assert!(!text.contains("claimed completion"), "{text}");
-    let none = run_script(&repo, vec![turns(&[complete_report("done")])], &["objective"]);
+    let none = run_script(
+        &repo,
+        vec![turns(&[complete_report("done")])],
+        &["objective"],
+    );
     let text = stderr(&none);
-    assert!(text.contains("complete — not independently verified"), "{text}");
+    assert!(
+        text.contains("complete — not independently verified"),
+        "{text}"
+    );
 }

@@ -146,7 +146,10 @@ fn with_card(kind: &Kind) -> State {
 fn views(state: &mut State, width: u16, height: u16) -> String {
     let mut out = String::new();
     let mut shot = |title: &str, state: &mut State| {
-        out.push_str(&format!("── {title} ──\n{}\n", screen(state, width, height)));
+        out.push_str(&format!(
+            "── {title} ──\n{}\n",
+            screen(state, width, height)
+        ));
     };
     shot("folded, raw off", state);
     press(state, KeyCode::Char('e'));
@@ -182,17 +185,26 @@ fn the_raw_markup_is_hidden_until_asked_for() {
     let kind = &kinds()[3];
     let mut state = with_card(kind);
     let folded = screen(&mut state, 120, 40);
-    assert!(folded.contains("Writing a test."), "free text stays: {folded}");
+    assert!(
+        folded.contains("Writing a test."),
+        "free text stays: {folded}"
+    );
     assert!(!folded.contains("<tool_call>"), "{folded}");
     assert!(
         folded.contains("→ write_file test_slug.py · 7 lines, 152 bytes"),
         "{folded}"
     );
-    assert!(!folded.contains("import unittest"), "file contents are folded");
+    assert!(
+        !folded.contains("import unittest"),
+        "file contents are folded"
+    );
     press(&mut state, KeyCode::Char('m'));
     let raw = screen(&mut state, 120, 40);
     assert!(raw.contains("<tool_call>"), "{raw}");
-    assert!(raw.contains("raw output"), "the title says raw output is on");
+    assert!(
+        raw.contains("raw output"),
+        "the title says raw output is on"
+    );
     press(&mut state, KeyCode::Char('e'));
     let unfolded = screen(&mut state, 120, 40);
     assert!(unfolded.contains("  import unittest"), "{unfolded}");
@@ -284,7 +296,10 @@ fn brackets_choose_the_card_enter_opens() {
     press(&mut state, KeyCode::Esc);
     press(&mut state, KeyCode::Char(']'));
     press(&mut state, KeyCode::Char(']'));
-    assert_eq!(state.card_sel, None, "past the newest it follows the newest");
+    assert_eq!(
+        state.card_sel, None,
+        "past the newest it follows the newest"
+    );
 }
 
 /// A turn with reasoning, free text and two calls, rendered after `pieces` and its events.
@@ -365,7 +380,7 @@ proptest! {
         raw: bool,
     ) {
         let text = turn_text();
-        let whole = render_turn(&[text.clone()], unfold, raw);
+        let whole = render_turn(std::slice::from_ref(&text), unfold, raw);
         let split = render_turn(&split_chars(&text, &cuts), unfold, raw);
         prop_assert_eq!(whole, split);
     }
@@ -377,7 +392,7 @@ fn every_char_of_a_turn_as_its_own_token_renders_the_same_cards() {
     let chars: Vec<String> = text.chars().map(String::from).collect();
     for (unfold, raw) in [(false, false), (true, false), (false, true), (true, true)] {
         assert_eq!(
-            render_turn(&[text.clone()], unfold, raw),
+            render_turn(std::slice::from_ref(&text), unfold, raw),
             render_turn(&chars, unfold, raw)
         );
     }
@@ -457,7 +472,10 @@ fn the_outcome_sentence_tells_claim_and_verify() {
             contradicted,
             "{line}"
         );
-        assert!(line.contains(sentence.split(": ").nth(1).unwrap()), "{line}");
+        assert!(
+            line.contains(sentence.split(": ").nth(1).unwrap()),
+            "{line}"
+        );
     }
     // Another status keeps its own words beside the verify result.
     let line = summary_line(RunStatus::Blocked, 2, Some(&verification(false)), "RUN");
