@@ -74,6 +74,12 @@ impl Splitter {
         }
     }
 
+    /// Where the next character goes when it cannot begin a marker (`<`, `[`): known when no
+    /// marker is half read.
+    pub fn idle(&self) -> Option<Part> {
+        self.pending.is_empty().then(|| self.part())
+    }
+
     /// Takes one character; hands on whatever is decided by it.
     pub fn feed(&mut self, c: char, out: &mut impl FnMut(Out)) {
         if self.pending.is_empty() && c != '<' && c != '[' {

@@ -113,6 +113,14 @@ impl Transcript {
     /// Appends streamed model text: free text shows, call markup and reasoning go to lines
     /// of their own kinds.
     pub fn push_text(&mut self, text: &str) {
+        // Most pieces cannot begin or end markup: they go straight to the current kind.
+        if let Some(part) = self.splitter.idle() {
+            if !text.contains(['<', '[']) {
+                self.push_run(kind_of(part), text);
+                self.evict();
+                return;
+            }
+        }
         let mut splitter = std::mem::take(&mut self.splitter);
         for c in text.chars() {
             splitter.feed(c, &mut |out| self.take(out));
@@ -131,14 +139,7 @@ impl Transcript {
 
     fn take(&mut self, out: Out) {
         match out {
-            Out::Char(part, c) => {
-                let kind = match part {
-                    Part::Text => LineKind::Text,
-                    Part::Markup => LineKind::Raw,
-                    Part::Reasoning => LineKind::Reasoning,
-                };
-                self.push_char(kind, c);
-            }
+            Out::Char(part, c) => self.push_char(kind_of(part), c),
             Out::ReasoningStarts => {
                 self.open = false;
                 self.push_closed(LineKind::ReasoningHead, REASONING_HEAD.to_string(), 0);
@@ -147,42 +148,50 @@ impl Transcript {
     }
 
     fn push_char(&mut self, kind: LineKind, c: char) {
-        if c == '\n' {
-            if self.open {
-                self.open = false;
-            } else {
-                self.push_closed(kind, String::new(), 0);
-            }
-            return;
-        }
-        let (c, repeat) = match c {
-            '\r' => return,
-            '\t' => (' ', 4),
-            c if c.is_control() => ('\u{fffd}', 1),
-            c => (c, 1),
-        };
+        let mut bytes = [0; 4];
+        self.push_run(kind, c.encode_utf8(&mut bytes));
+    }
+
+    /// Appends streamed characters of one kind to the open line, or to new ones.
+    fn push_run(&mut self, kind: LineKind, text: &str) {
         if self.open && self.lines.back().is_some_and(|l| l.kind != kind) {
             self.open = false;
         }
-        if !self.open {
-            self.lines.push_back(StreamLine {
-                kind,
-                text: String::new(),
-                chars: 0,
-                rows: 0,
-                card: 0,
-            });
-            self.open = true;
-        }
-        self.dirty_from = self.dirty_from.min(self.lines.len().saturating_sub(1));
-        if let Some(line) = self.lines.back_mut() {
-            for _ in 0..repeat {
-                line.text.push(c);
+        for c in text.chars() {
+            if c == '\n' {
+                if self.open {
+                    self.open = false;
+                } else {
+                    self.push_closed(kind, String::new(), 0);
+                }
+                continue;
             }
-            line.chars += repeat;
-            self.bytes += c.len_utf8() * repeat;
-            if line.chars >= MAX_LINE_CHARS {
-                self.open = false;
+            let (c, repeat) = match c {
+                '\r' => continue,
+                '\t' => (' ', 4),
+                c if c.is_control() => ('\u{fffd}', 1),
+                c => (c, 1),
+            };
+            if !self.open {
+                self.lines.push_back(StreamLine {
+                    kind,
+                    text: String::new(),
+                    chars: 0,
+                    rows: 0,
+                    card: 0,
+                });
+                self.open = true;
+            }
+            self.dirty_from = self.dirty_from.min(self.lines.len().saturating_sub(1));
+            if let Some(line) = self.lines.back_mut() {
+                for _ in 0..repeat {
+                    line.text.push(c);
+                }
+                line.chars += repeat;
+                self.bytes += c.len_utf8() * repeat;
+                if line.chars >= MAX_LINE_CHARS {
+                    self.open = false;
+                }
             }
         }
     }
@@ -396,6 +405,14 @@ impl Transcript {
             }
         }
         out
+    }
+}
+
+fn kind_of(part: Part) -> LineKind {
+    match part {
+        Part::Text => LineKind::Text,
+        Part::Markup => LineKind::Raw,
+        Part::Reasoning => LineKind::Reasoning,
     }
 }
 
