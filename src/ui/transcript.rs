@@ -154,9 +154,9 @@ impl Transcript {
 
     /// Appends streamed characters of one kind to the open line, or to new ones.
     fn push_run(&mut self, kind: LineKind, text: &str) {
-        if self.open && self.lines.back().is_some_and(|l| l.kind != kind) {
-            self.open = false;
-        }
+        // A newline ends the open line whatever its kind; the first character of this kind
+        // after it may not continue a line of another kind.
+        let mut kind_checked = false;
         for c in text.chars() {
             if c == '\n' {
                 if self.open {
@@ -172,6 +172,12 @@ impl Transcript {
                 c if c.is_control() => ('\u{fffd}', 1),
                 c => (c, 1),
             };
+            if !kind_checked {
+                kind_checked = true;
+                if self.open && self.lines.back().is_some_and(|l| l.kind != kind) {
+                    self.open = false;
+                }
+            }
             if !self.open {
                 self.lines.push_back(StreamLine {
                     kind,
