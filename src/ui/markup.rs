@@ -24,6 +24,8 @@ pub enum Out {
     Char(Part, char),
     /// A reasoning block begins (after its marker's characters).
     ReasoningStarts,
+    /// Tool-call markup begins (after its marker's characters).
+    CallStarts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,8 +100,10 @@ impl Splitter {
                 }
                 self.pending.clear();
                 self.mode = m.to;
-                if m.to == Mode::Reasoning {
-                    out(Out::ReasoningStarts);
+                match m.to {
+                    Mode::Reasoning => out(Out::ReasoningStarts),
+                    Mode::Call => out(Out::CallStarts),
+                    Mode::Text => {}
                 }
                 return;
             }

@@ -18,7 +18,7 @@ pub fn style_of(theme: Theme, kind: LineKind) -> Style {
     match kind {
         LineKind::Text => theme.text(),
         LineKind::Round => theme.round_marker(),
-        LineKind::ToolCall => theme.tool_call(),
+        LineKind::ToolCall | LineKind::CallPending => theme.tool_call(),
         LineKind::ToolOk => theme.tool_ok(),
         LineKind::ToolFailed => theme.tool_failed(),
         LineKind::Notice => theme.warning(),

@@ -7,7 +7,9 @@
 //! is cut every [`MAX_LINE_CHARS`] characters.
 //!
 //! Model text goes through a [`Splitter`] first: tool-call markup becomes [`LineKind::Raw`]
-//! lines and reasoning [`LineKind::Reasoning`] lines under a one-line head. A line the current
+//! lines and reasoning [`LineKind::Reasoning`] lines under a one-line head. A call being
+//! written shows as one [`LineKind::CallPending`] line (its tool once the name is known, its
+//! size so far) until the turn ends and the parsed call's card takes its place. A line the current
 //! toggles hide (raw output off, cards and reasoning folded) counts zero rows, so a toggle is
 //! one recount and the stream keeps every line whichever way it is shown.
 //!
@@ -44,6 +46,9 @@ pub enum LineKind {
     Reasoning,
     /// A card's folded part (file contents, the rest of the output): shown only unfolded.
     Detail,
+    /// A call the model is still writing: its tool once the name is known, and its size so
+    /// far; replaced by the card when the call is parsed.
+    CallPending,
 }
 
 /// The head line of a reasoning block (drawn as "▸ thinking" or "▾ thinking").
@@ -71,6 +76,23 @@ pub struct Row<'a> {
     pub card: u32,
 }
 
+/// A call being streamed.
+#[derive(Debug, Clone)]
+struct PendingCall {
+    /// Its line, counted from the first line ever kept.
+    line: u64,
+    /// The start of its markup, enough to find the tool's name.
+    head: String,
+    /// Bytes of markup so far.
+    bytes: usize,
+    name: Option<String>,
+}
+
+/// Markup bytes kept per pending call to find the name in.
+const PENDING_HEAD_BYTES: usize = 512;
+/// The pending line's size is redrawn every this many bytes.
+const PENDING_STEP_BYTES: usize = 256;
+
 #[derive(Debug, Clone)]
 pub struct Transcript {
     lines: VecDeque<StreamLine>,
@@ -86,6 +108,9 @@ pub struct Transcript {
     /// Rows between the bottom of the view and the bottom of the stream; 0 follows.
     scroll: usize,
     splitter: Splitter,
+    /// Calls being written: each one's pending line (counted from the first line ever kept,
+    /// dropped ones included) and its markup so far.
+    pending_calls: Vec<PendingCall>,
     show_raw: bool,
     unfolded: bool,
 }
@@ -103,6 +128,7 @@ impl Default for Transcript {
             total_rows: 0,
             scroll: 0,
             splitter: Splitter::default(),
+            pending_calls: Vec::new(),
             show_raw: false,
             unfolded: false,
         }
@@ -117,6 +143,9 @@ impl Transcript {
         if let Some(part) = self.splitter.idle() {
             if !text.contains(['<', '[']) {
                 self.push_run(kind_of(part), text);
+                if part == Part::Markup {
+                    self.pending_grew(text);
+                }
                 self.evict();
                 return;
             }
@@ -135,14 +164,115 @@ impl Transcript {
         let mut splitter = std::mem::take(&mut self.splitter);
         splitter.finish(&mut |out| self.take(out));
         self.splitter = splitter;
+        self.drop_pending();
     }
 
     fn take(&mut self, out: Out) {
         match out {
-            Out::Char(part, c) => self.push_char(kind_of(part), c),
+            Out::Char(part, c) => {
+                self.push_char(kind_of(part), c);
+                if part == Part::Markup {
+                    let mut bytes = [0; 4];
+                    self.pending_grew(c.encode_utf8(&mut bytes));
+                }
+            }
+            Out::CallStarts => {
+                // The pending line goes above the marker's raw line, which stays open for
+                // the rest of the markup.
+                let text = "→ …".to_string();
+                let at = if self.open {
+                    self.lines.len().saturating_sub(1)
+                } else {
+                    self.lines.len()
+                };
+                self.bytes += text.len();
+                self.lines.insert(
+                    at,
+                    StreamLine {
+                        kind: LineKind::CallPending,
+                        chars: text.chars().count(),
+                        text,
+                        rows: 0,
+                        card: 0,
+                    },
+                );
+                self.dirty_from = self.dirty_from.min(at);
+                let line = self.dropped + at as u64;
+                self.pending_calls.push(PendingCall {
+                    line,
+                    head: String::new(),
+                    bytes: 0,
+                    name: None,
+                });
+            }
             Out::ReasoningStarts => {
                 self.open = false;
                 self.push_closed(LineKind::ReasoningHead, REASONING_HEAD.to_string(), 0);
+            }
+        }
+    }
+
+    /// Markup arrived: the newest pending call learns its name and size. The size shown is
+    /// rounded down to [`PENDING_STEP_BYTES`], so any split of the markup shows the same.
+    fn pending_grew(&mut self, markup: &str) {
+        let Some(call) = self.pending_calls.last_mut() else {
+            return;
+        };
+        let steps_before = call.bytes / PENDING_STEP_BYTES;
+        call.bytes += markup.len();
+        let mut changed = call.bytes / PENDING_STEP_BYTES != steps_before;
+        if call.name.is_none() && call.head.len() < PENDING_HEAD_BYTES {
+            for c in markup.chars() {
+                if call.head.len() >= PENDING_HEAD_BYTES {
+                    break;
+                }
+                call.head.push(c);
+            }
+            call.name = call_name(&call.head);
+            changed |= call.name.is_some();
+        }
+        if !changed {
+            return;
+        }
+        let name = call
+            .name
+            .as_deref()
+            .map_or(String::new(), |n| format!("{n} "));
+        let shown = call.bytes / PENDING_STEP_BYTES * PENDING_STEP_BYTES;
+        let text = if shown == 0 {
+            format!("→ {name}…")
+        } else {
+            format!("→ {name}… {shown}+ bytes so far")
+        };
+        let Some(index) = call
+            .line
+            .checked_sub(self.dropped)
+            .and_then(|i| usize::try_from(i).ok())
+        else {
+            return;
+        };
+        if let Some(line) = self.lines.get_mut(index) {
+            self.bytes = self.bytes.saturating_sub(line.text.len()) + text.len();
+            line.chars = text.chars().count();
+            line.text = text;
+            self.dirty_from = self.dirty_from.min(index);
+        }
+    }
+
+    /// The pending lines go: the calls are cards now, or were never finished.
+    fn drop_pending(&mut self) {
+        for call in std::mem::take(&mut self.pending_calls).into_iter().rev() {
+            let Some(index) = call
+                .line
+                .checked_sub(self.dropped)
+                .and_then(|i| usize::try_from(i).ok())
+            else {
+                continue;
+            };
+            if let Some(line) = self.lines.remove(index) {
+                self.bytes = self.bytes.saturating_sub(line.text.len());
+                self.total_rows = self.total_rows.saturating_sub(line.rows);
+                self.dirty_from = self.dirty_from.min(index);
             }
         }
     }
@@ -414,6 +544,30 @@ impl Transcript {
     }
 }
 
+/// The tool's name in the start of a call's markup, in the forms the chat families write it:
+/// `"name": "…"` (JSON), `<function=…>`, `name="…"`.
+fn call_name(head: &str) -> Option<String> {
+    let after = |key: &str| head.find(key).map(|at| &head[at + key.len()..]);
+    let quoted = |rest: &str| {
+        let rest = rest.trim_start();
+        let rest = rest.strip_prefix('"')?;
+        let end = rest.find('"')?;
+        Some(rest[..end].to_string())
+    };
+    if let Some(rest) = after("\"name\"") {
+        let rest = rest.trim_start().strip_prefix(':')?;
+        return quoted(rest).filter(|n| !n.is_empty());
+    }
+    if let Some(rest) = after("<function=") {
+        let end = rest.find('>')?;
+        return Some(rest[..end].to_string()).filter(|n| !n.is_empty());
+    }
+    if let Some(rest) = after("name=") {
+        return quoted(rest).filter(|n| !n.is_empty());
+    }
+    None
+}
+
 fn kind_of(part: Part) -> LineKind {
     match part {
         Part::Text => LineKind::Text,
@@ -467,6 +621,31 @@ mod tests {
         t.follow();
         t.sync(20, 5);
         assert_eq!(all_rows(&t).last().map(String::as_str), Some("line 50"));
+    }
+
+    #[test]
+    fn a_call_shows_while_it_is_written_and_goes_when_the_turn_ends() {
+        let mut t = Transcript::default();
+        t.push_text(
+            "Writing.\n<tool_call>{\"name\": \"write_file\", \"arguments\": {\"content\": \"",
+        );
+        t.push_text(&"x".repeat(600));
+        t.sync(80, 20);
+        let rows = all_rows(&t);
+        assert_eq!(rows, vec!["Writing.", "→ write_file … 512+ bytes so far"]);
+        t.push_text("\"}}</tool_call>");
+        t.end_turn();
+        t.sync(80, 20);
+        assert_eq!(all_rows(&t), vec!["Writing."]);
+        assert_eq!(
+            call_name("<function=edit_file>\n<parameter=path>"),
+            Some("edit_file".into())
+        );
+        assert_eq!(
+            call_name("<｜DSML｜invoke name=\"search\">"),
+            Some("search".into())
+        );
+        assert_eq!(call_name("{\"name\": \"rea"), None);
     }
 
     #[test]

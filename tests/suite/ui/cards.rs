@@ -386,6 +386,45 @@ proptest! {
     }
 }
 
+/// The stream while a turn is still being written, cut at `end` characters, after `pieces`.
+fn render_partial(pieces: &[String]) -> String {
+    let mut state = new_state(Theme::default());
+    start_round(&mut state, 1);
+    for piece in pieces {
+        send(
+            &mut state,
+            Event::Token {
+                round: 1,
+                text: piece.clone(),
+            },
+        );
+    }
+    let text = screen(&mut state, 120, 40);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[..lines.len() - 1].join("\n")
+}
+
+#[test]
+fn a_call_shows_by_name_while_it_streams_whatever_the_split() {
+    let text = format!(
+        "<think>Plan [it].</think>\nWriting the test.\n<tool_call>{{\"name\": \"write_file\", \"arguments\": {{\"path\": \"t.py\", \"content\": \"{}",
+        "import unittest\\n".repeat(40)
+    );
+    let whole = render_partial(std::slice::from_ref(&text));
+    assert!(
+        whole.contains("→ write_file … 512+ bytes so far"),
+        "{whole}"
+    );
+    assert!(!whole.contains("<tool_call>"), "{whole}");
+    let chars: Vec<String> = text.chars().map(String::from).collect();
+    assert_eq!(whole, render_partial(&chars));
+    let halves = [
+        text.chars().take(100).collect::<String>(),
+        text.chars().skip(100).collect(),
+    ];
+    assert_eq!(whole, render_partial(&halves));
+}
+
 #[test]
 fn every_char_of_a_turn_as_its_own_token_renders_the_same_cards() {
     let text = turn_text();
