@@ -117,7 +117,7 @@ pub fn summary_line(
     run_dir: &str,
 ) -> String {
     let warning = if status.contradicted_by(verification) {
-        " — verify FAILED after the worker claimed completion"
+        " — the claimed completion did not pass verification"
     } else {
         ""
     };

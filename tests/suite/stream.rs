@@ -141,7 +141,7 @@ fn the_headless_summary_says_claim_and_verify_in_one_sentence() {
     );
     let text = stderr(&failed);
     assert!(
-        text.contains("the worker's claim; verify FAILED (exit 1) — verify FAILED after the worker claimed completion"),
+        text.contains("the worker's claim; verify FAILED (exit 1) — the claimed completion did not pass verification"),
         "{text}"
     );
     let passed = run_script(

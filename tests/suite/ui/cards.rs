@@ -507,7 +507,7 @@ fn the_outcome_sentence_tells_claim_and_verify() {
         );
         let line = summary_line(RunStatus::Complete, 3, verify.as_ref(), "RUN");
         assert_eq!(
-            line.contains("verify FAILED after the worker claimed completion"),
+            line.contains("the claimed completion did not pass verification"),
             contradicted,
             "{line}"
         );
