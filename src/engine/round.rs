@@ -10,6 +10,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::prompt;
+use super::runlog::BASE_TREE;
 use super::turn::{RoundScope, RoundTally};
 use super::{Engine, RoundEnd};
 use crate::protocol::event::{Event, RoundOutcome};
@@ -58,6 +59,17 @@ impl Engine<'_> {
         .unwrap_or_default();
         if let Err(e) = self.rec.log.begin_round(round, &prompt_json) {
             tracing::error!("run log: {e}");
+        }
+        // The tree the round starts from, so a viewer can show the round's own diff live.
+        if let Some(base) = base {
+            let tree = base.tree.to_string();
+            if let Err(e) = self
+                .rec
+                .log
+                .write_round_file(round, BASE_TREE, tree.as_bytes())
+            {
+                tracing::error!("{BASE_TREE}: {e}");
+            }
         }
 
         let git_before = GitFingerprint::take(self.workspace.root());

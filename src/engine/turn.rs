@@ -172,7 +172,12 @@ impl ChildTurns<'_, '_> {
             return Err(RoundEnd::OutOfBudget);
         }
         let ctx_size = self.scope.ctx_size;
-        if let Ok(used) = child.count_prompt_tokens(request) {
+        let counted = child.count_prompt_tokens(request).ok();
+        if let Some(used) = counted {
+            self.rec.emit(Event::ContextCounted {
+                round: self.scope.round,
+                tokens: used,
+            });
             if used >= ctx_size {
                 return Err(RoundEnd::Failed(format!(
                     "the context window is full ({used} of {ctx_size} tokens) before a valid report"
@@ -181,9 +186,12 @@ impl ChildTurns<'_, '_> {
         }
         let round = self.scope.round;
         let rec = &mut *self.rec;
+        let started = std::time::Instant::now();
+        let mut first_token = None;
         let generation = child.generate(
             request,
             &mut |piece| {
+                first_token.get_or_insert_with(std::time::Instant::now);
                 rec.emit(Event::Token {
                     round,
                     text: piece.to_string(),
@@ -200,6 +208,19 @@ impl ChildTurns<'_, '_> {
             }
             Err(e) => return Err(RoundEnd::Failed(e.to_string())),
         };
+        let ended = std::time::Instant::now();
+        let first_token = first_token.unwrap_or(ended);
+        let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.rec.emit(Event::TurnFinished {
+            round,
+            prompt_tokens: generation.prompt_tokens,
+            generated_tokens: generation.generated_tokens,
+            prompt_ms: millis(first_token.duration_since(started)),
+            gen_ms: millis(ended.duration_since(first_token)),
+            context_tokens: counted
+                .unwrap_or(generation.prompt_tokens)
+                .saturating_add(generation.generated_tokens),
+        });
         *self.generated_total = self
             .generated_total
             .saturating_add(u64::from(generation.generated_tokens));

@@ -205,6 +205,10 @@ impl Driver {
                 let _ = done.send(Done::Msg(Msg::DiffLoaded(source, result)));
             }
             DiffSource::Live(_) | DiffSource::Review => {
+                let base = match source {
+                    DiffSource::Live(round) => round_base(&run_dir, round).unwrap_or(base),
+                    _ => base,
+                };
                 let result = Workspace::open(&root)
                     .and_then(|ws| {
                         let (now, unseen) = ws.snapshot_seen()?;
@@ -349,6 +353,17 @@ fn chosen_paths(state: &State) -> Option<Chosen> {
         out.listed.extend(paths);
     }
     Some(out)
+}
+
+/// The tree round `round` started from, as the engine wrote it into the round's directory.
+pub fn round_base(run_dir: &std::path::Path, round: u32) -> Option<Snapshot> {
+    let path = run_dir
+        .join("rounds")
+        .join(format!("{round:02}"))
+        .join(crate::engine::runlog::BASE_TREE);
+    let text = std::fs::read_to_string(path).ok()?;
+    let tree = git2::Oid::from_str(text.trim()).ok()?;
+    Some(Snapshot { tree })
 }
 
 fn usage_or_internal(error: StartError) -> Ended {

@@ -226,7 +226,7 @@ impl View for DiffView {
         let what = match view.source {
             DiffSource::Round(r) => format!("round {r}"),
             DiffSource::Live(r) => {
-                format!("round {r} (live: since the run started, files this round touched)")
+                format!("round {r} (live: since the round started)")
             }
             DiffSource::Review => "the whole run".to_string(),
         };

@@ -8,6 +8,7 @@
 use crossterm::event::{KeyEvent, KeyEventKind};
 
 use super::approval::{self, Reply};
+use super::card::CardDetail;
 use super::commit::CommitEditor;
 use super::diff::DiffView;
 use super::discard::{DiscardQuestion, Lost};
@@ -105,6 +106,16 @@ impl State {
             Some(Action::FocusNext) => self.focus = self.focus.next(),
             Some(Action::FocusPrevious) => self.focus = self.focus.previous(),
             Some(Action::Open) => return self.open_selected(),
+            Some(Action::RawOutput) => {
+                let on = !self.transcript.raw();
+                self.transcript.set_raw(on);
+            }
+            Some(Action::Unfold) => {
+                let on = !self.transcript.unfolded();
+                self.transcript.set_unfolded(on);
+            }
+            Some(Action::PreviousCard) => self.move_card_selection(false),
+            Some(Action::NextCard) => self.move_card_selection(true),
             Some(action) => self.move_in_pane(action),
             None => {}
         }
@@ -237,6 +248,12 @@ impl State {
 
     fn open_selected(&mut self) -> Vec<Effect> {
         match self.focus {
+            Pane::Stream => {
+                if let Some(card) = self.selected_card().cloned() {
+                    self.open(Overlay::Card(Box::new(CardDetail::new(card))));
+                }
+                Vec::new()
+            }
             Pane::Reports if !self.reports.is_empty() => {
                 self.open(Overlay::ReportDetail(ReportDetail::new(self.report_sel)));
                 Vec::new()

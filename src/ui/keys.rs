@@ -53,6 +53,12 @@ pub enum Action {
     Toggle,
     RevertRound,
     Discard,
+    /// Show or hide the model's raw call markup in the stream.
+    RawOutput,
+    /// Unfold or fold every card and reasoning block in the stream.
+    Unfold,
+    PreviousCard,
+    NextCard,
 }
 
 /// One key, with or without Ctrl.
@@ -203,8 +209,23 @@ pub const RUN: Section = Section {
         row("f", "follow the stream", &[(ch('f'), Action::Follow)]),
         row(
             "Enter",
-            "open the selected report, or the selected change's diff",
+            "open the selected tool call, report, or change's diff",
             &[(plain(KeyCode::Enter), Action::Open)],
+        ),
+        row(
+            "m",
+            "raw model output on/off (the call markup; the run log keeps it all)",
+            &[(ch('m'), Action::RawOutput)],
+        ),
+        row(
+            "e",
+            "unfold / fold tool calls and reasoning in the stream",
+            &[(ch('e'), Action::Unfold)],
+        ),
+        row(
+            "[ ]",
+            "select the previous / next tool call in the stream",
+            &[(ch('['), Action::PreviousCard), (ch(']'), Action::NextCard)],
         ),
         row("mouse wheel", "scroll the pane under the pointer", &[]),
         row(

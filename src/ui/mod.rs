@@ -13,6 +13,7 @@
 
 pub mod approval;
 pub mod cancel;
+pub mod card;
 pub mod changes;
 pub mod commit;
 pub mod diff;
@@ -25,6 +26,7 @@ pub mod help;
 pub mod input;
 pub mod keys;
 pub mod layout;
+pub mod markup;
 pub mod model;
 pub mod mouse;
 pub mod objective;

@@ -122,7 +122,7 @@ pub enum Loadable<T> {
 pub enum DiffSource {
     /// A finished round, from its `diff.patch` in the run log.
     Round(u32),
-    /// The current round while it runs: changes since the run started, in the files it touched.
+    /// The current round while it runs: changes since the round started, in the files it touched.
     Live(u32),
     /// Everything the run changed, since the baseline taken right before it started.
     Review,

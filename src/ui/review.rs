@@ -29,7 +29,7 @@ pub fn outcome_text(review: &Review) -> String {
         review.status.as_str(),
         review.rounds_started,
         if review.rounds_started == 1 { "" } else { "s" },
-        review.status.describe()
+        review.status.describe_with(review.verification.as_ref())
     )
 }
 
@@ -76,9 +76,14 @@ fn render_outcome(state: &State, review: &Review, area: Rect, buf: &mut Buffer) 
     }
     let inner = block.inner(area);
     block.render(area, buf);
+    let style = if review.status.contradicted_by(review.verification.as_ref()) {
+        theme.error()
+    } else {
+        theme.status(review.status)
+    };
     let lines: Vec<Line> = wrap::rows(&outcome_text(review), usize::from(inner.width))
         .into_iter()
-        .map(|r| Line::styled(r.to_string(), theme.status(review.status)))
+        .map(|r| Line::styled(r.to_string(), style))
         .collect();
     draw_lines(&lines, inner, buf);
 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 use ratatui::layout::Rect;
 use tui_textarea::TextArea;
 
+use super::card::Card;
 use super::diff;
 use super::layout::{self, ReviewAreas, RunAreas};
 pub use super::model::{
@@ -49,7 +50,28 @@ pub struct State {
     pub prompt_tokens: u32,
     pub round_tokens: u64,
     pub round_tool_bytes: u64,
+    /// The context as the backend last counted it (after a turn or before one, so after
+    /// every tool result); `None` until the round's first count.
+    pub context_counted: Option<u32>,
+    /// Tokens streamed since that count.
+    pub context_streamed: u64,
+    /// Where the report reserve starts on the context meter, when the run keeps one.
+    pub report_reserve: Option<u32>,
+    /// The current turn's generation rate (live while it streams, exact once it ended).
+    pub gen_per_s: Option<f64>,
+    /// The current turn's prompt rate (known when the turn ended).
+    pub prompt_per_s: Option<f64>,
+    /// A turn is streaming now.
+    pub turn_streaming: bool,
+    /// When the current round started (UI time).
+    pub round_started_at: Option<Duration>,
     pub transcript: Transcript,
+    /// The last tool calls, whole, for the detail view; the newest last.
+    pub cards: VecDeque<Card>,
+    /// The id the next card gets.
+    pub next_card: u32,
+    /// The card Enter opens (`None`: the newest).
+    pub card_sel: Option<u32>,
     pub reports: Vec<ReportEntry>,
     pub report_sel: usize,
     pub report_offset: usize,
@@ -105,7 +127,17 @@ impl State {
             prompt_tokens: 0,
             round_tokens: 0,
             round_tool_bytes: 0,
+            context_counted: None,
+            context_streamed: 0,
+            report_reserve: None,
+            gen_per_s: None,
+            prompt_per_s: None,
+            turn_streaming: false,
+            round_started_at: None,
             transcript: Transcript::default(),
+            cards: VecDeque::new(),
+            next_card: 1,
+            card_sel: None,
             reports: Vec::new(),
             report_sel: 0,
             report_offset: 0,
@@ -213,9 +245,45 @@ impl State {
         }
     }
 
-    /// An estimate of the context the current child has used, in tokens.
-    pub fn context_used(&self) -> u64 {
-        u64::from(self.prompt_tokens) + self.round_tokens + self.round_tool_bytes / 4
+    /// The context the current child has used, in tokens, and whether it is exact: the
+    /// backend's last count plus the tokens streamed since, or an estimate before the first
+    /// count of the round.
+    pub fn context_used(&self) -> (u64, bool) {
+        match self.context_counted {
+            Some(counted) => (u64::from(counted) + self.context_streamed, true),
+            None => (
+                u64::from(self.prompt_tokens) + self.round_tokens + self.round_tool_bytes / 4,
+                false,
+            ),
+        }
+    }
+
+    /// Time since the current round started.
+    pub fn round_elapsed(&self) -> Option<Duration> {
+        let start = self.round_started_at?;
+        Some(self.run_ended.unwrap_or(self.now).saturating_sub(start))
+    }
+
+    /// The card Enter opens: the selected one, else the newest.
+    pub fn selected_card(&self) -> Option<&Card> {
+        match self.card_sel {
+            Some(id) => self.cards.iter().find(|c| c.id == id),
+            None => self.cards.back(),
+        }
+    }
+
+    /// Moves the card selection by one; past the newest it follows the newest again.
+    pub fn move_card_selection(&mut self, forward: bool) {
+        let Some(newest) = self.cards.back().map(|c| c.id) else {
+            return;
+        };
+        let oldest = self.cards.front().map_or(newest, |c| c.id);
+        let current = self.card_sel.unwrap_or(newest);
+        self.card_sel = if forward {
+            (current < newest).then_some(current + 1)
+        } else {
+            Some(current.saturating_sub(1).max(oldest))
+        };
     }
 
     pub fn cancelling(&self) -> bool {

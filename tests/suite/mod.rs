@@ -13,6 +13,7 @@ mod llama;
 mod notify;
 mod protocol;
 mod resume;
+mod stream;
 mod tools;
 mod ui;
 mod workspace;

@@ -5,6 +5,7 @@
 //! ticks), so the snapshots show what a person would see after those events.
 
 mod behaviour;
+mod cards;
 mod event_loop;
 pub(super) mod fixtures;
 mod review;
