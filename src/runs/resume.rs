@@ -22,7 +22,7 @@ use crate::options::{
 use crate::protocol::event::RunStatus;
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 use crate::protocol::report::ReportStatus;
-use crate::workspace::Workspace;
+use crate::workspace::{Workspace, WorktreeInfo};
 
 /// A run to continue, checked: where it starts and what the person should know.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +33,8 @@ pub struct Resume {
     pub start: StartAt,
     /// Things worth a `warning` event that do not stop the run (HEAD moved).
     pub warnings: Vec<String>,
+    /// The old run's worktree (`--worktree`), where this run goes on.
+    pub worktree: Option<WorktreeInfo>,
 }
 
 fn refuse(message: String) -> UsageError {
@@ -122,6 +124,7 @@ pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), 
                 previous: past.last_valid.clone(),
             },
             warnings,
+            worktree: past.record.info.worktree.clone(),
         },
     ))
 }
@@ -191,6 +194,8 @@ fn old_options(past: &PastRun) -> Options {
             ApprovalPolicy::Deny => ApprovalPolicyArg::Deny,
         }),
         network: Some(settings.network),
+        // A resumed worktree run goes on in its worktree (`run.json`), never in a new one.
+        worktree: None,
         command_timeout: Some(settings.command_timeout_s),
         max_turns: Some(settings.max_turns),
         token_budget: settings.token_budget,

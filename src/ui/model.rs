@@ -24,6 +24,8 @@ pub struct Setup {
     pub verify: Option<String>,
     pub run_dir: String,
     pub ctx_size: u32,
+    /// The branch of a worktree run (`--worktree`): the worker works there, not in `repo`.
+    pub worktree: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

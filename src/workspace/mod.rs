@@ -16,6 +16,7 @@ pub mod diff;
 pub mod gitguard;
 mod snapshot;
 pub mod watch;
+pub mod worktree;
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +26,7 @@ pub use baseline::Baseline;
 pub use commit::{CommitOutcome, DiscardPlan};
 pub use diff::{DiffLine, DiffModel, DisplayLimits, FileDiff, Hunk, LineKind};
 pub use watch::{LiveWatch, OnChange, WatchStats};
+pub use worktree::{WorktreeError, WorktreeInfo};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
