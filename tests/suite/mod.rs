@@ -13,3 +13,4 @@ mod resume;
 mod tools;
 mod ui;
 mod workspace;
+mod worktree;
