@@ -24,11 +24,11 @@ use crate::intake;
 use crate::llm::bounded::{Bounded, MAX_TURN_BYTES};
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
+use crate::protocol::event::{Event, Stamped};
 use crate::runs::resume::Resume;
 use crate::tools::approval::Approver;
 use crate::tools::{sandbox, Registry, ToolPolicy};
 use crate::workspace::watch::{LiveWatch, OnChange};
-use crate::protocol::event::{Event, Stamped};
 use crate::workspace::worktree;
 use crate::workspace::{Snapshot, Workspace, WorkspaceError, WorktreeInfo};
 

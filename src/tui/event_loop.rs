@@ -24,9 +24,12 @@ use crate::engine::RunSummary;
 use crate::error::ExitCode;
 use crate::protocol::event::{ChangedFile, Event, Stamped};
 use crate::tools::approval::ApprovalBroker;
+use crate::ui::model::WorktreeAction;
 use crate::ui::patch;
 use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Msg, Phase, State};
-use crate::workspace::{Baseline, DiffModel, DisplayLimits, OnChange, Snapshot, Workspace};
+use crate::workspace::{
+    Baseline, DiffModel, DisplayLimits, OnChange, Snapshot, Workspace, WorkspaceError,
+};
 
 /// Most engine messages handled between two looks at the terminal.
 const BATCH: usize = 512;
@@ -161,6 +164,7 @@ impl Driver {
             }
             Effect::LoadDiff(source) => self.load_diff(source),
             Effect::Commit(message) => self.commit(message),
+            Effect::Worktree(action) => self.worktree(action),
             Effect::Quit(code) => {
                 if let Some(run) = &self.run {
                     run.handle_cancel.cancel();
@@ -223,22 +227,57 @@ impl Driver {
         let done = self.done_tx.clone();
         let root = self.prepared.settings.workspace.clone();
         let baseline = run.baseline.clone();
+        // A worktree run commits on the person's branch: apply, then commit those paths.
+        let worktree = self.prepared.worktree.clone();
         tokio::task::spawn_blocking(move || {
-            let result = Workspace::open(&root)
-                .and_then(|ws| ws.commit_run(&baseline, &last, &message))
-                .map(|outcome| {
-                    let id = outcome.commit.to_string();
-                    let short = id.get(..10).unwrap_or(&id).to_string();
-                    match outcome.branch {
-                        Some(branch) => format!(
-                            "{short} on {branch} ({} file(s) +{} −{})",
-                            outcome.files_changed, outcome.insertions, outcome.deletions
-                        ),
-                        None => format!("{short} (detached HEAD)"),
-                    }
-                })
-                .map_err(|e| e.to_string());
+            let result = match worktree {
+                Some(info) => info
+                    .commit_on_current(&message)
+                    .map_err(WorkspaceError::from),
+                None => {
+                    Workspace::open(&root).and_then(|ws| ws.commit_run(&baseline, &last, &message))
+                }
+            }
+            .map(|outcome| {
+                let id = outcome.commit.to_string();
+                let short = id.get(..10).unwrap_or(&id).to_string();
+                match outcome.branch {
+                    Some(branch) => format!(
+                        "{short} on {branch} ({} file(s) +{} −{})",
+                        outcome.files_changed, outcome.insertions, outcome.deletions
+                    ),
+                    None => format!("{short} (detached HEAD)"),
+                }
+            })
+            .map_err(|e| e.to_string());
             let _ = done.send(Done::Msg(Msg::Committed(result)));
+        });
+    }
+}
+
+impl Driver {
+    /// Applies a worktree run's changes to the person's work tree, or discards its worktree.
+    fn worktree(&self, action: WorktreeAction) {
+        let Some(info) = self.prepared.worktree.clone() else {
+            return;
+        };
+        let done = self.done_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let result = match action {
+                WorktreeAction::Apply => info.apply().map(|applied| {
+                    format!(
+                        "applied {} file(s) to your work tree (index untouched); {} is kept",
+                        applied.paths.len(),
+                        info.branch
+                    )
+                }),
+                WorktreeAction::Discard => info
+                    .discard()
+                    .map(|()| format!("removed the worktree and {}", info.branch)),
+            };
+            let _ = done.send(Done::Msg(Msg::WorktreeDone(
+                result.map_err(|e| e.to_string()),
+            )));
         });
     }
 }
@@ -301,6 +340,9 @@ pub fn farewell(state: &State) -> String {
             );
             if let CommitState::Done(id) = &review.commit {
                 line.push_str(&format!("; committed {id}"));
+            }
+            if let Some(branch) = &state.setup.worktree {
+                line.push_str(&format!("; the run worked on branch {branch}"));
             }
             line
         }

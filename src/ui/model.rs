@@ -171,6 +171,8 @@ pub enum Msg {
     Tick(Duration),
     DiffLoaded(DiffSource, Result<DiffModel, String>),
     Committed(Result<String, String>),
+    /// A worktree action (apply, discard) ended: what to tell the person.
+    WorktreeDone(Result<String, String>),
     /// The process was asked to stop (SIGTERM, SIGHUP): cancel and quit when the run ends.
     Terminate,
 }
@@ -183,7 +185,17 @@ pub enum Effect {
     Answer(u64, ApprovalDecision),
     LoadDiff(DiffSource),
     Commit(String),
+    Worktree(WorktreeAction),
     Quit(ExitCode),
+}
+
+/// What the review of a worktree run can do besides committing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorktreeAction {
+    /// Merge the run's changes into the person's work tree.
+    Apply,
+    /// Remove the worktree and the branch.
+    Discard,
 }
 
 /// After a Ctrl-C that confirmed the cancel, another one this long after quits at once.

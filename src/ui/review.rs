@@ -244,8 +244,10 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 theme.error(),
             ),
             CommitState::NotYet => (
-                "c commit · q quit, leave uncommitted · l log · r report · Enter diff · ? help"
-                    .to_string(),
+                super::worktree::hint(&state.setup).unwrap_or_else(|| {
+                    "c commit · q quit, leave uncommitted · l log · r report · Enter diff · ? help"
+                        .to_string()
+                }),
                 theme.key(),
             ),
         }

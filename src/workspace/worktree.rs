@@ -97,7 +97,11 @@ fn signature(repo: &Repository) -> Result<git2::Signature<'static>, git2::Error>
 
 /// Makes the run's worktree: the snapshot commit, the branch `ralph/<run id>` and the
 /// worktree under `<data dir>/worktrees/<run id>`, from the work tree containing `workspace`.
-pub fn create(workspace: &Path, data_dir: &Path, run_id: &str) -> Result<WorktreeInfo, WorktreeError> {
+pub fn create(
+    workspace: &Path,
+    data_dir: &Path,
+    run_id: &str,
+) -> Result<WorktreeInfo, WorktreeError> {
     let user = Workspace::open(workspace)?;
     let repo = user.repo();
     let snap = user.snapshot()?;
@@ -137,11 +141,7 @@ pub fn create(workspace: &Path, data_dir: &Path, run_id: &str) -> Result<Worktre
 }
 
 /// The file-level changes from `from` to `to`: path → entry it gets, `None` when removed.
-fn changes(
-    repo: &Repository,
-    from: Oid,
-    to: Oid,
-) -> Result<BTreeMap<Vec<u8>, bool>, git2::Error> {
+fn changes(repo: &Repository, from: Oid, to: Oid) -> Result<BTreeMap<Vec<u8>, bool>, git2::Error> {
     let old = repo.find_tree(from)?;
     let new = repo.find_tree(to)?;
     let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
@@ -171,7 +171,9 @@ impl WorktreeInfo {
 
     /// The run id, from the branch name.
     pub fn run_id(&self) -> &str {
-        self.branch.strip_prefix(BRANCH_PREFIX).unwrap_or(&self.branch)
+        self.branch
+            .strip_prefix(BRANCH_PREFIX)
+            .unwrap_or(&self.branch)
     }
 
     fn refname(&self) -> String {

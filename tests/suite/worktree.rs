@@ -48,9 +48,15 @@ fn walk(dir: &Path, base: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>, in_git: b
 fn porcelain(repo: &Path) -> (String, String, String) {
     let text = |out: Output| String::from_utf8(out.stdout).unwrap();
     (
-        text(git(repo, &["status", "--porcelain=v1", "-uall", "--ignored"])),
+        text(git(
+            repo,
+            &["status", "--porcelain=v1", "-uall", "--ignored"],
+        )),
         text(git(repo, &["stash", "list"])),
-        text(git(repo, &["for-each-ref", "--format=%(refname) %(objectname)"])),
+        text(git(
+            repo,
+            &["for-each-ref", "--format=%(refname) %(objectname)"],
+        )),
     )
 }
 
@@ -95,12 +101,16 @@ fn data_dir(home: &Path) -> PathBuf {
 }
 
 fn run_dir_of(events: &[Value]) -> PathBuf {
-    PathBuf::from(of_type(events, "run_started")[0]["run_dir"].as_str().unwrap())
+    PathBuf::from(
+        of_type(events, "run_started")[0]["run_dir"]
+            .as_str()
+            .unwrap(),
+    )
 }
 
 fn info_of(run_dir: &Path) -> WorktreeInfo {
-    let run: Value = serde_json::from_slice(&std::fs::read(run_dir.join("run.json")).unwrap())
-        .unwrap();
+    let run: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("run.json")).unwrap()).unwrap();
     serde_json::from_value(run["worktree"].clone()).unwrap_or_else(|e| panic!("{e}: {run}"))
 }
 
@@ -162,7 +172,9 @@ fn two_round_script(dir: &Path) -> PathBuf {
 /// Runs the two-round script in a worktree and returns the run's worktree record.
 fn finished_run(repo: &Path, home: &Path) -> WorktreeInfo {
     let script = two_round_script(home);
-    let out = ralph(home, repo, &script, &["two rounds"]).output().unwrap();
+    let out = ralph(home, repo, &script, &["two rounds"])
+        .output()
+        .unwrap();
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     info_of(&run_dir_of(&events(&out.stdout)))
 }
@@ -185,9 +197,12 @@ fn a_worktree_run_leaves_the_users_checkout_index_stash_and_branches_byte_identi
     let id = info.run_id().to_string();
     assert_eq!(info.branch, format!("ralph/{id}"));
     assert_eq!(info.user_repo, repo.path().canonicalize().unwrap());
-    assert!(info
-        .path
-        .starts_with(data_dir(home.path()).canonicalize().unwrap().join("worktrees")));
+    assert!(info.path.starts_with(
+        data_dir(home.path())
+            .canonicalize()
+            .unwrap()
+            .join("worktrees")
+    ));
 
     // The person's side: files, status, stash, refs and every file under .git but the new
     // branch (its ref, its reflog) and git's record of the worktree.
@@ -276,7 +291,10 @@ fn apply_with_a_conflicting_edit_names_the_file_and_changes_nothing() {
     let repo = busy_repo();
     let home = tempfile::tempdir().unwrap();
     let info = finished_run(repo.path(), home.path());
-    repo.write("a.txt", "one\ntwo\nthree\nstaged four\nfive by the person\n");
+    repo.write(
+        "a.txt",
+        "one\ntwo\nthree\nstaged four\nfive by the person\n",
+    );
     let git_before = git_state(repo.path());
     let files_before = tree_files(repo.path());
 
@@ -325,7 +343,9 @@ fn discard_removes_the_worktree_and_the_branch() {
     info.discard().unwrap();
     assert!(!info.path.exists());
     let r = git2::Repository::open(repo.path()).unwrap();
-    assert!(r.find_branch(&info.branch, git2::BranchType::Local).is_err());
+    assert!(r
+        .find_branch(&info.branch, git2::BranchType::Local)
+        .is_err());
     assert!(r.find_worktree(info.run_id()).is_err());
     assert_eq!(tree_files(repo.path()), files_before);
     // Only the branch's reflog may stay behind... and libgit2 deletes it with the branch.
@@ -363,7 +383,10 @@ fn a_killed_runs_branch_holds_its_finished_rounds_and_resume_goes_on_in_the_work
     let mut seen = Vec::new();
     loop {
         let mut line = String::new();
-        assert!(reader.read_line(&mut line).unwrap() > 0, "stream ended early");
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "stream ended early"
+        );
         let v: Value = serde_json::from_str(&line).unwrap();
         let streaming = v["type"] == "token" && v["round"] == 2;
         seen.push(v);
@@ -374,13 +397,19 @@ fn a_killed_runs_branch_holds_its_finished_rounds_and_resume_goes_on_in_the_work
     let run_dir = run_dir_of(&seen);
     let info = info_of(&run_dir);
     // While it runs, it is not abandoned.
-    assert_eq!(worktree::abandoned(repo.path(), &data_dir(home.path())).unwrap(), vec![]);
+    assert_eq!(
+        worktree::abandoned(repo.path(), &data_dir(home.path())).unwrap(),
+        vec![]
+    );
     child.kill().unwrap();
     child.wait().unwrap();
 
     let log = branch_log(repo.path(), &info.branch, 2);
     assert_eq!(log[0].0, "round one");
-    assert_eq!(file_at(repo.path(), log[0].1, "one.txt").as_deref(), Some("1\n"));
+    assert_eq!(
+        file_at(repo.path(), log[0].1, "one.txt").as_deref(),
+        Some("1\n")
+    );
     assert!(!repo.path().join("one.txt").exists());
 
     // Killed, it is listed as abandoned.
@@ -409,5 +438,8 @@ fn a_killed_runs_branch_holds_its_finished_rounds_and_resume_goes_on_in_the_work
     // One command removes an abandoned run's worktree and branch.
     worktree::remove(repo.path(), &data_dir(home.path()), info.run_id()).unwrap();
     assert!(!info.path.exists());
-    assert_eq!(worktree::abandoned(repo.path(), &data_dir(home.path())).unwrap(), vec![]);
+    assert_eq!(
+        worktree::abandoned(repo.path(), &data_dir(home.path())).unwrap(),
+        vec![]
+    );
 }
