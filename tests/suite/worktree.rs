@@ -443,3 +443,98 @@ fn a_killed_runs_branch_holds_its_finished_rounds_and_resume_goes_on_in_the_work
         vec![]
     );
 }
+
+mod review_keys {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use ralph_tui::protocol::event::{Event, RunStatus};
+    use ralph_tui::ui::model::{Effect, Msg, Setup, WorktreeAction};
+    use ralph_tui::ui::state::State;
+    use ralph_tui::ui::Theme;
+
+    fn reviewing(worktree: Option<&str>) -> State {
+        let setup = Setup {
+            repo: "demo".into(),
+            max_rounds: 2,
+            worktree: worktree.map(str::to_string),
+            ..Setup::default()
+        };
+        let mut state = State::new(setup, Some("obj".into()), Theme::default());
+        state.update(Msg::Engine(Event::RunFinished {
+            status: RunStatus::Complete,
+            rounds_started: 1,
+            report: None,
+            last_valid_report: None,
+            error: None,
+            worker_reported: true,
+            verification: None,
+        }));
+        state
+    }
+
+    fn press(state: &mut State, c: char) -> Vec<Effect> {
+        state.update(Msg::Key(KeyEvent::new(
+            KeyCode::Char(c),
+            KeyModifiers::NONE,
+        )))
+    }
+
+    #[test]
+    fn a_worktree_runs_review_applies_and_discards_only_after_asking_twice() {
+        let mut state = reviewing(Some("ralph/20260101-000000-abcd"));
+        assert_eq!(
+            press(&mut state, 'A'),
+            vec![Effect::Worktree(WorktreeAction::Apply)]
+        );
+        assert_eq!(press(&mut state, 'X'), vec![]);
+        let asked = state.notice.clone().unwrap_or_default();
+        assert!(asked.contains("ralph/20260101-000000-abcd"), "{asked}");
+        // Another key in between takes the first X back.
+        press(&mut state, 'j');
+        assert_eq!(press(&mut state, 'X'), vec![]);
+        assert_eq!(
+            press(&mut state, 'X'),
+            vec![Effect::Worktree(WorktreeAction::Discard)]
+        );
+        state.update(Msg::WorktreeDone(Err("conflicts in a.txt".into())));
+        assert_eq!(
+            state.notice.as_deref(),
+            Some("not done: conflicts in a.txt")
+        );
+    }
+
+    #[test]
+    fn a_run_without_a_worktree_has_no_worktree_keys() {
+        let mut state = reviewing(None);
+        assert_eq!(press(&mut state, 'A'), vec![]);
+        assert_eq!(press(&mut state, 'X'), vec![]);
+        assert_eq!(press(&mut state, 'X'), vec![]);
+    }
+}
+
+#[test]
+fn worktree_is_an_option_of_the_command_line_and_the_config_file() {
+    use clap::Parser;
+    use ralph_tui::cli::Cli;
+    use ralph_tui::config::{Dirs, Settings};
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let dirs = Dirs {
+        config: home.path().join("config"),
+        data: home.path().join("data"),
+        cache: home.path().join("cache"),
+    };
+    let resolve = |args: &[&str]| {
+        let mut all = vec!["ralph-tui", "-C", repo.path().to_str().unwrap()];
+        all.extend_from_slice(args);
+        all.push("obj");
+        Settings::resolve(Cli::try_parse_from(all).unwrap(), dirs.clone())
+            .unwrap()
+            .worktree
+    };
+    assert!(!resolve(&[]));
+    assert!(resolve(&["--worktree"]));
+    std::fs::create_dir_all(&dirs.config).unwrap();
+    std::fs::write(dirs.config.join("config.toml"), "worktree = true\n").unwrap();
+    assert!(resolve(&[]));
+    assert!(!resolve(&["--worktree=false"]));
+}
