@@ -230,7 +230,11 @@ fn a_worktree_run_leaves_the_users_checkout_index_stash_and_branches_byte_identi
     let messages: Vec<&str> = log.iter().map(|(m, _)| m.as_str()).collect();
     assert_eq!(messages[0], "round two: b.txt");
     assert_eq!(messages[1], "round one: a.txt and new.txt");
-    assert_eq!(log[2].0.lines().next().unwrap().contains(&id), true);
+    assert!(
+        log[2].0.lines().next().unwrap().contains(&id),
+        "{}",
+        log[2].0
+    );
     assert_eq!(log[2].1.to_string(), info.snapshot);
     assert_eq!(log[3].1, head);
     let snap = log[2].1;
