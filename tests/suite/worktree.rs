@@ -114,7 +114,7 @@ fn info_of(run_dir: &Path) -> WorktreeInfo {
     serde_json::from_value(run["worktree"].clone()).unwrap_or_else(|e| panic!("{e}: {run}"))
 }
 
-/// The branch's commits from its tip, as (message, tree files) pairs.
+/// The branch's first `count` commits from its tip, as (message, commit) pairs.
 fn branch_log(repo: &Path, branch: &str, count: usize) -> Vec<(String, git2::Oid)> {
     let repo = git2::Repository::open(repo).unwrap();
     let mut commit = repo
@@ -176,7 +176,13 @@ fn finished_run(repo: &Path, home: &Path) -> WorktreeInfo {
         .output()
         .unwrap();
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
-    info_of(&run_dir_of(&events(&out.stdout)))
+    let events = events(&out.stdout);
+    // The branch's commits happen between rounds: no round sees its refs move.
+    for warning in of_type(&events, "warning") {
+        assert!(!warning.to_string().contains("config or refs"), "{warning}");
+    }
+    assert_eq!(of_type(&events, "round_finished").len(), 2);
+    info_of(&run_dir_of(&events))
 }
 
 #[test]
@@ -352,7 +358,7 @@ fn discard_removes_the_worktree_and_the_branch() {
         .is_err());
     assert!(r.find_worktree(info.run_id()).is_err());
     assert_eq!(tree_files(repo.path()), files_before);
-    // Only the branch's reflog may stay behind... and libgit2 deletes it with the branch.
+    // Nothing of the run is left under .git (a branch's reflog would be ignored here).
     let mut after = git_state(repo.path());
     after.retain(|path, _| !path.starts_with("logs/refs/heads/ralph"));
     assert_eq!(after, git_before);
@@ -541,4 +547,35 @@ fn worktree_is_an_option_of_the_command_line_and_the_config_file() {
     std::fs::write(dirs.config.join("config.toml"), "worktree = true\n").unwrap();
     assert!(resolve(&[]));
     assert!(!resolve(&["--worktree=false"]));
+}
+
+#[test]
+fn on_an_unborn_branch_the_snapshot_has_no_parent_and_head_stays_unborn() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = git2::Repository::init(dir.path()).unwrap();
+    std::fs::write(dir.path().join("first.txt"), "not committed yet\n").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let git_before = git_state(dir.path());
+
+    let info =
+        worktree::create(dir.path(), &data_dir(home.path()), "20260101-000000-0001").unwrap();
+    assert_eq!(info.branch, "ralph/20260101-000000-0001");
+    let snap = repo
+        .find_commit(git2::Oid::from_str(&info.snapshot).unwrap())
+        .unwrap();
+    assert_eq!(snap.parent_count(), 0);
+    assert_eq!(
+        std::fs::read_to_string(info.path.join("first.txt")).unwrap(),
+        "not committed yet\n"
+    );
+    assert!(repo.head().is_err(), "HEAD is born");
+    info.commit_round("round 1: no report").unwrap();
+    assert_eq!(
+        branch_log(dir.path(), &info.branch, 1)[0].0,
+        "round 1: no report"
+    );
+
+    info.discard().unwrap();
+    assert_eq!(git_state(dir.path()), git_before);
+    assert!(!info.path.exists());
 }
