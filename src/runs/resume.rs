@@ -106,7 +106,14 @@ pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), 
     }
     let mut warnings = Vec::new();
     let head_now = run_info::head_commit(workspace.repo());
-    if let Some(head_then) = &past.record.head {
+    // A worktree run's HEAD is its own branch, which moves with every round by design.
+    let worktree = past.record.info.worktree.clone();
+    if settings.worktree && worktree.is_none() {
+        return Err(refuse(format!(
+            "run {id} did not run in a worktree: --worktree cannot move it into one"
+        )));
+    }
+    if let (Some(head_then), None) = (&past.record.head, &worktree) {
         if head_now.as_deref() != Some(head_then.as_str()) {
             warnings.push(format!(
                 "HEAD moved since run {id} ended (it was {}, it is {}): the last report may not know about those commits",
@@ -124,7 +131,7 @@ pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), 
                 previous: past.last_valid.clone(),
             },
             warnings,
-            worktree: past.record.info.worktree.clone(),
+            worktree,
         },
     ))
 }

@@ -437,7 +437,11 @@ fn a_killed_runs_branch_holds_its_finished_rounds_and_resume_goes_on_in_the_work
         .output()
         .unwrap();
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
-    let resumed = info_of(&run_dir_of(&events(&out.stdout)));
+    let resumed_events = events(&out.stdout);
+    for warning in of_type(&resumed_events, "warning") {
+        assert!(!warning.to_string().contains("HEAD moved"), "{warning}");
+    }
+    let resumed = info_of(&run_dir_of(&resumed_events));
     assert_eq!(resumed, info);
     let log = branch_log(repo.path(), &info.branch, 2);
     assert_eq!(log[0].0, "round three");
@@ -578,4 +582,25 @@ fn on_an_unborn_branch_the_snapshot_has_no_parent_and_head_stays_unborn() {
     info.discard().unwrap();
     assert_eq!(git_state(dir.path()), git_before);
     assert!(!info.path.exists());
+}
+
+#[test]
+fn the_header_names_the_branch_the_worker_works_on() {
+    use ralph_tui::ui::model::Setup;
+    use ralph_tui::ui::state::State;
+    use ralph_tui::ui::Theme;
+    let setup = Setup {
+        repo: "demo".into(),
+        max_rounds: 2,
+        worktree: Some("ralph/20260101-000000-abcd".into()),
+        ..Setup::default()
+    };
+    let state = State::new(setup, Some("obj".into()), Theme::default());
+    let area = ratatui::layout::Rect::new(0, 0, 120, 1);
+    let mut buf = ratatui::buffer::Buffer::empty(area);
+    ralph_tui::ui::header::render(&state, area, &mut buf);
+    let text: String = (0..area.width)
+        .map(|x| buf[(x, 0)].symbol().to_string())
+        .collect();
+    assert!(text.contains("demo ⎇ ralph/20260101-000000-abcd"), "{text}");
 }
