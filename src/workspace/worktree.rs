@@ -18,8 +18,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use git2::build::CheckoutBuilder;
-use git2::{BranchType, Index, Oid, Repository, WorktreeAddOptions, WorktreePruneOptions};
+use git2::{BranchType, Oid, Repository, WorktreeAddOptions, WorktreePruneOptions};
 use serde::{Deserialize, Serialize};
 
 use super::{commit, path_from_bytes, snapshot, CommitOutcome, Workspace, WorkspaceError};
@@ -140,25 +139,6 @@ pub fn create(
     })
 }
 
-/// The file-level changes from `from` to `to`: path → entry it gets, `None` when removed.
-fn changes(repo: &Repository, from: Oid, to: Oid) -> Result<BTreeMap<Vec<u8>, bool>, git2::Error> {
-    let old = repo.find_tree(from)?;
-    let new = repo.find_tree(to)?;
-    let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
-    let mut out = BTreeMap::new();
-    for delta in diff.deltas() {
-        if let Some(path) = delta.old_file().path_bytes() {
-            out.entry(path.to_vec()).or_insert(false);
-        }
-        if delta.new_file().exists() {
-            if let Some(path) = delta.new_file().path_bytes() {
-                out.insert(path.to_vec(), true);
-            }
-        }
-    }
-    Ok(out)
-}
-
 impl WorktreeInfo {
     /// The directory the worker works in: the workspace inside the worktree.
     pub fn workspace(&self) -> PathBuf {
@@ -225,7 +205,7 @@ impl WorktreeInfo {
         let base = repo.find_commit(Oid::from_str(&self.snapshot)?)?.tree()?;
         let theirs = repo.find_reference(&self.refname())?.peel_to_tree()?;
         let ours = repo.find_tree(snapshot::take(&self.user_repo)?.tree)?;
-        let run_paths = changes(&repo, base.id(), theirs.id())?;
+        let run_paths = commit::changes(&repo, base.id(), theirs.id(), "")?;
         let mut merged = repo.merge_trees(&base, &ours, &theirs, None)?;
         if merged.has_conflicts() {
             let mut files = Vec::new();
@@ -260,24 +240,7 @@ impl WorktreeInfo {
             }
             paths.push(rel.to_string_lossy().into_owned());
         }
-        if !restore.is_empty() {
-            // A handle of its own with an in-memory index: the checkout writes files only.
-            let handle = Repository::open(&self.user_repo)?;
-            let mut scratch = Index::new()?;
-            handle.set_index(&mut scratch)?;
-            let tree = handle.find_tree(merged_tree)?;
-            let mut checkout = CheckoutBuilder::new();
-            checkout
-                .force()
-                .recreate_missing(true)
-                .update_index(false)
-                .refresh(false)
-                .disable_pathspec_match(true);
-            for path in &restore {
-                checkout.path(path.as_slice());
-            }
-            handle.checkout_tree(tree.as_object(), Some(&mut checkout))?;
-        }
+        commit::write_files(&self.user_repo, merged_tree, &restore)?;
         Ok(Applied { paths })
     }
 
