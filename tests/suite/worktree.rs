@@ -4,7 +4,7 @@
 //! work tree or refuses with the conflicting files; commit, discard and the abandoned list.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -13,35 +13,27 @@ use ralph_tui::workspace::WorktreeInfo;
 use serde_json::{json, Value};
 
 use super::common::*;
-use super::workspace::git;
-
-/// Every file under `.git` except the object store, by path.
-fn git_state(repo: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    walk(&repo.join(".git"), &repo.join(".git"), &mut out, true);
-    out
-}
+use super::workspace::{git, git_state};
 
 /// The work tree's files (without `.git`), by path, with their bytes.
 fn tree_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out, false);
-    out
-}
-
-fn walk(dir: &Path, base: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>, in_git: bool) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let rel = path.strip_prefix(base).unwrap().to_path_buf();
-        if (in_git && rel.starts_with("objects")) || (!in_git && rel.starts_with(".git")) {
-            continue;
-        }
-        if path.is_dir() {
-            walk(&path, base, out, in_git);
-        } else {
-            out.insert(rel, std::fs::read(&path).unwrap());
+    fn walk(dir: &Path, base: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(base).unwrap().to_path_buf();
+            if rel.starts_with(".git") {
+                continue;
+            }
+            if path.is_dir() {
+                walk(&path, base, out);
+            } else {
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
         }
     }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
 }
 
 /// What `git` itself says about the person's repository.
@@ -390,20 +382,7 @@ fn a_killed_runs_branch_holds_its_finished_rounds_and_resume_goes_on_in_the_work
         .spawn()
         .unwrap();
     let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut seen = Vec::new();
-    loop {
-        let mut line = String::new();
-        assert!(
-            reader.read_line(&mut line).unwrap() > 0,
-            "stream ended early"
-        );
-        let v: Value = serde_json::from_str(&line).unwrap();
-        let streaming = v["type"] == "token" && v["round"] == 2;
-        seen.push(v);
-        if streaming {
-            break;
-        }
-    }
+    let seen = events_until(&mut reader, |v| v["type"] == "token" && v["round"] == 2);
     let run_dir = run_dir_of(&seen);
     let info = info_of(&run_dir);
     // While it runs, it is not abandoned.
