@@ -34,10 +34,11 @@ pub fn on_key(state: &mut State, key: &KeyEvent) -> Option<Vec<Effect>> {
     }
 }
 
-/// The review's key hint for a worktree run.
+/// The review's key hint for a worktree run (the branch itself is in the header).
 pub fn hint(setup: &Setup) -> Option<String> {
-    let branch = setup.worktree.as_ref()?;
-    Some(format!(
-        "A apply to your work tree · c commit on your branch · q quit, keep {branch} · X discard · ? help"
-    ))
+    setup.worktree.as_ref()?;
+    Some(
+        "A apply to your tree · c commit on your branch · q keep the branch · X discard"
+            .to_string(),
+    )
 }
