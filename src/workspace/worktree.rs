@@ -18,10 +18,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use git2::{BranchType, Oid, Repository, WorktreeAddOptions, WorktreePruneOptions};
+use git2::{BranchType, Index, Oid, Repository, WorktreeAddOptions, WorktreePruneOptions};
 use serde::{Deserialize, Serialize};
 
-use super::{commit, path_from_bytes, snapshot, CommitOutcome, Workspace, WorkspaceError};
+use super::{
+    commit, index_entry, path_from_bytes, snapshot, CommitOutcome, Snapshot, Workspace,
+    WorkspaceError,
+};
 
 /// Branches of worktree runs are `ralph/<run id>`.
 pub const BRANCH_PREFIX: &str = "ralph/";
@@ -78,6 +81,8 @@ impl From<WorktreeError> for WorkspaceError {
 pub struct Applied {
     /// The paths written or removed, relative to the work tree's top.
     pub paths: Vec<String>,
+    /// The same paths as git has them (bytes).
+    raw: Vec<Vec<u8>>,
 }
 
 /// The worktree of a run, by run id.
@@ -241,16 +246,25 @@ impl WorktreeInfo {
             paths.push(rel.to_string_lossy().into_owned());
         }
         commit::write_files(&self.user_repo, merged_tree, &restore)?;
-        Ok(Applied { paths })
+        Ok(Applied {
+            paths,
+            raw: run_paths.into_keys().collect(),
+        })
     }
 
-    /// Applies the run's changes, commits exactly those paths on the user's current branch,
-    /// then removes the worktree and the branch.
+    /// Applies the run's changes, commits exactly those paths on the user's current branch
+    /// (as they are in the work tree after applying, so also after an earlier `apply`), then
+    /// removes the worktree and the branch.
     pub fn commit_on_current(&self, message: &str) -> Result<CommitOutcome, WorktreeError> {
         let user = Workspace::open(&self.user_repo)?;
-        let before = user.baseline()?;
-        self.apply()?;
+        let mut before = user.baseline()?;
+        let applied = self.apply()?;
         let after = user.snapshot()?;
+        // What the commit starts from: the work tree with the run's paths as HEAD has them,
+        // so the commit holds exactly those paths and nothing else of the work tree.
+        before.snapshot = Snapshot {
+            tree: with_head_entries(user.repo(), after.tree, &applied.raw)?,
+        };
         let outcome = user.commit_run(&before, &after, message)?;
         self.discard()?;
         Ok(outcome)
@@ -260,6 +274,29 @@ impl WorktreeInfo {
     pub fn discard(&self) -> Result<(), WorktreeError> {
         remove_in(&self.user_repo, &self.path, self.run_id())
     }
+}
+
+/// `tree` with `paths` set to HEAD's entries (removed where HEAD has none).
+fn with_head_entries(repo: &Repository, tree: Oid, paths: &[Vec<u8>]) -> Result<Oid, git2::Error> {
+    let head = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+    let mut index = Index::new()?;
+    index.read_tree(&repo.find_tree(tree)?)?;
+    for path in paths {
+        let rel = path_from_bytes(path);
+        match head.as_ref().and_then(|t| t.get_path(&rel).ok()) {
+            Some(entry) if entry.kind() != Some(git2::ObjectType::Tree) => {
+                index.add(&index_entry(
+                    path.clone(),
+                    entry.id(),
+                    entry.filemode() as u32,
+                ))?;
+            }
+            _ => {
+                let _ = index.remove_path(&rel);
+            }
+        }
+    }
+    index.write_tree_to(repo)
 }
 
 /// Removes run `run_id`'s worktree at `path` and its branch from the repository at `repo_dir`.

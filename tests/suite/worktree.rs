@@ -286,6 +286,22 @@ fn apply_without_conflicts_writes_only_the_runs_files_and_never_the_index() {
     // Applying keeps the branch for later.
     assert!(info.path.is_dir());
     assert!(info.tip().is_ok());
+    // Committing after applying commits the run's files as they are now, and nothing else.
+    let outcome = info.commit_on_current("after applying").unwrap();
+    assert_eq!(outcome.files_changed, 3);
+    let r = git2::Repository::open(repo.path()).unwrap();
+    let tree = r.head().unwrap().peel_to_tree().unwrap();
+    let blob = |path: &str| {
+        let id = tree.get_path(Path::new(path)).unwrap().id();
+        String::from_utf8(r.find_blob(id).unwrap().content().to_vec()).unwrap()
+    };
+    assert_eq!(
+        blob("a.txt"),
+        "ONE\ntwo\nthree\nstaged four\nfive by the run\n"
+    );
+    assert_eq!(blob("new.txt"), "made by the run\n");
+    assert!(tree.get_path(Path::new("scratch.txt")).is_err(), "swept in");
+    assert_eq!(tree_files(repo.path()), expected);
 }
 
 #[test]
