@@ -168,6 +168,11 @@ fn finished_run(repo: &Path, home: &Path) -> WorktreeInfo {
         .output()
         .unwrap();
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the run's work is on branch ralph/"),
+        "{stderr}"
+    );
     let events = events(&out.stdout);
     // The branch's commits happen between rounds: no round sees its refs move.
     for warning in of_type(&events, "warning") {
