@@ -353,6 +353,12 @@ fn run_on_this_thread(
             worktree: prepared.worktree.clone(),
         },
     };
+    let place = crate::hooks::Place {
+        cwd: settings.workspace.clone(),
+        run_dir: prepared.run_dir.clone(),
+    };
+    let (sink, hooks) = crate::hooks::attach(settings.hooks.clone(), place, sink);
+    // The round's commit comes before the hooks hear of the round's end.
     let sink = match &prepared.worktree {
         Some(info) => committing_sink(info.clone(), sink),
         None => sink,
@@ -376,6 +382,10 @@ fn run_on_this_thread(
         engine = engine.with_watch(watch);
     }
     let summary = engine.run_from(start);
+    // Hooks never change the outcome; the run only waits for them (each one bounded).
+    if let Some(hooks) = hooks {
+        hooks.finish();
+    }
     match log_failure.get() {
         Some(e) => Err(StartError::Internal(format!(
             "the run log cannot be written ({e}); the run was stopped"

@@ -12,6 +12,7 @@ use crate::cli::Cli;
 use crate::error::UsageError;
 pub use crate::options::BackendKind;
 use crate::options::{ApprovalPolicyArg, Options, SandboxModeArg};
+pub use crate::options::{Hooks, NotifyMode};
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
 /// The default model's file name inside the cache dir (see `make model`).
@@ -145,6 +146,10 @@ pub struct Settings {
     pub inference: InferenceSettings,
     pub log_file: Option<PathBuf>,
     pub dirs: Dirs,
+    /// How the TUI notifies while its terminal is not focused.
+    pub notify: NotifyMode,
+    /// Commands run at points of the run (`[hooks]` in `config.toml`).
+    pub hooks: Hooks,
 }
 
 /// Validates an objective: trimmed, non-empty.
@@ -255,6 +260,8 @@ impl Settings {
             inference,
             log_file: cli.log_file,
             dirs,
+            notify: options.notify,
+            hooks: options.hooks,
         })
     }
 

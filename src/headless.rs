@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::app::{self, Prepared, StartError};
 use crate::error::ExitCode;
-use crate::protocol::event::Stamped;
+use crate::protocol::event::{RunStatus, Stamped, Verification};
 use crate::tools::approval::DenyAll;
 
 /// Writes each event as one line on stdout, flushed.
@@ -83,12 +83,11 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
         .unwrap_or_else(|_| Err(StartError::Internal("the engine thread panicked".into())));
     match result {
         Ok(summary) => {
-            say(&format!(
-                "{} after {} round(s) — {}; run log: {}",
-                summary.status.as_str(),
+            say(&summary_line(
+                summary.status,
                 summary.rounds_started,
-                summary.status.describe(),
-                summary.run_dir.display()
+                summary.verification.as_ref(),
+                &summary.run_dir.display().to_string(),
             ));
             if let Some(w) = &worktree {
                 say(&format!(
@@ -115,4 +114,25 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
             ExitCode::Internal
         }
     }
+}
+
+/// The closing line on stderr: the outcome in one sentence (claim and verify result), and a
+/// verify failure after a claimed completion said plainly.
+pub fn summary_line(
+    status: RunStatus,
+    rounds_started: u32,
+    verification: Option<&Verification>,
+    run_dir: &str,
+) -> String {
+    let warning = if status.contradicted_by(verification) {
+        " — the claimed completion did not pass verification"
+    } else {
+        ""
+    };
+    format!(
+        "{} after {} round(s) — {}{warning}; run log: {run_dir}",
+        status.as_str(),
+        rounds_started,
+        status.describe_with(verification),
+    )
 }

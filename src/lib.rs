@@ -15,6 +15,7 @@ pub mod engine;
 pub mod error;
 pub mod eval;
 pub mod headless;
+pub mod hooks;
 pub mod intake;
 pub mod llm;
 pub mod logging;

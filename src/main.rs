@@ -27,7 +27,24 @@ fn main() {
     if let Err(e) = signals::install() {
         fail(&format!("cannot catch signals: {e}"), ExitCode::Internal);
     }
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if ralph_tui::cli::is_subcommand(&args) {
+        let history = match ralph_tui::cli::HistoryCli::try_parse_from(&args) {
+            Ok(history) => history,
+            Err(e) => {
+                use clap::error::ErrorKind;
+                if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                    let _ = e.print();
+                    std::process::exit(0);
+                }
+                fail(&ralph_tui::cli::error_line(&e), ExitCode::Usage);
+            }
+        };
+        let replay = ralph_tui::tui::replay::run;
+        let code = runs::history::run(history.command, Dirs::discover(), &replay);
+        std::process::exit(code.code());
+    }
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;

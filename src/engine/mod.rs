@@ -13,6 +13,7 @@
 //! each round works under a child token.
 
 mod announce;
+mod changes;
 pub mod prompt;
 pub mod report;
 pub mod run_info;
@@ -127,6 +128,8 @@ pub struct Engine<'a> {
     watch: Option<Box<dyn RoundWatch + 'a>>,
     /// Tokens generated so far in this run.
     generated_total: u64,
+    /// Snapshots over the run and whose changes they show.
+    changes: changes::RunChanges,
 }
 
 impl<'a> Engine<'a> {
@@ -151,6 +154,7 @@ impl<'a> Engine<'a> {
             cancel: CancellationToken::new(),
             watch: None,
             generated_total: 0,
+            changes: changes::RunChanges::default(),
         }
     }
 

@@ -10,6 +10,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::prompt;
+use super::runlog::BASE_TREE;
 use super::turn::{RoundScope, RoundTally};
 use super::{Engine, RoundEnd};
 use crate::protocol::event::{Event, RoundOutcome};
@@ -19,16 +20,6 @@ use crate::workspace::gitguard::GitFingerprint;
 use crate::workspace::Snapshot;
 
 impl Engine<'_> {
-    fn snapshot(&self) -> Option<Snapshot> {
-        match self.workspace.snapshot() {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::error!("snapshot: {e}");
-                None
-            }
-        }
-    }
-
     /// Runs round `round` after `previous`, the last valid report.
     pub(super) fn round(
         &mut self,
@@ -37,7 +28,9 @@ impl Engine<'_> {
         ctx_size: u32,
     ) -> RoundEnd {
         let started = Instant::now();
-        let base = self.snapshot();
+        let base = self
+            .changes
+            .round_start(&self.workspace, &mut self.rec, round);
         if let (Some(watch), Some(base)) = (&self.watch, base) {
             watch.round_started(round, base);
         }
@@ -66,6 +59,17 @@ impl Engine<'_> {
         .unwrap_or_default();
         if let Err(e) = self.rec.log.begin_round(round, &prompt_json) {
             tracing::error!("run log: {e}");
+        }
+        // The tree the round starts from, so a viewer can show the round's own diff live.
+        if let Some(base) = base {
+            let tree = base.tree.to_string();
+            if let Err(e) = self
+                .rec
+                .log
+                .write_round_file(round, BASE_TREE, tree.as_bytes())
+            {
+                tracing::error!("{BASE_TREE}: {e}");
+            }
         }
 
         let git_before = GitFingerprint::take(self.workspace.root());
@@ -120,11 +124,11 @@ impl Engine<'_> {
                 tracing::error!("report.json: {e}");
             }
         }
-        let diff = match (base, self.snapshot()) {
-            (Some(a), Some(b)) => self.workspace.diff(&a, &b).ok(),
-            _ => None,
-        }
-        .unwrap_or_default();
+        let diff = self
+            .changes
+            .round_end(&self.workspace, &mut self.rec, round, base);
+        let changes_unknown = diff.is_none();
+        let diff = diff.unwrap_or_default();
         if let Err(e) = self
             .rec
             .log
@@ -157,6 +161,7 @@ impl Engine<'_> {
             insertions: diff.insertions,
             deletions: diff.deletions,
             error,
+            changes_unknown,
         });
     }
 }

@@ -83,6 +83,10 @@ fn io_context(path: &Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
+/// The file in a round's directory naming the tree (a git object id) the round started from,
+/// so a viewer can show the round's own diff while it runs.
+pub const BASE_TREE: &str = "base.tree";
+
 /// Writes `bytes` to `path` through a temporary file and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");

@@ -30,6 +30,9 @@ enum ScriptRound {
     Fail { fail: String },
 }
 
+/// The context size the script backend reports (it has no real context).
+pub const SCRIPT_CTX_SIZE: u32 = 131_072;
+
 /// A loaded, validated script.
 #[derive(Debug, Clone)]
 pub struct ScriptBackend {
@@ -74,7 +77,7 @@ impl Backend for ScriptBackend {
             name: format!("script:{}", self.path.display()),
             model: None,
             device: "script".into(),
-            ctx_size: 131_072,
+            ctx_size: SCRIPT_CTX_SIZE,
             chat_format: "hermes".into(),
         }
     }

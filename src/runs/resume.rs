@@ -222,5 +222,7 @@ fn old_options(past: &PastRun) -> Options {
         min_p: Some(inference.min_p),
         repeat_penalty: Some(inference.repeat_penalty),
         seed: Some(inference.seed),
+        notify: None,
+        hooks: None,
     }
 }

@@ -19,6 +19,17 @@ use super::{Tool, ToolContext, ToolError, ToolSpec};
 pub struct EditFile;
 
 impl Tool for EditFile {
+    /// The file its `path` names; a path that does not resolve fails the call unwritten.
+    fn writes(&self, arguments: &Value, root: &std::path::Path) -> super::Writes {
+        let target = args::string(arguments, "path")
+            .ok()
+            .and_then(|raw| resolve(root, raw, Access::Write).ok());
+        match target {
+            Some(target) => super::Writes::Files(vec![target.abs]),
+            None => super::Writes::Anything,
+        }
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "edit_file".into(),

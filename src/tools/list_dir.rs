@@ -25,6 +25,10 @@ pub const MAX_ENTRIES: usize = 400;
 pub struct ListDir;
 
 impl Tool for ListDir {
+    fn writes(&self, _arguments: &Value, _root: &std::path::Path) -> super::Writes {
+        super::Writes::Nothing
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_dir".into(),

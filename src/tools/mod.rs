@@ -110,6 +110,23 @@ pub struct ToolContext<'a> {
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
     fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError>;
+    /// What a call with these arguments can change in the work tree under `root`, asked
+    /// before it runs so the engine knows which changes are the run's. The default,
+    /// `Anything`, makes the engine look at the work tree before and after the call.
+    fn writes(&self, _arguments: &Value, _root: &Path) -> Writes {
+        Writes::Anything
+    }
+}
+
+/// What a tool call can change in the work tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Writes {
+    /// Nothing: the tool only reads.
+    Nothing,
+    /// These files (absolute paths), and nothing else.
+    Files(Vec<PathBuf>),
+    /// Anything (a command): only a look before and after says what changed.
+    Anything,
 }
 
 /// One executed call, as the engine reports it.
@@ -183,6 +200,14 @@ impl Registry {
             .map(|t| t.spec.clone())
             .chain(std::iter::once(report_spec()))
             .collect()
+    }
+
+    /// What a call of `name` can change in the work tree (an unknown tool runs nothing).
+    pub fn writes(&self, name: &str, arguments: &Value, root: &Path) -> Writes {
+        match self.tools.iter().find(|t| t.spec.name == name) {
+            Some(t) => t.tool.writes(arguments, root),
+            None => Writes::Nothing,
+        }
     }
 
     /// Validates the arguments and runs the tool. `ralph_report` is not run here.

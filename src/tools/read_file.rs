@@ -25,6 +25,10 @@ const HINT_ROOM: usize = 256;
 pub struct ReadFile;
 
 impl Tool for ReadFile {
+    fn writes(&self, _arguments: &Value, _root: &std::path::Path) -> super::Writes {
+        super::Writes::Nothing
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read_file".into(),

@@ -37,6 +37,10 @@ const MAX_COUNTED: usize = 10_000;
 pub struct Search;
 
 impl Tool for Search {
+    fn writes(&self, _arguments: &Value, _root: &std::path::Path) -> super::Writes {
+        super::Writes::Nothing
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "search".into(),

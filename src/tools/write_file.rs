@@ -20,6 +20,17 @@ use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 pub struct WriteFile;
 
 impl Tool for WriteFile {
+    /// The file its `path` names; a path that does not resolve fails the call unwritten.
+    fn writes(&self, arguments: &Value, root: &std::path::Path) -> super::Writes {
+        let target = args::string(arguments, "path")
+            .ok()
+            .and_then(|raw| resolve(root, raw, Access::Write).ok());
+        match target {
+            Some(target) => super::Writes::Files(vec![target.abs]),
+            None => super::Writes::Anything,
+        }
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "write_file".into(),

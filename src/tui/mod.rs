@@ -9,6 +9,8 @@
 
 pub mod event_loop;
 pub mod frames;
+pub mod notify;
+pub mod replay;
 pub mod terminal;
 
 use std::io::{IsTerminal, Write};
@@ -108,12 +110,18 @@ pub fn run(prepared: Prepared, objective: Option<String>, log_file: &Path) -> Ex
         Ok(mut terminal) => {
             let _ = terminal.clear();
             let input = crossterm::event::EventStream::new();
-            let ended = runtime.block_on(event_loop::drive(
+            let mut notifier = notify::Notifier::new(
+                prepared.settings.notify,
+                notify::Osc::from_env(),
+                Box::new(std::io::stdout()),
+            );
+            let ended = runtime.block_on(event_loop::drive_notifying(
                 &mut terminal,
                 input,
                 state,
                 prepared,
                 &mut |_| {},
+                &mut notifier,
             ));
             let _ = terminal.show_cursor();
             ended

@@ -15,6 +15,7 @@ fn new_file(path: String) -> FileDiff {
         insertions: 0,
         deletions: 0,
         hunks: Vec::new(),
+        outside_run: false,
     }
 }
 

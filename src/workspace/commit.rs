@@ -7,12 +7,17 @@
 //! the branch HEAD names (or HEAD itself when detached, or makes the first commit), and then
 //! the committed paths in the index are set to what was committed, so `git status` is clean
 //! for them. If HEAD or the index changed during the run, it refuses and says what changed.
+//! `commit_run_only` limits the commit to given paths: the review passes the worker's, so a
+//! file changed outside the run (`attribution`) stays uncommitted in the work tree.
+//!
+//! The review's choice of files goes through the same limit: only the chosen paths' changes
+//! go into the commit (and into the index afterwards); the rest stay in the work tree.
 //!
 //! Discarding is two steps so a person confirms a concrete list: `discard_plan` says what
 //! would be lost, `discard` refuses if the work tree moved on since, then restores the
 //! baseline's files (without touching the index) and removes the files the run added.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use git2::build::CheckoutBuilder;
@@ -124,6 +129,28 @@ impl Workspace {
         last: &Snapshot,
         message: &str,
     ) -> Result<CommitOutcome, WorkspaceError> {
+        self.commit_changes(baseline, last, message, None)
+    }
+
+    /// `commit_run` limited to `only` (paths relative to the work tree's top): the changes to
+    /// every other path stay in the work tree, uncommitted.
+    pub fn commit_run_only(
+        &self,
+        baseline: &Baseline,
+        last: &Snapshot,
+        message: &str,
+        only: &BTreeSet<String>,
+    ) -> Result<CommitOutcome, WorkspaceError> {
+        self.commit_changes(baseline, last, message, Some(only))
+    }
+
+    fn commit_changes(
+        &self,
+        baseline: &Baseline,
+        last: &Snapshot,
+        message: &str,
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<CommitOutcome, WorkspaceError> {
         if let Some(what) = self.git_state_changes(baseline)? {
             return Err(WorkspaceError::GitStateChanged(what));
         }
@@ -131,7 +158,13 @@ impl Workspace {
         if message.trim().is_empty() {
             return Err(WorkspaceError::EmptyMessage);
         }
-        let changes = changes(&self.repo, baseline.snapshot.tree, last.tree, &self.prefix)?;
+        let mut changes = changes(&self.repo, baseline.snapshot.tree, last.tree, &self.prefix)?;
+        if let Some(only) = only {
+            if only.is_empty() {
+                return Err(WorkspaceError::NothingChosen);
+            }
+            changes.retain(|path, _| only.contains(String::from_utf8_lossy(path).as_ref()));
+        }
         if changes.is_empty() {
             return Err(WorkspaceError::NothingToCommit);
         }

@@ -48,6 +48,9 @@ pub struct FileDiff {
     pub insertions: usize,
     pub deletions: usize,
     pub hunks: Vec<Hunk>,
+    /// Changed by someone other than the worker's tools and commands (`attribution`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_run: bool,
 }
 
 /// A whole diff: files, counts, and the patch text.
@@ -60,6 +63,10 @@ pub struct DiffModel {
     /// Set on a model shortened for display (`for_display`): what was left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Directories the snapshots could not look into (nested too deep for git's scan): their
+    /// changes are not in this diff.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unseen: Vec<String>,
 }
 
 /// How much of a diff the screen gets.
@@ -105,6 +112,7 @@ impl DiffModel {
                 insertions: f.insertions,
                 deletions: f.deletions,
                 binary: f.binary,
+                outside_run: f.outside_run,
             })
             .collect()
     }
@@ -190,6 +198,7 @@ impl DiffModel {
             deletions: self.deletions,
             patch,
             note,
+            unseen: self.unseen.clone(),
         }
     }
 }
@@ -282,6 +291,7 @@ fn file_of(delta: &DiffDelta<'_>, prefix: &str) -> FileDiff {
         insertions: 0,
         deletions: 0,
         hunks: Vec::new(),
+        outside_run: false,
     }
 }
 

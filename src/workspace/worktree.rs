@@ -169,7 +169,7 @@ impl WorktreeInfo {
     /// nothing changed) and makes the worktree's own index agree with it.
     pub fn commit_round(&self, message: &str) -> Result<Oid, WorktreeError> {
         let repo = Repository::open(&self.path)?;
-        let snap = snapshot::take(&self.path)?;
+        let (snap, _unseen) = snapshot::take(&self.path)?;
         let tree = repo.find_tree(snap.tree)?;
         let parent = repo.find_reference(&self.refname())?.peel_to_commit()?;
         let sig = signature(&repo)?;
@@ -209,7 +209,7 @@ impl WorktreeInfo {
         let repo = Repository::open(&self.user_repo)?;
         let base = repo.find_commit(Oid::from_str(&self.snapshot)?)?.tree()?;
         let theirs = repo.find_reference(&self.refname())?.peel_to_tree()?;
-        let ours = repo.find_tree(snapshot::take(&self.user_repo)?.tree)?;
+        let ours = repo.find_tree(snapshot::take(&self.user_repo)?.0.tree)?;
         let run_paths = commit::changes(&repo, base.id(), theirs.id(), "")?;
         let mut merged = repo.merge_trees(&base, &ours, &theirs, None)?;
         if merged.has_conflicts() {

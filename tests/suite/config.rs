@@ -140,6 +140,12 @@ const CASES: &[Case] = &[
         &["--repeat-penalty", "1.4"],
     ),
     case("seed", &["--seed", "7"], "7", &["--seed", "8"]),
+    case(
+        "notify",
+        &["--notify", "off"],
+        "\"off\"",
+        &["--notify", "bell"],
+    ),
 ];
 
 fn cli(args: &[&str]) -> Cli {

@@ -5,7 +5,7 @@
 //! lowest first: `protocol` and `text` (import nothing of ours); `error`, `logging`,
 //! `signals`, `intake`, `runlock`; `workspace`, `tools`;
 //! `chat` with the settings (`options`, `cli`, `config`: a chat format is a setting's value);
-//! `llm`; `engine`; `app`, `headless`, `eval`, `runs`; `ui`; `tui`.
+//! `llm`; `engine`; `app`, `headless`, `eval`, `runs`, `hooks`; `ui`; `tui`.
 //! A module may import its own layer or lower ones, never a higher one, and the graph has no
 //! cycle. Comments are skipped; the binaries (`main.rs`, `bin/`) sit above everything. Files
 //! inside one module (the `ui/` screens among themselves) are not this check's business.
@@ -34,6 +34,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("headless", 6),
     ("eval", 6),
     ("runs", 6),
+    ("hooks", 6),
     ("ui", 7),
     ("tui", 8),
 ];

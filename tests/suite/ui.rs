@@ -5,8 +5,10 @@
 //! ticks), so the snapshots show what a person would see after those events.
 
 mod behaviour;
+mod cards;
 mod event_loop;
-mod fixtures;
+pub(super) mod fixtures;
+mod review;
 mod streaming;
 mod views;
 

@@ -146,6 +146,7 @@ pub fn changed(path: &str, status: &str, ins: usize, del: usize) -> ChangedFile 
         insertions: ins,
         deletions: del,
         binary: false,
+        outside_run: false,
     }
 }
 
@@ -169,6 +170,7 @@ pub fn finish_round(state: &mut State, round: u32, outcome: RoundOutcome, files:
             insertions: ins,
             deletions: del,
             error: None,
+            changes_unknown: false,
         },
     );
 }
