@@ -270,6 +270,14 @@ impl WorktreeInfo {
         Ok(outcome)
     }
 
+    /// Whether the worktree or the branch is still there (neither discarded nor committed).
+    pub fn is_left(&self) -> bool {
+        let branch = Repository::open(&self.user_repo)
+            .map(|repo| repo.find_branch(&self.branch, BranchType::Local).is_ok())
+            .unwrap_or(false);
+        branch || self.path.exists()
+    }
+
     /// Removes the worktree (its directory and git's record of it) and the branch.
     pub fn discard(&self) -> Result<(), WorktreeError> {
         remove_in(&self.user_repo, &self.path, self.run_id())

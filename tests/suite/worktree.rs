@@ -449,9 +449,28 @@ fn a_killed_runs_branch_holds_its_finished_rounds_and_resume_goes_on_in_the_work
     assert!(info.path.join("three.txt").exists());
     assert!(!repo.path().join("three.txt").exists());
 
-    // One command removes an abandoned run's worktree and branch.
-    worktree::remove(repo.path(), &data_dir(home.path()), info.run_id()).unwrap();
+    // `ralph-tui runs` lists the worktree left behind, and one command removes it.
+    let runs = |args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        isolate(&mut cmd, home.path());
+        let out = cmd.arg("runs").args(args).output().unwrap();
+        assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listing = runs(&[]);
+    assert!(listing.contains(&info.branch), "{listing}");
+    assert_eq!(listing.matches(&info.branch).count(), 1, "{listing}");
+    let pruned = runs(&["--prune", info.run_id()]);
+    assert!(
+        pruned.contains("removed the worktree and branch"),
+        "{pruned}"
+    );
     assert!(!info.path.exists());
+    assert!(git2::Repository::open(repo.path())
+        .unwrap()
+        .find_branch(&info.branch, git2::BranchType::Local)
+        .is_err());
+    assert!(!runs(&[]).contains(&info.branch));
     assert_eq!(
         worktree::abandoned(repo.path(), &data_dir(home.path())).unwrap(),
         vec![]
@@ -579,7 +598,8 @@ fn on_an_unborn_branch_the_snapshot_has_no_parent_and_head_stays_unborn() {
         "round 1: no report"
     );
 
-    info.discard().unwrap();
+    // The library's one-call removal, for what no run directory names any more.
+    worktree::remove(dir.path(), &data_dir(home.path()), "20260101-000000-0001").unwrap();
     assert_eq!(git_state(dir.path()), git_before);
     assert!(!info.path.exists());
 }
