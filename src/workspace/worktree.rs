@@ -13,7 +13,8 @@
 //! only the paths the run changed are written and the user's index is never touched.
 //! `commit_on_current` applies and then commits exactly those paths on the current branch;
 //! `discard` removes the worktree and the branch. `abandoned` lists the worktrees and
-//! branches of runs that are not running, and `remove` takes one away.
+//! branches of runs that are not running (by git alone; `ralph-tui runs` lists them from the
+//! runs' `run.json`), and `remove` takes one away by run id.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
