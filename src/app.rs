@@ -24,11 +24,13 @@ use crate::intake;
 use crate::llm::bounded::{Bounded, MAX_TURN_BYTES};
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
+use crate::protocol::event::{Event, Stamped};
 use crate::runs::resume::Resume;
 use crate::tools::approval::Approver;
 use crate::tools::{sandbox, Registry, ToolPolicy};
 use crate::workspace::watch::{LiveWatch, OnChange};
-use crate::workspace::{Snapshot, Workspace, WorkspaceError};
+use crate::workspace::worktree;
+use crate::workspace::{Snapshot, Workspace, WorkspaceError, WorktreeInfo};
 
 /// The live watcher hears where each round starts: the glue between the workspace's watcher
 /// and the engine's round hook lives here, so neither layer knows the other.
@@ -58,6 +60,9 @@ pub struct Prepared {
     pub run_dir: PathBuf,
     /// Set when this run continues an earlier one (`--resume`).
     pub resume: Option<Resume>,
+    /// Set when the run works in its own git worktree (`--worktree`); `settings.workspace`
+    /// is then the workspace inside that worktree. Made by [`isolate`].
+    pub worktree: Option<WorktreeInfo>,
 }
 
 impl Prepared {
@@ -134,6 +139,68 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         run_id,
         run_dir,
         resume: None,
+        worktree: None,
+    })
+}
+
+/// Moves a `--worktree` run into its own worktree: a new one (snapshot commit, branch
+/// `ralph/<run id>`, worktree under the data dir) for a new run, the old run's for a resumed
+/// one. The run's workspace becomes the workspace inside the worktree. Call it after the
+/// workspace's run lock is held and before the run starts; without `--worktree` (and for a
+/// resumed run that had none) it changes nothing.
+pub fn isolate(prepared: Prepared) -> Result<Prepared, UsageError> {
+    let info = match &prepared.resume {
+        Some(resume) => resume.worktree.clone(),
+        None if prepared.settings.worktree => Some(
+            worktree::create(
+                &prepared.settings.workspace,
+                &prepared.settings.dirs.data,
+                &prepared.run_id,
+            )
+            .map_err(|e| UsageError::Invalid(format!("cannot make the run's worktree: {e}")))?,
+        ),
+        None => None,
+    };
+    let Some(info) = info else {
+        return Ok(prepared);
+    };
+    let workspace = info.workspace();
+    if !workspace.is_dir() {
+        return Err(UsageError::Invalid(format!(
+            "the run's worktree {} is gone",
+            workspace.display()
+        )));
+    }
+    let mut settings = prepared.settings;
+    settings.workspace = workspace;
+    Ok(Prepared {
+        settings,
+        worktree: Some(info),
+        ..prepared
+    })
+}
+
+/// Commits the worktree on the run's branch at the end of every round (message: the round's
+/// accepted report's summary), then passes each event on to `sink`.
+fn committing_sink(info: WorktreeInfo, mut sink: EventSink) -> EventSink {
+    let mut summary: Option<(u32, String)> = None;
+    Box::new(move |stamped: &Stamped| {
+        match &stamped.event {
+            Event::ReportAccepted { round, report } => {
+                summary = Some((*round, report.summary.clone()));
+            }
+            Event::RoundFinished { round, .. } => {
+                let message = match summary.take() {
+                    Some((r, text)) if r == *round && !text.trim().is_empty() => text,
+                    _ => format!("round {round}: no report"),
+                };
+                if let Err(e) = info.commit_round(&message) {
+                    tracing::warn!("cannot commit round {round} on {}: {e}", info.branch);
+                }
+            }
+            _ => {}
+        }
+        sink(stamped);
     })
 }
 
@@ -283,6 +350,7 @@ fn run_on_this_thread(
             repo_root,
             resumed_from,
             resumed_report: start.previous.clone(),
+            worktree: prepared.worktree.clone(),
         },
     };
     let place = crate::hooks::Place {
@@ -290,6 +358,11 @@ fn run_on_this_thread(
         run_dir: prepared.run_dir.clone(),
     };
     let (sink, hooks) = crate::hooks::attach(settings.hooks.clone(), place, sink);
+    // The round's commit comes before the hooks hear of the round's end.
+    let sink = match &prepared.worktree {
+        Some(info) => committing_sink(info.clone(), sink),
+        None => sink,
+    };
     let tools = Toolbox {
         registry: &registry,
         policy,

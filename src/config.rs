@@ -137,6 +137,8 @@ pub struct Settings {
     pub sandbox: SandboxMode,
     pub approval: ApprovalPolicy,
     pub network: bool,
+    /// Run in a new git worktree (`--worktree`), not in the user's checkout.
+    pub worktree: bool,
     pub command_timeout_s: u64,
     pub max_turns: u32,
     pub token_budget: Option<u64>,
@@ -250,6 +252,7 @@ impl Settings {
             sandbox: options.sandbox.into(),
             approval,
             network: options.network,
+            worktree: options.worktree,
             command_timeout_s: options.command_timeout,
             max_turns: options.max_turns,
             token_budget: options.token_budget,

@@ -39,6 +39,7 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
             return ExitCode::Internal;
         }
     };
+    let worktree = prepared.worktree.clone();
     let handle = match app::start(prepared, objective, Arc::new(DenyAll), stdout_sink()) {
         Ok(handle) => handle,
         Err(e) => {
@@ -88,6 +89,13 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
                 summary.verification.as_ref(),
                 &summary.run_dir.display().to_string(),
             ));
+            if let Some(w) = &worktree {
+                say(&format!(
+                    "the run's work is on branch {} (worktree {}); your checkout is unchanged",
+                    w.branch,
+                    w.path.display()
+                ));
+            }
             if let Some(v) = &summary.verification {
                 say(&format!(
                     "verification `{}`: {}",

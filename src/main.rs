@@ -71,6 +71,29 @@ fn main() {
         Ok(lock) => lock,
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
+    // A worktree run works in its own worktree, locked too (so it is never listed as
+    // abandoned while it runs); a resumed one already holds that lock above.
+    let prepared = match app::isolate(prepared) {
+        Ok(p) => p,
+        Err(e) => {
+            lock.forget_holder();
+            fail(&e.to_string(), ExitCode::Usage)
+        }
+    };
+    let worktree_lock = match &prepared.worktree {
+        Some(_) if prepared.resume.is_none() => match runlock::acquire(
+            &prepared.settings.workspace,
+            &settings.dirs.data,
+            &prepared.run_id,
+        ) {
+            Ok(lock) => Some(lock),
+            Err(e) => {
+                lock.forget_holder();
+                fail(&e.to_string(), ExitCode::Usage)
+            }
+        },
+        _ => None,
+    };
     if signals::requested() {
         lock.forget_holder();
         fail("cancelled before the run started", ExitCode::Cancelled);
@@ -91,5 +114,8 @@ fn main() {
         ralph_tui::tui::run(prepared, settings.objective.clone(), &log_file)
     };
     lock.forget_holder();
+    if let Some(lock) = worktree_lock {
+        lock.forget_holder();
+    }
     std::process::exit(code.code());
 }

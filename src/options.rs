@@ -108,6 +108,10 @@ options! {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true)]
     #[arg(default_missing_value = "true")]
     network: bool = false;
+    /// Run in a new git worktree on branch `ralph/<run id>`, leaving your checkout alone.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true)]
+    #[arg(default_missing_value = "true")]
+    worktree: bool = false;
     /// Default timeout for one of the child's commands, in seconds.
     #[arg(long, value_name = "SECS")]
     command_timeout: u64 = 120;

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::InferenceSettings;
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 use crate::protocol::report::Report;
+use crate::workspace::WorktreeInfo;
 
 /// What the wiring knows about a run when it starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +35,9 @@ pub struct RunInfo {
     /// The report a resumed run's first round was given (the old run's last valid one).
     #[serde(default)]
     pub resumed_report: Option<Report>,
+    /// Where a worktree run (`--worktree`) works: worktree, branch, snapshot, user's repo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeInfo>,
 }
 
 /// The settings that shape a run's behaviour.

@@ -5,6 +5,8 @@
 //! that was killed (no end in `run.json`, no `run_finished`) lists and shows like any other,
 //! as `killed`; one whose process still holds its workspace lock is `running` and is never
 //! pruned. Output is text built here and written by [`run`], the subcommands' entry point.
+//! The listing names the worktrees and branches (`--worktree`) that runs not running left
+//! behind; pruning a run removes its worktree and branch with it.
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, IsTerminal, Write};
@@ -19,6 +21,7 @@ use crate::config::Dirs;
 use crate::error::ExitCode;
 use crate::protocol::event::{ChangedFile, Event, RoundOutcome, Stamped, Verification};
 use crate::protocol::report::Report;
+use crate::workspace::WorktreeInfo;
 
 /// One past run as `ralph-tui runs` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -386,6 +389,67 @@ fn err(text: &str) {
     let _ = writeln!(std::io::stderr(), "ralph-tui: {text}");
 }
 
+/// The worktrees and branches (`--worktree`) that runs not running left behind, one per
+/// branch, with the newest run that worked there.
+fn worktrees_left(entries: &[Entry]) -> Vec<(String, WorktreeInfo)> {
+    let mut seen = HashSet::new();
+    entries
+        .iter()
+        .filter(|e| e.outcome != "running")
+        .filter_map(|e| {
+            Some((
+                e.id.clone(),
+                PastRun::load(&e.dir).ok()?.record.info.worktree?,
+            ))
+        })
+        .filter(|(_, info)| info.is_left() && seen.insert(info.branch.clone()))
+        .collect()
+}
+
+/// The listing's note on worktrees left behind, empty when there are none.
+fn worktrees_note(entries: &[Entry]) -> String {
+    let left = worktrees_left(entries);
+    if left.is_empty() {
+        return String::new();
+    }
+    let mut note = String::from(
+        "\nworktrees and branches of runs that are not running (`ralph-tui runs --prune RUN` removes them with the run):\n",
+    );
+    for (id, info) in left {
+        note.push_str(&format!(
+            "  {id}  {}  {}\n",
+            info.branch,
+            info.path.display()
+        ));
+    }
+    note
+}
+
+/// Removes the worktree and branch a run worked in (`--worktree`), if they are still there.
+fn remove_worktree(e: &Entry) -> Result<(), String> {
+    let Some(info) = PastRun::load(&e.dir)
+        .ok()
+        .and_then(|past| past.record.info.worktree)
+    else {
+        return Ok(());
+    };
+    if !info.is_left() {
+        return Ok(());
+    }
+    info.discard().map_err(|error| {
+        format!(
+            "cannot remove the worktree {} and branch {}: {error}",
+            info.path.display(),
+            info.branch
+        )
+    })?;
+    out(&format!(
+        "removed the worktree and branch {}\n",
+        info.branch
+    ));
+    Ok(())
+}
+
 fn remove(entries: &[Entry], runs: &Path) -> ExitCode {
     let mut code = ExitCode::Complete;
     for e in entries {
@@ -397,6 +461,12 @@ fn remove(entries: &[Entry], runs: &Path) -> ExitCode {
                 runs.display()
             ));
             code = ExitCode::Usage;
+            continue;
+        }
+        // The run stays (and stays listed) while its worktree cannot be removed.
+        if let Err(error) = remove_worktree(e) {
+            err(&error);
+            code = ExitCode::Internal;
             continue;
         }
         match std::fs::remove_dir_all(&e.dir) {
@@ -486,6 +556,7 @@ pub fn run(command: History, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode
                 out(&format!("no runs in {}\n", runs.display()));
             } else {
                 out(&table(&entries));
+                out(&worktrees_note(&entries));
             }
             ExitCode::Complete
         }

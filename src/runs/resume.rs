@@ -22,7 +22,7 @@ use crate::options::{
 use crate::protocol::event::RunStatus;
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 use crate::protocol::report::ReportStatus;
-use crate::workspace::Workspace;
+use crate::workspace::{Workspace, WorktreeInfo};
 
 /// A run to continue, checked: where it starts and what the person should know.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +33,8 @@ pub struct Resume {
     pub start: StartAt,
     /// Things worth a `warning` event that do not stop the run (HEAD moved).
     pub warnings: Vec<String>,
+    /// The old run's worktree (`--worktree`), where this run goes on.
+    pub worktree: Option<WorktreeInfo>,
 }
 
 fn refuse(message: String) -> UsageError {
@@ -104,7 +106,14 @@ pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), 
     }
     let mut warnings = Vec::new();
     let head_now = run_info::head_commit(workspace.repo());
-    if let Some(head_then) = &past.record.head {
+    // A worktree run's HEAD is its own branch, which moves with every round by design.
+    let worktree = past.record.info.worktree.clone();
+    if settings.worktree && worktree.is_none() {
+        return Err(refuse(format!(
+            "run {id} did not run in a worktree: --worktree cannot move it into one"
+        )));
+    }
+    if let (Some(head_then), None) = (&past.record.head, &worktree) {
         if head_now.as_deref() != Some(head_then.as_str()) {
             warnings.push(format!(
                 "HEAD moved since run {id} ended (it was {}, it is {}): the last report may not know about those commits",
@@ -122,6 +131,7 @@ pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), 
                 previous: past.last_valid.clone(),
             },
             warnings,
+            worktree,
         },
     ))
 }
@@ -191,6 +201,8 @@ fn old_options(past: &PastRun) -> Options {
             ApprovalPolicy::Deny => ApprovalPolicyArg::Deny,
         }),
         network: Some(settings.network),
+        // A resumed worktree run goes on in its worktree (`run.json`), never in a new one.
+        worktree: None,
         command_timeout: Some(settings.command_timeout_s),
         max_turns: Some(settings.max_turns),
         token_budget: settings.token_budget,

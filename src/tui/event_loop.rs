@@ -26,10 +26,12 @@ use crate::engine::RunSummary;
 use crate::error::ExitCode;
 use crate::protocol::event::{ChangedFile, Event, Stamped};
 use crate::tools::approval::ApprovalBroker;
+use crate::ui::model::WorktreeAction;
 use crate::ui::patch;
 use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Loadable, Msg, Phase, State};
 use crate::workspace::{
     Attribution, Baseline, DiffModel, DiscardPlan, DisplayLimits, OnChange, Snapshot, Workspace,
+    WorkspaceError,
 };
 
 /// Most engine messages handled between two looks at the terminal.
@@ -171,6 +173,7 @@ impl Driver {
             Effect::Commit(message) => self.commit(message, chosen_paths(state)),
             Effect::RevertRound(round) => self.revert(round),
             Effect::Discard => self.discard(),
+            Effect::Worktree(action) => self.worktree(action),
             Effect::Quit(code) => {
                 if let Some(run) = &self.run {
                     run.handle_cancel.cancel();
@@ -256,21 +259,29 @@ impl Driver {
                 .collect(),
             None => worker,
         };
+        // A worktree run commits on the person's branch: apply the run's changes, then
+        // commit exactly those paths (all of them: the choice is the worktree's branch).
+        let worktree = self.prepared.worktree.clone();
         tokio::task::spawn_blocking(move || {
-            let result = Workspace::open(&root)
-                .and_then(|ws| ws.commit_run_only(&baseline, &last, &message, &only))
-                .map(|outcome| {
-                    let id = outcome.commit.to_string();
-                    let short = id.get(..10).unwrap_or(&id).to_string();
-                    match outcome.branch {
-                        Some(branch) => format!(
-                            "{short} on {branch} ({} file(s) +{} −{})",
-                            outcome.files_changed, outcome.insertions, outcome.deletions
-                        ),
-                        None => format!("{short} (detached HEAD)"),
-                    }
-                })
-                .map_err(|e| e.to_string());
+            let result = match worktree {
+                Some(info) => info
+                    .commit_on_current(&message)
+                    .map_err(WorkspaceError::from),
+                None => Workspace::open(&root)
+                    .and_then(|ws| ws.commit_run_only(&baseline, &last, &message, &only)),
+            }
+            .map(|outcome| {
+                let id = outcome.commit.to_string();
+                let short = id.get(..10).unwrap_or(&id).to_string();
+                match outcome.branch {
+                    Some(branch) => format!(
+                        "{short} on {branch} ({} file(s) +{} −{})",
+                        outcome.files_changed, outcome.insertions, outcome.deletions
+                    ),
+                    None => format!("{short} (detached HEAD)"),
+                }
+            })
+            .map_err(|e| e.to_string());
             let _ = done.send(Done::Msg(Msg::Committed(result)));
         });
     }
@@ -366,6 +377,33 @@ pub fn round_base(run_dir: &std::path::Path, round: u32) -> Option<Snapshot> {
     Some(Snapshot { tree })
 }
 
+impl Driver {
+    /// Applies a worktree run's changes to the person's work tree, or discards its worktree.
+    fn worktree(&self, action: WorktreeAction) {
+        let Some(info) = self.prepared.worktree.clone() else {
+            return;
+        };
+        let done = self.done_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let result = match action {
+                WorktreeAction::Apply => info.apply().map(|applied| {
+                    format!(
+                        "applied {} file(s) to your work tree (index untouched); {} is kept",
+                        applied.paths.len(),
+                        info.branch
+                    )
+                }),
+                WorktreeAction::Discard => info
+                    .discard()
+                    .map(|()| format!("removed the worktree and {}", info.branch)),
+            };
+            let _ = done.send(Done::Msg(Msg::WorktreeDone(
+                result.map_err(|e| e.to_string()),
+            )));
+        });
+    }
+}
+
 fn usage_or_internal(error: StartError) -> Ended {
     match error {
         StartError::Usage(e) => Ended {
@@ -424,6 +462,9 @@ pub fn farewell(state: &State) -> String {
             );
             if let CommitState::Done(id) = &review.commit {
                 line.push_str(&format!("; committed {id}"));
+            }
+            if let Some(branch) = &state.setup.worktree {
+                line.push_str(&format!("; the run worked on branch {branch}"));
             }
             line
         }

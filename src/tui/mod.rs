@@ -48,8 +48,12 @@ pub fn setup_of(prepared: &Prepared) -> Setup {
         ),
         BackendPlan::Llama(path) => (file_name(path), settings.inference.ctx_size),
     };
+    let repo = match &prepared.worktree {
+        Some(info) => file_name(&info.user_repo),
+        None => file_name(&settings.workspace),
+    };
     Setup {
-        repo: file_name(&settings.workspace),
+        repo,
         workspace: settings.workspace.display().to_string(),
         model,
         device: String::new(),
@@ -59,6 +63,7 @@ pub fn setup_of(prepared: &Prepared) -> Setup {
         verify: settings.verify.clone(),
         run_dir: prepared.run_dir.display().to_string(),
         ctx_size,
+        worktree: prepared.worktree.as_ref().map(|w| w.branch.clone()),
     }
 }
 

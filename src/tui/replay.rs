@@ -84,6 +84,7 @@ impl Recording {
             } else {
                 info.settings.inference.ctx_size
             },
+            worktree: info.worktree.as_ref().map(|w| w.branch.clone()),
         };
         let stamped = read_events(&dir.join("events.jsonl"), true);
         let time = |ts: &str| chrono::DateTime::parse_from_rfc3339(ts).ok();
@@ -318,6 +319,7 @@ impl Player {
                 Effect::Commit(_) => Msg::Committed(Err(READ_ONLY.into())),
                 Effect::RevertRound(round) => Msg::Reverted(round, Err(READ_ONLY.into())),
                 Effect::Discard => Msg::Discarded(Err(READ_ONLY.into())),
+                Effect::Worktree(_) => Msg::WorktreeDone(Err(READ_ONLY.into())),
                 Effect::Quit(_) => return Some(ExitCode::Complete),
                 Effect::StartRun(_) | Effect::CancelRun | Effect::Answer(..) => continue,
             };

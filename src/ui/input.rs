@@ -298,6 +298,9 @@ impl State {
             }
             return self.overlay_key(&key);
         }
+        if let Some(effects) = super::worktree::on_key(self, &key) {
+            return effects;
+        }
         let exit = self.exit_code();
         let Some(review) = &mut self.review else {
             return vec![Effect::Quit(exit)];

@@ -40,6 +40,10 @@ pub enum Action {
     Close,
     Commit,
     Quit,
+    /// A worktree run's review: apply its changes to the person's work tree.
+    ApplyWorktree,
+    /// A worktree run's review: remove its worktree and branch.
+    DiscardWorktree,
     FinalReport,
     /// Replay: pause or resume playback.
     PlayPause,
@@ -471,8 +475,25 @@ pub const DISCARD: Section = Section {
     ],
 };
 
+/// The review of a worktree run (`--worktree`), besides the review's own keys.
+pub const WORKTREE: Section = Section {
+    title: "Review of a worktree run",
+    bindings: &[
+        row(
+            "A",
+            "apply the run's changes to your work tree (three-way; nothing on a conflict)",
+            &[(ch('A'), Action::ApplyWorktree)],
+        ),
+        row(
+            "X X",
+            "discard the run's worktree and branch",
+            &[(ch('X'), Action::DiscardWorktree)],
+        ),
+    ],
+};
+
 /// Every section, in the order help shows them.
-pub const SECTIONS: [&Section; 10] = [
+pub const SECTIONS: [&Section; 11] = [
     &EVERYWHERE,
     &EDITOR,
     &RUN,
@@ -483,6 +504,7 @@ pub const SECTIONS: [&Section; 10] = [
     &REPLAY,
     &REVERT,
     &DISCARD,
+    &WORKTREE,
 ];
 
 /// The action `key` means in a place whose bindings are `sections`, the first section that

@@ -45,6 +45,7 @@ pub mod stream;
 pub mod theme;
 pub mod transcript;
 pub mod view;
+pub mod worktree;
 pub mod wrap;
 
 pub use draw::{bar, compact};

@@ -25,6 +25,8 @@ pub struct Setup {
     pub verify: Option<String>,
     pub run_dir: String,
     pub ctx_size: u32,
+    /// The branch of a worktree run (`--worktree`): the worker works there, not in `repo`.
+    pub worktree: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,6 +230,8 @@ pub enum Msg {
     Reverted(u32, Result<Vec<String>, String>),
     /// The discard: the paths restored or removed, or why nothing was changed.
     Discarded(Result<Vec<String>, String>),
+    /// A worktree action (apply, discard) ended: what to tell the person.
+    WorktreeDone(Result<String, String>),
     /// The process was asked to stop (SIGTERM, SIGHUP): cancel and quit when the run ends.
     Terminate,
 }
@@ -246,7 +250,17 @@ pub enum Effect {
     RevertRound(u32),
     /// Put the baseline back, after the person confirmed the list of what is lost.
     Discard,
+    Worktree(WorktreeAction),
     Quit(ExitCode),
+}
+
+/// What the review of a worktree run can do besides committing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorktreeAction {
+    /// Merge the run's changes into the person's work tree.
+    Apply,
+    /// Remove the worktree and the branch.
+    Discard,
 }
 
 /// After a Ctrl-C that confirmed the cancel, another one this long after quits at once.

@@ -298,8 +298,10 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 theme.error(),
             ),
             CommitState::NotYet => (
-                "space choose · c commit · u revert round · d discard · q quit · ? help"
-                    .to_string(),
+                super::worktree::hint(&state.setup).unwrap_or_else(|| {
+                    "space choose · c commit · u revert round · d discard · q quit · ? help"
+                        .to_string()
+                }),
                 theme.key(),
             ),
         }

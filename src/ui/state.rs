@@ -92,6 +92,8 @@ pub struct State {
     pub review: Option<Review>,
     pub review_offset: usize,
     pub notice: Option<String>,
+    /// A worktree run's review: X was pressed once; a second X discards.
+    pub worktree_discard_armed: bool,
     /// Where the panes were at the last sync (for the mouse).
     pub run_areas: RunAreas,
     pub review_areas: ReviewAreas,
@@ -155,6 +157,7 @@ impl State {
             review: None,
             review_offset: 0,
             notice: None,
+            worktree_discard_armed: false,
             run_areas: RunAreas::default(),
             review_areas: ReviewAreas::default(),
             screen: Rect::default(),
@@ -218,6 +221,13 @@ impl State {
                     Err(e) => format!("discard failed: {e}"),
                 });
                 self.reload_review()
+            }
+            Msg::WorktreeDone(result) => {
+                self.notice = Some(match result {
+                    Ok(done) => done,
+                    Err(e) => format!("not done: {e}"),
+                });
+                Vec::new()
             }
             Msg::Terminate => match self.phase {
                 Phase::Editing => vec![Effect::Quit(ExitCode::Cancelled)],

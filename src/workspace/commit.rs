@@ -50,10 +50,15 @@ pub struct DiscardPlan {
 }
 
 /// Per path (relative to the work tree's top), the entry it gets, or `None` to remove it.
-type Changes = BTreeMap<Vec<u8>, Option<(Oid, u32)>>;
+pub(super) type Changes = BTreeMap<Vec<u8>, Option<(Oid, u32)>>;
 
 /// The file-level changes from `from` to `to` inside `prefix`.
-fn changes(repo: &Repository, from: Oid, to: Oid, prefix: &str) -> Result<Changes, WorkspaceError> {
+pub(super) fn changes(
+    repo: &Repository,
+    from: Oid,
+    to: Oid,
+    prefix: &str,
+) -> Result<Changes, WorkspaceError> {
     let old = subtree(repo, from, prefix)?;
     let new = subtree(repo, to, prefix)?;
     let diff = repo.diff_tree_to_tree(old.as_ref(), new.as_ref(), None)?;
@@ -291,25 +296,7 @@ impl Workspace {
                 done.push(rel.to_string_lossy().into_owned());
             }
         }
-        if !restore.is_empty() {
-            // A handle of its own with an in-memory index, and `update_index(false)`: the
-            // checkout writes work-tree files only.
-            let repo = Repository::open(&self.top)?;
-            let mut scratch = Index::new()?;
-            repo.set_index(&mut scratch)?;
-            let tree = repo.find_tree(baseline.snapshot.tree)?;
-            let mut checkout = CheckoutBuilder::new();
-            checkout
-                .force()
-                .recreate_missing(true)
-                .update_index(false)
-                .refresh(false)
-                .disable_pathspec_match(true);
-            for path in &restore {
-                checkout.path(path.as_slice());
-            }
-            repo.checkout_tree(tree.as_object(), Some(&mut checkout))?;
-        }
+        write_files(&self.top, baseline.snapshot.tree, &restore)?;
         Ok(done)
     }
 
@@ -323,6 +310,30 @@ impl Workspace {
             dir = d.parent();
         }
     }
+}
+
+/// Writes `paths` (relative to the work tree's top) as `tree` has them into the work tree at
+/// `top`, and nothing else: a handle of its own with an in-memory index, and
+/// `update_index(false)`, so the index, HEAD and refs are not touched.
+pub(super) fn write_files(top: &Path, tree: Oid, paths: &[Vec<u8>]) -> Result<(), git2::Error> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let repo = Repository::open(top)?;
+    let mut scratch = Index::new()?;
+    repo.set_index(&mut scratch)?;
+    let tree = repo.find_tree(tree)?;
+    let mut checkout = CheckoutBuilder::new();
+    checkout
+        .force()
+        .recreate_missing(true)
+        .update_index(false)
+        .refresh(false)
+        .disable_pathspec_match(true);
+    for path in paths {
+        checkout.path(path.as_slice());
+    }
+    repo.checkout_tree(tree.as_object(), Some(&mut checkout))
 }
 
 #[cfg(test)]

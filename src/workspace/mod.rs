@@ -20,6 +20,7 @@ pub mod gitguard;
 pub mod revert;
 mod snapshot;
 pub mod watch;
+pub mod worktree;
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +31,7 @@ pub use baseline::Baseline;
 pub use commit::{CommitOutcome, DiscardPlan};
 pub use diff::{DiffLine, DiffModel, DisplayLimits, FileDiff, Hunk, LineKind};
 pub use watch::{LiveWatch, OnChange, WatchStats};
+pub use worktree::{WorktreeError, WorktreeInfo};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {

@@ -74,6 +74,7 @@ const CASES: &[Case] = &[
         &["--approval", "ask"],
     ),
     case("network", &["--network"], "true", &["--network=false"]),
+    case("worktree", &["--worktree"], "true", &["--worktree=false"]),
     case(
         "command_timeout",
         &["--command-timeout", "5"],

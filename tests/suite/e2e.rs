@@ -297,6 +297,94 @@ fn quitting_the_objective_editor_exits_130() {
 }
 
 #[test]
+fn review_of_a_worktree_run_applies_its_changes_to_the_persons_work_tree() {
+    let repo = TempRepo::new();
+    repo.write("untouched.txt", "the person's own edit\n");
+    let launch = Launch::new();
+    let rounds = vec![turns(&[
+        call(
+            "write_file",
+            json!({"path": "hello.txt", "content": "hello from the run\n"}),
+        ),
+        complete_report("wrote hello.txt"),
+    ])];
+    let script = script_with_delay(launch.tmp.path(), rounds, 0);
+    let sh = launch.script(repo.path(), &script, &["--worktree", "write hello.txt"]);
+    let tmux = Tmux::start(&sh);
+
+    let review = tmux.wait_for("the review of a worktree run", |s| {
+        s.contains("complete after") && s.contains("hello.txt") && s.contains("A apply")
+    });
+    assert!(
+        review.contains("ralph/"),
+        "the header names the branch:\n{review}"
+    );
+    assert!(
+        !repo.path().join("hello.txt").exists(),
+        "the run wrote the checkout"
+    );
+    tmux.keys(&["A"]);
+    tmux.wait_for("the apply", |s| s.contains("applied 1 file(s)"));
+    assert_eq!(repo.read("hello.txt"), "hello from the run\n");
+    assert_eq!(repo.read("untouched.txt"), "the person's own edit\n");
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+    // Applied, not committed: HEAD is where it was and the branch is kept.
+    let git = git2::Repository::open(repo.path()).unwrap();
+    let head = git.head().unwrap().peel_to_commit().unwrap();
+    assert_eq!(head.message(), Some("initial"));
+    let branches: Vec<String> = git
+        .branches(Some(git2::BranchType::Local))
+        .unwrap()
+        .map(|b| b.unwrap().0.name().unwrap().unwrap().to_string())
+        .collect();
+    assert!(
+        branches.iter().any(|b| b.starts_with("ralph/")),
+        "{branches:?}"
+    );
+}
+
+#[test]
+fn review_of_a_worktree_run_commits_on_the_persons_branch_and_removes_the_worktree() {
+    let repo = TempRepo::new();
+    repo.write("untouched.txt", "the person's own edit\n");
+    let launch = Launch::new();
+    let rounds = vec![turns(&[
+        call(
+            "write_file",
+            json!({"path": "hello.txt", "content": "hello from the run\n"}),
+        ),
+        complete_report("wrote hello.txt"),
+    ])];
+    let script = script_with_delay(launch.tmp.path(), rounds, 0);
+    let sh = launch.script(repo.path(), &script, &["--worktree", "write hello.txt"]);
+    let tmux = Tmux::start(&sh);
+
+    tmux.wait_for("the review of a worktree run", |s| {
+        s.contains("complete after") && s.contains("A apply")
+    });
+    tmux.keys(&["c"]);
+    tmux.wait_for("the commit editor", |s| {
+        s.contains("Commit the run's changes")
+    });
+    tmux.keys(&["C-s"]);
+    tmux.wait_for("the commit", |s| s.contains(" committed "));
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+
+    let git = git2::Repository::open(repo.path()).unwrap();
+    let head = git.head().unwrap().peel_to_commit().unwrap();
+    assert!(head.message().unwrap().starts_with("wrote hello.txt"));
+    let tree = head.tree().unwrap();
+    assert!(tree.get_name("hello.txt").is_some());
+    assert!(tree.get_name("untouched.txt").is_none(), "swept in");
+    assert_eq!(repo.read("hello.txt"), "hello from the run\n");
+    let branches = git.branches(Some(git2::BranchType::Local)).unwrap().count();
+    assert_eq!(branches, 1, "the run's branch is left");
+    assert_eq!(git.worktrees().unwrap().len(), 0);
+}
+
+#[test]
 fn review_commits_exactly_the_runs_changes() {
     let repo = TempRepo::new();
     repo.write("untouched.txt", "the person's own edit\n");

@@ -71,6 +71,7 @@ fn config(max_rounds: u32) -> RunConfig {
             repo_root: None,
             resumed_from: None,
             resumed_report: None,
+            worktree: None,
         },
     }
 }

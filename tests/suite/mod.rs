@@ -17,3 +17,4 @@ mod stream;
 mod tools;
 mod ui;
 mod workspace;
+mod worktree;

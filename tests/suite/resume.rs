@@ -3,7 +3,7 @@
 //! line and exit 2. Runs go to the isolated data dir (no `--run-dir`), as a person's would.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -168,20 +168,7 @@ fn start_slow_round_two(
     .spawn()
     .unwrap();
     let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut seen = Vec::new();
-    loop {
-        let mut line = String::new();
-        assert!(
-            reader.read_line(&mut line).unwrap() > 0,
-            "stream ended early"
-        );
-        let v: Value = serde_json::from_str(&line).unwrap();
-        let streaming = v["type"] == "token" && v["round"] == 2;
-        seen.push(v);
-        if streaming {
-            break;
-        }
-    }
+    let seen = events_until(&mut reader, |v| v["type"] == "token" && v["round"] == 2);
     let (id, dir) = started(&seen);
     (child, reader, id, dir)
 }

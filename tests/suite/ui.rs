@@ -196,6 +196,13 @@ fn snapshot_review_outcomes() {
 }
 
 #[test]
+fn snapshot_review_of_a_worktree_run() {
+    let mut state = finished(RunStatus::Complete, Some(verification(true)));
+    state.setup.worktree = Some("ralph/20260101-090000-1a2b".into());
+    insta::assert_snapshot!("review_worktree_80x24", screen(&mut state, 80, 24));
+}
+
+#[test]
 fn review_names_the_exact_command_that_resumes_the_run() {
     use ralph_tui::ui::review::resume_command;
     let command = |state: &State| resume_command(state, state.review.as_ref().unwrap());

@@ -29,6 +29,7 @@ pub fn setup() -> Setup {
         verify: Some("python3 -m unittest".into()),
         run_dir: "~/.local/share/ralph-tui/runs/20260101-090000-1a2b".into(),
         ctx_size: 4096,
+        worktree: None,
     }
 }
 
