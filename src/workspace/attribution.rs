@@ -113,19 +113,12 @@ impl Workspace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::event::FileStatus;
     use crate::workspace::FileDiff;
 
     fn file(path: &str, old: Option<&str>) -> FileDiff {
         FileDiff {
-            path: path.into(),
             old_path: old.map(String::from),
-            status: FileStatus::Modified,
-            binary: false,
-            insertions: 0,
-            deletions: 0,
-            hunks: Vec::new(),
-            outside_run: false,
+            ..FileDiff::modified(path.into())
         }
     }
 

@@ -53,6 +53,22 @@ pub struct FileDiff {
     pub outside_run: bool,
 }
 
+impl FileDiff {
+    /// `path` changed in place: text, no line counted and no hunk yet, the worker's own.
+    pub fn modified(path: String) -> Self {
+        Self {
+            path,
+            old_path: None,
+            status: FileStatus::Modified,
+            binary: false,
+            insertions: 0,
+            deletions: 0,
+            hunks: Vec::new(),
+            outside_run: false,
+        }
+    }
+}
+
 /// A whole diff: files, counts, and the patch text.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiffModel {
@@ -284,14 +300,10 @@ fn file_of(delta: &DiffDelta<'_>, prefix: &str) -> FileDiff {
         (None, None) => (String::new(), None),
     };
     FileDiff {
-        path,
         old_path,
         status,
         binary: delta.flags().is_binary(),
-        insertions: 0,
-        deletions: 0,
-        hunks: Vec::new(),
-        outside_run: false,
+        ..FileDiff::modified(path)
     }
 }
 

@@ -339,14 +339,9 @@ fn the_changes_list_the_review_and_the_commit_dialog_set_outside_files_apart() {
     );
 
     let file = |path: &str, outside_run: bool| FileDiff {
-        path: path.into(),
-        old_path: None,
-        status: ralph_tui::protocol::event::FileStatus::Modified,
-        binary: false,
         insertions: 1,
-        deletions: 0,
-        hunks: Vec::new(),
         outside_run,
+        ..FileDiff::modified(path.into())
     };
     let mut review = finished(RunStatus::Complete, None);
     let model = DiffModel {
