@@ -19,7 +19,7 @@ use crate::config::{BackendKind, Settings};
 use crate::engine::run_info::{RunInfo, RunSettings};
 use crate::engine::runlog::RunLog;
 use crate::engine::{Engine, EventSink, RoundWatch, RunConfig, RunSummary, StartAt, Toolbox};
-use crate::error::UsageError;
+use crate::error::{say, ExitCode, UsageError};
 use crate::intake;
 use crate::llm::bounded::{Bounded, MAX_TURN_BYTES};
 use crate::llm::script::ScriptBackend;
@@ -42,6 +42,15 @@ impl RoundWatch for LiveWatch {
     fn round_ended(&self) {
         LiveWatch::round_ended(self);
     }
+}
+
+/// The tokio runtime a front end drives, from `builder` with every driver enabled; one that
+/// cannot be built is said on stderr and ends the program with [`ExitCode::Internal`].
+pub fn runtime(builder: &mut tokio::runtime::Builder) -> Result<tokio::runtime::Runtime, ExitCode> {
+    builder.enable_all().build().map_err(|e| {
+        say(&format!("cannot start the runtime: {e}"));
+        ExitCode::Internal
+    })
 }
 
 /// The backend a run will use, checked but not yet loaded.

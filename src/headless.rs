@@ -7,7 +7,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::app::{self, Prepared, StartError};
-use crate::error::ExitCode;
+use crate::error::{say, ExitCode};
 use crate::protocol::event::{RunStatus, Stamped, Verification};
 use crate::tools::approval::DenyAll;
 
@@ -23,21 +23,11 @@ fn stdout_sink() -> crate::engine::EventSink {
     })
 }
 
-fn say(message: &str) {
-    let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
-}
-
 /// Runs to the end and returns the exit code.
 pub fn run(prepared: Prepared, objective: String) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match app::runtime(&mut tokio::runtime::Builder::new_current_thread()) {
         Ok(rt) => rt,
-        Err(e) => {
-            say(&format!("cannot start the runtime: {e}"));
-            return ExitCode::Internal;
-        }
+        Err(code) => return code,
     };
     let worktree = prepared.worktree.clone();
     let handle = match app::start(prepared, objective, Arc::new(DenyAll), stdout_sink()) {

@@ -246,8 +246,7 @@ pub fn attach(hooks: Hooks, place: Place, sink: EventSink) -> (EventSink, Option
 }
 
 fn say_warning(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "ralph-tui: warning: {message}");
+    crate::error::say(&format!("warning: {message}"));
 }
 
 #[cfg(test)]

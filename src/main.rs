@@ -5,11 +5,11 @@ use std::io::Write;
 use clap::Parser;
 use ralph_tui::cli::Cli;
 use ralph_tui::config::Dirs;
-use ralph_tui::error::{ExitCode, UsageError};
+use ralph_tui::error::{say, ExitCode, UsageError};
 use ralph_tui::{app, headless, logging, runlock, runs, signals};
 
 fn fail(message: &str, code: ExitCode) -> ! {
-    let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
+    say(message);
     std::process::exit(code.code());
 }
 

@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::{find, runs_dir, FindError, PastRun};
 use crate::cli::History;
 use crate::config::Dirs;
-use crate::error::ExitCode;
+use crate::error::{say, ExitCode};
 use crate::protocol::event::{ChangedFile, Event, RoundOutcome, Stamped, Verification};
 use crate::protocol::report::Report;
 use crate::workspace::WorktreeInfo;
@@ -385,10 +385,6 @@ fn out(text: &str) {
     let _ = stdout.flush();
 }
 
-fn err(text: &str) {
-    let _ = writeln!(std::io::stderr(), "ralph-tui: {text}");
-}
-
 /// The worktrees and branches (`--worktree`) that runs not running left behind, one per
 /// branch, with the newest run that worked there.
 fn worktrees_left(entries: &[Entry]) -> Vec<(String, WorktreeInfo)> {
@@ -455,7 +451,7 @@ fn remove(entries: &[Entry], runs: &Path) -> ExitCode {
     for e in entries {
         // Only directories inside the runs dir are ever removed.
         if e.dir.parent() != Some(runs) {
-            err(&format!(
+            say(&format!(
                 "{} is outside {}: not removed",
                 e.dir.display(),
                 runs.display()
@@ -465,14 +461,14 @@ fn remove(entries: &[Entry], runs: &Path) -> ExitCode {
         }
         // The run stays (and stays listed) while its worktree cannot be removed.
         if let Err(error) = remove_worktree(e) {
-            err(&error);
+            say(&error);
             code = ExitCode::Internal;
             continue;
         }
         match std::fs::remove_dir_all(&e.dir) {
             Ok(()) => out(&format!("removed {}\n", e.id)),
             Err(error) => {
-                err(&format!("cannot remove {}: {error}", e.dir.display()));
+                say(&format!("cannot remove {}: {error}", e.dir.display()));
                 code = ExitCode::Internal;
             }
         }
@@ -485,13 +481,13 @@ fn prune(entries: &[Entry], choice: &PruneChoice, runs: &Path) -> ExitCode {
         return match chosen(entries, choice, runs) {
             Ok(gone) => remove(&gone, runs),
             Err(e) => {
-                err(&e.to_string());
+                say(&e.to_string());
                 ExitCode::Usage
             }
         };
     }
     if !std::io::stdin().is_terminal() {
-        err("--prune needs a terminal to ask, or say which: --all-finished, --older-than AGE or RUN ids");
+        say("--prune needs a terminal to ask, or say which: --all-finished, --older-than AGE or RUN ids");
         return ExitCode::Usage;
     }
     let candidates: Vec<Entry> = entries
@@ -528,7 +524,7 @@ fn prune(entries: &[Entry], choice: &PruneChoice, runs: &Path) -> ExitCode {
             remove(&gone, runs)
         }
         Err(e) => {
-            err(&e);
+            say(&e);
             ExitCode::Usage
         }
     }
@@ -548,7 +544,7 @@ pub fn run(command: History, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode
                 match serde_json::to_string_pretty(&entries) {
                     Ok(text) => out(&format!("{text}\n")),
                     Err(e) => {
-                        err(&e.to_string());
+                        say(&e.to_string());
                         return ExitCode::Internal;
                     }
                 }
@@ -579,14 +575,14 @@ pub fn run(command: History, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode
                 ExitCode::Complete
             }
             Err(e) => {
-                err(&e.to_string());
+                say(&e.to_string());
                 ExitCode::Usage
             }
         },
         History::Replay { run, speed } => match find(&runs, &run) {
             Ok(dir) => replay(&dir, speed),
             Err(e) => {
-                err(&e.to_string());
+                say(&e.to_string());
                 ExitCode::Usage
             }
         },

@@ -13,17 +13,13 @@ pub mod notify;
 pub mod replay;
 pub mod terminal;
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
 
-use crate::app::{BackendPlan, Prepared};
-use crate::error::ExitCode;
+use crate::app::{self, BackendPlan, Prepared};
+use crate::error::{say, ExitCode};
 use crate::llm::Backend;
 use crate::ui::{Setup, State, Theme};
-
-fn say(message: &str) {
-    let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
-}
 
 fn label<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_value(value)
@@ -74,16 +70,10 @@ pub fn run(prepared: Prepared, objective: Option<String>, log_file: &Path) -> Ex
         say("the TUI needs a terminal: run ralph-tui in one, or pass --headless");
         return ExitCode::Usage;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    let runtime = match app::runtime(builder.worker_threads(2)) {
         Ok(rt) => rt,
-        Err(e) => {
-            say(&format!("cannot start the runtime: {e}"));
-            return ExitCode::Internal;
-        }
+        Err(code) => return code,
     };
     let state = State::new(setup_of(&prepared), objective, Theme::from_env());
 

@@ -19,7 +19,8 @@ use ratatui::layout::Rect;
 use ratatui::Terminal;
 
 use super::frames::FrameScheduler;
-use crate::error::ExitCode;
+use crate::app;
+use crate::error::{say, ExitCode};
 use crate::protocol::event::Event;
 use crate::runs::history::read_events;
 use crate::runs::PastRun;
@@ -410,10 +411,7 @@ where
 
 /// `ralph-tui replay`: plays the run in `dir` on this terminal.
 pub fn run(dir: &Path, speed: f64) -> ExitCode {
-    use std::io::{IsTerminal, Write};
-    let say = |message: &str| {
-        let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
-    };
+    use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         say("replay needs a terminal: use `ralph-tui show RUN` for a text summary");
         return ExitCode::Usage;
@@ -425,15 +423,9 @@ pub fn run(dir: &Path, speed: f64) -> ExitCode {
             return ExitCode::Usage;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match app::runtime(&mut tokio::runtime::Builder::new_current_thread()) {
         Ok(rt) => rt,
-        Err(e) => {
-            say(&format!("cannot start the runtime: {e}"));
-            return ExitCode::Internal;
-        }
+        Err(code) => return code,
     };
     let player = Player::new(recording, speed, Theme::from_env());
     let guard = match super::terminal::TerminalGuard::enter() {
