@@ -50,6 +50,7 @@ impl Engine<'_> {
             "status": status.map(RunStatus::as_str),
             "rounds_started": rounds,
             "worker_reported": true,
+            "head": super::run_info::head_commit(self.workspace.repo()),
         });
         let info = serde_json::to_value(&self.config.run_info).unwrap_or(Value::Null);
         if let (Value::Object(map), Value::Object(extra)) = (&mut value, info) {

@@ -17,9 +17,9 @@
 use std::path::Path;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use super::changes::RunChanges;
 use super::record::Recorder;
 use super::wrapup::{self, WrapUp};
 use super::{prompt, report, Engine, RoundEnd, RunConfig, Toolbox};
@@ -30,16 +30,11 @@ use crate::protocol::event::Event;
 use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::process::ProcessTracker;
-use crate::tools::{ToolContext, ToolResult};
+use crate::tools::{ToolContext, ToolResult, Writes};
 use crate::workspace::Workspace;
 
 /// Why a round fails when generation stopped at a full context window.
 const CONTEXT_FILLED: &str = "the context window filled up before a valid report";
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// Per-round totals for `round_finished`.
 #[derive(Default)]
@@ -82,6 +77,7 @@ impl Engine<'_> {
             tools: &self.tools,
             workspace: &self.workspace,
             rec: &mut self.rec,
+            changes: &mut self.changes,
             generated_total: &mut self.generated_total,
             scope,
             messages,
@@ -100,6 +96,8 @@ pub(super) struct ChildTurns<'t, 'a> {
     tools: &'t Toolbox<'a>,
     workspace: &'t Workspace,
     pub(super) rec: &'t mut Recorder,
+    /// Whose changes the workspace shows: the tool calls' snapshots go here.
+    changes: &'t mut RunChanges,
     pub(super) generated_total: &'t mut u64,
     pub(super) scope: &'t RoundScope<'t>,
     pub(super) messages: Vec<Message>,
@@ -156,7 +154,7 @@ impl ChildTurns<'_, '_> {
         self.rec.emit(Event::RoundStarted {
             round: self.scope.round,
             max_rounds: self.config.max_rounds,
-            prompt_sha256: sha256_hex(self.scope.prompt_json),
+            prompt_sha256: crate::text::sha256_hex(self.scope.prompt_json),
             prompt_tokens,
         });
         for m in &self.messages {
@@ -177,11 +175,29 @@ impl ChildTurns<'_, '_> {
             tools: self.scope.tools,
             report_only: self.wrap_up.is_some(),
         };
+        // The budget and the context were checked in `before_turn`; this count is the prompt
+        // as this turn sends it (a wrap-up's instruction included), for the context meter.
+        let ctx_size = self.scope.ctx_size;
+        let counted = child.count_prompt_tokens(request).ok();
+        if let Some(used) = counted {
+            self.rec.emit(Event::ContextCounted {
+                round: self.scope.round,
+                tokens: used,
+            });
+            if used >= ctx_size {
+                return Err(RoundEnd::Failed(format!(
+                    "the context window is full ({used} of {ctx_size} tokens) before a valid report"
+                )));
+            }
+        }
         let round = self.scope.round;
         let rec = &mut *self.rec;
+        let started = std::time::Instant::now();
+        let mut first_token = None;
         let generation = child.generate(
             request,
             &mut |piece| {
+                first_token.get_or_insert_with(std::time::Instant::now);
                 rec.emit(Event::Token {
                     round,
                     text: piece.to_string(),
@@ -198,6 +214,19 @@ impl ChildTurns<'_, '_> {
             }
             Err(e) => return Err(RoundEnd::Failed(e.to_string())),
         };
+        let ended = std::time::Instant::now();
+        let first_token = first_token.unwrap_or(ended);
+        let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.rec.emit(Event::TurnFinished {
+            round,
+            prompt_tokens: generation.prompt_tokens,
+            generated_tokens: generation.generated_tokens,
+            prompt_ms: millis(first_token.duration_since(started)),
+            gen_ms: millis(ended.duration_since(first_token)),
+            context_tokens: counted
+                .unwrap_or(generation.prompt_tokens)
+                .saturating_add(generation.generated_tokens),
+        });
         *self.generated_total = self
             .generated_total
             .saturating_add(u64::from(generation.generated_tokens));
@@ -306,7 +335,9 @@ impl ChildTurns<'_, '_> {
     }
 
     /// Runs a workspace tool (arguments over `MAX_ARGUMENT_BYTES` are refused unrun) and gives
-    /// the child its outcome.
+    /// the child its outcome. What the call can change is recorded as the worker's: the files
+    /// a file tool names, or whatever changed between snapshots taken around a command. A
+    /// result that would eat into the report's reserve is cut to fit.
     fn handle_tool_call(&mut self, child: &mut dyn Child, name: &str, arguments: &Value) {
         let size = arguments.to_string().len();
         let outcome = if size > MAX_ARGUMENT_BYTES {
@@ -317,6 +348,14 @@ impl ChildTurns<'_, '_> {
                 ),
             }
         } else {
+            let round = self.scope.round;
+            let writes = self
+                .tools
+                .registry
+                .writes(name, arguments, self.workspace.root());
+            let before = (writes == Writes::Anything)
+                .then(|| self.changes.before_tool(self.workspace, self.rec, round))
+                .flatten();
             let approver = super::announce::Announcing {
                 inner: self.tools.approver.as_ref(),
                 rec: std::sync::Mutex::new(&mut *self.rec),
@@ -330,7 +369,16 @@ impl ChildTurns<'_, '_> {
                 processes: self.scope.processes,
                 approver: &approver,
             };
-            self.tools.registry.call(name, arguments, &ctx)
+            let result = self.tools.registry.call(name, arguments, &ctx);
+            match writes {
+                Writes::Nothing => {}
+                Writes::Files(files) => self.changes.wrote(self.workspace, &files),
+                Writes::Anything => {
+                    self.changes
+                        .after_tool(self.workspace, self.rec, round, before);
+                }
+            }
+            result
         };
         let outcome = self.fit_tool_result(child, name, outcome);
         let message = self.tool_message(name, outcome);

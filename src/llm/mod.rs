@@ -7,6 +7,7 @@
 //! file check lives in `model_file`, below the app wiring that also uses it.
 
 #[cfg(feature = "llama")]
+pub mod bounded;
 pub mod llama;
 pub mod model_file;
 pub mod script;

@@ -2,7 +2,9 @@
 //!
 //! Each turn is the raw text a model would emit for one generation. It is streamed in small
 //! pieces and then goes through exactly the same parsing, tools, validation and events as real
-//! output, so tests, demos and evals exercise the real engine.
+//! output, so tests, demos and evals exercise the real engine. Pieces are cut as they stream
+//! (no list of a whole turn's pieces), and the run bounds a turn's size for every backend
+//! (`llm::bounded`), so a huge scripted turn is cut rather than streamed to the end.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,11 +26,8 @@ struct ScriptFile {
     rounds: Vec<ScriptRound>,
 }
 
-/// A script's context window unless it names one: large enough never to matter.
-const DEFAULT_CTX_SIZE: u32 = 131_072;
-
 fn default_ctx_size() -> u32 {
-    DEFAULT_CTX_SIZE
+    SCRIPT_CTX_SIZE
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -37,6 +36,10 @@ enum ScriptRound {
     Turns { turns: Vec<String> },
     Fail { fail: String },
 }
+
+/// The context size the script backend reports unless the script names one (`ctx_size`, in
+/// its estimated tokens): large enough never to matter.
+pub const SCRIPT_CTX_SIZE: u32 = 131_072;
 
 /// A loaded, validated script.
 #[derive(Debug, Clone)]
@@ -85,7 +88,7 @@ impl ScriptBackend {
             .rounds
             .iter()
             .filter_map(|round| match round {
-                ScriptRound::Turns { turns } => turns.iter().map(|t| pieces(t).len()).max(),
+                ScriptRound::Turns { turns } => turns.iter().map(|t| piece_iter(t).count()).max(),
                 ScriptRound::Fail { .. } => None,
             })
             .max()
@@ -134,20 +137,27 @@ struct ScriptChild<'a> {
 /// Splits text into small, token-like pieces: words with their trailing space, long words cut
 /// every 8 characters.
 pub fn pieces(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    for word in text.split_inclusive(char::is_whitespace) {
+    piece_iter(text).collect()
+}
+
+/// [`pieces`] one at a time, so a long turn streams without a list of all its pieces.
+fn piece_iter(text: &str) -> impl Iterator<Item = &str> {
+    text.split_inclusive(char::is_whitespace).flat_map(|word| {
         let mut rest = word;
-        while !rest.is_empty() {
+        std::iter::from_fn(move || {
+            if rest.is_empty() {
+                return None;
+            }
             let cut = rest
                 .char_indices()
                 .nth(8)
                 .map(|(i, _)| i)
                 .unwrap_or(rest.len());
-            out.push(&rest[..cut]);
-            rest = &rest[cut..];
-        }
-    }
-    out
+            let (piece, tail) = rest.split_at(cut);
+            rest = tail;
+            Some(piece)
+        })
+    })
 }
 
 fn wait(delay: Duration, cancel: &CancellationToken) {
@@ -187,7 +197,7 @@ impl Child for ScriptChild<'_> {
         self.next += 1;
         let mut text = String::with_capacity(turn.len());
         let mut generated = 0u32;
-        for piece in pieces(turn) {
+        for piece in piece_iter(turn) {
             if cancel.is_cancelled() {
                 return Ok(Generation {
                     text,
@@ -219,6 +229,8 @@ mod tests {
         let text = "héllo  wörld <tool_call>{\"name\": \"x\"}</tool_call>\n";
         assert_eq!(pieces(text).concat(), text);
         assert!(pieces(text).iter().all(|p| p.chars().count() <= 8));
+        assert_eq!(pieces("").len(), 0);
+        assert_eq!(pieces("abcdefghij").concat(), "abcdefghij");
     }
 
     #[test]

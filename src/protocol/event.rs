@@ -54,6 +54,32 @@ impl RunStatus {
             Self::RoundFailed => "a round ended without a valid report; the run stopped",
         }
     }
+
+    /// The whole outcome in one sentence: the worker's claim and, when `--verify` ran, its
+    /// result (`… — the worker's claim; verify passed (exit 0)`). Without a verification it
+    /// is [`Self::describe`].
+    pub fn describe_with(self, verification: Option<&Verification>) -> String {
+        let Some(v) = verification else {
+            return self.describe().to_string();
+        };
+        let claim = match self {
+            Self::Complete => "the worker reports the objective complete — the worker's claim",
+            Self::Blocked => "the worker reports it is blocked — its own account",
+            other => other.describe(),
+        };
+        let exit = match v.exit_code {
+            Some(code) => format!("exit {code}"),
+            None => "no exit code".to_string(),
+        };
+        let result = if v.passed { "passed" } else { "FAILED" };
+        format!("{claim}; verify {result} ({exit})")
+    }
+
+    /// A claimed completion that `--verify` contradicts: shown in the error colour and said
+    /// in the headless summary.
+    pub fn contradicted_by(self, verification: Option<&Verification>) -> bool {
+        self == Self::Complete && verification.is_some_and(|v| !v.passed)
+    }
 }
 
 /// The result of `--verify`, shown beside the worker's claim; it never changes the status.
@@ -107,6 +133,10 @@ pub struct ChangedFile {
     pub insertions: usize,
     pub deletions: usize,
     pub binary: bool,
+    /// Changed by someone other than the worker's tools and commands (the person, another
+    /// program): shown, never committed by default. Absent from the JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_run: bool,
 }
 
 /// Why a round's last turn is a wrap-up turn, one that may only file the report.
@@ -204,6 +234,24 @@ pub enum Event {
     Warning {
         message: String,
     },
+    /// The real context size of the round's conversation, counted by the backend before a
+    /// turn (so after every tool result).
+    ContextCounted {
+        round: u32,
+        tokens: u32,
+    },
+    /// One turn's generation ended: its token counts and times, and the context it leaves
+    /// (the count before the turn plus what it generated).
+    TurnFinished {
+        round: u32,
+        prompt_tokens: u32,
+        generated_tokens: u32,
+        /// From the request to the first generated token.
+        prompt_ms: u64,
+        /// From the first generated token to the last.
+        gen_ms: u64,
+        context_tokens: u32,
+    },
     RoundFinished {
         round: u32,
         outcome: RoundOutcome,
@@ -214,6 +262,11 @@ pub enum Event {
         insertions: usize,
         deletions: usize,
         error: Option<String>,
+        /// The round's changes could not be compared (a snapshot failed): the counts are 0
+        /// because nothing could be looked at, not because nothing changed. Absent from the
+        /// JSON when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        changes_unknown: bool,
     },
     RunFinished {
         status: RunStatus,
@@ -279,6 +332,7 @@ mod tests {
             insertions: 1,
             deletions: 2,
             binary: false,
+            outside_run: false,
         };
         assert_eq!(
             serde_json::to_value(&file).unwrap(),

@@ -68,6 +68,10 @@ fn config(max_rounds: u32) -> RunConfig {
                     seed: 1,
                 },
             },
+            repo_root: None,
+            resumed_from: None,
+            resumed_report: None,
+            worktree: None,
         },
     }
 }

@@ -23,14 +23,7 @@ use crate::llm::{BackendError, Child, Generation, Request, StopReason};
 const FIRST_CHUNK: usize = 16;
 const MIN_CHUNK: usize = 4;
 
-/// Lower-case hex SHA-256, as the log records rendered prompts.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use crate::text::sha256_hex;
 
 /// Figures of the last turn, for logs and benchmarks.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

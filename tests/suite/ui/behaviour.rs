@@ -286,5 +286,36 @@ fn a_wrap_up_shows_in_the_stream_and_on_its_rounds_row_and_the_meter_marks_the_r
     );
     assert!(text.contains("[wrap-up: context] handed over"), "{text}");
     // 4096 tokens, the reserve's 625 from 3471 on: the marker sits in the seventh cell.
-    assert!(text.contains("ctx ██░░░░┃░"), "{text}");
+    assert!(text.contains("ctx ██░░░░┊░"), "{text}");
+}
+
+#[test]
+fn the_review_shows_the_runs_warnings() {
+    let mut state = mid_run(Theme::default());
+    send(
+        &mut state,
+        Event::Warning {
+            message: "round 2 changed git hooks: hooks/post-commit (added)".into(),
+        },
+    );
+    send(
+        &mut state,
+        Event::RunFinished {
+            status: RunStatus::Complete,
+            rounds_started: 2,
+            report: None,
+            last_valid_report: None,
+            error: None,
+            worker_reported: false,
+            verification: None,
+        },
+    );
+    let review = state.review.as_ref().unwrap();
+    assert_eq!(review.warnings.len(), 1);
+    let text = screen(&mut state, 120, 40);
+    let in_report_pane = text
+        .lines()
+        .skip_while(|l| !l.contains("No valid report was filed"))
+        .any(|l| l.contains("! round 2 changed git hooks"));
+    assert!(in_report_pane, "{text}");
 }
