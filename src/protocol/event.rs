@@ -128,6 +128,10 @@ pub enum Event {
         max_rounds: u32,
         prompt_sha256: String,
         prompt_tokens: u32,
+        /// Tokens of the run's fixed prefix restored into the round's fresh context instead of
+        /// evaluated again (0 with `--no-prefix-cache`, in round 1, or when it changed).
+        #[serde(default)]
+        prefix_tokens_reused: u32,
     },
     Token {
         round: u32,

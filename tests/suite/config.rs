@@ -75,6 +75,12 @@ const CASES: &[Case] = &[
     ),
     case("network", &["--network"], "true", &["--network=false"]),
     case(
+        "no_prefix_cache",
+        &["--no-prefix-cache"],
+        "true",
+        &["--no-prefix-cache=false"],
+    ),
+    case(
         "command_timeout",
         &["--command-timeout", "5"],
         "5",

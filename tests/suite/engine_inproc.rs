@@ -54,6 +54,7 @@ fn config(max_rounds: u32) -> RunConfig {
                 network: false,
                 command_timeout_s: 120,
                 verify: None,
+                prefix_cache: true,
                 inference: InferenceSettings {
                     ctx_size: 4096,
                     threads: 1,
