@@ -145,6 +145,31 @@ impl<'b> LlamaChild<'b> {
         }
     }
 
+    /// Decodes `tokens` (at most `--batch-size` of them) as one batch after the cached ones,
+    /// with llama.cpp's abort callback watching `cancel` and no check before the decode: `true`
+    /// when the callback aborted it (its tokens are then not in the cache). Shows the abort
+    /// path works; generation uses it through `generate`.
+    pub fn decode_once(
+        &mut self,
+        tokens: &[LlamaToken],
+        cancel: &CancellationToken,
+    ) -> Result<bool, BackendError> {
+        let _armed = Armed::new(&self.backend.abort, cancel);
+        let start = self.cached.len();
+        self.batch.clear();
+        for (i, &token) in tokens.iter().enumerate() {
+            self.add(token, start + i, i + 1 == tokens.len())?;
+        }
+        match self.decode()? {
+            Decoded::Done => {
+                self.cached.extend_from_slice(tokens);
+                Ok(false)
+            }
+            Decoded::Full => Err(BackendError::ChildFailed("context full".into())),
+            Decoded::Aborted => Ok(true),
+        }
+    }
+
     /// Writes sequence 0's state (the KV cache) to `path` with `tokens` as its token list:
     /// two states are equal exactly when their files are.
     pub fn save_state(

@@ -185,8 +185,8 @@ mod tests {
     fn the_prefix_ends_with_the_system_text() {
         let full = "<s>sys: RULES</s><u>do it</u><a>";
         let system_only = "<s>sys: RULES</s><a>";
-        assert_eq!(prefix_end(full, system_only, "RULES"), Some(12));
-        assert_eq!(&full[..12], "<s>sys: RULES");
+        assert_eq!(prefix_end(full, system_only, "RULES"), Some(13));
+        assert_eq!(&full[..13], "<s>sys: RULES");
     }
 
     #[test]
