@@ -30,11 +30,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::chat::ChatFormat;
 use crate::llm::Backend;
+use crate::protocol::event::{Event, RunStatus, Stamped, Verification};
+use crate::protocol::report::{Report, ReportStatus};
 use crate::tools::approval::Approver;
 use crate::tools::{Registry, ToolPolicy};
 use crate::workspace::{Snapshot, Workspace};
-use crate::protocol::event::{Event, RunStatus, Stamped, Verification};
-use crate::protocol::report::{Report, ReportStatus};
 use record::Recorder;
 use run_info::RunInfo;
 use runlog::RunLog;
@@ -238,7 +238,7 @@ impl<'a> Engine<'a> {
             report: final_report.clone(),
             last_valid_report: last_valid.clone(),
             error: error.clone(),
-            worker_reported: final_report.is_some(),
+            worker_reported: status.is_worker_report(),
             verification: verification.clone(),
         });
         self.write_run_json(Some(status), rounds_started, &started_at);

@@ -4,9 +4,9 @@
 
 use serde_json::{json, Value};
 
-use crate::protocol::event::{Event, RunStatus, Stamped};
 use super::runlog::RunLog;
 use super::{Engine, EventSink};
+use crate::protocol::event::{Event, RunStatus, Stamped};
 use crate::protocol::message::Message;
 
 /// Where events and transcript lines go: the run log first, then the consumer.
@@ -50,7 +50,7 @@ impl Engine<'_> {
             "status": status.map(RunStatus::as_str),
             "rounds_started": rounds,
             // Only a worker's report (complete or blocked) ends a run as reported.
-            "worker_reported": status.is_some_and(|s| matches!(s, RunStatus::Complete | RunStatus::Blocked)),
+            "worker_reported": status.is_some_and(RunStatus::is_worker_report),
         });
         let info = serde_json::to_value(&self.config.run_info).unwrap_or(Value::Null);
         if let (Value::Object(map), Value::Object(extra)) = (&mut value, info) {

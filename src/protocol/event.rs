@@ -32,6 +32,11 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Whether the run ended on a worker's report: complete or blocked.
+    pub fn is_worker_report(self) -> bool {
+        matches!(self, Self::Complete | Self::Blocked)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Complete => "complete",

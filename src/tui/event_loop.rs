@@ -259,7 +259,7 @@ fn usage_or_internal(error: StartError) -> Ended {
 /// The event that ends a run, rebuilt from the engine's summary when the event itself never
 /// arrived.
 fn finished_from(summary: RunSummary) -> Event {
-    let worker_reported = summary.report.is_some();
+    let worker_reported = summary.status.is_worker_report();
     Event::RunFinished {
         status: summary.status,
         rounds_started: summary.rounds_started,

@@ -137,10 +137,9 @@ fn child_failure_preserves_the_previous_report() {
         .unwrap()
         .contains("simulated child failure"));
     assert_eq!(end["rounds_started"], 2);
-    let run_json: Value = serde_json::from_str(
-        &std::fs::read_to_string(run.run_dir.join("run.json")).unwrap(),
-    )
-    .unwrap();
+    let run_json: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.run_dir.join("run.json")).unwrap())
+            .unwrap();
     assert_eq!(run_json["status"], "round-failed");
     assert_eq!(run_json["worker_reported"], false, "{run_json}");
 }

@@ -11,13 +11,13 @@ use tokio_util::sync::CancellationToken;
 
 use ralph_tui::chat;
 use ralph_tui::config::InferenceSettings;
-use ralph_tui::engine::run_info::{RunInfo, RunSettings};
-use ralph_tui::protocol::event::RunStatus;
-use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
 use ralph_tui::engine::prompt;
+use ralph_tui::engine::run_info::{RunInfo, RunSettings};
 use ralph_tui::engine::runlog::RunLog;
 use ralph_tui::engine::{Engine, RunConfig, RunSummary, Toolbox};
 use ralph_tui::llm::script::ScriptBackend;
+use ralph_tui::protocol::event::RunStatus;
+use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
 use ralph_tui::tools::approval::DenyAll;
 use ralph_tui::tools::{Registry, ToolPolicy};
 use ralph_tui::workspace::Workspace;
@@ -140,7 +140,10 @@ fn assert_bracketed(run: &InProc) {
     assert_eq!(end["status"], run.summary.status.as_str());
     assert_eq!(end["rounds_started"], run.summary.rounds_started);
     // Only a worker's report (complete or blocked) ends a run as reported.
-    assert_eq!(end["worker_reported"], run.summary.report.is_some());
+    assert_eq!(
+        end["worker_reported"],
+        run.summary.status.is_worker_report()
+    );
     assert_eq!(of_type(&run.events, "run_started").len(), 1);
     assert_eq!(of_type(&run.events, "run_finished").len(), 1);
 }
