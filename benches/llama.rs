@@ -283,8 +283,7 @@ fn main() {
 
     round_starts(&a);
 
-    // Generation throughput.
-    let gen_backend = LlamaBackend::load(&a.model, &settings(&a, a.gen_tokens), None).unwrap();
+    // Generation throughput, with the abort callback (as runs have it) and without it.
     let story = vec![
         Message::new(Role::System, "You are a storyteller."),
         Message::new(
@@ -292,26 +291,35 @@ fn main() {
             "Tell a very long story about a lighthouse keeper.",
         ),
     ];
-    let mut tg = Vec::new();
-    for round in 1..=3 {
-        let mut child = gen_backend.child(round).unwrap();
-        child
-            .generate(
-                Request {
-                    messages: &story,
-                    tools: &[],
-                },
-                &mut |_| {},
-                &cancel,
-            )
-            .unwrap();
-        let s = child.last_stats();
-        tg.push(f64::from(s.generated_tokens) / s.generation_time.as_secs_f64());
+    let mut gen_speed = Vec::new();
+    for abortable in [true, false] {
+        let gen_backend = LlamaBackend::load(&a.model, &settings(&a, a.gen_tokens), None)
+            .unwrap()
+            .with_abort_callback(abortable);
+        let mut tg = Vec::new();
+        for round in 1..=3 {
+            let mut child = gen_backend.child(round).unwrap();
+            child
+                .generate(
+                    Request {
+                        messages: &story,
+                        tools: &[],
+                    },
+                    &mut |_| {},
+                    &cancel,
+                )
+                .unwrap();
+            let s = child.last_stats();
+            tg.push(f64::from(s.generated_tokens) / s.generation_time.as_secs_f64());
+        }
+        gen_speed.push(median(tg));
     }
     println!(
-        "generation (up to {} tokens):      {:8.1} tok/s",
+        "generation (up to {} tokens):      {:8.1} tok/s ({:.1} without the abort callback: {:+.1}%)",
         a.gen_tokens,
-        median(tg)
+        gen_speed[0],
+        gen_speed[1],
+        100.0 * (gen_speed[0] - gen_speed[1]) / gen_speed[1].max(f64::MIN_POSITIVE)
     );
 
     // Fresh context per round vs reloading the model per round.
@@ -346,7 +354,6 @@ fn main() {
 
     // Memory across rounds: each round a fresh context, a short prompt, a few tokens.
     drop(backend);
-    drop(gen_backend);
     let short = vec![
         Message::new(Role::System, "You are brief."),
         Message::new(Role::User, "Say hello."),

@@ -79,6 +79,8 @@ pub struct LlamaBackend {
     /// Read by llama.cpp's abort callback of every context this backend creates; boxed so its
     /// address stays put, and owned here so it outlives those contexts (they borrow `model`).
     abort: Box<AbortSlot>,
+    /// Whether contexts get the abort callback (always, but for benchmarks measuring its cost).
+    abortable: bool,
     prefix: PrefixCache,
 }
 
@@ -251,6 +253,7 @@ impl LlamaBackend {
             device,
             bos_text,
             abort: Box::default(),
+            abortable: true,
             prefix: PrefixCache::new(true),
         })
     }
@@ -269,6 +272,14 @@ impl LlamaBackend {
     /// prefix state is dropped.
     pub fn with_prefix_cache(mut self, enabled: bool) -> Self {
         self.prefix = PrefixCache::new(enabled);
+        self
+    }
+
+    /// Turns llama.cpp's abort callback off (`false`) for contexts created from now on, so a
+    /// cancel waits for the batch in progress. Only benchmarks want this: to measure what the
+    /// callback costs.
+    pub fn with_abort_callback(mut self, enabled: bool) -> Self {
+        self.abortable = enabled;
         self
     }
 
@@ -293,7 +304,11 @@ impl LlamaBackend {
             .with_n_seq_max(1)
             .with_n_threads(threads)
             .with_n_threads_batch(threads);
-        let params = abort::with_abort(params, &self.abort);
+        let params = if self.abortable {
+            abort::with_abort(params, &self.abort)
+        } else {
+            params
+        };
         let ctx = self.model.new_context(self.runtime, params).map_err(|e| {
             BackendError::ChildFailed(format!("cannot create a llama context: {e}"))
         })?;

@@ -368,7 +368,12 @@ fn cancel_stops_generation_between_tokens() {
 #[test]
 fn cancel_stops_prompt_evaluation_between_batches() {
     let _lock = exclusive();
-    let backend = load(&settings(3));
+    // Small batches, so some are done by the earliest cancel (a cancel also aborts the batch
+    // in progress: see the abort tests below).
+    let backend = load(&InferenceSettings {
+        batch_size: 16,
+        ..settings(3)
+    });
     let long = "The lighthouse keeper counted the waves every night. ".repeat(120);
     let messages = vec![
         Message::new(Role::System, "You are a storyteller."),
