@@ -288,7 +288,13 @@ impl<'b> LlamaChild<'b> {
             self.cached.truncate(keep);
         }
         self.stats.reused_tokens = u32::try_from(keep).unwrap_or(u32::MAX);
-        let batch_cap = self.backend.settings().batch_size.max(1) as usize;
+        // llama.cpp caps a context's batch at its size.
+        let batch_cap = self
+            .backend
+            .settings()
+            .batch_size
+            .min(self.ctx.n_batch())
+            .max(1) as usize;
         // The fixed prefix ends a batch, so its state can be taken alone and the cached and
         // uncached paths evaluate the same batches.
         let boundary = self
