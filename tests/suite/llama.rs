@@ -380,8 +380,22 @@ fn cancel_stops_prompt_evaluation_between_batches() {
         Message::new(Role::User, long),
     ];
     let mut worst = Duration::ZERO;
+    // How long the whole prompt takes here and now; the cancels land at 30..70 % of it (a
+    // cancel also aborts the batch in progress, so fixed delays would depend on the machine).
+    let full = {
+        let request = Request {
+            messages: &messages,
+            tools: &[],
+        };
+        let tokens = backend.tokenize(&backend.render_prompt(request).unwrap());
+        let mut child = backend.child(100).unwrap();
+        let started = Instant::now();
+        child.prefill(&tokens).unwrap();
+        started.elapsed()
+    };
+    let delays = [30u32, 40, 50, 60, 70].map(|percent| full * percent / 100);
     // Cancel at several points of the prompt; each attempt is a fresh child.
-    for (attempt, delay_ms) in [150u64, 183, 216, 249, 282].into_iter().enumerate() {
+    for (attempt, delay) in delays.into_iter().enumerate() {
         let mut child = backend.child(attempt as u32 + 1).unwrap();
         let total = child
             .count_prompt_tokens(Request {
@@ -390,7 +404,7 @@ fn cancel_stops_prompt_evaluation_between_batches() {
             })
             .unwrap();
         let (stop, generated, latency) = cancel_when(&mut child, &messages, move |_| {
-            std::thread::sleep(Duration::from_millis(delay_ms));
+            std::thread::sleep(delay);
         });
         assert_eq!(stop, StopReason::Cancelled);
         assert_eq!(generated, 0);
