@@ -373,7 +373,8 @@ fn cancel_stops_prompt_evaluation_between_batches() {
     let backend = load(&InferenceSettings {
         batch_size: 16,
         ..settings(3)
-    });
+    })
+    .with_prefix_cache(false);
     let long = "The lighthouse keeper counted the waves every night. ".repeat(120);
     let messages = vec![
         Message::new(Role::System, "You are a storyteller."),
