@@ -238,7 +238,8 @@ fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
                 path,
                 &settings.inference,
                 settings.chat_format.as_deref(),
-            )?;
+            )?
+            .with_prefix_cache(settings.prefix_cache);
             Ok(Box::new(backend))
         }
         #[cfg(not(feature = "llama"))]
@@ -384,6 +385,7 @@ fn run_on_this_thread(
                 network: settings.network,
                 command_timeout_s: settings.command_timeout_s,
                 verify: settings.verify.clone(),
+                prefix_cache: settings.prefix_cache,
                 inference: settings.inference.clone(),
             },
             repo_root,

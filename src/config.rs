@@ -144,6 +144,9 @@ pub struct Settings {
     pub token_budget: Option<u64>,
     pub chat_format: Option<String>,
     pub inference: InferenceSettings,
+    /// Restore the run's fixed prompt prefix into each round's context (`--no-prefix-cache`
+    /// turns it off).
+    pub prefix_cache: bool,
     pub log_file: Option<PathBuf>,
     pub dirs: Dirs,
     /// How the TUI notifies while its terminal is not focused.
@@ -258,6 +261,7 @@ impl Settings {
             token_budget: options.token_budget,
             chat_format: options.chat_format.map(String::from),
             inference,
+            prefix_cache: !options.no_prefix_cache,
             log_file: cli.log_file,
             dirs,
             notify: options.notify,

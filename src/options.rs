@@ -133,9 +133,13 @@ options! {
     /// Layers to offload to the GPU [default: all with a GPU build, else 0].
     #[arg(long, value_name = "N")]
     gpu_layers: u32;
-    /// Prompt-processing batch size; smaller cancels faster.
+    /// Prompt-processing batch size (tokens per decode); a cancel stops a batch mid-way.
     #[arg(long, value_name = "N")]
-    batch_size: u32 = 64;
+    batch_size: u32 = 512;
+    /// Evaluate the whole prompt every round instead of restoring the fixed system prefix.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true)]
+    #[arg(default_missing_value = "true")]
+    no_prefix_cache: bool = false;
     /// Most tokens generated in one turn.
     #[arg(long, value_name = "N")]
     max_tokens: u32 = 1024;

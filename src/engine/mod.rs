@@ -268,7 +268,7 @@ impl<'a> Engine<'a> {
             report: final_report.clone(),
             last_valid_report: last_valid.clone(),
             error: error.clone(),
-            worker_reported: true,
+            worker_reported: status.is_worker_report(),
             verification: verification.clone(),
         });
         self.write_run_json(Some(status), rounds_started, &started_at);

@@ -2,9 +2,10 @@
 //! run was started with, the repository it ran in and, for a resumed run, where it came from.
 //! Typed both ways, so a field cannot go missing or change shape silently and a later run can
 //! read an earlier one's back; the engine writes these fields beside its own (run id, status,
-//! times, HEAD).
+//! times, HEAD). Sampling settings are written as the numbers the user gave: an `f32` goes out
+//! as its shortest decimal form (`0.05`), not as the `f64` it widens to (`0.05000000074505806`).
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::config::InferenceSettings;
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
@@ -50,7 +51,16 @@ pub struct RunSettings {
     pub network: bool,
     pub command_timeout_s: u64,
     pub verify: Option<String>,
+    /// Whether rounds restore the fixed prompt prefix (`--no-prefix-cache` turns it off); a
+    /// run recorded before the cache existed reads as the default, on.
+    #[serde(default = "prefix_cache_default")]
+    pub prefix_cache: bool,
+    #[serde(serialize_with = "inference_as_given")]
     pub inference: InferenceSettings,
+}
+
+fn prefix_cache_default() -> bool {
+    true
 }
 
 /// The commit HEAD points at, as hex; `None` before the first commit.
@@ -67,4 +77,71 @@ pub fn root_commit(repo: &git2::Repository) -> Option<String> {
         commit = parent;
     }
     Some(commit.id().to_string())
+}
+
+/// The `f32` fields of the inference settings.
+const F32_FIELDS: [&str; 4] = ["temperature", "top_p", "min_p", "repeat_penalty"];
+
+/// An `f32` as the number its shortest decimal form reads as.
+fn as_given(value: f32) -> serde_json::Value {
+    value
+        .to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
+fn inference_as_given<S: Serializer>(
+    settings: &InferenceSettings,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let mut value = serde_json::to_value(settings).map_err(serde::ser::Error::custom)?;
+    if let serde_json::Value::Object(map) = &mut value {
+        let given = [
+            settings.temperature,
+            settings.top_p,
+            settings.min_p,
+            settings.repeat_penalty,
+        ];
+        for (key, number) in F32_FIELDS.into_iter().zip(given) {
+            map.insert(key.to_string(), as_given(number));
+        }
+    }
+    value.serialize(serializer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampling_settings_are_written_as_given() {
+        let settings = InferenceSettings {
+            ctx_size: 4096,
+            threads: 2,
+            gpu_layers: None,
+            batch_size: 512,
+            max_tokens: 1024,
+            temperature: 0.7,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            repeat_penalty: 1.1,
+            seed: 1234,
+        };
+        let mut out = Vec::new();
+        inference_as_given(&settings, &mut serde_json::Serializer::new(&mut out)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for given in [
+            "\"min_p\":0.05",
+            "\"top_p\":0.95",
+            "\"temperature\":0.7",
+            "\"repeat_penalty\":1.1",
+            "\"seed\":1234",
+        ] {
+            assert!(text.contains(given), "{given} not in {text}");
+        }
+        assert!(!text.contains("0.0500000"), "{text}");
+    }
 }

@@ -148,14 +148,15 @@ impl ChildTurns<'_, '_> {
 
     /// Emits `round_started` and writes the prompt's messages to the transcript.
     fn announce(&mut self, child: &mut dyn Child) {
-        let prompt_tokens = child
-            .count_prompt_tokens(Request::new(&self.messages, self.scope.tools))
-            .unwrap_or(0);
+        let request = Request::new(&self.messages, self.scope.tools);
+        let prompt_tokens = child.count_prompt_tokens(request).unwrap_or(0);
+        let prefix_tokens_reused = child.prepare(request).unwrap_or(0);
         self.rec.emit(Event::RoundStarted {
             round: self.scope.round,
             max_rounds: self.config.max_rounds,
             prompt_sha256: crate::text::sha256_hex(self.scope.prompt_json),
             prompt_tokens,
+            prefix_tokens_reused,
         });
         for m in &self.messages {
             self.rec.transcript(m);

@@ -59,6 +59,10 @@ impl Child for BoundedChild<'_> {
         self.inner.count_prompt_tokens(request)
     }
 
+    fn prepare(&mut self, request: Request<'_>) -> Result<u32, BackendError> {
+        self.inner.prepare(request)
+    }
+
     fn generate(
         &mut self,
         request: Request<'_>,

@@ -32,6 +32,11 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Whether the run ended on a worker's report: complete or blocked.
+    pub fn is_worker_report(self) -> bool {
+        matches!(self, Self::Complete | Self::Blocked)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Complete => "complete",
@@ -189,6 +194,10 @@ pub enum Event {
         max_rounds: u32,
         prompt_sha256: String,
         prompt_tokens: u32,
+        /// Tokens of the run's fixed prefix restored into the round's fresh context instead of
+        /// evaluated again (0 with `--no-prefix-cache`, in round 1, or when it changed).
+        #[serde(default)]
+        prefix_tokens_reused: u32,
     },
     Token {
         round: u32,

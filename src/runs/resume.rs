@@ -222,6 +222,7 @@ fn old_options(past: &PastRun) -> Options {
         min_p: Some(inference.min_p),
         repeat_penalty: Some(inference.repeat_penalty),
         seed: Some(inference.seed),
+        no_prefix_cache: Some(!settings.prefix_cache),
         notify: None,
         hooks: None,
     }

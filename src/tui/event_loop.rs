@@ -420,13 +420,14 @@ fn usage_or_internal(error: StartError) -> Ended {
 /// The event that ends a run, rebuilt from the engine's summary when the event itself never
 /// arrived.
 fn finished_from(summary: RunSummary) -> Event {
+    let worker_reported = summary.status.is_worker_report();
     Event::RunFinished {
         status: summary.status,
         rounds_started: summary.rounds_started,
         report: summary.report,
         last_valid_report: summary.last_valid_report,
         error: summary.error,
-        worker_reported: true,
+        worker_reported,
         verification: summary.verification,
     }
 }

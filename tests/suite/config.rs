@@ -76,6 +76,12 @@ const CASES: &[Case] = &[
     case("network", &["--network"], "true", &["--network=false"]),
     case("worktree", &["--worktree"], "true", &["--worktree=false"]),
     case(
+        "no_prefix_cache",
+        &["--no-prefix-cache"],
+        "true",
+        &["--no-prefix-cache=false"],
+    ),
+    case(
         "command_timeout",
         &["--command-timeout", "5"],
         "5",

@@ -183,6 +183,7 @@ pub fn start_round(state: &mut State, round: u32) {
             max_rounds: 8,
             prompt_sha256: "ab".repeat(32),
             prompt_tokens: 900,
+            prefix_tokens_reused: 0,
         },
     );
 }
