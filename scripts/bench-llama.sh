@@ -41,13 +41,15 @@ if [ "${BENCH_BASELINE:-1}" = "0" ]; then
 fi
 
 scratch="target/llama-bench-baseline"
+# The llama.cpp tree comes pinned: the same source on every machine, measured as the README says.
+LLAMA_CPP_PYTHON_VERSION=0.3.36
 bench_bin="$scratch/build/bin/llama-bench"
 if [ ! -x "$bench_bin" ]; then
   echo
   echo "building llama.cpp's llama-bench from the llama-cpp-python sdist (once; several minutes)…"
   mkdir -p "$scratch"
   if ! ls "$scratch"/llama_cpp_python-*.tar.gz >/dev/null 2>&1; then
-    python3 -m pip download --quiet --no-deps --no-binary=:all: -d "$scratch" llama-cpp-python
+    python3 -m pip download --quiet --no-deps --no-binary=:all: -d "$scratch" "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
   fi
   sdist=$(ls "$scratch"/llama_cpp_python-*.tar.gz | head -n1)
   rm -rf "$scratch/src"
