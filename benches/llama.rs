@@ -109,6 +109,7 @@ fn long_prompt(backend: &LlamaBackend, tokens: usize) -> Vec<Message> {
         let request = Request {
             messages: &messages,
             tools: &[],
+            report_only: false,
         };
         let n = backend
             .tokenize(&backend.render_prompt(request).unwrap())
@@ -155,6 +156,7 @@ fn main() {
                     Request {
                         messages: &prompt,
                         tools: &[],
+                        report_only: false,
                     },
                     &mut |_| {},
                     &cancel,
@@ -193,6 +195,7 @@ fn main() {
                 Request {
                     messages: &story,
                     tools: &[],
+                    report_only: false,
                 },
                 &mut |_| {},
                 &cancel,
@@ -253,6 +256,7 @@ fn main() {
                 Request {
                     messages: &short,
                     tools: &[],
+                    report_only: false,
                 },
                 &mut |_| {},
                 &cancel,

@@ -43,6 +43,13 @@ impl RoundWatch for LiveWatch {
 pub enum BackendPlan {
     Script(ScriptBackend, PathBuf),
     Llama(PathBuf),
+    /// An OpenAI-compatible server, reached once here: its base URL, the model name it
+    /// serves and its context size.
+    OpenAi {
+        url: String,
+        model: String,
+        ctx_size: u32,
+    },
 }
 
 /// A run that passed every input check.
@@ -108,6 +115,15 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
             crate::llm::model_file::check(&path)?;
             BackendPlan::Llama(path)
         }
+        BackendKind::OpenAi(url) => {
+            let backend = crate::llm::openai::OpenAiBackend::connect(openai_config(url, settings))?;
+            let info = backend.info();
+            BackendPlan::OpenAi {
+                url: url.clone(),
+                model: backend.model().to_string(),
+                ctx_size: info.ctx_size,
+            }
+        }
     };
     let run_id = new_run_id();
     let run_dir = settings
@@ -146,6 +162,13 @@ fn file_sha256(path: &Path) -> Option<String> {
 fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
     match &prepared.backend {
         BackendPlan::Script(script, _) => Ok(Box::new(script.clone())),
+        BackendPlan::OpenAi { url, model, .. } => {
+            let mut config = openai_config(url, &prepared.settings);
+            config.model = Some(model.clone());
+            Ok(Box::new(crate::llm::openai::OpenAiBackend::connect(
+                config,
+            )?))
+        }
         #[cfg(feature = "llama")]
         BackendPlan::Llama(path) => {
             let settings = &prepared.settings;
@@ -160,6 +183,28 @@ fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
         BackendPlan::Llama(_) => Err(StartError::Usage(UsageError::Invalid(
             "this build has no llama backend (built without the `llama` feature): use --backend script:FILE".into(),
         ))),
+    }
+}
+
+/// What the openai backend takes from the settings.
+pub fn openai_config(url: &str, settings: &Settings) -> crate::llm::openai::OpenAiConfig {
+    let inference = &settings.inference;
+    crate::llm::openai::OpenAiConfig {
+        url: url.to_string(),
+        model: settings
+            .model
+            .as_ref()
+            .map(|m| m.to_string_lossy().into_owned()),
+        api_key_env: settings.api_key_env.clone(),
+        request_timeout: std::time::Duration::from_secs(settings.request_timeout_s),
+        ctx_fallback: inference.ctx_size,
+        chat_format: settings.chat_format.clone(),
+        sampling: crate::llm::openai::wire::Sampling {
+            max_tokens: inference.max_tokens,
+            temperature: inference.temperature,
+            top_p: inference.top_p,
+            seed: inference.seed,
+        },
     }
 }
 
@@ -216,6 +261,7 @@ fn run_on_this_thread(
     let (source, source_sha) = match &prepared.backend {
         BackendPlan::Script(_, path) => (path.clone(), file_sha256(path)),
         BackendPlan::Llama(path) => (path.clone(), file_sha256(path)),
+        BackendPlan::OpenAi { model, .. } => (PathBuf::from(model), None),
     };
     let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);
     policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);

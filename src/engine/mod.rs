@@ -30,11 +30,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::chat::ChatFormat;
 use crate::llm::Backend;
+use crate::protocol::event::{Event, RunStatus, Stamped, Verification};
+use crate::protocol::report::{Report, ReportStatus};
 use crate::tools::approval::Approver;
 use crate::tools::{Registry, ToolPolicy};
 use crate::workspace::{Snapshot, Workspace};
-use crate::protocol::event::{Event, RunStatus, Stamped, Verification};
-use crate::protocol::report::{Report, ReportStatus};
 use record::Recorder;
 use run_info::RunInfo;
 use runlog::RunLog;

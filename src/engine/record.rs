@@ -4,9 +4,9 @@
 
 use serde_json::{json, Value};
 
-use crate::protocol::event::{Event, RunStatus, Stamped};
 use super::runlog::RunLog;
 use super::{Engine, EventSink};
+use crate::protocol::event::{Event, RunStatus, Stamped};
 use crate::protocol::message::Message;
 
 /// Where events and transcript lines go: the run log first, then the consumer.

@@ -9,11 +9,11 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::protocol::event::{Event, RoundOutcome};
 use super::prompt;
-use crate::protocol::report::Report;
 use super::turn::{RoundScope, RoundTally};
 use super::{Engine, RoundEnd};
+use crate::protocol::event::{Event, RoundOutcome};
+use crate::protocol::report::Report;
 use crate::tools::process::ProcessTracker;
 use crate::workspace::Snapshot;
 

@@ -141,6 +141,7 @@ impl ChildTurns<'_, '_> {
             .count_prompt_tokens(Request {
                 messages: &self.messages,
                 tools: self.scope.tools,
+                report_only: false,
             })
             .unwrap_or(0);
         self.rec.emit(Event::RoundStarted {
@@ -165,6 +166,7 @@ impl ChildTurns<'_, '_> {
         let request = Request {
             messages: &self.messages,
             tools: self.scope.tools,
+            report_only: false,
         };
         if self
             .config

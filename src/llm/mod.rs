@@ -9,6 +9,7 @@
 #[cfg(feature = "llama")]
 pub mod llama;
 pub mod model_file;
+pub mod openai;
 pub mod script;
 pub mod template;
 
@@ -23,6 +24,9 @@ use crate::protocol::tool::ToolSpec;
 pub struct Request<'a> {
     pub messages: &'a [Message],
     pub tools: &'a [ToolSpec],
+    /// A turn that must produce only the report (no other tools): backends constrain it to
+    /// the report's schema.
+    pub report_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,12 +60,15 @@ pub enum BackendError {
     Exhausted(String),
     #[error("model: {0}")]
     Model(String),
+    /// A model server failed the request (one line, from `openai::ServerError`).
+    #[error("{0}")]
+    Server(String),
 }
 
 /// Static facts about a backend, for `run_started` and the header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendInfo {
-    /// `llama` or `script:FILE`.
+    /// `llama`, `openai:URL` or `script:FILE`.
     pub name: String,
     /// Model file, when there is one.
     pub model: Option<String>,

@@ -45,6 +45,9 @@ pub fn setup_of(prepared: &Prepared) -> Setup {
             script.info().ctx_size,
         ),
         BackendPlan::Llama(path) => (file_name(path), settings.inference.ctx_size),
+        BackendPlan::OpenAi {
+            model, ctx_size, ..
+        } => (model.clone(), *ctx_size),
     };
     Setup {
         repo: file_name(&settings.workspace),

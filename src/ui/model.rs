@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use crate::error::ExitCode;
 use crate::protocol::event::{ChangedFile, Event, RunStatus, Verification};
 use crate::protocol::report::Report;
-use crate::error::ExitCode;
 use crate::tools::approval::ApprovalDecision;
 use crate::workspace::DiffModel;
 

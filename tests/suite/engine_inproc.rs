@@ -11,13 +11,13 @@ use tokio_util::sync::CancellationToken;
 
 use ralph_tui::chat;
 use ralph_tui::config::InferenceSettings;
-use ralph_tui::engine::run_info::{RunInfo, RunSettings};
-use ralph_tui::protocol::event::RunStatus;
-use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
 use ralph_tui::engine::prompt;
+use ralph_tui::engine::run_info::{RunInfo, RunSettings};
 use ralph_tui::engine::runlog::RunLog;
 use ralph_tui::engine::{Engine, RunConfig, RunSummary, Toolbox};
 use ralph_tui::llm::script::ScriptBackend;
+use ralph_tui::protocol::event::RunStatus;
+use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
 use ralph_tui::tools::approval::DenyAll;
 use ralph_tui::tools::{Registry, ToolPolicy};
 use ralph_tui::workspace::Workspace;

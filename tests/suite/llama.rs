@@ -125,6 +125,7 @@ fn a_round_files_a_schema_valid_report_for_five_seeds() {
             let request = Request {
                 messages: &messages,
                 tools: &tools,
+                report_only: false,
             };
             let generation = child.generate(request, &mut quiet, &cancel).unwrap();
             show_turn(seed, &child, &generation.text);
@@ -198,6 +199,7 @@ fn greedy_round(backend: &LlamaBackend, round: u32) -> (String, u32, u32) {
     let request = Request {
         messages: &messages,
         tools: &tools,
+        report_only: false,
     };
     let g = child
         .generate(request, &mut quiet, &CancellationToken::new())
@@ -231,6 +233,7 @@ fn a_later_turn_reuses_the_rounds_own_prefix_only() {
             Request {
                 messages: &messages,
                 tools: &tools,
+                report_only: false,
             },
             &mut quiet,
             &cancel,
@@ -245,6 +248,7 @@ fn a_later_turn_reuses_the_rounds_own_prefix_only() {
             Request {
                 messages: &messages,
                 tools: &tools,
+                report_only: false,
             },
             &mut quiet,
             &cancel,
@@ -271,6 +275,7 @@ fn the_rendered_prompt_is_exactly_what_was_tokenized() {
     let request = Request {
         messages: &messages,
         tools: &tools,
+        report_only: false,
     };
     let rendered = backend.render_prompt(request).unwrap();
     let mut child: LlamaChild<'_> = backend.child(1).unwrap();
@@ -323,6 +328,7 @@ fn cancel_when(
             Request {
                 messages,
                 tools: &[],
+                report_only: false,
             },
             &mut on_text,
             &cancel,
@@ -382,6 +388,7 @@ fn cancel_stops_prompt_evaluation_between_batches() {
             .count_prompt_tokens(Request {
                 messages: &messages,
                 tools: &[],
+                report_only: false,
             })
             .unwrap();
         let (stop, generated, latency) = cancel_when(&mut child, &messages, move |_| {
@@ -506,6 +513,7 @@ fn a_headless_run_streams_real_tokens_and_logs_its_prompts() {
         .render_prompt(Request {
             messages: &messages,
             tools: &tools,
+            report_only: false,
         })
         .unwrap();
     let log = std::fs::read_to_string(run_dir.join("ralph-tui.log")).unwrap();
