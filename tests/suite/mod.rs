@@ -7,6 +7,8 @@ mod engine_inproc;
 mod eval;
 mod layers;
 mod llama;
+mod openai;
+pub mod openai_server;
 mod protocol;
 mod tools;
 mod ui;
