@@ -7,6 +7,7 @@ mod engine_inproc;
 mod eval;
 mod layers;
 mod llama;
+mod llama_server;
 mod openai;
 pub mod openai_server;
 mod protocol;

@@ -50,7 +50,10 @@ fn tools() -> Vec<ToolSpec> {
 
 /// One turn through a fresh child; returns the generation (or the error line) and what the
 /// person was shown.
-fn turn(backend: &mut OpenAiBackend, cancel: &CancellationToken) -> (Result<Generation, String>, String) {
+fn turn(
+    backend: &mut OpenAiBackend,
+    cancel: &CancellationToken,
+) -> (Result<Generation, String>, String) {
     let messages = messages();
     let tools = tools();
     let mut shown = String::new();
@@ -116,7 +119,10 @@ fn every_servers_recorded_stream_gives_the_same_call_text_and_usage() {
         // Reasoning is shown as thinking text and never becomes part of the parsed turn.
         assert_eq!(shown.starts_with("<think>"), thinks, "{flavour}: {shown}");
         assert!(!generation.text.contains("<think>"), "{flavour}");
-        assert!(shown.contains("<tool_call>"), "{flavour}: the call is shown too");
+        assert!(
+            shown.contains("<tool_call>"),
+            "{flavour}: the call is shown too"
+        );
     }
 }
 
@@ -140,13 +146,20 @@ fn the_request_carries_the_rounds_messages_tools_usage_option_and_the_key() {
     cfg.api_key_env = "RALPH_TEST_KEY_A".into();
     let mut backend = OpenAiBackend::connect(cfg).unwrap();
     let info = backend.info();
-    assert_eq!(info.model.as_deref(), Some("first"), "default: the first listed");
+    assert_eq!(
+        info.model.as_deref(),
+        Some("first"),
+        "default: the first listed"
+    );
     assert!(info.device.contains("127.0.0.1:"), "{}", info.device);
     assert!(!format!("{backend:?}{info:?}").contains("sk-test-secret"));
     turn(&mut backend, &CancellationToken::new()).0.unwrap();
     let seen = server.seen();
     assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].authorization.as_deref(), Some("Bearer sk-test-secret"));
+    assert_eq!(
+        seen[0].authorization.as_deref(),
+        Some("Bearer sk-test-secret")
+    );
     let body = &seen[0].body;
     assert_eq!(body["model"], "first");
     assert_eq!(body["stream"], true);
@@ -189,21 +202,34 @@ fn a_report_only_turn_sends_the_report_schema_and_no_tools() {
             &CancellationToken::new(),
         )
         .unwrap();
-    assert_eq!(names(&generation.text), vec![("ralph_report".to_string(), report)]);
+    assert_eq!(
+        names(&generation.text),
+        vec![("ralph_report".to_string(), report)]
+    );
     let sent = &server.seen()[0].body;
     assert!(sent.get("tools").is_none());
     assert_eq!(sent["response_format"]["type"], "json_schema");
-    assert_eq!(sent["response_format"]["json_schema"]["name"], "ralph_report");
+    assert_eq!(
+        sent["response_format"]["json_schema"]["name"],
+        "ralph_report"
+    );
 }
 
 #[test]
 fn the_context_size_is_discovered_from_each_server_kind() {
     let server = FakeServer::start(&["m"]).with_props_ctx(8192);
-    assert_eq!(connect(&server).info().ctx_size, 8192, "llama-server /props");
-    let server = FakeServer::with_models(
-        json!({"data": [{"id": "Qwen/Qwen3-8B", "max_model_len": 32768}]}),
+    assert_eq!(
+        connect(&server).info().ctx_size,
+        8192,
+        "llama-server /props"
     );
-    assert_eq!(connect(&server).info().ctx_size, 32768, "vLLM max_model_len");
+    let server =
+        FakeServer::with_models(json!({"data": [{"id": "Qwen/Qwen3-8B", "max_model_len": 32768}]}));
+    assert_eq!(
+        connect(&server).info().ctx_size,
+        32768,
+        "vLLM max_model_len"
+    );
     let server = FakeServer::start(&["qwen3:8b"]).with_ollama_ps("qwen3:8b", 16384);
     assert_eq!(connect(&server).info().ctx_size, 16384, "Ollama /api/ps");
     let server = FakeServer::start(&["m"]);
@@ -227,7 +253,10 @@ fn setup_problems_are_one_line_each() {
     let mut cfg = config(&server);
     cfg.url = "http://no-such-host.invalid:8080/v1".into();
     let err = OpenAiBackend::connect(cfg).unwrap_err().to_string();
-    assert!(err.contains("no-such-host.invalid") && err.contains("DNS"), "{err}");
+    assert!(
+        err.contains("no-such-host.invalid") && err.contains("DNS"),
+        "{err}"
+    );
 
     let mut cfg = config(&server);
     cfg.model = Some("missing".into());
@@ -244,9 +273,15 @@ fn unauthorized_names_the_variable_never_the_key() {
     let server = FakeServer::start(&["m"]);
     let cfg = config(&server);
     let mut backend = OpenAiBackend::connect(cfg).unwrap();
-    server.push(Reply::status(401, r#"{"error":{"message":"Invalid API Key"}}"#));
+    server.push(Reply::status(
+        401,
+        r#"{"error":{"message":"Invalid API Key"}}"#,
+    ));
     let err = turn(&mut backend, &CancellationToken::new()).0.unwrap_err();
-    assert!(err.contains("RALPH_TEST_NO_SUCH_KEY_VAR") && err.contains("401"), "{err}");
+    assert!(
+        err.contains("RALPH_TEST_NO_SUCH_KEY_VAR") && err.contains("401"),
+        "{err}"
+    );
 
     std::env::set_var("RALPH_TEST_KEY_B", "sk-wrong-key");
     let mut cfg = config(&server);
@@ -254,7 +289,10 @@ fn unauthorized_names_the_variable_never_the_key() {
     let mut backend = OpenAiBackend::connect(cfg).unwrap();
     server.push(Reply::status(403, r#"{"error":"forbidden"}"#));
     let err = turn(&mut backend, &CancellationToken::new()).0.unwrap_err();
-    assert!(err.contains("RALPH_TEST_KEY_B") && !err.contains("sk-wrong-key"), "{err}");
+    assert!(
+        err.contains("RALPH_TEST_KEY_B") && !err.contains("sk-wrong-key"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -288,7 +326,10 @@ fn each_round_fault_is_one_clear_line() {
         let mut backend = connect(&server);
         server.push(reply);
         let err = turn(&mut backend, &CancellationToken::new()).0.unwrap_err();
-        assert!(err.starts_with(expected), "{err:?} should start with {expected:?}");
+        assert!(
+            err.starts_with(expected),
+            "{err:?} should start with {expected:?}"
+        );
         assert!(!err.contains('\n'), "{err:?}");
     }
 }
@@ -299,21 +340,34 @@ fn a_404_on_the_model_lists_the_servers_models() {
     let mut backend = connect(&server);
     // The model went away between setup and the round.
     server.set_models(&["other-a", "other-b"]);
-    server.push(Reply::status(404, r#"{"error":{"message":"model 'm' not found"}}"#));
+    server.push(Reply::status(
+        404,
+        r#"{"error":{"message":"model 'm' not found"}}"#,
+    ));
     let err = turn(&mut backend, &CancellationToken::new()).0.unwrap_err();
     assert_eq!(err, "the server has no model 'm'; it has: other-a, other-b");
     // A 404 for another reason gives the server's own line.
     server.set_models(&["m"]);
-    server.push(Reply::status(404, r#"{"error":{"message":"no such route"}}"#));
+    server.push(Reply::status(
+        404,
+        r#"{"error":{"message":"no such route"}}"#,
+    ));
     let err = turn(&mut backend, &CancellationToken::new()).0.unwrap_err();
-    assert_eq!(err, "the server rejected the request (HTTP 404): no such route");
+    assert_eq!(
+        err,
+        "the server rejected the request (HTTP 404): no such route"
+    );
 }
 
 #[test]
 fn busy_servers_are_retried_with_backoff_then_given_up_on() {
     let server = FakeServer::start(&["m"]);
     let mut backend = connect(&server);
-    server.push(Reply::Status { code: 429, body: r#"{"error":"slow down"}"#.into(), retry_after: Some(0) });
+    server.push(Reply::Status {
+        code: 429,
+        body: r#"{"error":"slow down"}"#.into(),
+        retry_after: Some(0),
+    });
     server.push(Reply::status(503, r#"{"error":"loading model"}"#));
     server.push(Reply::sse(&fixture("llama-server.sse")));
     let generation = turn(&mut backend, &CancellationToken::new()).0.unwrap();
@@ -323,14 +377,22 @@ fn busy_servers_are_retried_with_backoff_then_given_up_on() {
     let server = FakeServer::start(&["m"]);
     let mut backend = connect(&server);
     for _ in 0..4 {
-        server.push(Reply::Status { code: 502, body: r#"{"error":"bad gateway"}"#.into(), retry_after: Some(0) });
+        server.push(Reply::Status {
+            code: 502,
+            body: r#"{"error":"bad gateway"}"#.into(),
+            retry_after: Some(0),
+        });
     }
     let err = turn(&mut backend, &CancellationToken::new()).0.unwrap_err();
-    assert_eq!(err, "the server kept failing (HTTP 502) after 4 attempts: bad gateway");
+    assert_eq!(
+        err,
+        "the server kept failing (HTTP 502) after 4 attempts: bad gateway"
+    );
     assert_eq!(server.seen().len(), 4, "bounded");
 }
 
-const FIRST_PIECE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Thinking\"}}]}\n\n";
+const FIRST_PIECE: &str =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Thinking\"}}]}\n\n";
 
 #[test]
 fn cancel_mid_generation_ends_the_turn_within_a_second_and_closes_the_stream() {
@@ -349,7 +411,11 @@ fn cancel_mid_generation_ends_the_turn_within_a_second_and_closes_the_stream() {
     let mut pieces = 0;
     let generation = child
         .generate(
-            Request { messages: &messages, tools: &tools, report_only: false },
+            Request {
+                messages: &messages,
+                tools: &tools,
+                report_only: false,
+            },
             &mut |_| {
                 pieces += 1;
                 if pieces == 5 {
@@ -363,7 +429,11 @@ fn cancel_mid_generation_ends_the_turn_within_a_second_and_closes_the_stream() {
     let ended = Instant::now();
     let cancelled_at = cancelled_at.unwrap();
     assert_eq!(generation.stop, StopReason::Cancelled);
-    assert!(generation.text.starts_with("Thinking more"), "{}", generation.text);
+    assert!(
+        generation.text.starts_with("Thinking more"),
+        "{}",
+        generation.text
+    );
     let latency = ended - cancelled_at;
     println!("cancel latency through the test server: {latency:?}");
     assert!(latency < Duration::from_secs(1), "{latency:?}");
@@ -379,7 +449,9 @@ fn cancel_mid_generation_ends_the_turn_within_a_second_and_closes_the_stream() {
 fn a_cancel_during_a_stall_and_a_stall_past_the_timeout_each_end_within_a_second() {
     let server = FakeServer::start(&["m"]);
     let mut backend = connect(&server);
-    server.push(Reply::Stall { partial: FIRST_PIECE.into() });
+    server.push(Reply::Stall {
+        partial: FIRST_PIECE.into(),
+    });
     let cancel = CancellationToken::new();
     let canceller = {
         let cancel = cancel.clone();
@@ -393,17 +465,26 @@ fn a_cancel_during_a_stall_and_a_stall_past_the_timeout_each_end_within_a_second
     let ended = Instant::now();
     let cancelled_at = canceller.join().unwrap();
     assert_eq!(result.unwrap().stop, StopReason::Cancelled);
-    assert!(ended - cancelled_at < Duration::from_secs(1), "{:?}", ended - cancelled_at);
+    assert!(
+        ended - cancelled_at < Duration::from_secs(1),
+        "{:?}",
+        ended - cancelled_at
+    );
 
     let mut cfg = config(&server);
     cfg.request_timeout = Duration::from_secs(1);
     let mut backend = OpenAiBackend::connect(cfg).unwrap();
-    server.push(Reply::Stall { partial: FIRST_PIECE.into() });
+    server.push(Reply::Stall {
+        partial: FIRST_PIECE.into(),
+    });
     let started = Instant::now();
     let err = turn(&mut backend, &CancellationToken::new()).0.unwrap_err();
     let took = started.elapsed();
     assert_eq!(err, "the server sent nothing for 1 s (--request-timeout)");
-    assert!(took < Duration::from_secs(2), "the stall ends the turn within 1 s of the timeout: {took:?}");
+    assert!(
+        took < Duration::from_secs(2),
+        "the stall ends the turn within 1 s of the timeout: {took:?}"
+    );
 }
 
 // ---- headless runs through the binary ----
@@ -451,15 +532,25 @@ fn a_headless_run_completes_on_native_calls_and_never_writes_the_key() {
     let run_dir = tmp.path().join("run");
     let server = FakeServer::start(&["served-model"]).with_props_ctx(2048);
     // Round 1: a native tool call, then text-fallback report; round 2: a native report.
-    server.push(Reply::sse(&sse_calls(&[("read_file", json!({"path": "README.md"}))])));
+    server.push(Reply::sse(&sse_calls(&[(
+        "read_file",
+        json!({"path": "README.md"}),
+    )])));
     server.push(Reply::sse(&sse_turn(&continue_report("read the readme"))));
-    server.push(Reply::sse(&sse_calls(&[("ralph_report", report_args("complete", "done"))])));
+    server.push(Reply::sse(&sse_calls(&[(
+        "ralph_report",
+        report_args("complete", "done"),
+    )])));
     let backend = format!("openai:{}", server.url);
-    let out = headless(repo.path(), &run_dir, &["--backend", &backend, "-n", "3", "Read it"])
-        .env("RALPH_TEST_KEY_C", "sk-never-written")
-        .args(["--api-key-env", "RALPH_TEST_KEY_C"])
-        .output()
-        .unwrap();
+    let out = headless(
+        repo.path(),
+        &run_dir,
+        &["--backend", &backend, "-n", "3", "Read it"],
+    )
+    .env("RALPH_TEST_KEY_C", "sk-never-written")
+    .args(["--api-key-env", "RALPH_TEST_KEY_C"])
+    .output()
+    .unwrap();
     let events = events(&out.stdout);
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     let started = of_type(&events, "run_started");
@@ -470,15 +561,28 @@ fn a_headless_run_completes_on_native_calls_and_never_writes_the_key() {
         .map(|e| e["name"].as_str().unwrap())
         .collect();
     assert_eq!(calls, ["read_file", "ralph_report", "ralph_report"]);
-    assert!(!of_type(&events, "token").is_empty(), "tokens were streamed");
+    assert!(
+        !of_type(&events, "token").is_empty(),
+        "tokens were streamed"
+    );
     let finished = of_type(&events, "round_finished");
-    assert_eq!(finished[0]["generated_tokens"], 16, "usage from the stream: 9 + 7");
+    assert_eq!(
+        finished[0]["generated_tokens"], 16,
+        "usage from the stream: 9 + 7"
+    );
     assert_eq!(last(&events)["status"], "complete");
     // Each request was a fresh conversation: round 2 starts again from its own prompt.
     let seen = server.seen();
     assert_eq!(seen.len(), 3);
-    assert_eq!(seen[2].body["messages"].as_array().map(Vec::len), Some(2), "{:?}", seen[2].body);
-    assert!(seen.iter().all(|s| s.authorization.as_deref() == Some("Bearer sk-never-written")));
+    assert_eq!(
+        seen[2].body["messages"].as_array().map(Vec::len),
+        Some(2),
+        "{:?}",
+        seen[2].body
+    );
+    assert!(seen
+        .iter()
+        .all(|s| s.authorization.as_deref() == Some("Bearer sk-never-written")));
     for entry in walk(&run_dir) {
         let text = std::fs::read(&entry).unwrap();
         assert!(
@@ -497,19 +601,29 @@ fn a_server_failure_mid_run_fails_the_round_and_keeps_the_last_valid_report() {
     let tmp = tempfile::tempdir().unwrap();
     let run_dir = tmp.path().join("run");
     let server = FakeServer::start(&["m"]);
-    server.push(Reply::sse(&sse_calls(&[("ralph_report", report_args("continue", "half way"))])));
+    server.push(Reply::sse(&sse_calls(&[(
+        "ralph_report",
+        report_args("continue", "half way"),
+    )])));
     server.push(Reply::status(400, r#"{"error":{"message":"bad things"}}"#));
     let backend = format!("openai:{}", server.url);
-    let out = headless(repo.path(), &run_dir, &["--backend", &backend, "-n", "3", "Go"])
-        .output()
-        .unwrap();
+    let out = headless(
+        repo.path(),
+        &run_dir,
+        &["--backend", &backend, "-n", "3", "Go"],
+    )
+    .output()
+    .unwrap();
     let events = events(&out.stdout);
     assert_eq!(code(&out), 5, "{}", String::from_utf8_lossy(&out.stderr));
     let end = last(&events);
     assert_eq!(end["status"], "round-failed");
     assert_eq!(end["last_valid_report"]["summary"], "half way");
     assert!(
-        end["error"].as_str().unwrap().contains("the server rejected the request (HTTP 400): bad things"),
+        end["error"]
+            .as_str()
+            .unwrap()
+            .contains("the server rejected the request (HTTP 400): bad things"),
         "{end}"
     );
 }
@@ -518,10 +632,16 @@ fn a_server_failure_mid_run_fails_the_round_and_keeps_the_last_valid_report() {
 fn an_unreachable_server_or_unknown_model_exits_2_before_the_run() {
     let repo = TempRepo::new();
     let tmp = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let backend = format!("openai:http://127.0.0.1:{port}/v1");
     let run_dir = tmp.path().join("run1");
-    let out = headless(repo.path(), &run_dir, &["--backend", &backend, "Go"]).output().unwrap();
+    let out = headless(repo.path(), &run_dir, &["--backend", &backend, "Go"])
+        .output()
+        .unwrap();
     assert_eq!(code(&out), 2);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
@@ -531,12 +651,19 @@ fn an_unreachable_server_or_unknown_model_exits_2_before_the_run() {
     let server = FakeServer::start(&["a", "b"]);
     let backend = format!("openai:{}", server.url);
     let run_dir = tmp.path().join("run2");
-    let out = headless(repo.path(), &run_dir, &["--backend", &backend, "-m", "c", "Go"])
-        .output()
-        .unwrap();
+    let out = headless(
+        repo.path(),
+        &run_dir,
+        &["--backend", &backend, "-m", "c", "Go"],
+    )
+    .output()
+    .unwrap();
     assert_eq!(code(&out), 2);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("the server has no model 'c'; it has: a, b"), "{stderr}");
+    assert!(
+        stderr.contains("the server has no model 'c'; it has: a, b"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -545,16 +672,26 @@ fn the_backend_can_be_set_in_config_toml() {
     let tmp = tempfile::tempdir().unwrap();
     let run_dir = tmp.path().join("run");
     let server = FakeServer::start(&["m"]);
-    server.push(Reply::sse(&sse_calls(&[("ralph_report", report_args("complete", "done"))])));
+    server.push(Reply::sse(&sse_calls(&[(
+        "ralph_report",
+        report_args("complete", "done"),
+    )])));
     let config = tmp.path().join("config.toml");
     std::fs::write(
         &config,
-        format!("backend = \"openai:{}\"\nrequest_timeout = 30\napi_key_env = \"RALPH_TEST_UNSET\"\n", server.url),
+        format!(
+            "backend = \"openai:{}\"\nrequest_timeout = 30\napi_key_env = \"RALPH_TEST_UNSET\"\n",
+            server.url
+        ),
     )
     .unwrap();
-    let out = headless(repo.path(), &run_dir, &["--config", config.to_str().unwrap(), "Go"])
-        .output()
-        .unwrap();
+    let out = headless(
+        repo.path(),
+        &run_dir,
+        &["--config", config.to_str().unwrap(), "Go"],
+    )
+    .output()
+    .unwrap();
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(server.seen().len(), 1);
 }

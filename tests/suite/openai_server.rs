@@ -192,7 +192,12 @@ async fn answer(req: Request<Incoming>, state: Arc<Mutex<State>>) -> Response<Bo
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .map(String::from);
-    let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
     match path.as_str() {
         "/v1/models" => return full(200, state.lock().unwrap().models.to_string()),
         "/props" => {
@@ -220,7 +225,10 @@ async fn answer(req: Request<Incoming>, state: Arc<Mutex<State>>) -> Response<Bo
         state.replies.pop_front()
     };
     let Some(reply) = reply else {
-        return full(500, r#"{"error":{"message":"the test scripted no more replies"}}"#.into());
+        return full(
+            500,
+            r#"{"error":{"message":"the test scripted no more replies"}}"#.into(),
+        );
     };
     match reply {
         Reply::Status {
@@ -237,10 +245,7 @@ async fn answer(req: Request<Incoming>, state: Arc<Mutex<State>>) -> Response<Bo
             response
         }
         Reply::Sse { body, delay } => {
-            let events: Vec<String> = body
-                .split_inclusive("\n\n")
-                .map(String::from)
-                .collect();
+            let events: Vec<String> = body.split_inclusive("\n\n").map(String::from).collect();
             stream(state, move |mut tx| async move {
                 for event in events {
                     if !delay.is_zero() {

@@ -8,8 +8,8 @@
 //! would bring its own types for every endpoint and still need ours for those differences.
 //! No HTTP or SSE parsing is written here.
 //!
-//! The engine is blocking on its own thread, so the backend owns a small current-thread
-//! tokio runtime and each turn is one `block_on`: a `select!` on the next event, the round's
+//! The engine is blocking on its own thread, so the backend owns a small tokio runtime (one
+//! worker, which keeps connections going between calls) and each turn is one `block_on`: a `select!` on the next event, the round's
 //! cancel token and a stall timer (`--request-timeout` since the last byte). A cancel drops
 //! the stream, which closes the connection; servers stop generating when the client goes.
 //!
@@ -143,7 +143,12 @@ impl OpenAiBackend {
     /// Reaches the server, picks the model and finds the context size. Every failure is a
     /// usage error of one line (the run has not started).
     pub fn connect(config: OpenAiConfig) -> Result<Self, UsageError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        // One worker thread: the turn itself runs on the engine's thread inside `block_on`,
+        // and the worker keeps the connections going between calls (so a dropped stream is
+        // closed at once, not at the next request).
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("ralph-http")
             .enable_all()
             .build()
             .map_err(|e| UsageError::Invalid(format!("cannot start the HTTP runtime: {e}")))?;
