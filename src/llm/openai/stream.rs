@@ -68,9 +68,11 @@ impl Assembly {
                     self.text.push_str(&content);
                     emit(&content);
                 }
-                for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+                for call in delta.tool_calls.into_iter().flatten() {
                     self.close_thinking(emit);
-                    let index = call.index.unwrap_or(self.calls.len() + position);
+                    // Without an index a call comes whole: it is the next one.
+                    let next = self.calls.keys().next_back().map_or(0, |last| last + 1);
+                    let index = call.index.unwrap_or(next);
                     let pending = self.calls.entry(index).or_default();
                     if let Some(function) = call.function {
                         if let Some(name) = function.name {
