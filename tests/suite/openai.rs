@@ -262,10 +262,6 @@ fn setup_problems_are_one_line_each() {
     cfg.model = Some("missing".into());
     let err = OpenAiBackend::connect(cfg).unwrap_err().to_string();
     assert_eq!(err, "the server has no model 'missing'; it has: m");
-
-    for err in [&err] {
-        assert!(!err.contains('\n'));
-    }
 }
 
 #[test]
