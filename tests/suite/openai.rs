@@ -704,3 +704,30 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn the_evals_run_on_a_model_server_named_after_the_double_dash() {
+    use ralph_tui::eval::{self, Arm, EvalOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    super::eval::task(&tasks, "a-server", super::eval::VERIFY_DONE_FILE, vec![]);
+    let server = FakeServer::start(&["served"]);
+    server.push(Reply::sse(&sse_calls(&[(
+        "write_file",
+        json!({"path": "done.txt", "content": "ok\n"}),
+    )])));
+    server.push(Reply::sse(&sse_calls(&[(
+        "ralph_report",
+        report_args("complete", "wrote done.txt"),
+    )])));
+    let mut options = EvalOptions::new(tasks, std::path::PathBuf::from(BIN));
+    options.rounds = 1;
+    options.arms = vec![Arm::Ralph];
+    let backend = format!("openai:{}", server.url);
+    options.extra_args = vec!["--backend".into(), backend, "-m".into(), "served".into()];
+    let results = eval::run(&options, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(results.backend, "openai");
+    assert_eq!(results.runs.len(), 1);
+    assert_eq!(results.runs[0].status, "complete", "{:?}", results.runs[0]);
+    assert_eq!(server.seen().len(), 2);
+}
