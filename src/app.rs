@@ -1,7 +1,7 @@
 //! Wiring: from resolved settings to a running engine thread.
 //!
-//! `prepare` does every check that can fail on bad input (workspace, script, model file)
-//! before anything is written; `start` loads the backend on a dedicated thread, opens the run
+//! `prepare` does every check that can fail on bad input (workspace, script, model file, a
+//! model server's reachability, key and model name) before anything is written; `start` loads the backend on a dedicated thread, opens the run
 //! log and runs the engine there. The TUI and the headless mode both start runs this way.
 //! Glue between layers that must not know each other (the workspace's live watcher and the
 //! engine's round hook) lives here too.
