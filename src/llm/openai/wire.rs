@@ -12,7 +12,9 @@ use serde_json::{json, Map, Value};
 
 use crate::chat::{ChatFormat, ParsedCall};
 use crate::protocol::message::{Message, Role};
-use crate::protocol::report::schema_value;
+use crate::protocol::report::{
+    schema_value, REPORT_BLOCKER_MAX, REPORT_ITEMS_MAX, REPORT_ITEM_MAX, REPORT_SUMMARY_MAX,
+};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 /// Sampling settings sent with every request.
@@ -52,7 +54,7 @@ pub fn request_body(
                 "response_format".into(),
                 json!({
                     "type": "json_schema",
-                    "json_schema": {"name": REPORT_TOOL, "strict": true, "schema": schema_value()},
+                    "json_schema": {"name": REPORT_TOOL, "strict": true, "schema": sampling_schema()},
                 }),
             );
         } else if !tools.is_empty() {
@@ -68,6 +70,27 @@ pub fn request_body(
         }
     }
     body
+}
+
+/// The report's schema with every string and list bounded by the report rules: a server
+/// samples inside it, and an unbounded string or list lets a small model loop to the token
+/// cap. The engine still validates against the full schema and rules.
+pub fn sampling_schema() -> Value {
+    let mut schema = schema_value();
+    let bounds = [
+        ("/properties/summary", "maxLength", REPORT_SUMMARY_MAX),
+        ("/properties/blocker", "maxLength", REPORT_BLOCKER_MAX),
+        ("/properties/evidence", "maxItems", REPORT_ITEMS_MAX),
+        ("/properties/evidence/items", "maxLength", REPORT_ITEM_MAX),
+        ("/properties/next_steps", "maxItems", REPORT_ITEMS_MAX),
+        ("/properties/next_steps/items", "maxLength", REPORT_ITEM_MAX),
+    ];
+    for (pointer, key, max) in bounds {
+        if let Some(Value::Object(node)) = schema.pointer_mut(pointer) {
+            node.insert(key.into(), json!(max));
+        }
+    }
+    schema
 }
 
 /// The id given to the `index`-th call of the assistant message at `message`.
