@@ -312,9 +312,15 @@ mod tests {
         let body = request_body("m", &[], &tools, true, &Hermes, &sampling);
         assert!(body.get("tools").is_none());
         assert_eq!(body["response_format"]["type"], "json_schema");
+        let schema = &body["response_format"]["json_schema"]["schema"];
+        assert_eq!(schema["required"], schema_value()["required"]);
         assert_eq!(
-            body["response_format"]["json_schema"]["schema"],
-            schema_value()
+            schema["properties"]["evidence"]["maxItems"],
+            REPORT_ITEMS_MAX
+        );
+        assert_eq!(
+            schema["properties"]["summary"]["maxLength"],
+            REPORT_SUMMARY_MAX
         );
         let body = request_body("m", &[], &tools, false, &Hermes, &sampling);
         assert!(body.get("response_format").is_none());
