@@ -3,8 +3,11 @@
 //! `cargo bench --bench llama [-- --model PATH --threads N --rounds N]` (what
 //! `scripts/bench-llama.sh` runs) prints:
 //! model load time; fresh-context creation per round against a naive variant that reloads
-//! the model every round; prompt and generation tokens per second; resident memory after
-//! round 1 and after the last round. Figures only: nothing is asserted.
+//! the model every round; prompt tokens per second (whole batches, the abort callback armed)
+//! with the worst cancel latency during a prompt beside it; generation tokens per second;
+//! round start latency (round begins → first generated token) for round 1 and rounds 2..N
+//! with and without the fixed-prefix cache, next to the prefix's share of the prompt; resident
+//! memory after round 1 and after the last round. Figures only: nothing is asserted.
 #![allow(clippy::print_stdout, reason = "a benchmark prints its figures")]
 #![allow(
     clippy::unwrap_used,
@@ -13,12 +16,15 @@
 )]
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ralph_tui::config::{Dirs, InferenceSettings};
-use ralph_tui::llm::llama::{LlamaBackend, DEFAULT_CHUNK_TARGET};
+use ralph_tui::engine::prompt::RoundPrompt;
+use ralph_tui::llm::llama::LlamaBackend;
 use ralph_tui::llm::{Child, Request};
 use ralph_tui::protocol::message::{Message, Role};
+use ralph_tui::tools::Registry;
 use tokio_util::sync::CancellationToken;
 
 struct Args {
@@ -121,6 +127,109 @@ fn long_prompt(backend: &LlamaBackend, tokens: usize) -> Vec<Message> {
     }
 }
 
+/// Worst time from a cancel to `generate` returning, cancelling a prompt at several points.
+fn cancel_latency(backend: &LlamaBackend, prompt: &[Message]) -> f64 {
+    let mut worst = 0.0f64;
+    for (round, delay_ms) in (1..).zip([20u64, 60, 120, 250, 400, 700]) {
+        let mut child = backend.child(round).unwrap();
+        let cancel = CancellationToken::new();
+        let cancelled_at = Arc::new(Mutex::new(None::<Instant>));
+        let canceller = {
+            let cancel = cancel.clone();
+            let cancelled_at = cancelled_at.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(delay_ms));
+                *cancelled_at.lock().unwrap() = Some(Instant::now());
+                cancel.cancel();
+            })
+        };
+        let mut first_token = None;
+        child
+            .generate(
+                Request {
+                    messages: prompt,
+                    tools: &[],
+                    report_only: false,
+                },
+                &mut |_| {
+                    first_token.get_or_insert_with(Instant::now);
+                },
+                &cancel,
+            )
+            .unwrap();
+        let returned = Instant::now();
+        canceller.join().unwrap();
+        let at = cancelled_at.lock().unwrap().unwrap();
+        // Only cancels that landed during the prompt count.
+        if first_token.is_none_or(|t| t > at) {
+            worst = worst.max(ms(returned.saturating_duration_since(at)));
+        }
+    }
+    worst
+}
+
+/// Round start latency (the round's child created → first generated token) on the demo
+/// objective's real round prompt, rounds 1..=5, with and without the fixed-prefix cache.
+fn round_starts(a: &Args) {
+    const ROUNDS: u32 = 5;
+    let objective =
+        "Implement slugify in slug.py so that python3 -m unittest passes. Keep the tests unchanged.";
+    for cached in [true, false] {
+        let backend = LlamaBackend::load(&a.model, &settings(a, 1), None)
+            .unwrap()
+            .with_prefix_cache(cached);
+        let specs = Registry::standard().specs();
+        let instructions = backend.format().tool_instructions(&specs);
+        let mut starts = Vec::new();
+        let mut shown = (0usize, 0usize);
+        for round in 1..=ROUNDS {
+            let messages = RoundPrompt {
+                objective,
+                round,
+                max_rounds: 8,
+                previous: None,
+                agents: None,
+                tool_instructions: &instructions,
+            }
+            .messages();
+            let request = Request {
+                messages: &messages,
+                tools: &specs,
+                report_only: false,
+            };
+            let begun = Instant::now();
+            let mut child = backend.child(round).unwrap();
+            child.prepare(request).unwrap();
+            let mut first = None;
+            child
+                .generate(
+                    request,
+                    &mut |_| {
+                        first.get_or_insert_with(Instant::now);
+                    },
+                    &CancellationToken::new(),
+                )
+                .unwrap();
+            let first = first.unwrap_or_else(Instant::now);
+            starts.push(ms(first.saturating_duration_since(begun)));
+            shown = (
+                child.prefix().map_or(0, |p| p.len()),
+                child.last_prompt_tokens().len(),
+            );
+        }
+        let later = median(starts[1..].to_vec());
+        println!(
+            "round start, prefix cache {:3}:    round 1 {:8.1} ms, rounds 2..{ROUNDS} {:8.1} ms (median); prefix {} of {} prompt tokens ({:.0}%)",
+            if cached { "on" } else { "off" },
+            starts[0],
+            later,
+            shown.0,
+            shown.1,
+            100.0 * shown.0 as f64 / shown.1.max(1) as f64
+        );
+    }
+}
+
 fn main() {
     // `cargo test --all-targets` runs bench binaries too, without `--bench`: the figures need
     // an idle machine and a minute, so they are only measured under `cargo bench`.
@@ -141,59 +250,17 @@ fn main() {
     let load = started.elapsed();
     println!("model load (mmap):                 {:8.1} ms", ms(load));
 
-    // Prompt throughput on fresh contexts, for several chunk targets (cancel latency bound).
+    // Prompt throughput on fresh contexts: whole batches, the abort callback armed.
+    let backend = backend.with_prefix_cache(false);
     let prompt = long_prompt(&backend, a.prompt_tokens);
+    let mut pp = Vec::new();
     let mut round_prompt_ms = Vec::new();
-    let mut backend = backend;
-    for target_ms in [DEFAULT_CHUNK_TARGET.as_millis() as u64, 30, 120, 10_000] {
-        backend = backend.with_chunk_target(Duration::from_millis(target_ms));
-        let mut pp = Vec::new();
-        let mut times = Vec::new();
-        for round in 1..=3 {
-            let mut child = backend.child(round).unwrap();
-            child
-                .generate(
-                    Request {
-                        messages: &prompt,
-                        tools: &[],
-                        report_only: false,
-                    },
-                    &mut |_| {},
-                    &cancel,
-                )
-                .unwrap();
-            let s = child.last_stats();
-            pp.push(f64::from(s.evaluated_tokens) / s.prompt_time.as_secs_f64());
-            times.push(ms(s.prompt_time));
-        }
-        if round_prompt_ms.is_empty() {
-            round_prompt_ms = times;
-        }
-        println!(
-            "prompt eval ({} tokens, chunks of ~{target_ms} ms, batch {}): {:8.1} tok/s",
-            a.prompt_tokens,
-            a.batch,
-            median(pp)
-        );
-    }
-    let backend = backend.with_chunk_target(DEFAULT_CHUNK_TARGET);
-
-    // Generation throughput.
-    let gen_backend = LlamaBackend::load(&a.model, &settings(&a, a.gen_tokens), None).unwrap();
-    let story = vec![
-        Message::new(Role::System, "You are a storyteller."),
-        Message::new(
-            Role::User,
-            "Tell a very long story about a lighthouse keeper.",
-        ),
-    ];
-    let mut tg = Vec::new();
     for round in 1..=3 {
-        let mut child = gen_backend.child(round).unwrap();
+        let mut child = backend.child(round).unwrap();
         child
             .generate(
                 Request {
-                    messages: &story,
+                    messages: &prompt,
                     tools: &[],
                     report_only: false,
                 },
@@ -202,12 +269,62 @@ fn main() {
             )
             .unwrap();
         let s = child.last_stats();
-        tg.push(f64::from(s.generated_tokens) / s.generation_time.as_secs_f64());
+        pp.push(f64::from(s.evaluated_tokens) / s.prompt_time.as_secs_f64());
+        round_prompt_ms.push(ms(s.prompt_time));
     }
     println!(
-        "generation (up to {} tokens):      {:8.1} tok/s",
+        "prompt eval ({} tokens, batch {}):  {:8.1} tok/s (compare llama-bench pp{})",
+        a.prompt_tokens,
+        a.batch,
+        median(pp),
+        a.prompt_tokens
+    );
+    let worst = cancel_latency(&backend, &long_prompt(&backend, 3 * a.prompt_tokens));
+    println!(
+        "cancel during the prompt (batch {}): {:8.1} ms worst of 6 (abort callback)",
+        a.batch, worst
+    );
+
+    round_starts(&a);
+
+    // Generation throughput, with the abort callback (as runs have it) and without it.
+    let story = vec![
+        Message::new(Role::System, "You are a storyteller."),
+        Message::new(
+            Role::User,
+            "Tell a very long story about a lighthouse keeper.",
+        ),
+    ];
+    let mut gen_speed = Vec::new();
+    for abortable in [true, false] {
+        let gen_backend = LlamaBackend::load(&a.model, &settings(&a, a.gen_tokens), None)
+            .unwrap()
+            .with_abort_callback(abortable);
+        let mut tg = Vec::new();
+        for round in 1..=3 {
+            let mut child = gen_backend.child(round).unwrap();
+            child
+                .generate(
+                    Request {
+                        messages: &story,
+                        tools: &[],
+                        report_only: false,
+                    },
+                    &mut |_| {},
+                    &cancel,
+                )
+                .unwrap();
+            let s = child.last_stats();
+            tg.push(f64::from(s.generated_tokens) / s.generation_time.as_secs_f64());
+        }
+        gen_speed.push(median(tg));
+    }
+    println!(
+        "generation (up to {} tokens):      {:8.1} tok/s ({:.1} without the abort callback: {:+.1}%)",
         a.gen_tokens,
-        median(tg)
+        gen_speed[0],
+        gen_speed[1],
+        100.0 * (gen_speed[0] - gen_speed[1]) / gen_speed[1].max(f64::MIN_POSITIVE)
     );
 
     // Fresh context per round vs reloading the model per round.
@@ -242,7 +359,6 @@ fn main() {
 
     // Memory across rounds: each round a fresh context, a short prompt, a few tokens.
     drop(backend);
-    drop(gen_backend);
     let short = vec![
         Message::new(Role::System, "You are brief."),
         Message::new(Role::User, "Say hello."),

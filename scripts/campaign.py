@@ -188,7 +188,7 @@ def wait_until(pred, timeout=60.0):
 
 
 def campaign_tui(bin_path, base, count, rng):
-    restored, exits = 0, {}
+    restored, exits, stuck = 0, {}, []
     for i in range(count):
         box = Sandbox(base, f"tui-{i}")
         script = box.script(busy_rounds(6), delay_ms=4)
@@ -209,9 +209,11 @@ def campaign_tui(bin_path, base, count, rng):
         tmux(socket, "send-keys", "-t", "c", "Escape")
         if wait_until(lambda: "Cancel this run?" in screen(), 10):
             tmux(socket, "send-keys", "-t", "c", "y")
-        wait_until(lambda: "cancelled" in screen() or "complete" in screen() or "budget" in screen(), 30)
+        # The review's key hint says the run has ended; q then leaves the TUI.
+        wait_until(lambda: "q quit" in screen(), 90)
         tmux(socket, "send-keys", "-t", "c", "q")
-        wait_until(lambda: stty_file.exists(), 30)
+        if not wait_until(lambda: stty_file.exists(), 60):
+            stuck.append(screen()[-600:])
         code = exit_file.read_text().strip() if exit_file.exists() else "none"
         exits[code] = exits.get(code, 0) + 1
         flags = stty_file.read_text().split() if stty_file.exists() else []
@@ -220,7 +222,10 @@ def campaign_tui(bin_path, base, count, rng):
             restored += 1
         tmux(socket, "kill-server")
         shutil.rmtree(box.dir, ignore_errors=True)
-    return {"runs": count, "exit codes": exits, "terminal restored": f"{restored}/{count}"}
+    result = {"runs": count, "exit codes": exits, "terminal restored": f"{restored}/{count}"}
+    for i, last in enumerate(stuck):
+        result[f"screen of a run that did not end ({i + 1})"] = "\n" + last
+    return result
 
 
 def round_dirs(base):

@@ -1,30 +1,36 @@
 //! Wiring: from resolved settings to a running engine thread.
 //!
 //! `prepare` does every check that can fail on bad input (workspace, script, model file, a
-//! model server's reachability, key and model name) before anything is written; `start` loads the backend on a dedicated thread, opens the run
-//! log and runs the engine there. The TUI and the headless mode both start runs this way.
-//! Glue between layers that must not know each other (the workspace's live watcher and the
-//! engine's round hook) lives here too.
+//! model server's reachability, key and model name, run directory; see `intake`) before
+//! anything is written; `start` loads the backend (its turns bounded, see `llm::bounded`) on a
+//! dedicated thread, opens the run log and runs the engine there. A run log that cannot be
+//! written stops the run and makes it end in an internal error. The TUI and the headless mode
+//! both start runs this way. Glue between layers that must not know each other (the
+//! workspace's live watcher and the engine's round hook) lives here too.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::chat;
 use crate::config::{BackendKind, Settings};
 use crate::engine::run_info::{RunInfo, RunSettings};
 use crate::engine::runlog::RunLog;
-use crate::engine::{Engine, EventSink, RoundWatch, RunConfig, RunSummary, Toolbox};
-use crate::error::UsageError;
+use crate::engine::{Engine, EventSink, RoundWatch, RunConfig, RunSummary, StartAt, Toolbox};
+use crate::error::{say, ExitCode, UsageError};
+use crate::intake;
+use crate::llm::bounded::{Bounded, MAX_TURN_BYTES};
 use crate::llm::script::ScriptBackend;
 use crate::llm::Backend;
+use crate::protocol::event::{Event, Stamped};
+use crate::runs::resume::Resume;
 use crate::tools::approval::Approver;
 use crate::tools::{sandbox, Registry, ToolPolicy};
 use crate::workspace::watch::{LiveWatch, OnChange};
-use crate::workspace::{Snapshot, Workspace, WorkspaceError};
+use crate::workspace::worktree;
+use crate::workspace::{Snapshot, Workspace, WorkspaceError, WorktreeInfo};
 
 /// The live watcher hears where each round starts: the glue between the workspace's watcher
 /// and the engine's round hook lives here, so neither layer knows the other.
@@ -36,6 +42,15 @@ impl RoundWatch for LiveWatch {
     fn round_ended(&self) {
         LiveWatch::round_ended(self);
     }
+}
+
+/// The tokio runtime a front end drives, from `builder` with every driver enabled; one that
+/// cannot be built is said on stderr and ends the program with [`ExitCode::Internal`].
+pub fn runtime(builder: &mut tokio::runtime::Builder) -> Result<tokio::runtime::Runtime, ExitCode> {
+    builder.enable_all().build().map_err(|e| {
+        say(&format!("cannot start the runtime: {e}"));
+        ExitCode::Internal
+    })
 }
 
 /// The backend a run will use, checked but not yet loaded.
@@ -59,6 +74,18 @@ pub struct Prepared {
     pub backend: BackendPlan,
     pub run_id: String,
     pub run_dir: PathBuf,
+    /// Set when this run continues an earlier one (`--resume`).
+    pub resume: Option<Resume>,
+    /// Set when the run works in its own git worktree (`--worktree`); `settings.workspace`
+    /// is then the workspace inside that worktree. Made by [`isolate`].
+    pub worktree: Option<WorktreeInfo>,
+}
+
+impl Prepared {
+    /// The same run, continuing `resume` when there is one.
+    pub fn resuming(self, resume: Option<Resume>) -> Self {
+        Self { resume, ..self }
+    }
 }
 
 /// A started run.
@@ -130,36 +157,89 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         .run_dir
         .clone()
         .unwrap_or_else(|| settings.dirs.data.join("runs").join(&run_id));
+    intake::check_run_dir(&run_dir)?;
     Ok(Prepared {
         settings: settings.clone(),
         backend,
         run_id,
         run_dir,
+        resume: None,
+        worktree: None,
+    })
+}
+
+/// Moves a `--worktree` run into its own worktree: a new one (snapshot commit, branch
+/// `ralph/<run id>`, worktree under the data dir) for a new run, the old run's for a resumed
+/// one. The run's workspace becomes the workspace inside the worktree. Call it after the
+/// workspace's run lock is held and before the run starts; without `--worktree` (and for a
+/// resumed run that had none) it changes nothing.
+pub fn isolate(prepared: Prepared) -> Result<Prepared, UsageError> {
+    let info = match &prepared.resume {
+        Some(resume) => resume.worktree.clone(),
+        None if prepared.settings.worktree => Some(
+            worktree::create(
+                &prepared.settings.workspace,
+                &prepared.settings.dirs.data,
+                &prepared.run_id,
+            )
+            .map_err(|e| UsageError::Invalid(format!("cannot make the run's worktree: {e}")))?,
+        ),
+        None => None,
+    };
+    let Some(info) = info else {
+        return Ok(prepared);
+    };
+    let workspace = info.workspace();
+    if !workspace.is_dir() {
+        return Err(UsageError::Invalid(format!(
+            "the run's worktree {} is gone",
+            workspace.display()
+        )));
+    }
+    let mut settings = prepared.settings;
+    settings.workspace = workspace;
+    Ok(Prepared {
+        settings,
+        worktree: Some(info),
+        ..prepared
+    })
+}
+
+/// Commits the worktree on the run's branch at the end of every round (message: the round's
+/// accepted report's summary), then passes each event on to `sink`.
+fn committing_sink(info: WorktreeInfo, mut sink: EventSink) -> EventSink {
+    let mut summary: Option<(u32, String)> = None;
+    Box::new(move |stamped: &Stamped| {
+        match &stamped.event {
+            Event::ReportAccepted { round, report } => {
+                summary = Some((*round, report.summary.clone()));
+            }
+            Event::RoundFinished { round, .. } => {
+                let message = match summary.take() {
+                    Some((r, text)) if r == *round && !text.trim().is_empty() => text,
+                    _ => format!("round {round}: no report"),
+                };
+                if let Err(e) = info.commit_round(&message) {
+                    tracing::warn!("cannot commit round {round} on {}: {e}", info.branch);
+                }
+            }
+            _ => {}
+        }
+        sink(stamped);
     })
 }
 
 fn file_sha256(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf).ok()?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Some(
-        hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-    )
+    crate::text::sha256_hex_reader(std::fs::File::open(path).ok()?).ok()
 }
 
+/// Loads the backend, its turns bounded to [`MAX_TURN_BYTES`].
 fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
+    let backend = load_unbounded(prepared)?;
+    Ok(Box::new(Bounded::new(backend, MAX_TURN_BYTES)))
+}
+
+fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
     match &prepared.backend {
         BackendPlan::Script(script, _) => Ok(Box::new(script.clone())),
         BackendPlan::OpenAi { url, model, .. } => {
@@ -176,7 +256,8 @@ fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
                 path,
                 &settings.inference,
                 settings.chat_format.as_deref(),
-            )?;
+            )?
+            .with_prefix_cache(settings.prefix_cache);
             Ok(Box::new(backend))
         }
         #[cfg(not(feature = "llama"))]
@@ -256,20 +337,34 @@ fn run_on_this_thread(
         .or_else(|| chat::by_name("hermes"))
         .ok_or_else(|| StartError::Internal("no chat format".into()))?;
     let workspace = open_workspace(&settings.workspace)?;
-    let log = RunLog::create(&prepared.run_dir)
+    let mut log = RunLog::create(&prepared.run_dir)
         .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
+    log.stop_run_on_failure(cancel.clone());
+    let log_failure = log.failure();
+    // A file is made absolute, so `--resume` finds it from any directory; a server's model
+    // name is kept as it is.
+    let absolute = |path: &PathBuf| path.canonicalize().unwrap_or_else(|_| path.clone());
     let (source, source_sha) = match &prepared.backend {
-        BackendPlan::Script(_, path) => (path.clone(), file_sha256(path)),
-        BackendPlan::Llama(path) => (path.clone(), file_sha256(path)),
+        BackendPlan::Script(_, path) => (absolute(path), file_sha256(path)),
+        BackendPlan::Llama(path) => (absolute(path), file_sha256(path)),
         BackendPlan::OpenAi { model, .. } => (PathBuf::from(model), None),
     };
     let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);
     policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);
     let registry = Registry::standard();
     let support = sandbox::probe_with(&policy.sandbox_exe);
+    crate::tools::run_command::clean_stale_round_dirs();
     let sandbox_note = sandbox::describe(&support);
     tracing::info!("{sandbox_note}");
     let mut warnings = Vec::new();
+    let (start, resumed_from) = match &prepared.resume {
+        Some(resume) => {
+            warnings.extend(resume.warnings.iter().cloned());
+            (resume.start.clone(), Some(resume.from.clone()))
+        }
+        None => (StartAt::fresh(), None),
+    };
+    let repo_root = crate::engine::run_info::root_commit(workspace.repo());
     if let Err(problem) = support.check(settings.sandbox, settings.network) {
         tracing::warn!("{problem}");
         warnings.push(problem);
@@ -307,9 +402,26 @@ fn run_on_this_thread(
                 network: settings.network,
                 command_timeout_s: settings.command_timeout_s,
                 verify: settings.verify.clone(),
+                prefix_cache: settings.prefix_cache,
+                api_key_env: settings.api_key_env.clone(),
+                request_timeout_s: settings.request_timeout_s,
                 inference: settings.inference.clone(),
             },
+            repo_root,
+            resumed_from,
+            resumed_report: start.previous.clone(),
+            worktree: prepared.worktree.clone(),
         },
+    };
+    let place = crate::hooks::Place {
+        cwd: settings.workspace.clone(),
+        run_dir: prepared.run_dir.clone(),
+    };
+    let (sink, hooks) = crate::hooks::attach(settings.hooks.clone(), place, sink);
+    // The round's commit comes before the hooks hear of the round's end.
+    let sink = match &prepared.worktree {
+        Some(info) => committing_sink(info.clone(), sink),
+        None => sink,
     };
     let tools = Toolbox {
         registry: &registry,
@@ -329,5 +441,15 @@ fn run_on_this_thread(
     if let Some(watch) = watch {
         engine = engine.with_watch(watch);
     }
-    Ok(engine.run())
+    let summary = engine.run_from(start);
+    // Hooks never change the outcome; the run only waits for them (each one bounded).
+    if let Some(hooks) = hooks {
+        hooks.finish();
+    }
+    match log_failure.get() {
+        Some(e) => Err(StartError::Internal(format!(
+            "the run log cannot be written ({e}); the run was stopped"
+        ))),
+        None => Ok(summary),
+    }
 }

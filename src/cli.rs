@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
 use crate::options::Options;
 
@@ -15,9 +15,12 @@ const AFTER_HELP: &str = "\
 Exit codes: 0 complete · 3 blocked · 4 budget-limited · 5 round-failed · 130 cancelled ·
             2 usage, config or input error · 1 internal error.
 Completion and blockers are the worker's own report, never an independent certification.
+Past runs: `ralph-tui runs`, `ralph-tui show RUN`, `ralph-tui replay RUN` (each has --help);
+        an objective that is one of these words goes after `--` or in -f FILE.
 Config: config.toml in the user config directory (or --config FILE) may set every option
-        from --max-rounds to --seed, its key the long name with underscores
-        (max_rounds = 4, sandbox = \"read-only\", network = true); the command line wins.";
+        from --max-rounds to --notify, its key the long name with underscores
+        (max_rounds = 4, sandbox = \"read-only\", network = true); the command line wins.
+        A [hooks] table runs commands on round end, finish and approval (see the README).";
 
 /// Run a supervised Ralph loop with a local model in a git repository.
 ///
@@ -26,7 +29,8 @@ Config: config.toml in the user config directory (or --config FILE) may set ever
 #[derive(Debug, Clone, Default, Parser)]
 #[command(name = "ralph-tui", version, about, long_about, after_help = AFTER_HELP)]
 pub struct Cli {
-    /// The immutable objective for the whole run (else -f FILE, else the TUI asks).
+    /// The immutable objective for the whole run (else -f FILE, else the TUI asks); at most
+    /// 64 KiB, with no control characters but newline and tab.
     pub objective: Option<String>,
 
     /// Read the objective from FILE.
@@ -40,6 +44,18 @@ pub struct Cli {
     /// No TUI: JSON Lines events on stdout, human messages on stderr.
     #[arg(long)]
     pub headless: bool,
+
+    /// Continue a cancelled, round-failed, budget-limited or killed run: a run id, an id
+    /// prefix, `last`, or a run directory [default: last]. Its objective and workspace stay;
+    /// its settings stay unless given here.
+    #[arg(
+        long,
+        value_name = "RUN",
+        num_args = 0..=1,
+        default_missing_value = "last",
+        conflicts_with_all = ["objective", "objective_file", "workspace", "config"]
+    )]
+    pub resume: Option<String>,
 
     /// The options `config.toml` can also set (see `options`).
     #[command(flatten)]
@@ -71,4 +87,88 @@ pub fn error_line(error: &clap::Error) -> String {
         _ => String::new(),
     };
     format!("{first}{allowed} (see `ralph-tui --help`)")
+}
+
+/// The words that start a subcommand instead of a run, when they are the first argument.
+pub const SUBCOMMANDS: [&str; 3] = ["runs", "show", "replay"];
+
+/// Whether `args` (program name first) asks for a subcommand: its first argument is exactly
+/// one of [`SUBCOMMANDS`]. Anything else, `ralph-tui -- runs` included, is a run.
+pub fn is_subcommand(args: &[std::ffi::OsString]) -> bool {
+    args.get(1)
+        .and_then(|arg| arg.to_str())
+        .is_some_and(|arg| SUBCOMMANDS.contains(&arg))
+}
+
+/// Past runs: list, show, replay.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "ralph-tui", version)]
+pub struct HistoryCli {
+    #[command(subcommand)]
+    pub command: History,
+}
+
+/// What can be asked about past runs. RUN is a run id, an id prefix, `last` or a run directory.
+#[derive(Debug, Clone, Subcommand)]
+pub enum History {
+    /// List past runs, newest first; `--prune` removes the ones you choose.
+    ///
+    /// In a terminal, `--prune` alone lists the runs and asks which to remove. Without one
+    /// (scripts, CI), say which: `--all-finished`, `--older-than AGE` and RUN ids (together,
+    /// a run matching any of them goes). A run that is still going is never removed.
+    Runs {
+        /// One JSON object per run, in an array.
+        #[arg(long)]
+        json: bool,
+        /// Remove runs (asks in a terminal unless told which).
+        #[arg(long)]
+        prune: bool,
+        /// With --prune: every run that ended (killed runs are kept).
+        #[arg(long, requires = "prune")]
+        all_finished: bool,
+        /// With --prune: runs started longer ago than AGE (`30d`, `12h`, `45m`).
+        #[arg(long, value_name = "AGE", requires = "prune", value_parser = parse_age)]
+        older_than: Option<std::time::Duration>,
+        /// With --prune: these runs.
+        #[arg(value_name = "RUN", requires = "prune")]
+        runs: Vec<String>,
+    },
+    /// A run's summary: outcome, each round's report, files changed, verification.
+    Show {
+        /// The run [default: last].
+        #[arg(value_name = "RUN", default_value = "last")]
+        run: String,
+    },
+    /// Play a run's events through the TUI, read-only, ending in its review (commit off).
+    Replay {
+        /// The run [default: last].
+        #[arg(value_name = "RUN", default_value = "last")]
+        run: String,
+        /// Playback speed: 2 plays twice as fast; gaps stay under a few seconds.
+        #[arg(long, value_name = "X", default_value = "1", value_parser = parse_speed)]
+        speed: f64,
+    },
+}
+
+/// An age such as `30d`, `12h`, `45m` or `90s`.
+pub fn parse_age(raw: &str) -> Result<std::time::Duration, String> {
+    let raw = raw.trim();
+    let bad = || format!("'{raw}' is not an age: use a number and d, h, m or s (like 30d)");
+    let unit = raw.chars().last().ok_or_else(bad)?;
+    let secs = match unit {
+        'd' => 86_400,
+        'h' => 3_600,
+        'm' => 60,
+        's' => 1,
+        _ => return Err(bad()),
+    };
+    let n: u64 = raw[..raw.len() - 1].parse().map_err(|_| bad())?;
+    Ok(std::time::Duration::from_secs(n.saturating_mul(secs)))
+}
+
+fn parse_speed(raw: &str) -> Result<f64, String> {
+    match raw.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("--speed must be a number above 0, got '{raw}'")),
+    }
 }

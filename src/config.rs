@@ -12,6 +12,7 @@ use crate::cli::Cli;
 use crate::error::UsageError;
 pub use crate::options::BackendKind;
 use crate::options::{ApprovalPolicyArg, Options, SandboxModeArg};
+pub use crate::options::{Hooks, NotifyMode};
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
 /// The default model's file name inside the cache dir (see `make model`).
@@ -106,7 +107,7 @@ impl From<ApprovalPolicyArg> for ApprovalPolicy {
 }
 
 /// Sampling and context options for the llama backend.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct InferenceSettings {
     pub ctx_size: u32,
     pub threads: i32,
@@ -136,6 +137,8 @@ pub struct Settings {
     pub sandbox: SandboxMode,
     pub approval: ApprovalPolicy,
     pub network: bool,
+    /// Run in a new git worktree (`--worktree`), not in the user's checkout.
+    pub worktree: bool,
     pub command_timeout_s: u64,
     pub max_turns: u32,
     pub token_budget: Option<u64>,
@@ -145,8 +148,15 @@ pub struct Settings {
     pub api_key_env: String,
     /// With `openai:URL`: how long a request may wait for the server, in seconds.
     pub request_timeout_s: u64,
+    /// Restore the run's fixed prompt prefix into each round's context (`--no-prefix-cache`
+    /// turns it off).
+    pub prefix_cache: bool,
     pub log_file: Option<PathBuf>,
     pub dirs: Dirs,
+    /// How the TUI notifies while its terminal is not focused.
+    pub notify: NotifyMode,
+    /// Commands run at points of the run (`[hooks]` in `config.toml`).
+    pub hooks: Hooks,
 }
 
 /// Validates an objective: trimmed, non-empty.
@@ -155,6 +165,7 @@ pub fn normalize_objective(raw: &str) -> Result<String, UsageError> {
     if trimmed.is_empty() {
         return Err(UsageError::EmptyObjective);
     }
+    crate::intake::check_objective(trimmed)?;
     Ok(trimmed.to_string())
 }
 
@@ -171,7 +182,14 @@ impl Settings {
             Some(path) => load_config(path, true)?,
             None => load_config(&dirs.config.join("config.toml"), false)?,
         };
-        let options = cli.options.over(config).resolve();
+        let options = cli.options.clone().over(config);
+        Self::layered(cli, options, dirs)
+    }
+
+    /// Validates `options` (already layered) with what only the command line says; `--resume`
+    /// layers the command line over the old run's settings instead of over the config file.
+    pub fn layered(cli: Cli, options: Options, dirs: Dirs) -> Result<Self, UsageError> {
+        let options = options.resolve();
 
         let objective = match (&cli.objective, &cli.objective_file) {
             (Some(text), _) => Some(normalize_objective(text)?),
@@ -246,6 +264,7 @@ impl Settings {
             sandbox: options.sandbox.into(),
             approval,
             network: options.network,
+            worktree: options.worktree,
             command_timeout_s: options.command_timeout,
             max_turns: options.max_turns,
             token_budget: options.token_budget,
@@ -253,8 +272,11 @@ impl Settings {
             inference,
             api_key_env: options.api_key_env,
             request_timeout_s: options.request_timeout,
+            prefix_cache: !options.no_prefix_cache,
             log_file: cli.log_file,
             dirs,
+            notify: options.notify,
+            hooks: options.hooks,
         })
     }
 

@@ -1,11 +1,18 @@
 //! Typed errors for the edges of ralph-tui.
 //!
 //! Every error a person can meet has a `Display` fit to show them: it names the problem and,
-//! where there is one, the fix. `ExitCode` maps a run's end onto the documented exit codes.
+//! where there is one, the fix. `ExitCode` maps a run's end onto the documented exit codes;
+//! [`say`] is how a message reaches the person on stderr.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use crate::protocol::event::RunStatus;
+
+/// One line on stderr for the person, behind the program's name.
+pub fn say(message: &str) {
+    let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
+}
 
 /// The process exit codes from the CLI contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::app::{self, Prepared, StartError};
-use crate::error::ExitCode;
-use crate::protocol::event::Stamped;
+use crate::error::{say, ExitCode};
+use crate::protocol::event::{RunStatus, Stamped, Verification};
 use crate::tools::approval::DenyAll;
 
 /// Writes each event as one line on stdout, flushed.
@@ -23,22 +23,13 @@ fn stdout_sink() -> crate::engine::EventSink {
     })
 }
 
-fn say(message: &str) {
-    let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
-}
-
 /// Runs to the end and returns the exit code.
 pub fn run(prepared: Prepared, objective: String) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match app::runtime(&mut tokio::runtime::Builder::new_current_thread()) {
         Ok(rt) => rt,
-        Err(e) => {
-            say(&format!("cannot start the runtime: {e}"));
-            return ExitCode::Internal;
-        }
+        Err(code) => return code,
     };
+    let worktree = prepared.worktree.clone();
     let handle = match app::start(prepared, objective, Arc::new(DenyAll), stdout_sink()) {
         Ok(handle) => handle,
         Err(e) => {
@@ -57,6 +48,11 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
         use tokio::signal::unix::{signal, SignalKind};
         let mut sigint = signal(SignalKind::interrupt()).ok();
         let mut sigterm = signal(SignalKind::terminate()).ok();
+        // A signal caught before these listeners existed (see `signals`) still cancels.
+        if crate::signals::requested() {
+            say("cancelling (signal)");
+            cancel.cancel();
+        }
         let mut done_rx = done_rx;
         loop {
             tokio::select! {
@@ -77,13 +73,19 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
         .unwrap_or_else(|_| Err(StartError::Internal("the engine thread panicked".into())));
     match result {
         Ok(summary) => {
-            say(&format!(
-                "{} after {} round(s) — {}; run log: {}",
-                summary.status.as_str(),
+            say(&summary_line(
+                summary.status,
                 summary.rounds_started,
-                summary.status.describe(),
-                summary.run_dir.display()
+                summary.verification.as_ref(),
+                &summary.run_dir.display().to_string(),
             ));
+            if let Some(w) = &worktree {
+                say(&format!(
+                    "the run's work is on branch {} (worktree {}); your checkout is unchanged",
+                    w.branch,
+                    w.path.display()
+                ));
+            }
             if let Some(v) = &summary.verification {
                 say(&format!(
                     "verification `{}`: {}",
@@ -102,4 +104,25 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
             ExitCode::Internal
         }
     }
+}
+
+/// The closing line on stderr: the outcome in one sentence (claim and verify result), and a
+/// verify failure after a claimed completion said plainly.
+pub fn summary_line(
+    status: RunStatus,
+    rounds_started: u32,
+    verification: Option<&Verification>,
+    run_dir: &str,
+) -> String {
+    let warning = if status.contradicted_by(verification) {
+        " — the claimed completion did not pass verification"
+    } else {
+        ""
+    };
+    format!(
+        "{} after {} round(s) — {}{warning}; run log: {run_dir}",
+        status.as_str(),
+        rounds_started,
+        status.describe_with(verification),
+    )
 }

@@ -1,10 +1,11 @@
 //! ralph-tui: supervised Ralph runs with a local model.
 //!
 //! The engine (round loop) emits typed events; the TUI and the headless writer consume them.
-//! The types every layer exchanges live in `protocol`, at the bottom: each module imports
-//! only downward (protocol; error, cli, config, logging; workspace, tools; chat; llm; engine;
-//! app, headless, eval; ui; tui), which `tests/suite/layers.rs` checks. See the README for the
-//! contracts.
+//! The types every layer exchanges live in `protocol`, at the bottom beside the `text`
+//! helpers: each module imports only downward (protocol, text; error, logging, signals,
+//! intake, runlock; workspace, tools; chat with the settings (options, cli, config); llm;
+//! engine; app, headless, eval, runs; ui; tui), which `tests/suite/layers.rs` checks. See the
+//! README for the contracts.
 
 pub mod app;
 pub mod chat;
@@ -14,10 +15,16 @@ pub mod engine;
 pub mod error;
 pub mod eval;
 pub mod headless;
+pub mod hooks;
+pub mod intake;
 pub mod llm;
 pub mod logging;
 pub mod options;
 pub mod protocol;
+pub mod runlock;
+pub mod runs;
+pub mod signals;
+pub mod text;
 pub mod tools;
 pub mod tui;
 pub mod ui;

@@ -26,6 +26,8 @@ pub fn init(path: &Path) -> Result<(), String> {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
+        // A log write that fails (full disk) must not spill onto the terminal.
+        .log_internal_errors(false)
         .with_writer(Mutex::new(file))
         .try_init()
         .map_err(|e| e.to_string())

@@ -4,12 +4,12 @@ use std::io::Write;
 
 use clap::Parser;
 use ralph_tui::cli::Cli;
-use ralph_tui::config::{Dirs, Settings};
-use ralph_tui::error::{ExitCode, UsageError};
-use ralph_tui::{app, headless, logging};
+use ralph_tui::config::Dirs;
+use ralph_tui::error::{say, ExitCode, UsageError};
+use ralph_tui::{app, headless, logging, runlock, runs, signals};
 
 fn fail(message: &str, code: ExitCode) -> ! {
-    let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
+    say(message);
     std::process::exit(code.code());
 }
 
@@ -23,7 +23,28 @@ fn main() {
             .collect();
         ralph_tui::tools::sandbox::exec_main(&args);
     }
-    let cli = match Cli::try_parse() {
+    // Next, SIGINT and SIGTERM: from here on a signal is a request to cancel, never a kill.
+    if let Err(e) = signals::install() {
+        fail(&format!("cannot catch signals: {e}"), ExitCode::Internal);
+    }
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if ralph_tui::cli::is_subcommand(&args) {
+        let history = match ralph_tui::cli::HistoryCli::try_parse_from(&args) {
+            Ok(history) => history,
+            Err(e) => {
+                use clap::error::ErrorKind;
+                if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                    let _ = e.print();
+                    std::process::exit(0);
+                }
+                fail(&ralph_tui::cli::error_line(&e), ExitCode::Usage);
+            }
+        };
+        let replay = ralph_tui::tui::replay::run;
+        let code = runs::history::run(history.command, Dirs::discover(), &replay);
+        std::process::exit(code.code());
+    }
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -34,17 +55,49 @@ fn main() {
             fail(&ralph_tui::cli::error_line(&e), ExitCode::Usage);
         }
     };
-    let settings = match Settings::resolve(cli, Dirs::discover()) {
-        Ok(s) => s,
+    let (settings, resume) = match runs::resume::resolve(cli, Dirs::discover()) {
+        Ok(resolved) => resolved,
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
     if settings.headless && settings.objective.is_none() {
         fail(&UsageError::EmptyObjective.to_string(), ExitCode::Usage);
     }
     let prepared = match app::prepare(&settings) {
-        Ok(p) => p,
+        Ok(p) => p.resuming(resume),
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
+    // Held until the process exits; the kernel releases it however the process ends.
+    let lock = match runlock::acquire(&settings.workspace, &settings.dirs.data, &prepared.run_id) {
+        Ok(lock) => lock,
+        Err(e) => fail(&e.to_string(), ExitCode::Usage),
+    };
+    // A worktree run works in its own worktree, locked too (so it is never listed as
+    // abandoned while it runs); a resumed one already holds that lock above.
+    let prepared = match app::isolate(prepared) {
+        Ok(p) => p,
+        Err(e) => {
+            lock.forget_holder();
+            fail(&e.to_string(), ExitCode::Usage)
+        }
+    };
+    let worktree_lock = match &prepared.worktree {
+        Some(_) if prepared.resume.is_none() => match runlock::acquire(
+            &prepared.settings.workspace,
+            &settings.dirs.data,
+            &prepared.run_id,
+        ) {
+            Ok(lock) => Some(lock),
+            Err(e) => {
+                lock.forget_holder();
+                fail(&e.to_string(), ExitCode::Usage)
+            }
+        },
+        _ => None,
+    };
+    if signals::requested() {
+        lock.forget_holder();
+        fail("cancelled before the run started", ExitCode::Cancelled);
+    }
     let log_file = settings
         .log_file
         .clone()
@@ -60,5 +113,9 @@ fn main() {
     } else {
         ralph_tui::tui::run(prepared, settings.objective.clone(), &log_file)
     };
+    lock.forget_holder();
+    if let Some(lock) = worktree_lock {
+        lock.forget_holder();
+    }
     std::process::exit(code.code());
 }

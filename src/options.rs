@@ -42,6 +42,9 @@ macro_rules! options {
                 $(#[$attr])*
                 pub $name: Option<$ty>,
             )*
+            /// Commands run at points of a run (`[hooks]`); only `config.toml` sets them.
+            #[arg(skip)]
+            pub hooks: Option<Hooks>,
         }
 
         /// The options after layering: an option with a default is always there.
@@ -51,17 +54,25 @@ macro_rules! options {
                 #[doc = $help]
                 pub $name: options!(@resolved $ty $(, $default)?),
             )*
+            /// Commands run at points of a run (`[hooks]`).
+            pub hooks: Hooks,
         }
 
         impl Options {
             /// Each option from `self` where it is set, else from `under`.
             pub fn over(self, under: Self) -> Self {
-                Self { $( $name: self.$name.or(under.$name), )* }
+                Self {
+                    $( $name: self.$name.or(under.$name), )*
+                    hooks: self.hooks.or(under.hooks),
+                }
             }
 
             /// Fills every option still missing with its default.
             pub fn resolve(self) -> Resolved {
-                Resolved { $( $name: options!(@pick self.$name $(, $default)?), )* }
+                Resolved {
+                    $( $name: options!(@pick self.$name $(, $default)?), )*
+                    hooks: self.hooks.unwrap_or_default(),
+                }
             }
 
             /// The config keys, in table order (each is also `--` + the key in kebab case).
@@ -98,6 +109,10 @@ options! {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true)]
     #[arg(default_missing_value = "true")]
     network: bool = false;
+    /// Run in a new git worktree on branch `ralph/<run id>`, leaving your checkout alone.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true)]
+    #[arg(default_missing_value = "true")]
+    worktree: bool = false;
     /// Default timeout for one of the child's commands, in seconds.
     #[arg(long, value_name = "SECS")]
     command_timeout: u64 = 120;
@@ -119,9 +134,13 @@ options! {
     /// Layers to offload to the GPU [default: all with a GPU build, else 0].
     #[arg(long, value_name = "N")]
     gpu_layers: u32;
-    /// Prompt-processing batch size; smaller cancels faster.
+    /// Prompt-processing batch size (tokens per decode); a cancel stops a batch mid-way.
     #[arg(long, value_name = "N")]
-    batch_size: u32 = 64;
+    batch_size: u32 = 512;
+    /// Evaluate the whole prompt every round instead of restoring the fixed system prefix.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true)]
+    #[arg(default_missing_value = "true")]
+    no_prefix_cache: bool = false;
     /// Most tokens generated in one turn.
     #[arg(long, value_name = "N")]
     max_tokens: u32 = 1024;
@@ -149,6 +168,38 @@ options! {
     /// With `openai:URL`: seconds a request may wait for the server's next byte.
     #[arg(long, value_name = "SECS")]
     request_timeout: u64 = 120;
+    /// Notify when the run ends, an approval waits or a round fails, while the terminal is
+    /// not focused: `auto` (bell and desktop notification), `bell`, or `off`.
+    #[arg(long, value_name = "MODE")]
+    notify: NotifyMode = NotifyMode::Auto;
+}
+
+/// How the TUI gets the person's attention while its terminal is not focused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NotifyMode {
+    /// A bell and a desktop notification (OSC 9 or OSC 777) where the terminal has them.
+    #[default]
+    Auto,
+    /// The terminal bell only.
+    Bell,
+    /// Nothing.
+    Off,
+}
+
+/// The `[hooks]` table of `config.toml`: shell commands run, as the user and outside the
+/// worker's sandbox, with the event's JSON line on stdin (see `hooks`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Hooks {
+    /// After each round (`round_finished`).
+    pub on_round_end: Option<String>,
+    /// When the run ends (`run_finished`).
+    pub on_finish: Option<String>,
+    /// When a command waits for the person's approval (`approval_requested`).
+    pub on_approval: Option<String>,
+    /// Most seconds one hook may take before it is killed [default: 30].
+    pub timeout_s: Option<u64>,
 }
 
 /// A help line with its default, if it has one.

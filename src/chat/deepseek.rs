@@ -10,9 +10,10 @@
 
 use serde_json::Value;
 
-use super::grammar::{json_args, lit, repeat_sep, Gbnf, MAX_CALLS};
-use super::scan::{self, find_special, malformed, skip_think, TurnBuilder};
-use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
+use super::family::{scan_blocks, Blocks, Ending, Family, Marker, Teaching, WITH_SCHEMAS};
+use super::grammar::{json_args, lit, one_per_tool, repeat_sep, Gbnf, MAX_CALLS};
+use super::scan::{self, find_special, malformed, TurnBuilder};
+use super::ParsedCall;
 use crate::protocol::tool::ToolSpec;
 
 const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
@@ -68,14 +69,11 @@ fn call_body(body: &str) -> ParsedCall {
     };
     let json = scan::strip_fence(args);
     if json.is_empty() {
-        return ParsedCall::Call {
-            name,
-            arguments: Value::Object(Default::default()),
-        };
+        return ParsedCall::call(name, Value::Object(Default::default()));
     }
     match serde_json::from_str::<Value>(json) {
         Ok(value) => match scan::arguments_object(Some(&value)) {
-            Ok(arguments) => ParsedCall::Call { name, arguments },
+            Ok(arguments) => ParsedCall::call(name, arguments),
             Err(reason) => malformed(body, format!("{reason} (tool {name})")),
         },
         Err(e) => malformed(
@@ -96,41 +94,29 @@ impl DeepSeek {
             "write <｜tool▁call▁begin｜>TOOL<｜tool▁sep｜>{JSON arguments}<｜tool▁call▁end｜>"
         }
     }
+}
 
-    fn scan(self, text: &str) -> (ParsedTurn, usize) {
-        let mut turn = TurnBuilder::default();
-        let first = first_token(text, 0, &[&W_CALLS_BEGIN, &W_CALL_BEGIN]).map(|(_, s, _)| s);
-        let body = skip_think(text, first, &mut turn);
-        let hint = self.hint();
-        let mut at = 0;
-        while let Some((which, start, end)) = first_token(
-            body,
-            at,
-            &[&W_CALL_BEGIN, &W_CALLS_BEGIN, &W_CALLS_END, &W_CALL_END],
-        ) {
-            turn.text(&body[at..start]);
-            at = end;
-            if which != 0 {
-                // The outer wrapper, or a stray end token: markup, not prose.
-                continue;
-            }
-            match first_token(body, end, &[&W_CALL_END, &W_CALL_BEGIN, &W_CALLS_END]) {
-                Some((0, s, e)) => {
-                    turn.call(scan::with_hint(call_body(&body[end..s]), hint), true);
-                    at = e;
-                }
-                Some((_, s, _)) => {
-                    turn.call(unclosed(&body[end..s], hint), true);
-                    at = s;
-                }
-                None => {
-                    turn.call(unclosed(&body[end..], hint), false);
-                    at = body.len();
-                }
-            }
+/// Calls between `<｜tool▁call▁begin｜>` and `<｜tool▁call▁end｜>`; the outer
+/// `<｜tool▁calls▁begin｜>`/`<｜tool▁calls▁end｜>` wrapper (and a stray end token) is
+/// markup, not prose.
+impl Blocks for DeepSeek {
+    fn next_open(&self, text: &str, from: usize) -> Option<(Marker, bool)> {
+        let tokens: [&[&str]; 4] = [&W_CALL_BEGIN, &W_CALLS_BEGIN, &W_CALLS_END, &W_CALL_END];
+        let (which, start, end) = first_token(text, from, &tokens)?;
+        Some((Marker { start, end }, which == 0))
+    }
+
+    fn next_end(&self, text: &str, from: usize) -> Option<(Marker, bool)> {
+        let tokens: [&[&str]; 3] = [&W_CALL_END, &W_CALL_BEGIN, &W_CALLS_END];
+        let (which, start, end) = first_token(text, from, &tokens)?;
+        Some((Marker { start, end }, which == 0))
+    }
+
+    fn read(&self, body: &str, ending: Ending) -> ParsedCall {
+        match ending {
+            Ending::Closed => scan::with_hint(call_body(body), self.hint()),
+            Ending::Interrupted | Ending::CutOff => unclosed(body, self.hint()),
         }
-        turn.text(&body[at..]);
-        turn.finish()
     }
 }
 
@@ -144,8 +130,8 @@ fn unclosed(body: &str, hint: &str) -> ParsedCall {
     }
 }
 
-impl ChatFormat for DeepSeek {
-    fn name(&self) -> &'static str {
+impl Family for DeepSeek {
+    fn format_name(&self) -> &'static str {
         if self.fenced {
             "deepseek"
         } else {
@@ -153,25 +139,15 @@ impl ChatFormat for DeepSeek {
         }
     }
 
-    fn tool_instructions(&self, tools: &[ToolSpec]) -> String {
-        let (name, args) = example_call(tools);
-        let shape = if self.fenced {
-            "Each call is <｜tool▁call▁begin｜>function<｜tool▁sep｜>, the tool name on its own line, the arguments as one JSON object inside a ```json code block, then <｜tool▁call▁end｜>."
-        } else {
-            "Each call is <｜tool▁call▁begin｜>, the exact tool name, <｜tool▁sep｜>, the arguments as one JSON object following the tool's parameter schema, then <｜tool▁call▁end｜>."
-        };
-        format!(
-            "## Tools\n\nYou have these tools, each described by one JSON object with its parameter schema:\n{}\n\nTo call tools, write <｜tool▁calls▁begin｜>, then one or more calls, then <｜tool▁calls▁end｜>. {shape} For example:\n{}\nThe results come back in the next message.",
-            tools_json(tools),
-            self.render_call(&name, &args)
-        )
+    fn first_marker(&self, text: &str) -> Option<usize> {
+        first_token(text, 0, &[&W_CALLS_BEGIN, &W_CALL_BEGIN]).map(|(_, s, _)| s)
     }
 
-    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
-        self.scan(text)
+    fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
+        scan_blocks(body, turn, self, |prose, turn| turn.text(prose));
     }
 
-    fn render_call(&self, name: &str, arguments: &Value) -> String {
+    fn write_call(&self, name: &str, arguments: &Value) -> String {
         let args = scan::args_json(name, arguments);
         if self.fenced {
             format!("{CALLS_BEGIN}{CALL_BEGIN}function{SEP}{name}\n```json\n{args}\n```{CALL_END}{CALLS_END}")
@@ -180,76 +156,74 @@ impl ChatFormat for DeepSeek {
         }
     }
 
-    fn grammar(&self, tools: &[ToolSpec]) -> Option<CallGrammar> {
-        if tools.is_empty() {
-            return None;
-        }
-        let mut g = Gbnf::default();
-        let alternatives: Vec<String> = tools
-            .iter()
-            .enumerate()
-            .map(|(i, spec)| {
-                let args = json_args(&mut g, i, spec);
-                if self.fenced {
-                    format!(
-                        "{} {args} {}",
-                        lit(&format!("{}\n```json\n", spec.name)),
-                        lit("\n```")
-                    )
-                } else {
-                    format!("{} {args}", lit(&format!("{}{SEP}", spec.name)))
-                }
-            })
-            .collect();
-        let named = g.rule("named-call", alternatives.join(" | "));
+    fn instructions(&self, tools: &[ToolSpec]) -> String {
+        let shape = if self.fenced {
+            "Each call is <｜tool▁call▁begin｜>function<｜tool▁sep｜>, the tool name on its own line, the arguments as one JSON object inside a ```json code block, then <｜tool▁call▁end｜>."
+        } else {
+            "Each call is <｜tool▁call▁begin｜>, the exact tool name, <｜tool▁sep｜>, the arguments as one JSON object following the tool's parameter schema, then <｜tool▁call▁end｜>."
+        };
+        let how = format!("To call tools, write <｜tool▁calls▁begin｜>, then one or more calls, then <｜tool▁calls▁end｜>. {shape} For example:");
+        Teaching::new(WITH_SCHEMAS, how).lay_out(self, tools)
+    }
+
+    fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {
+        let named = one_per_tool(g, "named-call", tools, |g, i, spec| {
+            let args = json_args(g, i, spec);
+            if self.fenced {
+                format!(
+                    "{} {args} {}",
+                    lit(&format!("{}\n```json\n", spec.name)),
+                    lit("\n```")
+                )
+            } else {
+                format!("{} {args}", lit(&format!("{}{SEP}", spec.name)))
+            }
+        });
         let opening = if self.fenced {
             lit(&format!("{CALL_BEGIN}function{SEP}"))
         } else {
             lit(CALL_BEGIN)
         };
         let call = g.rule("ds-call", format!("{opening} {named} {}", lit(CALL_END)));
-        let root = format!(
+        format!(
             "( {} )? {} {}",
             lit(CALLS_BEGIN),
             repeat_sep(&call, "\"\\n\"?", MAX_CALLS),
             lit(CALLS_END)
-        );
-        Some(g.finish(&root, &[CALLS_BEGIN, CALL_BEGIN]))
+        )
+    }
+
+    fn trigger_words(&self) -> &'static [&'static str] {
+        &[CALLS_BEGIN, CALL_BEGIN]
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chat::{assert_malformed, list_then_read, ChatFormat, ParsedCall};
     use serde_json::json;
-
-    fn call(name: &str, arguments: Value) -> ParsedCall {
-        ParsedCall::Call {
-            name: name.into(),
-            arguments,
-        }
-    }
 
     #[test]
     fn reads_v3_calls_as_the_template_writes_them() {
         let text = "I'll check.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>list_dir\n```json\n{\"path\": \".\"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n{\"path\": \"a\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
         let t = DeepSeek::FENCED.parse(text);
         assert_eq!(t.content, "I'll check.");
-        assert_eq!(
-            t.calls,
-            vec![
-                call("list_dir", json!({"path": "."})),
-                call("read_file", json!({"path": "a"})),
-            ]
-        );
+        assert_eq!(t.calls, list_then_read());
     }
 
     #[test]
     fn reads_v31_calls_and_ascii_lookalikes() {
         let t = DeepSeek::PLAIN.parse("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>{\"path\": \"a\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
-        assert_eq!(t.calls, vec![call("read_file", json!({"path": "a"}))]);
+        assert_eq!(
+            t.calls,
+            vec![ParsedCall::call("read_file", json!({"path": "a"}))]
+        );
         let t = DeepSeek::FENCED.parse("<|tool_calls_begin|><|tool_call_begin|>function<|tool_sep|>read_file\n```json\n{\"path\": \"a\"}\n```<|tool_call_end|><|tool_calls_end|>");
-        assert_eq!(t.calls, vec![call("read_file", json!({"path": "a"}))]);
+        assert_eq!(
+            t.calls,
+            vec![ParsedCall::call("read_file", json!({"path": "a"}))]
+        );
     }
 
     #[test]
@@ -257,22 +231,16 @@ mod tests {
         let (t, settled) = DeepSeek::FENCED.parse_partial("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n{\"path\": \"a\"}\n```");
         assert_eq!(
             (t.calls.clone(), settled),
-            (vec![call("read_file", json!({"path": "a"}))], 0)
+            (vec![ParsedCall::call("read_file", json!({"path": "a"}))], 0)
         );
         let t = DeepSeek::FENCED.parse("<｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n{\"path\": \n```<｜tool▁call▁end｜>");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("not valid JSON"))
-        );
+        assert_malformed(&t.calls[0], "not valid JSON");
         let t = DeepSeek::FENCED
             .parse("<｜tool▁call▁begin｜>read_file {\"path\": \"a\"}<｜tool▁call▁end｜>");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("tool▁sep"))
-        );
+        assert_malformed(&t.calls[0], "tool▁sep");
         let t = DeepSeek::FENCED.parse("<｜tool▁call▁begin｜>function<｜tool▁sep｜>a\n{\"x\": [1,<｜tool▁call▁begin｜>function<｜tool▁sep｜>b\n{}<｜tool▁call▁end｜>");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("missing"))
-        );
-        assert_eq!(t.calls[1], call("b", json!({})));
+        assert_malformed(&t.calls[0], "missing");
+        assert_eq!(t.calls[1], ParsedCall::call("b", json!({})));
     }
 
     #[test]
@@ -289,7 +257,7 @@ mod tests {
             let text = format.render_call("read_file", &args);
             assert_eq!(
                 DeepSeek::FENCED.parse(&text).calls,
-                vec![call("read_file", args.clone())]
+                vec![ParsedCall::call("read_file", args.clone())]
             );
         }
     }

@@ -15,13 +15,11 @@
 
 use serde_json::{Map, Value};
 
-use super::grammar::{
-    self, json_prop_value, lit, raw_until, repeat_sep, report_raw_value, report_shapes, tool_props,
-    Gbnf, Prop, MAX_CALLS,
-};
-use super::scan::{self, malformed, skip_think, TurnBuilder};
-use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
-use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
+use super::family::{Family, Teaching, WITH_SCHEMAS};
+use super::grammar::{lit, one_per_tool, repeat_sep, tagged_args, Gbnf, TaggedArgs, MAX_CALLS};
+use super::scan::{self, malformed, TurnBuilder};
+use super::ParsedCall;
+use crate::protocol::tool::ToolSpec;
 
 const CALLS_OPEN: &str = "<｜DSML｜function_calls>";
 const CALLS_CLOSE: &str = "</｜DSML｜function_calls>";
@@ -167,10 +165,7 @@ fn invoke(text: &str, open: Tag<'_>) -> (ParsedCall, bool, usize) {
     let raw = &text[open.start..end];
     let call = match errors.first() {
         Some(reason) => malformed(raw, format!("{reason}; {HINT}")),
-        None => ParsedCall::Call {
-            name,
-            arguments: Value::Object(args),
-        },
+        None => ParsedCall::call(name, Value::Object(args)),
     };
     (call, final_, end)
 }
@@ -199,11 +194,31 @@ fn parameter(attrs: &str, raw: &str, args: &mut Map<String, Value>, errors: &mut
     }
 }
 
-impl Dsml {
-    fn scan(text: &str) -> (ParsedTurn, usize) {
-        let mut turn = TurnBuilder::default();
-        let first = first_call_tag(text);
-        let body = skip_think(text, first, &mut turn);
+/// A value as a `string="..."` attribute and the text between the parameter tags.
+fn render_value(value: &Value) -> (&'static str, String) {
+    match value {
+        Value::String(s) if !s.contains("DSML") => ("true", s.clone()),
+        Value::String(s) => (
+            "false",
+            Value::String(s.clone())
+                .to_string()
+                .replace('｜', "\\uff5c")
+                .replace('|', "\\u007c"),
+        ),
+        other => ("false", scan::spaced_json(other)),
+    }
+}
+
+impl Family for Dsml {
+    fn format_name(&self) -> &'static str {
+        "dsml"
+    }
+
+    fn first_marker(&self, text: &str) -> Option<usize> {
+        first_call_tag(text)
+    }
+
+    fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
         let mut at = 0;
         let mut prose_from = 0;
         while let Some(tag) = next_tag(body, at) {
@@ -224,52 +239,15 @@ impl Dsml {
             }
         }
         turn.text(&body[prose_from..]);
-        turn.finish()
-    }
-}
-
-/// A value as a `string="..."` attribute and the text between the parameter tags.
-fn render_value(value: &Value) -> (&'static str, String) {
-    match value {
-        Value::String(s) if !s.contains("DSML") => ("true", s.clone()),
-        Value::String(s) => (
-            "false",
-            Value::String(s.clone())
-                .to_string()
-                .replace('｜', "\\uff5c")
-                .replace('|', "\\u007c"),
-        ),
-        other => ("false", scan::spaced_json(other)),
-    }
-}
-
-impl ChatFormat for Dsml {
-    fn name(&self) -> &'static str {
-        "dsml"
     }
 
-    fn tool_instructions(&self, tools: &[ToolSpec]) -> String {
-        let (name, args) = example_call(tools);
-        format!(
-            "## Tools\n\nYou have these tools, each described by one JSON object with its parameter schema:\n{}\n\nTo call tools, write a {CALLS_OPEN} block: one <｜DSML｜invoke name=\"TOOL\"> element per call, holding one <｜DSML｜parameter name=\"KEY\" string=\"true|false\">VALUE{PARAM_CLOSE} element per argument. Set string=\"true\" for text, and write the text as it is, without quotes or escaping; set string=\"false\" for numbers, booleans, arrays and objects, and write them as JSON. For example:\n{}\nThe results come back in the next message.",
-            tools_json(tools),
-            self.render_call(&name, &args)
-        )
-    }
-
-    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
-        Self::scan(text)
-    }
-
-    fn render_call(&self, name: &str, arguments: &Value) -> String {
+    fn write_call(&self, name: &str, arguments: &Value) -> String {
         let mut out = format!("{CALLS_OPEN}\n<｜DSML｜invoke name=\"{name}\">\n");
         for (key, value) in scan::ordered_args(name, arguments) {
-            {
-                let (string, text) = render_value(value);
-                out.push_str(&format!(
-                    "<｜DSML｜parameter name=\"{key}\" string=\"{string}\">{text}{PARAM_CLOSE}\n"
-                ));
-            }
+            let (string, text) = render_value(value);
+            out.push_str(&format!(
+                "<｜DSML｜parameter name=\"{key}\" string=\"{string}\">{text}{PARAM_CLOSE}\n"
+            ));
         }
         out.push_str(INVOKE_CLOSE);
         out.push('\n');
@@ -277,20 +255,16 @@ impl ChatFormat for Dsml {
         out
     }
 
-    fn grammar(&self, tools: &[ToolSpec]) -> Option<CallGrammar> {
-        if tools.is_empty() {
-            return None;
-        }
-        let mut g = Gbnf::default();
-        let alternatives: Vec<String> = tools
-            .iter()
-            .enumerate()
-            .map(|(i, spec)| {
-                let params = params_rule(&mut g, i, spec);
-                format!("{} {params}", lit(&format!("{}\">\n", spec.name)))
-            })
-            .collect();
-        let named = g.rule("named-invoke", alternatives.join(" | "));
+    fn instructions(&self, tools: &[ToolSpec]) -> String {
+        let how = format!("To call tools, write a {CALLS_OPEN} block: one <｜DSML｜invoke name=\"TOOL\"> element per call, holding one <｜DSML｜parameter name=\"KEY\" string=\"true|false\">VALUE{PARAM_CLOSE} element per argument. Set string=\"true\" for text, and write the text as it is, without quotes or escaping; set string=\"false\" for numbers, booleans, arrays and objects, and write them as JSON. For example:");
+        Teaching::new(WITH_SCHEMAS, how).lay_out(self, tools)
+    }
+
+    fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {
+        let named = one_per_tool(g, "named-invoke", tools, |g, i, spec| {
+            let params = tagged_args::<Dsml>(g, i, spec);
+            format!("{} {params}", lit(&format!("{}\">\n", spec.name)))
+        });
         let invoke = g.rule(
             "dsml-invoke",
             format!(
@@ -299,89 +273,51 @@ impl ChatFormat for Dsml {
                 lit(&format!("{INVOKE_CLOSE}\n"))
             ),
         );
-        let root = format!(
+        format!(
             "{} {} {}",
             lit(&format!("{CALLS_OPEN}\n")),
             repeat_sep(&invoke, "", MAX_CALLS),
             lit(CALLS_CLOSE)
-        );
-        Some(g.finish(&root, &[CALLS_OPEN]))
+        )
+    }
+
+    fn trigger_words(&self) -> &'static [&'static str] {
+        &[CALLS_OPEN]
     }
 }
 
-/// One parameter element in the grammar: `string` is "true" or "false".
-fn param(key: &str, string: &str, value: &str) -> String {
-    format!(
-        "{} {value} {}",
-        lit(&format!(
-            "<｜DSML｜parameter name=\"{key}\" string=\"{string}\">"
-        )),
-        lit(&format!("{PARAM_CLOSE}\n"))
-    )
-}
+impl TaggedArgs for Dsml {
+    const PREFIX: &'static str = "dsml";
+    const ELEMENT: &'static str = "param";
+    const VALUE_CLOSE: &'static str = PARAM_CLOSE;
+    const ANY_AS_JSON: bool = true;
 
-/// The parameters of tool `index`: the report's shapes, or schema-typed parameters.
-fn params_rule(g: &mut Gbnf, index: usize, spec: &ToolSpec) -> String {
-    let raw = raw_until(g, "dsml", PARAM_CLOSE);
-    if spec.name == REPORT_TOOL {
-        let shapes: Vec<String> = report_shapes()
-            .iter()
-            .map(|shape| {
-                shape
-                    .iter()
-                    .map(|(key, value)| {
-                        let string = if value.is_text() { "true" } else { "false" };
-                        param(key, string, &report_raw_value(g, *value))
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .collect();
-        return g.rule("dsml-report", shapes.join(" | "));
+    fn element(key: &str, text: bool, value: &str) -> String {
+        format!(
+            "{} {value} {}",
+            lit(&format!(
+                "<｜DSML｜parameter name=\"{key}\" string=\"{text}\">"
+            )),
+            lit(&format!("{PARAM_CLOSE}\n"))
+        )
     }
-    let Some(props) = tool_props(spec) else {
-        grammar::json(g);
-        let any = format!(
+
+    fn any_element(raw: &str) -> String {
+        format!(
             "{} [a-zA-Z0-9_]{{1,64}} ( {} {raw} | {} json-value ) {}",
             lit("<｜DSML｜parameter name=\""),
             lit("\" string=\"true\">"),
             lit("\" string=\"false\">"),
             lit(&format!("{PARAM_CLOSE}\n"))
-        );
-        let member = g.rule("dsml-any-param", any);
-        return format!("( {member} ){{0,16}}");
-    };
-    let members: Vec<String> = props
-        .iter()
-        .map(|(key, prop)| match prop {
-            Prop::Str => param(key, "true", &raw),
-            Prop::Enum(values) => {
-                let alts: Vec<String> = values.iter().map(|v| lit(v)).collect();
-                param(key, "true", &format!("( {} )", alts.join(" | ")))
-            }
-            Prop::Any => format!(
-                "{} | {}",
-                param(key, "true", &raw),
-                param(key, "false", &json_prop_value(g, prop))
-            ),
-            other => param(key, "false", &json_prop_value(g, other)),
-        })
-        .collect();
-    let member = g.rule(&format!("t{index}-param"), members.join(" | "));
-    format!("( {member} ){{0,{}}}", props.len().clamp(1, 16))
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chat::{assert_malformed, round_trip, ChatFormat, ParsedCall};
     use serde_json::json;
-
-    fn call(name: &str, arguments: Value) -> ParsedCall {
-        ParsedCall::Call {
-            name: name.into(),
-            arguments,
-        }
-    }
 
     #[test]
     fn reads_typed_parameters() {
@@ -391,8 +327,8 @@ mod tests {
         assert_eq!(
             t.calls,
             vec![
-                call("read_file", json!({"path": "src/main.rs", "offset": 40})),
-                call("list_dir", json!({"path": "."})),
+                ParsedCall::call("read_file", json!({"path": "src/main.rs", "offset": 40})),
+                ParsedCall::call("list_dir", json!({"path": "."})),
             ]
         );
     }
@@ -400,33 +336,29 @@ mod tests {
     #[test]
     fn string_values_stay_exact_and_json_values_must_parse() {
         let t = Dsml.parse("<|DSML|function_calls><|DSML|invoke name=\"x\"><|DSML|parameter name=\"a\" string=\"true\">  42 \"q\"\n</|DSML|parameter></|DSML|invoke></|DSML|function_calls>");
-        assert_eq!(t.calls, vec![call("x", json!({"a": "  42 \"q\"\n"}))]);
-        let t = Dsml.parse("<｜DSML｜function_calls><｜DSML｜invoke name=\"x\"><｜DSML｜parameter name=\"a\" string=\"false\">[1, 2</｜DSML｜parameter></｜DSML｜invoke></｜DSML｜function_calls>");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("not JSON"))
+        assert_eq!(
+            t.calls,
+            vec![ParsedCall::call("x", json!({"a": "  42 \"q\"\n"}))]
         );
+        let t = Dsml.parse("<｜DSML｜function_calls><｜DSML｜invoke name=\"x\"><｜DSML｜parameter name=\"a\" string=\"false\">[1, 2</｜DSML｜parameter></｜DSML｜invoke></｜DSML｜function_calls>");
+        assert_malformed(&t.calls[0], "not JSON");
     }
 
     #[test]
     fn cut_off_invokes_are_malformed_and_unsettled() {
         let (t, settled) = Dsml.parse_partial("<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read_file\">\n<｜DSML｜parameter name=\"path\" string=\"true\">src/main.rs</｜DSML｜parameter>\n");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("cut off"))
-        );
+        assert_malformed(&t.calls[0], "cut off");
         assert_eq!(settled, 0);
         let t = Dsml.parse("<｜DSML｜function_calls><｜DSML｜invoke name=\"a\"><｜DSML｜parameter name=\"p\" string=\"true\">x<｜DSML｜invoke name=\"b\"></｜DSML｜invoke>");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("no </｜DSML｜parameter>"))
-        );
-        assert_eq!(t.calls[1], call("b", json!({})));
+        assert_malformed(&t.calls[0], "no </｜DSML｜parameter>");
+        assert_eq!(t.calls[1], ParsedCall::call("b", json!({})));
     }
 
     #[test]
     fn render_then_parse_round_trips() {
         let args = json!({"path": "a.md", "new": "line \"1\"\nzwei ü", "count": 2, "tags": ["x"], "odd": "<｜DSML｜x>"});
-        let text = Dsml.render_call("edit_file", &args);
+        let text = round_trip(&Dsml, "edit_file", args);
         assert!(text
             .contains("<｜DSML｜parameter name=\"count\" string=\"false\">2</｜DSML｜parameter>"));
-        assert_eq!(Dsml.parse(&text).calls, vec![call("edit_file", args)]);
     }
 }

@@ -9,11 +9,12 @@
 
 use serde_json::Value;
 
-use super::grammar::{json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
-use super::hermes::{scan_tagged, CLOSE, OPEN};
+use super::family::Family;
+use super::grammar::{json_call, repeat_sep, Gbnf, MAX_CALLS};
+use super::hermes::{scan_tagged, tagged_call, CLOSE, OPEN};
 use super::llama3::{first_candidate, scan_bare};
-use super::scan::{self, skip_think, TurnBuilder};
-use super::{example_call, example_report, tool_signatures, CallGrammar, ChatFormat, ParsedTurn};
+use super::scan::{self, TurnBuilder};
+use super::{example_call, example_report, tool_signatures};
 use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
@@ -22,54 +23,46 @@ const HINT: &str = "write <tool_call>{\"name\": \"TOOL\", \"arguments\": {...}}<
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Generic;
 
-impl Generic {
-    fn scan(text: &str) -> (ParsedTurn, usize) {
-        let mut turn = TurnBuilder::default();
-        let first = [text.find(OPEN), first_candidate(text)]
-            .into_iter()
-            .flatten()
-            .min();
-        let body = skip_think(text, first, &mut turn);
-        scan_tagged(body, &mut turn, HINT, |prose, turn| {
-            scan_bare(prose, turn, HINT)
-        });
-        turn.finish()
-    }
-}
-
-impl ChatFormat for Generic {
-    fn name(&self) -> &'static str {
+impl Family for Generic {
+    fn format_name(&self) -> &'static str {
         "generic"
     }
 
-    fn tool_instructions(&self, tools: &[ToolSpec]) -> String {
-        let (name, args) = example_call(tools);
-        let mut out = format!(
-            "# Tools\n\nYou work by calling tools. To call a tool, write one line like this:\n{OPEN}{{\"name\": \"TOOL_NAME\", \"arguments\": {{\"ARGUMENT\": \"VALUE\"}}}}{CLOSE}\n\nRules:\n1. Between {OPEN} and {CLOSE} goes one JSON object with two keys: \"name\" (the tool) and \"arguments\" (an object with the tool's arguments).\n2. Put double quotes around every key and every text value. Inside a text value, write a line break as \\n and a double quote as \\\".\n3. You may write several tool calls, one per line. Then stop: do not write the results yourself.\n4. Each result comes back in the next message, which starts with \"Tool result (TOOL_NAME):\".\n\nThe tools, as name(arguments): what it does. An argument marked ? may be left out.\n{}\n\nExample: to call {name}, write\n{}\nand the next message will start with\nTool result ({name}):",
-            tool_signatures(tools),
-            self.render_call(&name, &args),
-        );
-        if tools.iter().any(|t| t.name == REPORT_TOOL) {
-            out.push_str(&format!(
-                "\n\nWhen your work for this round is done, call {REPORT_TOOL} last, for example:\n{}",
-                self.render_call(REPORT_TOOL, &example_report())
-            ));
-        }
-        out
+    fn first_marker(&self, text: &str) -> Option<usize> {
+        [text.find(OPEN), first_candidate(text)]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
-    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
-        Self::scan(text)
+    fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
+        scan_tagged(body, turn, HINT, |prose, turn| scan_bare(prose, turn, HINT));
     }
 
-    fn render_call(&self, name: &str, arguments: &Value) -> String {
+    fn write_call(&self, name: &str, arguments: &Value) -> String {
         format!(
             "{OPEN}{}{CLOSE}",
             scan::call_object_json(name, "arguments", arguments)
         )
     }
 
-    fn tool_result(&self, name: &str, output: &str) -> Message {
+    fn instructions(&self, tools: &[ToolSpec]) -> String {
+        let (name, args) = example_call(tools);
+        let mut out = format!(
+            "# Tools\n\nYou work by calling tools. To call a tool, write one line like this:\n{OPEN}{{\"name\": \"TOOL_NAME\", \"arguments\": {{\"ARGUMENT\": \"VALUE\"}}}}{CLOSE}\n\nRules:\n1. Between {OPEN} and {CLOSE} goes one JSON object with two keys: \"name\" (the tool) and \"arguments\" (an object with the tool's arguments).\n2. Put double quotes around every key and every text value. Inside a text value, write a line break as \\n and a double quote as \\\".\n3. You may write several tool calls, one per line. Then stop: do not write the results yourself.\n4. Each result comes back in the next message, which starts with \"Tool result (TOOL_NAME):\".\n\nThe tools, as name(arguments): what it does. An argument marked ? may be left out.\n{}\n\nExample: to call {name}, write\n{}\nand the next message will start with\nTool result ({name}):",
+            tool_signatures(tools),
+            self.write_call(&name, &args),
+        );
+        if tools.iter().any(|t| t.name == REPORT_TOOL) {
+            out.push_str(&format!(
+                "\n\nWhen your work for this round is done, call {REPORT_TOOL} last, for example:\n{}",
+                self.write_call(REPORT_TOOL, &example_report())
+            ));
+        }
+        out
+    }
+
+    fn result_message(&self, name: &str, output: &str) -> Message {
         let plain = !name.is_empty()
             && name
                 .chars()
@@ -82,44 +75,26 @@ impl ChatFormat for Generic {
         Message::new(Role::User, format!("{head}\n{output}"))
     }
 
-    fn grammar(&self, tools: &[ToolSpec]) -> Option<CallGrammar> {
-        if tools.is_empty() {
-            return None;
-        }
-        let mut g = Gbnf::default();
-        let call = json_call(&mut g, tools, "arguments");
-        let tagged = g.rule(
-            "tagged-call",
-            format!("{} ws {call} ws {}", lit(OPEN), lit(CLOSE)),
-        );
-        let root = format!("{} | {call}", repeat_sep(&tagged, "ws", MAX_CALLS));
-        Some(g.finish(&root, &[OPEN, "{\"name\""]))
+    fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {
+        let tagged = tagged_call(g, tools);
+        let call = json_call(g, tools, "arguments");
+        format!("{} | {call}", repeat_sep(&tagged, "ws", MAX_CALLS))
+    }
+
+    fn trigger_words(&self) -> &'static [&'static str] {
+        &[OPEN, "{\"name\""]
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::ParsedCall;
-    use serde_json::json;
-
-    fn call(name: &str, arguments: Value) -> ParsedCall {
-        ParsedCall::Call {
-            name: name.into(),
-            arguments,
-        }
-    }
+    use crate::chat::{list_then_read, ChatFormat};
 
     #[test]
     fn reads_tagged_and_bare_calls() {
         let t = Generic.parse("I will list.\n<tool_call>{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}</tool_call>\nAlso {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}");
-        assert_eq!(
-            t.calls,
-            vec![
-                call("list_dir", json!({"path": "."})),
-                call("read_file", json!({"path": "a"})),
-            ]
-        );
+        assert_eq!(t.calls, list_then_read());
         assert_eq!(t.content, "I will list.\nAlso");
     }
 

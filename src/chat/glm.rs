@@ -15,14 +15,12 @@
 
 use serde_json::{Map, Value};
 
-use super::grammar::{
-    self, json_prop_value, lit, raw_until, repeat_sep, report_raw_value, report_shapes, tool_props,
-    Gbnf, Prop, MAX_CALLS,
-};
+use super::family::{scan_blocks, Ending, Family, Tagged, Teaching, ONE_OBJECT_PER_LINE};
+use super::grammar::{lit, one_per_tool, repeat_sep, tagged_args, Gbnf, TaggedArgs, MAX_CALLS};
 use super::hermes::{self, CLOSE, OPEN};
-use super::scan::{self, malformed, skip_think, TurnBuilder};
-use super::{tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
-use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
+use super::scan::{self, malformed, TurnBuilder};
+use super::ParsedCall;
+use crate::protocol::tool::ToolSpec;
 
 const KEY_OPEN: &str = "<arg_key>";
 const KEY_CLOSE: &str = "</arg_key>";
@@ -57,17 +55,14 @@ fn call_body(body: &str) -> ParsedCall {
     if !rest.contains(KEY_OPEN) {
         let rest = rest.trim();
         if rest.is_empty() {
-            return ParsedCall::Call {
-                name,
-                arguments: Value::Object(Map::new()),
-            };
+            return ParsedCall::call(name, Value::Object(Map::new()));
         }
         if rest.starts_with('{') {
             return match serde_json::from_str::<Value>(rest)
                 .map_err(|e| format!("the arguments are not valid JSON: {e}"))
                 .and_then(|v| scan::arguments_object(Some(&v)))
             {
-                Ok(arguments) => ParsedCall::Call { name, arguments },
+                Ok(arguments) => ParsedCall::call(name, arguments),
                 Err(reason) => malformed(body, reason),
             };
         }
@@ -106,53 +101,30 @@ fn call_body(body: &str) -> ParsedCall {
         }
         rest = &value_from[value_end + VALUE_CLOSE.len()..];
     }
-    ParsedCall::Call {
-        name,
-        arguments: Value::Object(args),
-    }
+    ParsedCall::call(name, Value::Object(args))
 }
 
-impl Glm {
-    fn scan(text: &str) -> (ParsedTurn, usize) {
-        let mut turn = TurnBuilder::default();
-        let body = skip_think(text, text.find(OPEN), &mut turn);
-        let mut rest = body;
-        while let Some(start) = rest.find(OPEN) {
-            turn.text(&rest[..start]);
-            let after = &rest[start + OPEN.len()..];
-            let close = after.find(CLOSE);
-            let next = after.find(OPEN);
-            match (close, next) {
-                (Some(end), next) if next.is_none_or(|n| end < n) => {
-                    turn.call(scan::with_hint(call_body(&after[..end]), HINT), true);
-                    rest = &after[end + CLOSE.len()..];
-                }
-                (_, Some(next)) => {
-                    let call = match call_body(&after[..next]) {
-                        ParsedCall::Malformed { raw, reason } => {
-                            malformed(&raw, format!("{reason} (and {CLOSE} is missing); {HINT}"))
-                        }
-                        call => call,
-                    };
-                    turn.call(call, true);
-                    rest = &after[next..];
-                }
-                (_, None) => {
-                    let reason = match call_body(after) {
-                        ParsedCall::Call { name, .. } => {
-                            format!("the call to {name} was cut off before {CLOSE}")
-                        }
-                        ParsedCall::Malformed { reason, .. } => {
-                            format!("{reason} (the call was cut off before {CLOSE})")
-                        }
-                    };
-                    turn.call(malformed(after, format!("{reason}; {HINT}")), false);
-                    rest = "";
-                }
+/// Reads one block between `<tool_call>` and `</tool_call>`, saying what went missing.
+fn read_block(body: &str, ending: Ending) -> ParsedCall {
+    match ending {
+        Ending::Closed => scan::with_hint(call_body(body), HINT),
+        Ending::Interrupted => match call_body(body) {
+            ParsedCall::Malformed { raw, reason } => {
+                malformed(&raw, format!("{reason} (and {CLOSE} is missing); {HINT}"))
             }
+            call => call,
+        },
+        Ending::CutOff => {
+            let reason = match call_body(body) {
+                ParsedCall::Call { name, .. } => {
+                    format!("the call to {name} was cut off before {CLOSE}")
+                }
+                ParsedCall::Malformed { reason, .. } => {
+                    format!("{reason} (the call was cut off before {CLOSE})")
+                }
+            };
+            malformed(body, format!("{reason}; {HINT}"))
         }
-        turn.text(rest);
-        turn.finish()
     }
 }
 
@@ -172,120 +144,86 @@ fn render_value(value: &Value) -> String {
     }
 }
 
-impl ChatFormat for Glm {
-    fn name(&self) -> &'static str {
+impl Family for Glm {
+    fn format_name(&self) -> &'static str {
         "glm"
     }
 
-    fn tool_instructions(&self, tools: &[ToolSpec]) -> String {
-        let (name, args) = super::example_call(tools);
-        format!(
-            "# Tools\n\nYou may call one or more tools. Their signatures, one JSON object per line:\n<tools>\n{}\n</tools>\n\nFor each call, write the tool name and its arguments in this XML form:\n<tool_call>TOOL_NAME\n<arg_key>ARGUMENT_1</arg_key>\n<arg_value>VALUE_1</arg_value>\n<arg_key>ARGUMENT_2</arg_key>\n<arg_value>VALUE_2</arg_value>\n...\n</tool_call>\nWrite text values as they are, without quotes; write numbers, booleans, arrays and objects as JSON. For example:\n{}\nThe results come back in the next message.",
-            tools_json(tools),
-            self.render_call(&name, &args)
-        )
+    fn first_marker(&self, text: &str) -> Option<usize> {
+        text.find(OPEN)
     }
 
-    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
-        Self::scan(text)
+    fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
+        let blocks = Tagged {
+            open: OPEN,
+            close: CLOSE,
+            read: &read_block,
+        };
+        scan_blocks(body, turn, &blocks, |prose, turn| turn.text(prose));
     }
 
-    fn render_call(&self, name: &str, arguments: &Value) -> String {
+    fn write_call(&self, name: &str, arguments: &Value) -> String {
         let mut out = format!("{OPEN}{name}\n");
         for (key, value) in scan::ordered_args(name, arguments) {
-            {
-                out.push_str(&format!(
-                    "{KEY_OPEN}{key}{KEY_CLOSE}\n{VALUE_OPEN}{}{VALUE_CLOSE}\n",
-                    render_value(value)
-                ));
-            }
+            out.push_str(&format!(
+                "{KEY_OPEN}{key}{KEY_CLOSE}\n{VALUE_OPEN}{}{VALUE_CLOSE}\n",
+                render_value(value)
+            ));
         }
         out.push_str(CLOSE);
         out
     }
 
-    fn grammar(&self, tools: &[ToolSpec]) -> Option<CallGrammar> {
-        if tools.is_empty() {
-            return None;
-        }
-        let mut g = Gbnf::default();
-        let alternatives: Vec<String> = tools
-            .iter()
-            .enumerate()
-            .map(|(i, spec)| {
-                let args = args_rule(&mut g, i, spec);
-                format!("{} {args}", lit(&format!("{}\n", spec.name)))
-            })
-            .collect();
-        let named = g.rule("named-call", alternatives.join(" | "));
+    fn instructions(&self, tools: &[ToolSpec]) -> String {
+        let how = "For each call, write the tool name and its arguments in this XML form:\n<tool_call>TOOL_NAME\n<arg_key>ARGUMENT_1</arg_key>\n<arg_value>VALUE_1</arg_value>\n<arg_key>ARGUMENT_2</arg_key>\n<arg_value>VALUE_2</arg_value>\n...\n</tool_call>\nWrite text values as they are, without quotes; write numbers, booleans, arrays and objects as JSON. For example:";
+        Teaching::new(ONE_OBJECT_PER_LINE, how)
+            .tools_tagged()
+            .lay_out(self, tools)
+    }
+
+    fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {
+        let named = one_per_tool(g, "named-call", tools, |g, i, spec| {
+            let args = tagged_args::<Glm>(g, i, spec);
+            format!("{} {args}", lit(&format!("{}\n", spec.name)))
+        });
         let call = g.rule("glm-call", format!("{} {named} {}", lit(OPEN), lit(CLOSE)));
-        let root = repeat_sep(&call, "\"\\n\"{0,2}", MAX_CALLS);
-        Some(g.finish(&root, &[OPEN]))
+        repeat_sep(&call, "\"\\n\"{0,2}", MAX_CALLS)
+    }
+
+    fn trigger_words(&self) -> &'static [&'static str] {
+        &[OPEN]
     }
 }
 
-/// One argument in the grammar.
-fn arg(key: &str, value: &str) -> String {
-    format!(
-        "{} {value} {}",
-        lit(&format!("{KEY_OPEN}{key}{KEY_CLOSE}\n{VALUE_OPEN}")),
-        lit(&format!("{VALUE_CLOSE}\n"))
-    )
-}
+impl TaggedArgs for Glm {
+    const PREFIX: &'static str = "glm";
+    const ELEMENT: &'static str = "arg";
+    const VALUE_CLOSE: &'static str = VALUE_CLOSE;
+    const ANY_AS_JSON: bool = false;
 
-/// The arguments of tool `index`: the report's shapes, or schema-typed arguments.
-fn args_rule(g: &mut Gbnf, index: usize, spec: &ToolSpec) -> String {
-    let raw = raw_until(g, "glm", VALUE_CLOSE);
-    if spec.name == REPORT_TOOL {
-        let shapes: Vec<String> = report_shapes()
-            .iter()
-            .map(|shape| {
-                shape
-                    .iter()
-                    .map(|(key, value)| arg(key, &report_raw_value(g, *value)))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .collect();
-        return g.rule("glm-report", shapes.join(" | "));
+    fn element(key: &str, _text: bool, value: &str) -> String {
+        format!(
+            "{} {value} {}",
+            lit(&format!("{KEY_OPEN}{key}{KEY_CLOSE}\n{VALUE_OPEN}")),
+            lit(&format!("{VALUE_CLOSE}\n"))
+        )
     }
-    let Some(props) = tool_props(spec) else {
-        grammar::json(g);
-        let any = format!(
+
+    fn any_element(raw: &str) -> String {
+        format!(
             "{} [a-zA-Z0-9_]{{1,64}} {} {raw} {}",
             lit(KEY_OPEN),
             lit(&format!("{KEY_CLOSE}\n{VALUE_OPEN}")),
             lit(&format!("{VALUE_CLOSE}\n"))
-        );
-        let member = g.rule("glm-any-arg", any);
-        return format!("( {member} ){{0,16}}");
-    };
-    let members: Vec<String> = props
-        .iter()
-        .map(|(key, prop)| match prop {
-            Prop::Str | Prop::Any => arg(key, &raw),
-            Prop::Enum(values) => {
-                let alts: Vec<String> = values.iter().map(|v| lit(v)).collect();
-                arg(key, &format!("( {} )", alts.join(" | ")))
-            }
-            other => arg(key, &json_prop_value(g, other)),
-        })
-        .collect();
-    let member = g.rule(&format!("t{index}-arg"), members.join(" | "));
-    format!("( {member} ){{0,{}}}", props.len().clamp(1, 16))
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chat::{assert_malformed, ChatFormat, ParsedCall};
     use serde_json::json;
-
-    fn call(name: &str, arguments: Value) -> ParsedCall {
-        ParsedCall::Call {
-            name: name.into(),
-            arguments,
-        }
-    }
 
     #[test]
     fn reads_calls_as_glm_writes_them() {
@@ -294,8 +232,8 @@ mod tests {
         assert_eq!(
             t.calls,
             vec![
-                call("read_file", json!({"path": "src/main.rs", "offset": 40})),
-                call("list_dir", json!({"path": "."})),
+                ParsedCall::call("read_file", json!({"path": "src/main.rs", "offset": 40})),
+                ParsedCall::call("list_dir", json!({"path": "."})),
             ]
         );
         assert!(t.content.ends_with("Let me read it."));
@@ -307,9 +245,9 @@ mod tests {
         assert_eq!(
             t.calls,
             vec![
-                call("x", json!({"list": ["a", "b"], "text": "not [json"})),
-                call("y", json!({"a": 1})),
-                call("z", json!({})),
+                ParsedCall::call("x", json!({"list": ["a", "b"], "text": "not [json"})),
+                ParsedCall::call("y", json!({"a": 1})),
+                ParsedCall::call("z", json!({})),
             ]
         );
     }
@@ -317,14 +255,10 @@ mod tests {
     #[test]
     fn broken_and_cut_off_calls_are_malformed() {
         let t = Glm.parse("<tool_call>x\n<arg_key>a</arg_key>\nno value\n</tool_call>");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("no <arg_value>"))
-        );
+        assert_malformed(&t.calls[0], "no <arg_value>");
         let (t, settled) =
             Glm.parse_partial("<tool_call>x\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("cut off"))
-        );
+        assert_malformed(&t.calls[0], "cut off");
         assert_eq!(settled, 0);
     }
 
@@ -335,6 +269,6 @@ mod tests {
         assert!(
             text.starts_with("<tool_call>t\n<arg_key>a</arg_key>\n<arg_value>\"42\"</arg_value>\n")
         );
-        assert_eq!(Glm.parse(&text).calls, vec![call("t", args)]);
+        assert_eq!(Glm.parse(&text).calls, vec![ParsedCall::call("t", args)]);
     }
 }

@@ -57,37 +57,38 @@ impl Gbnf {
 pub(crate) fn lit(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7F => {
-                out.push_str(&format!("\\x{:02X}", c as u32));
-            }
-            c => out.push(c),
-        }
+        push_escaped(&mut out, c, &['"', '\\']);
     }
     out.push('"');
     out
 }
 
-/// A negated character class `[^...]` of `chars`.
+/// Writes `c` as GBNF reads it in a literal or a class: line breaks and tabs as `\n`, `\r`,
+/// `\t`, other control characters as `\xNN`, and `specials` behind a backslash.
+fn push_escaped(out: &mut String, c: char, specials: &[char]) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if specials.contains(&c) => {
+            out.push('\\');
+            out.push(c);
+        }
+        c if (c as u32) < 0x20 || c as u32 == 0x7F => {
+            out.push_str(&format!("\\x{:02X}", c as u32));
+        }
+        c => out.push(c),
+    }
+}
+
+/// A GBNF negated character class `[^...]` of `chars`, escaped as llama.cpp reads it.
 pub(crate) fn not_class(chars: &[char]) -> String {
     let mut out = String::from("[^");
     let mut dash = false;
     for &c in chars {
         match c {
             '-' => dash = true,
-            '\\' | ']' | '[' | '"' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c => out.push(c),
+            c => push_escaped(&mut out, c, &['\\', ']', '[', '"']),
         }
     }
     if dash {
@@ -95,6 +96,50 @@ pub(crate) fn not_class(chars: &[char]) -> String {
     }
     out.push(']');
     out
+}
+
+/// Rule `name`: one alternative per tool, written by `alternative` from the tool's index
+/// and spec. Returns the rule name.
+pub(crate) fn one_per_tool(
+    g: &mut Gbnf,
+    name: &str,
+    tools: &[ToolSpec],
+    mut alternative: impl FnMut(&mut Gbnf, usize, &ToolSpec) -> String,
+) -> String {
+    let alternatives: Vec<String> = tools
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| alternative(g, i, spec))
+        .collect();
+    g.rule(name, alternatives.join(" | "))
+}
+
+/// Rule `name`: one alternative per report shape (one per status), each the report's fields
+/// in order, written by `field` from the field's key and value. Returns the rule name.
+pub(crate) fn report_alternatives(
+    g: &mut Gbnf,
+    name: &str,
+    mut field: impl FnMut(&mut Gbnf, &str, ReportValue) -> String,
+) -> String {
+    let shapes: Vec<String> = report_shapes()
+        .iter()
+        .map(|shape| {
+            shape
+                .iter()
+                .map(|(key, value)| field(g, key, *value))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    g.rule(name, shapes.join(" | "))
+}
+
+/// A JSON array of at most `max` `item`s.
+fn json_list(item: &str, max: usize) -> String {
+    format!(
+        "\"[\" ws ( {} )? ws \"]\"",
+        repeat_sep(item, "ws \",\" ws", max)
+    )
 }
 
 /// `first (sep first){0,max-1}`, written as one sequence.
@@ -122,20 +167,8 @@ pub(crate) fn json(g: &mut Gbnf) {
     );
     g.rule("json-member", "json-key ws \":\" ws json-value");
     g.rule("json-key", "\"\\\"\" json-char{0,64} \"\\\"\"");
-    g.rule(
-        "json-array",
-        format!(
-            "\"[\" ws ( {} )? ws \"]\"",
-            repeat_sep("json-value", "ws \",\" ws", 256)
-        ),
-    );
-    g.rule(
-        "json-strings",
-        format!(
-            "\"[\" ws ( {} )? ws \"]\"",
-            repeat_sep("json-string", "ws \",\" ws", 256)
-        ),
-    );
+    g.rule("json-array", json_list("json-value", 256));
+    g.rule("json-strings", json_list("json-string", 256));
     g.rule("json-string", "\"\\\"\" json-char* \"\\\"\"");
     g.rule(
         "json-char",
@@ -378,23 +411,73 @@ pub(crate) fn json_args(g: &mut Gbnf, index: usize, spec: &ToolSpec) -> String {
 /// `{"name": "<tool>", "<args_key>": <args>}` for any offered tool.
 pub(crate) fn json_call(g: &mut Gbnf, tools: &[ToolSpec], args_key: &str) -> String {
     json(g);
-    let alternatives: Vec<String> = tools
-        .iter()
-        .enumerate()
-        .map(|(i, spec)| {
-            let args = json_args(g, i, spec);
-            format!(
-                "{} ws \",\" ws {} ws \":\" ws {args}",
-                lit(&Value::String(spec.name.clone()).to_string()),
-                lit(&format!("\"{args_key}\""))
-            )
-        })
-        .collect();
-    let named = g.rule(&format!("named-{args_key}"), alternatives.join(" | "));
+    let named = one_per_tool(g, &format!("named-{args_key}"), tools, |g, i, spec| {
+        let args = json_args(g, i, spec);
+        format!(
+            "{} ws \",\" ws {} ws \":\" ws {args}",
+            lit(&Value::String(spec.name.clone()).to_string()),
+            lit(&format!("\"{args_key}\""))
+        )
+    });
     g.rule(
         &format!("call-{args_key}"),
         format!("\"{{\" ws \"\\\"name\\\"\" ws \":\" ws {named} ws \"}}\""),
     )
+}
+
+/// How a family whose arguments are tagged key/value elements (GLM, DSML) writes them in
+/// its grammar; [`tagged_args`] is the rest.
+pub(crate) trait TaggedArgs {
+    /// Rule-name prefix (`glm`, `dsml`).
+    const PREFIX: &'static str;
+    /// What one element is called in rule names (`arg`, `param`).
+    const ELEMENT: &'static str;
+    /// The tag that ends a raw text value.
+    const VALUE_CLOSE: &'static str;
+    /// Whether a value of any type may also be written as JSON (else it is raw text).
+    const ANY_AS_JSON: bool;
+
+    /// One element: `key` and its `value` rule, written as raw text (`text`) or as JSON.
+    fn element(key: &str, text: bool, value: &str) -> String;
+
+    /// Any element, for a tool whose schema lists no properties; `raw` is the raw-text rule.
+    fn any_element(raw: &str) -> String;
+}
+
+/// The arguments of tool `index` as tagged elements: the report's shapes, or typed
+/// elements from the tool's schema.
+pub(crate) fn tagged_args<T: TaggedArgs>(g: &mut Gbnf, index: usize, spec: &ToolSpec) -> String {
+    let raw = raw_until(g, T::PREFIX, T::VALUE_CLOSE);
+    if spec.name == REPORT_TOOL {
+        return report_alternatives(g, &format!("{}-report", T::PREFIX), |g, key, value| {
+            T::element(key, value.is_text(), &report_raw_value(g, value))
+        });
+    }
+    let Some(props) = tool_props(spec) else {
+        json(g);
+        let name = format!("{}-any-{}", T::PREFIX, T::ELEMENT);
+        let member = g.rule(&name, T::any_element(&raw));
+        return format!("( {member} ){{0,16}}");
+    };
+    let members: Vec<String> = props
+        .iter()
+        .map(|(key, prop)| match prop {
+            Prop::Str => T::element(key, true, &raw),
+            Prop::Any if !T::ANY_AS_JSON => T::element(key, true, &raw),
+            Prop::Enum(values) => {
+                let alts: Vec<String> = values.iter().map(|v| lit(v)).collect();
+                T::element(key, true, &format!("( {} )", alts.join(" | ")))
+            }
+            Prop::Any => format!(
+                "{} | {}",
+                T::element(key, true, &raw),
+                T::element(key, false, &json_prop_value(g, prop))
+            ),
+            other => T::element(key, false, &json_prop_value(g, other)),
+        })
+        .collect();
+    let member = g.rule(&format!("t{index}-{}", T::ELEMENT), members.join(" | "));
+    format!("( {member} ){{0,{}}}", props.len().clamp(1, 16))
 }
 
 /// Raw text that never contains `close` (which must start with `<`), for values written

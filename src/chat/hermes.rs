@@ -9,9 +9,10 @@
 
 use serde_json::{Map, Value};
 
-use super::grammar::{json_call, Gbnf, MAX_CALLS};
-use super::scan::{self, malformed, skip_think, with_hint, TurnBuilder};
-use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
+use super::family::{scan_blocks, Ending, Family, Tagged, Teaching, ONE_OBJECT_PER_LINE};
+use super::grammar::{json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
+use super::scan::{self, malformed, with_hint, TurnBuilder};
+use super::ParsedCall;
 use crate::protocol::tool::ToolSpec;
 
 pub(crate) const OPEN: &str = "<tool_call>";
@@ -21,11 +22,6 @@ const HINT: &str =
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Hermes;
-
-/// Reads `{"name": .., "arguments": ..}` (arguments may also arrive as a JSON string).
-pub fn call_from_json(raw: &str) -> ParsedCall {
-    scan::call_from_json(raw)
-}
 
 /// Reads what stands between `<tool_call>` and `</tool_call>`: JSON, or Qwen3-Coder's XML.
 pub(crate) fn call_body(body: &str) -> ParsedCall {
@@ -72,14 +68,11 @@ fn xml_call(raw: &str, inner: &str) -> ParsedCall {
         args.insert(key, scan::json_or_string(value));
         rest = &value_from[value_end + "</parameter>".len()..];
     }
-    ParsedCall::Call {
-        name,
-        arguments: Value::Object(args),
-    }
+    ParsedCall::call(name, Value::Object(args))
 }
 
 /// A call whose closing tag did not come.
-pub(crate) fn unclosed_call(body: &str) -> ParsedCall {
+fn unclosed_call(body: &str) -> ParsedCall {
     if body.trim().is_empty() {
         return malformed(body, "an empty <tool_call> with no closing tag");
     }
@@ -92,120 +85,87 @@ pub(crate) fn unclosed_call(body: &str) -> ParsedCall {
     }
 }
 
-/// Parses `<tool_call>` blocks (`hint` goes into malformed reasons), putting everything else through `prose` (which may find
-/// calls of its own in the text between blocks; see `generic`).
+/// Parses `<tool_call>` blocks (`hint` goes into malformed reasons), putting everything else
+/// through `prose` (which may find calls of its own in the text between blocks; see
+/// `generic`).
 pub(crate) fn scan_tagged(
     text: &str,
     turn: &mut TurnBuilder,
     hint: &str,
-    mut prose: impl FnMut(&str, &mut TurnBuilder),
+    prose: impl FnMut(&str, &mut TurnBuilder),
 ) {
-    let mut rest = text;
-    while let Some(start) = rest.find(OPEN) {
-        prose(&rest[..start], turn);
-        let after = &rest[start + OPEN.len()..];
-        let close = after.find(CLOSE);
-        let next = after.find(OPEN);
-        match (close, next) {
-            (Some(end), next) if next.is_none_or(|n| end < n) => {
-                turn.call(with_hint(call_body(&after[..end]), hint), true);
-                rest = &after[end + CLOSE.len()..];
-            }
-            (_, Some(next)) => {
-                // The model opened the next call without closing this one: this one is final.
-                turn.call(with_hint(unclosed_call(&after[..next]), hint), true);
-                rest = &after[next..];
-            }
-            (_, None) => {
-                turn.call(with_hint(unclosed_call(after), hint), false);
-                rest = "";
-            }
-        }
-    }
-    prose(rest, turn);
+    let read = |body: &str, ending: Ending| {
+        let call = match ending {
+            Ending::Closed => call_body(body),
+            Ending::Interrupted | Ending::CutOff => unclosed_call(body),
+        };
+        with_hint(call, hint)
+    };
+    let blocks = Tagged {
+        open: OPEN,
+        close: CLOSE,
+        read: &read,
+    };
+    scan_blocks(text, turn, &blocks, prose);
 }
 
-impl Hermes {
-    fn scan(text: &str) -> (ParsedTurn, usize) {
-        let mut turn = TurnBuilder::default();
-        let body = skip_think(text, text.find(OPEN), &mut turn);
-        scan_tagged(body, &mut turn, HINT, |prose, turn| turn.text(prose));
-        turn.finish()
-    }
+/// `<tool_call>` JSON calls, one after another.
+pub(crate) fn tagged_call(g: &mut Gbnf, tools: &[ToolSpec]) -> String {
+    let call = json_call(g, tools, "arguments");
+    g.rule(
+        "tagged-call",
+        format!("{} ws {call} ws {}", lit(OPEN), lit(CLOSE)),
+    )
 }
 
-impl ChatFormat for Hermes {
-    fn name(&self) -> &'static str {
+impl Family for Hermes {
+    fn format_name(&self) -> &'static str {
         "hermes"
     }
 
-    fn tool_instructions(&self, tools: &[ToolSpec]) -> String {
-        let (name, args) = example_call(tools);
-        format!(
-            "# Tools\n\nYou may call one or more tools. Their signatures, one JSON object per line:\n<tools>\n{}\n</tools>\n\nTo call a tool, write a JSON object with its name and arguments inside <tool_call></tool_call> tags, like this:\n{}\nYou may write several calls one after another. The results come back in the next message.",
-            tools_json(tools),
-            self.render_call(&name, &args)
-        )
+    fn first_marker(&self, text: &str) -> Option<usize> {
+        text.find(OPEN)
     }
 
-    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
-        Self::scan(text)
+    fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
+        scan_tagged(body, turn, HINT, |prose, turn| turn.text(prose));
     }
 
-    fn render_call(&self, name: &str, arguments: &Value) -> String {
+    fn write_call(&self, name: &str, arguments: &Value) -> String {
         format!(
             "{OPEN}\n{}\n{CLOSE}",
             scan::call_object_json(name, "arguments", arguments)
         )
     }
 
-    fn grammar(&self, tools: &[ToolSpec]) -> Option<CallGrammar> {
-        tagged_grammar(tools)
+    fn instructions(&self, tools: &[ToolSpec]) -> String {
+        let how = "To call a tool, write a JSON object with its name and arguments inside <tool_call></tool_call> tags, like this:";
+        Teaching::new(ONE_OBJECT_PER_LINE, how)
+            .tools_tagged()
+            .then("You may write several calls one after another. The results come back in the next message.")
+            .lay_out(self, tools)
     }
-}
 
-/// `<tool_call>` JSON calls, up to `MAX_CALLS` of them.
-pub(crate) fn tagged_grammar(tools: &[ToolSpec]) -> Option<CallGrammar> {
-    if tools.is_empty() {
-        return None;
+    fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {
+        repeat_sep(&tagged_call(g, tools), "ws", MAX_CALLS)
     }
-    let mut g = Gbnf::default();
-    let call = json_call(&mut g, tools, "arguments");
-    let tagged = g.rule(
-        "tagged-call",
-        format!(
-            "{} ws {call} ws {}",
-            super::grammar::lit(OPEN),
-            super::grammar::lit(CLOSE)
-        ),
-    );
-    let root = super::grammar::repeat_sep(&tagged, "ws", MAX_CALLS);
-    Some(g.finish(&root, &[OPEN]))
+
+    fn trigger_words(&self) -> &'static [&'static str] {
+        &[OPEN]
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chat::{assert_malformed, list_then_read, round_trip, ChatFormat, ParsedCall};
     use serde_json::json;
-
-    fn call(name: &str, arguments: Value) -> ParsedCall {
-        ParsedCall::Call {
-            name: name.into(),
-            arguments,
-        }
-    }
 
     #[test]
     fn finds_several_calls_and_keeps_the_text() {
         let t = Hermes.parse("Looking.\n<tool_call>{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}</tool_call>\n<tool_call>\n{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"a\\\"}\"}\n</tool_call> Done.");
         assert_eq!(t.content, "Looking.\nDone.");
-        assert_eq!(
-            t.calls,
-            vec![
-                call("list_dir", json!({"path": "."})),
-                call("read_file", json!({"path": "a"})),
-            ]
-        );
+        assert_eq!(t.calls, list_then_read());
     }
 
     #[test]
@@ -215,15 +175,11 @@ mod tests {
             matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("not valid JSON") && reason.contains("<tool_call>{\"name\""))
         );
         let t = Hermes.parse("<tool_call>{\"name\": \"a\", \"arguments\": {}}");
-        assert_eq!(t.calls, vec![call("a", json!({}))]);
+        assert_eq!(t.calls, vec![ParsedCall::call("a", json!({}))]);
         let t = Hermes.parse("<tool_call>{\"name\": \"a\", \"argu");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("missing"))
-        );
+        assert_malformed(&t.calls[0], "missing");
         let t = Hermes.parse("text <tool_call>  ");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("empty"))
-        );
+        assert_malformed(&t.calls[0], "empty");
     }
 
     #[test]
@@ -231,7 +187,13 @@ mod tests {
         let (t, settled) = Hermes.parse_partial(
             "<tool_call>{\"name\": \"a\", \"arguments\": {}}\n<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>",
         );
-        assert_eq!(t.calls, vec![call("a", json!({})), call("b", json!({}))]);
+        assert_eq!(
+            t.calls,
+            vec![
+                ParsedCall::call("a", json!({})),
+                ParsedCall::call("b", json!({}))
+            ]
+        );
         assert_eq!(settled, 2);
     }
 
@@ -240,7 +202,7 @@ mod tests {
         let t = Hermes.parse("<tool_call>\n<function=edit_file>\n<parameter=path>\nsrc/a.rs\n</parameter>\n<parameter=count>\n2\n</parameter>\n<parameter=new>\nline one\nline two\n</parameter>\n</function>\n</tool_call>");
         assert_eq!(
             t.calls,
-            vec![call(
+            vec![ParsedCall::call(
                 "edit_file",
                 json!({"path": "src/a.rs", "count": 2, "new": "line one\nline two"})
             )]
@@ -250,18 +212,17 @@ mod tests {
     #[test]
     fn draft_calls_in_reasoning_do_not_run() {
         let t = Hermes.parse("<think>I could <tool_call>{\"name\": \"x\", \"arguments\": {}}</tool_call></think>\n<tool_call>{\"name\": \"y\", \"arguments\": {}}</tool_call>");
-        assert_eq!(t.calls, vec![call("y", json!({}))]);
+        assert_eq!(t.calls, vec![ParsedCall::call("y", json!({}))]);
         assert!(t.content.starts_with("<think>I could"));
     }
 
     #[test]
     fn render_then_parse_round_trips() {
         let args = json!({"path": "src/main.rs", "offset": 3});
-        let text = Hermes.render_call("read_file", &args);
+        let text = round_trip(&Hermes, "read_file", args);
         assert_eq!(
             text,
             "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"offset\": 3, \"path\": \"src/main.rs\"}}\n</tool_call>"
         );
-        assert_eq!(Hermes.parse(&text).calls, vec![call("read_file", args)]);
     }
 }

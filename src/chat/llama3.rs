@@ -8,9 +8,9 @@
 
 use serde_json::Value;
 
+use super::family::{Family, Teaching};
 use super::grammar::{json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
-use super::scan::{self, malformed, skip_think, with_hint, TurnBuilder};
-use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedTurn};
+use super::scan::{self, malformed, with_hint, TurnBuilder};
 use crate::protocol::tool::ToolSpec;
 
 const PYTHON_TAG: &str = "<|python_tag|>";
@@ -142,61 +142,46 @@ pub(crate) fn scan_bare(text: &str, turn: &mut TurnBuilder, args_key_hint: &str)
     prose(turn, &text[prose_from..], after_call, false);
 }
 
-impl Llama3 {
-    fn scan(text: &str) -> (ParsedTurn, usize) {
-        let mut turn = TurnBuilder::default();
-        let body = skip_think(text, first_candidate(text), &mut turn);
-        scan_bare(body, &mut turn, HINT);
-        turn.finish()
-    }
-}
-
-impl ChatFormat for Llama3 {
-    fn name(&self) -> &'static str {
+impl Family for Llama3 {
+    fn format_name(&self) -> &'static str {
         "llama3"
     }
 
-    fn tool_instructions(&self, tools: &[ToolSpec]) -> String {
-        let (name, args) = example_call(tools);
-        format!(
-            "# Tools\n\nYou can call these functions. Each is described by one JSON object per line:\n{}\n\nTo call a function, answer with a JSON object of the form {{\"name\": function name, \"parameters\": object of argument names to values}}, for example:\n{}\nUse real values, never variables. For several calls, write one JSON object per line. The results come back in the next message.",
-            tools_json(tools),
-            self.render_call(&name, &args)
-        )
+    fn first_marker(&self, text: &str) -> Option<usize> {
+        first_candidate(text)
     }
 
-    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
-        Self::scan(text)
+    fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
+        scan_bare(body, turn, HINT);
     }
 
-    fn render_call(&self, name: &str, arguments: &Value) -> String {
+    fn write_call(&self, name: &str, arguments: &Value) -> String {
         scan::call_object_json(name, "parameters", arguments)
     }
 
-    fn grammar(&self, tools: &[ToolSpec]) -> Option<CallGrammar> {
-        if tools.is_empty() {
-            return None;
-        }
-        let mut g = Gbnf::default();
-        let call = json_call(&mut g, tools, "parameters");
+    fn instructions(&self, tools: &[ToolSpec]) -> String {
+        let how = "To call a function, answer with a JSON object of the form {\"name\": function name, \"parameters\": object of argument names to values}, for example:";
+        Teaching::new("# Tools\n\nYou can call these functions. Each is described by one JSON object per line:", how)
+            .then("Use real values, never variables. For several calls, write one JSON object per line. The results come back in the next message.")
+            .lay_out(self, tools)
+    }
+
+    fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {
+        let call = json_call(g, tools, "parameters");
         let calls = repeat_sep(&call, "ws ( \";\" ws )?", MAX_CALLS);
-        let root = format!("( {} ws )? {calls}", lit(PYTHON_TAG));
-        Some(g.finish(&root, &[PYTHON_TAG, "{\"name\"", "{ \"name\""]))
+        format!("( {} ws )? {calls}", lit(PYTHON_TAG))
+    }
+
+    fn trigger_words(&self) -> &'static [&'static str] {
+        &[PYTHON_TAG, "{\"name\"", "{ \"name\""]
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::ParsedCall;
+    use crate::chat::{assert_malformed, round_trip, ChatFormat, ParsedCall};
     use serde_json::json;
-
-    fn call(name: &str, arguments: Value) -> ParsedCall {
-        ParsedCall::Call {
-            name: name.into(),
-            arguments,
-        }
-    }
 
     #[test]
     fn reads_tagged_and_bare_calls_with_separators() {
@@ -204,9 +189,9 @@ mod tests {
         assert_eq!(
             t.calls,
             vec![
-                call("list_dir", json!({"path": "."})),
-                call("read_file", json!({"path": "a"})),
-                call("search", json!({"pattern": "x"})),
+                ParsedCall::call("list_dir", json!({"path": "."})),
+                ParsedCall::call("read_file", json!({"path": "a"})),
+                ParsedCall::call("search", json!({"pattern": "x"})),
             ]
         );
         assert_eq!(t.content, "");
@@ -217,7 +202,7 @@ mod tests {
         let t = Llama3.parse("The config is {\"name\": \"demo\", \"version\": 2}. Next:\n{\"name\": \"read_file\", \"parameters\": {\"path\": \"Cargo.toml\"}}");
         assert_eq!(
             t.calls,
-            vec![call("read_file", json!({"path": "Cargo.toml"}))]
+            vec![ParsedCall::call("read_file", json!({"path": "Cargo.toml"}))]
         );
         assert_eq!(
             t.content,
@@ -228,30 +213,23 @@ mod tests {
     #[test]
     fn malformed_cut_off_and_builtin_calls_are_reported() {
         let t = Llama3.parse("{\"name\": \"a\", \"parameters\": {\"x\": 1,}}");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("not valid JSON"))
-        );
+        assert_malformed(&t.calls[0], "not valid JSON");
         let (t, settled) =
             Llama3.parse_partial("ok {\"name\": \"a\", \"parameters\": {\"x\": \"abc");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("cut off"))
-        );
+        assert_malformed(&t.calls[0], "cut off");
         assert_eq!((t.content.as_str(), settled), ("ok", 0));
         let t = Llama3.parse("<|python_tag|>brave_search.call(query=\"x\")\nthen");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("python_tag"))
-        );
+        assert_malformed(&t.calls[0], "python_tag");
         assert_eq!(t.content, "then");
     }
 
     #[test]
     fn render_then_parse_round_trips() {
         let args = json!({"command": "cargo test", "timeout_s": 60});
-        let text = Llama3.render_call("run_command", &args);
+        let text = round_trip(&Llama3, "run_command", args);
         assert_eq!(
             text,
             "{\"name\": \"run_command\", \"parameters\": {\"command\": \"cargo test\", \"timeout_s\": 60}}"
         );
-        assert_eq!(Llama3.parse(&text).calls, vec![call("run_command", args)]);
     }
 }

@@ -9,9 +9,10 @@
 
 use serde_json::Value;
 
-use super::grammar::{json_args, json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
+use super::family::{Family, Teaching};
+use super::grammar::{json_args, json_call, lit, one_per_tool, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, malformed, reasoning, skip_think, TurnBuilder};
-use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
+use super::ParsedCall;
 use crate::protocol::tool::ToolSpec;
 
 const TOOL_CALLS: &str = "[TOOL_CALLS]";
@@ -35,40 +36,6 @@ impl Mistral {
         } else {
             "write [TOOL_CALLS][{\"name\": \"TOOL\", \"arguments\": {...}}] as valid JSON"
         }
-    }
-
-    fn scan(self, text: &str) -> (ParsedTurn, usize) {
-        let mut turn = TurnBuilder::default();
-        let first = text.find(TOOL_CALLS);
-        let r = reasoning(text, "[THINK]", "[/THINK]", first);
-        let body = if r.body > 0 || r.open {
-            if r.open {
-                turn.hold_all();
-            }
-            turn.text(&text[..r.body]);
-            &text[r.body..]
-        } else {
-            skip_think(text, first, &mut turn)
-        };
-        let hint = self.hint();
-        let mut rest = body;
-        while let Some(start) = rest.find(TOOL_CALLS) {
-            turn.text(&rest[..start]);
-            let after = &rest[start + TOOL_CALLS.len()..];
-            let gap = after.len() - after.trim_start().len();
-            let call_text = &after[gap..];
-            let used = match call_text.chars().next() {
-                Some('[') => array(call_text, &mut turn, hint),
-                Some('{') => object(call_text, &mut turn, hint),
-                _ => named(call_text, &mut turn, hint),
-            };
-            rest = match used {
-                Some(n) => &after[(gap + n).min(after.len())..],
-                None => "",
-            };
-        }
-        turn.text(rest);
-        turn.finish()
     }
 }
 
@@ -169,7 +136,7 @@ fn named(text: &str, turn: &mut TurnBuilder, hint: &str) -> Option<usize> {
                 format!("the arguments are not valid JSON: {e}; {hint}"),
             ),
             Ok(value) => match scan::arguments_object(Some(&value)) {
-                Ok(arguments) => ParsedCall::Call { name, arguments },
+                Ok(arguments) => ParsedCall::call(name, arguments),
                 Err(reason) => malformed(raw, format!("{reason}; {hint}")),
             },
         },
@@ -178,8 +145,8 @@ fn named(text: &str, turn: &mut TurnBuilder, hint: &str) -> Option<usize> {
     Some(at + len)
 }
 
-impl ChatFormat for Mistral {
-    fn name(&self) -> &'static str {
+impl Family for Mistral {
+    fn format_name(&self) -> &'static str {
         if self.args_style {
             "mistral-v11"
         } else {
@@ -187,25 +154,46 @@ impl ChatFormat for Mistral {
         }
     }
 
-    fn tool_instructions(&self, tools: &[ToolSpec]) -> String {
-        let (name, args) = example_call(tools);
-        let shape = if self.args_style {
-            "write [TOOL_CALLS], the tool name, [ARGS] and the arguments as a JSON object; repeat all of it for each further call"
-        } else {
-            "write [TOOL_CALLS] followed by a JSON array with one {\"name\": ..., \"arguments\": {...}} object per call"
-        };
-        format!(
-            "# Tools\n\nYou can use these tools, one JSON object per line:\n{}\n\nTo call tools, {shape}. For example:\n{}\nThe results come back in the next message.",
-            tools_json(tools),
-            self.render_call(&name, &args)
-        )
+    fn first_marker(&self, text: &str) -> Option<usize> {
+        text.find(TOOL_CALLS)
     }
 
-    fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
-        self.scan(text)
+    /// Magistral's `[THINK]` block, else a `<think>` block.
+    fn skip_reasoning<'t>(&self, text: &'t str, turn: &mut TurnBuilder) -> &'t str {
+        let first = self.first_marker(text);
+        let r = reasoning(text, "[THINK]", "[/THINK]", first);
+        if r.body == 0 && !r.open {
+            return skip_think(text, first, turn);
+        }
+        if r.open {
+            turn.hold_all();
+        }
+        turn.text(&text[..r.body]);
+        &text[r.body..]
     }
 
-    fn render_call(&self, name: &str, arguments: &Value) -> String {
+    fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
+        let hint = self.hint();
+        let mut rest = body;
+        while let Some(start) = rest.find(TOOL_CALLS) {
+            turn.text(&rest[..start]);
+            let after = &rest[start + TOOL_CALLS.len()..];
+            let gap = after.len() - after.trim_start().len();
+            let call_text = &after[gap..];
+            let used = match call_text.chars().next() {
+                Some('[') => array(call_text, turn, hint),
+                Some('{') => object(call_text, turn, hint),
+                _ => named(call_text, turn, hint),
+            };
+            rest = match used {
+                Some(n) => &after[(gap + n).min(after.len())..],
+                None => "",
+            };
+        }
+        turn.text(rest);
+    }
+
+    fn write_call(&self, name: &str, arguments: &Value) -> String {
         if self.args_style {
             format!(
                 "{TOOL_CALLS}{name}{ARGS}{}",
@@ -219,70 +207,59 @@ impl ChatFormat for Mistral {
         }
     }
 
-    fn grammar(&self, tools: &[ToolSpec]) -> Option<CallGrammar> {
-        if tools.is_empty() {
-            return None;
-        }
-        let mut g = Gbnf::default();
-        let root = if self.args_style {
-            let alternatives: Vec<String> = tools
-                .iter()
-                .enumerate()
-                .map(|(i, spec)| {
-                    let args = json_args(&mut g, i, spec);
-                    format!("{} {args}", lit(&format!("{}{ARGS}", spec.name)))
-                })
-                .collect();
-            let named = g.rule("named-call", alternatives.join(" | "));
+    fn instructions(&self, tools: &[ToolSpec]) -> String {
+        let shape = if self.args_style {
+            "write [TOOL_CALLS], the tool name, [ARGS] and the arguments as a JSON object; repeat all of it for each further call"
+        } else {
+            "write [TOOL_CALLS] followed by a JSON array with one {\"name\": ..., \"arguments\": {...}} object per call"
+        };
+        Teaching::new(
+            "# Tools\n\nYou can use these tools, one JSON object per line:",
+            format!("To call tools, {shape}. For example:"),
+        )
+        .lay_out(self, tools)
+    }
+
+    fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {
+        if self.args_style {
+            let named = one_per_tool(g, "named-call", tools, |g, i, spec| {
+                let args = json_args(g, i, spec);
+                format!("{} {args}", lit(&format!("{}{ARGS}", spec.name)))
+            });
             let call = g.rule("args-call", format!("{} {named}", lit(TOOL_CALLS)));
             repeat_sep(&call, "", MAX_CALLS)
         } else {
-            let call = json_call(&mut g, tools, "arguments");
+            let call = json_call(g, tools, "arguments");
             format!(
                 "{} ws \"[\" ws {} ws \"]\"",
                 lit(TOOL_CALLS),
                 repeat_sep(&call, "ws \",\" ws", MAX_CALLS)
             )
-        };
-        Some(g.finish(&root, &[TOOL_CALLS]))
+        }
+    }
+
+    fn trigger_words(&self) -> &'static [&'static str] {
+        &[TOOL_CALLS]
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chat::{assert_malformed, list_then_read, round_trip, ChatFormat, ParsedCall};
     use serde_json::json;
-
-    fn call(name: &str, arguments: Value) -> ParsedCall {
-        ParsedCall::Call {
-            name: name.into(),
-            arguments,
-        }
-    }
 
     #[test]
     fn reads_the_array_shape() {
         let t = Mistral::ARRAY.parse("Let me look. [TOOL_CALLS] [{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}, \"id\": \"a1b2c3d4e\"}, {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}]");
         assert_eq!(t.content, "Let me look.");
-        assert_eq!(
-            t.calls,
-            vec![
-                call("list_dir", json!({"path": "."})),
-                call("read_file", json!({"path": "a"})),
-            ]
-        );
+        assert_eq!(t.calls, list_then_read());
     }
 
     #[test]
     fn reads_the_args_shape_with_call_ids() {
         let t = Mistral::ARGS.parse("[TOOL_CALLS]list_dir[ARGS]{\"path\": \".\"}[TOOL_CALLS]read_file[CALL_ID]abc123XYZ[ARGS]{\"path\": \"a\"}");
-        assert_eq!(
-            t.calls,
-            vec![
-                call("list_dir", json!({"path": "."})),
-                call("read_file", json!({"path": "a"})),
-            ]
-        );
+        assert_eq!(t.calls, list_then_read());
     }
 
     #[test]
@@ -301,14 +278,16 @@ mod tests {
         }
         let t = Mistral::ARRAY
             .parse("[TOOL_CALLS][{\"name\": \"a\"} {\"name\": \"b\"}; {\"name\": \"c\"}]");
-        assert_eq!(t.calls[..2], [call("a", json!({})), call("b", json!({}))]);
-        assert!(
-            matches!(&t.calls[2], ParsedCall::Malformed { reason, .. } if reason.contains("',' or ']'"))
+        assert_eq!(
+            t.calls[..2],
+            [
+                ParsedCall::call("a", json!({})),
+                ParsedCall::call("b", json!({}))
+            ]
         );
+        assert_malformed(&t.calls[2], "',' or ']'");
         let t = Mistral::ARGS.parse("[TOOL_CALLS]read_file please\nthanks");
-        assert!(
-            matches!(&t.calls[0], ParsedCall::Malformed { reason, .. } if reason.contains("[ARGS]"))
-        );
+        assert_malformed(&t.calls[0], "[ARGS]");
         assert_eq!(t.content, "thanks");
     }
 
@@ -316,18 +295,14 @@ mod tests {
     fn reasoning_is_skipped() {
         let t = Mistral::ARGS
             .parse("[THINK]maybe [TOOL_CALLS]x[ARGS]{}[/THINK]\n[TOOL_CALLS]y[ARGS]{}");
-        assert_eq!(t.calls, vec![call("y", json!({}))]);
+        assert_eq!(t.calls, vec![ParsedCall::call("y", json!({}))]);
     }
 
     #[test]
     fn render_then_parse_round_trips() {
         let args = json!({"path": "a b", "depth": 2});
         for format in [Mistral::ARRAY, Mistral::ARGS] {
-            let text = format.render_call("list_dir", &args);
-            assert_eq!(
-                format.parse(&text).calls,
-                vec![call("list_dir", args.clone())]
-            );
+            round_trip(&format, "list_dir", args.clone());
         }
         assert_eq!(
             Mistral::ARGS.render_call("list_dir", &args),

@@ -3,11 +3,13 @@
 //! Each format knows four things about its family: how to explain the tools in the system
 //! prompt, how to find tool calls in generated text (tolerating prose, partial and malformed
 //! calls), how tool results go back, and the lazy grammar that keeps sampling inside the call
-//! syntax. The engine is format-agnostic: it only sees `ParsedTurn`s. `detect` picks a
-//! format from a GGUF's chat template; `by_name` serves `--chat-format`.
+//! syntax. A family file holds only its syntax; the shared skeleton (`family`) turns it into
+//! a [`ChatFormat`]. The engine is format-agnostic: it only sees `ParsedTurn`s. `detect`
+//! picks a format from a GGUF's chat template; `by_name` serves `--chat-format`.
 
 pub mod deepseek;
 pub mod dsml;
+mod family;
 pub mod generic;
 pub mod glm;
 mod grammar;
@@ -15,14 +17,13 @@ pub mod hermes;
 pub mod llama3;
 pub mod mistral;
 mod scan;
-pub mod stream;
 
 use serde_json::{json, Value};
 
 use crate::protocol::message::Message;
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
-pub use stream::CallStream;
+pub(crate) use grammar::not_class as gbnf_not_class;
 
 /// One tool call found in a turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +37,50 @@ pub enum ParsedCall {
         raw: String,
         reason: String,
     },
+}
+
+impl ParsedCall {
+    /// A well-formed call.
+    pub fn call(name: impl Into<String>, arguments: Value) -> Self {
+        Self::Call {
+            name: name.into(),
+            arguments,
+        }
+    }
+}
+
+/// The two calls several family tests read: list `.`, then read `a`.
+#[cfg(test)]
+pub(crate) fn list_then_read() -> Vec<ParsedCall> {
+    vec![
+        ParsedCall::call("list_dir", json!({"path": "."})),
+        ParsedCall::call("read_file", json!({"path": "a"})),
+    ]
+}
+
+/// Renders a call in `format`, asserts that it parses back to the same call, and returns
+/// the rendered text.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn round_trip(format: &dyn ChatFormat, name: &str, arguments: Value) -> String {
+    let text = format.render_call(name, &arguments);
+    assert_eq!(
+        format.parse(&text).calls,
+        vec![ParsedCall::call(name, arguments)],
+        "{}",
+        format.name()
+    );
+    text
+}
+
+/// Asserts that `call` is malformed, for a reason that mentions `needle`.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn assert_malformed(call: &ParsedCall, needle: &str) {
+    match call {
+        ParsedCall::Malformed { reason, .. } => assert!(reason.contains(needle), "{reason}"),
+        call => panic!("{call:?} is not malformed"),
+    }
 }
 
 /// A turn split into its free text and its calls, in order of appearance.
@@ -81,7 +126,8 @@ pub trait ChatFormat: Send + Sync {
 
     /// Parses a turn that may still be growing: the parse of `text` so far, and how many of
     /// its calls are final (closed by their own markup, so no continuation can change them).
-    /// Every family implements this one scan; `parse` is its complete-turn view.
+    /// The family skeleton implements it from each family's syntax; `parse` is its
+    /// complete-turn view.
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize);
 }
 

@@ -3,12 +3,9 @@
 //!
 //! Parsers here never fail: whatever they cannot read becomes prose or a
 //! `ParsedCall::Malformed` whose reason tells the model what to fix. Each parser also says
-//! which of its calls are final (closed by their own markup), so the streaming helper can
-//! hand calls out before the turn ends without ever taking one back.
+//! which of its calls are final (closed by their own markup), so a consumer of a streaming
+//! turn can take calls before the turn ends without ever having to take one back.
 
-use std::io;
-
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{ParsedCall, ParsedTurn};
@@ -243,7 +240,7 @@ pub(crate) fn call_from_value(value: &Value, raw: &str) -> ParsedCall {
         Err(reason) => return malformed(reason),
     };
     match arguments_object(map.get("arguments").or_else(|| map.get("parameters"))) {
-        Ok(arguments) => ParsedCall::Call { name, arguments },
+        Ok(arguments) => ParsedCall::call(name, arguments),
         Err(reason) => malformed(format!("{reason} (tool {name})")),
     }
 }
@@ -341,44 +338,7 @@ pub(crate) fn find_special(text: &str, from: usize, words: &[&str]) -> Option<(u
 /// JSON as Python's `json.dumps` writes it (`", "` and `": "`), the spacing chat templates
 /// produce and models imitate. Keys keep the map's order.
 pub(crate) fn spaced_json(value: &Value) -> String {
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, SpacedFormatter);
-    if value.serialize(&mut ser).is_err() {
-        return value.to_string();
-    }
-    String::from_utf8(out).unwrap_or_else(|_| value.to_string())
-}
-
-struct SpacedFormatter;
-
-impl serde_json::ser::Formatter for SpacedFormatter {
-    fn begin_array_value<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
-    }
-
-    fn begin_object_key<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
-    }
-
-    fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        writer.write_all(b": ")
-    }
+    crate::text::python_json(value).unwrap_or_else(|_| value.to_string())
 }
 
 /// A call's arguments in the order the model writes them under the grammar: the report's
@@ -501,13 +461,7 @@ mod tests {
         let ok = call_from_json(
             r#"{"type": "function", "function": {"name": "a", "arguments": "{\"x\": 1}"}}"#,
         );
-        assert_eq!(
-            ok,
-            ParsedCall::Call {
-                name: "a".into(),
-                arguments: json!({"x": 1})
-            }
-        );
+        assert_eq!(ok, ParsedCall::call("a", json!({"x": 1})));
         for (raw, needle) in [
             (
                 r#"{"name": "a", "arguments": [1]}"#,

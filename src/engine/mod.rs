@@ -13,6 +13,7 @@
 //! each round works under a child token.
 
 mod announce;
+mod changes;
 pub mod prompt;
 pub mod report;
 pub mod run_info;
@@ -75,6 +76,24 @@ pub struct RunSummary {
     pub run_dir: PathBuf,
 }
 
+/// Where a run's round loop begins: round 1 with no report for a fresh run; for a resumed
+/// run, the round after the old run's last started one, given its last valid report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartAt {
+    pub round: u32,
+    pub previous: Option<Report>,
+}
+
+impl StartAt {
+    /// A fresh run: round 1, no earlier report.
+    pub fn fresh() -> Self {
+        Self {
+            round: 1,
+            previous: None,
+        }
+    }
+}
+
 /// How one round ended.
 enum RoundEnd {
     Reported(Report),
@@ -109,6 +128,8 @@ pub struct Engine<'a> {
     watch: Option<Box<dyn RoundWatch + 'a>>,
     /// Tokens generated so far in this run.
     generated_total: u64,
+    /// Snapshots over the run and whose changes they show.
+    changes: changes::RunChanges,
 }
 
 impl<'a> Engine<'a> {
@@ -133,6 +154,7 @@ impl<'a> Engine<'a> {
             cancel: CancellationToken::new(),
             watch: None,
             generated_total: 0,
+            changes: changes::RunChanges::default(),
         }
     }
 
@@ -151,9 +173,16 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs the whole loop and returns how it ended. The last event is always `run_finished`.
-    pub fn run(mut self) -> RunSummary {
+    pub fn run(self) -> RunSummary {
+        self.run_from(StartAt::fresh())
+    }
+
+    /// Runs the loop from `start` (a resumed run goes on with the old run's round numbers and
+    /// last valid report); `max_rounds` counts absolute round numbers.
+    pub fn run_from(mut self, start: StartAt) -> RunSummary {
         let started_at = chrono::Utc::now().to_rfc3339();
-        self.write_run_json(None, 0, &started_at);
+        let first_round = start.round.max(1);
+        self.write_run_json(None, first_round - 1, &started_at);
         let info = self.backend.info();
         let sandbox = serde_json::to_value(self.tools.policy.sandbox)
             .ok()
@@ -175,12 +204,12 @@ impl<'a> Engine<'a> {
             self.rec.emit(Event::Warning { message });
         }
 
-        let mut last_valid: Option<Report> = None;
-        let mut rounds_started = 0;
+        let mut last_valid: Option<Report> = start.previous;
+        let mut rounds_started = first_round - 1;
         let mut error = None;
         let mut final_report = None;
         let mut status = RunStatus::BudgetLimited;
-        for round in 1..=self.config.max_rounds {
+        for round in first_round..=self.config.max_rounds {
             if self.cancel.is_cancelled() {
                 status = RunStatus::Cancelled;
                 break;
@@ -238,7 +267,7 @@ impl<'a> Engine<'a> {
             report: final_report.clone(),
             last_valid_report: last_valid.clone(),
             error: error.clone(),
-            worker_reported: true,
+            worker_reported: status.is_worker_report(),
             verification: verification.clone(),
         });
         self.write_run_json(Some(status), rounds_started, &started_at);

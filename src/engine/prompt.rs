@@ -54,11 +54,7 @@ pub fn agents_file(root: &Path) -> Result<Option<String>, String> {
         .map_err(|e| refused(&e))?;
     let mut text = String::from_utf8_lossy(&bytes).into_owned();
     if bytes.len() > AGENTS_MAX_BYTES {
-        let mut cut = AGENTS_MAX_BYTES.min(text.len());
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
+        text.truncate(crate::text::cut_at_char_boundary(&text, AGENTS_MAX_BYTES).len());
         text.push_str("\n[AGENTS.md continues; read the file for the rest]");
     }
     Ok(Some(text))

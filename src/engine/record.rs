@@ -49,7 +49,9 @@ impl Engine<'_> {
             "finished_at": status.map(|_| chrono::Utc::now().to_rfc3339()),
             "status": status.map(RunStatus::as_str),
             "rounds_started": rounds,
-            "worker_reported": true,
+            // Only a worker's report (complete or blocked) ends a run as reported.
+            "worker_reported": status.is_some_and(RunStatus::is_worker_report),
+            "head": super::run_info::head_commit(self.workspace.repo()),
         });
         let info = serde_json::to_value(&self.config.run_info).unwrap_or(Value::Null);
         if let (Value::Object(map), Value::Object(extra)) = (&mut value, info) {

@@ -10,24 +10,16 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::prompt;
+use super::runlog::BASE_TREE;
 use super::turn::{RoundScope, RoundTally};
 use super::{Engine, RoundEnd};
 use crate::protocol::event::{Event, RoundOutcome};
 use crate::protocol::report::Report;
 use crate::tools::process::ProcessTracker;
+use crate::workspace::gitguard::GitFingerprint;
 use crate::workspace::Snapshot;
 
 impl Engine<'_> {
-    fn snapshot(&self) -> Option<Snapshot> {
-        match self.workspace.snapshot() {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::error!("snapshot: {e}");
-                None
-            }
-        }
-    }
-
     /// Runs round `round` after `previous`, the last valid report.
     pub(super) fn round(
         &mut self,
@@ -36,7 +28,9 @@ impl Engine<'_> {
         ctx_size: u32,
     ) -> RoundEnd {
         let started = Instant::now();
-        let base = self.snapshot();
+        let base = self
+            .changes
+            .round_start(&self.workspace, &mut self.rec, round);
         if let (Some(watch), Some(base)) = (&self.watch, base) {
             watch.round_started(round, base);
         }
@@ -66,10 +60,21 @@ impl Engine<'_> {
         if let Err(e) = self.rec.log.begin_round(round, &prompt_json) {
             tracing::error!("run log: {e}");
         }
+        // The tree the round starts from, so a viewer can show the round's own diff live.
+        if let Some(base) = base {
+            let tree = base.tree.to_string();
+            if let Err(e) = self
+                .rec
+                .log
+                .write_round_file(round, BASE_TREE, tree.as_bytes())
+            {
+                tracing::error!("{BASE_TREE}: {e}");
+            }
+        }
 
+        let git_before = GitFingerprint::take(self.workspace.root());
         let processes = ProcessTracker::new();
-        let round_tmp =
-            std::env::temp_dir().join(format!("ralph-tui-{}-round-{round:02}", self.config.run_id));
+        let round_tmp = crate::tools::run_command::round_tmp_dir(&self.config.run_id, round);
         let _ = std::fs::create_dir_all(&round_tmp);
         let round_cancel = self.cancel.child_token();
         let scope = RoundScope {
@@ -85,6 +90,10 @@ impl Engine<'_> {
         let end = self.child_turns(&scope, messages, &mut tally);
         processes.kill_all();
         let _ = std::fs::remove_dir_all(&round_tmp);
+        let git_after = GitFingerprint::take(self.workspace.root());
+        if let Some(message) = git_before.warning(&git_after, round) {
+            self.rec.emit(Event::Warning { message });
+        }
         self.rec.log.end_round();
         if let Some(watch) = &self.watch {
             watch.round_ended();
@@ -115,11 +124,11 @@ impl Engine<'_> {
                 tracing::error!("report.json: {e}");
             }
         }
-        let diff = match (base, self.snapshot()) {
-            (Some(a), Some(b)) => self.workspace.diff(&a, &b).ok(),
-            _ => None,
-        }
-        .unwrap_or_default();
+        let diff = self
+            .changes
+            .round_end(&self.workspace, &mut self.rec, round, base);
+        let changes_unknown = diff.is_none();
+        let diff = diff.unwrap_or_default();
         if let Err(e) = self
             .rec
             .log
@@ -152,6 +161,7 @@ impl Engine<'_> {
             insertions: diff.insertions,
             deletions: diff.deletions,
             error,
+            changes_unknown,
         });
     }
 }

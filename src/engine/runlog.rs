@@ -10,54 +10,132 @@
 //! ```
 //! Each line goes out in one `write` of the whole line, so a `kill -9` leaves every written
 //! line parseable; `run.json` is replaced atomically.
+//!
+//! A log that cannot be written (full disk, file size limit, I/O error) is a run that cannot
+//! be trusted: the first failed write puts back the file's last good length (so no torn line
+//! stays), records the failure, cancels the run through the token given to
+//! [`RunLog::stop_run_on_failure`], and every later write is skipped. The caller reads
+//! [`RunLog::failure`] after the run and exits non-zero with that one message.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// The first write failure of a run log, shared with whoever reports the run's end.
+pub type Failure = Arc<OnceLock<String>>;
+
+/// An append-only file of whole lines and its last good length.
+#[derive(Debug)]
+struct LineFile {
+    file: File,
+    path: PathBuf,
+    len: u64,
+}
+
+impl LineFile {
+    fn open(path: PathBuf, create_new: bool) -> std::io::Result<Self> {
+        let file = OpenOptions::new()
+            .create(!create_new)
+            .create_new(create_new)
+            .append(true)
+            .open(&path)
+            .map_err(|e| io_context(&path, e))?;
+        let len = file.metadata().map_err(|e| io_context(&path, e))?.len();
+        Ok(Self { file, path, len })
+    }
+
+    /// Writes `line` and a newline whole, or puts the file back as it was.
+    fn append(&mut self, line: &str) -> std::io::Result<()> {
+        let mut buf = String::with_capacity(line.len() + 1);
+        buf.push_str(line);
+        buf.push('\n');
+        match self
+            .file
+            .write_all(buf.as_bytes())
+            .and_then(|()| self.file.flush())
+        {
+            Ok(()) => {
+                self.len += buf.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.file.set_len(self.len);
+                Err(io_context(&self.path, e))
+            }
+        }
+    }
+}
 
 #[derive(Debug)]
 pub struct RunLog {
     dir: PathBuf,
-    events: File,
-    transcript: Option<File>,
+    events: LineFile,
+    transcript: Option<LineFile>,
+    failure: Failure,
+    on_failure: Option<CancellationToken>,
 }
 
 fn io_context(path: &Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
+/// The file in a round's directory naming the tree (a git object id) the round started from,
+/// so a viewer can show the round's own diff while it runs.
+pub const BASE_TREE: &str = "base.tree";
+
 /// Writes `bytes` to `path` through a temporary file and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| io_context(&tmp, e))?;
+    if let Err(e) = std::fs::write(&tmp, bytes) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io_context(&tmp, e));
+    }
     std::fs::rename(&tmp, path).map_err(|e| io_context(path, e))
 }
 
-fn append_line(file: &mut File, line: &str) -> std::io::Result<()> {
-    let mut buf = String::with_capacity(line.len() + 1);
-    buf.push_str(line);
-    buf.push('\n');
-    file.write_all(buf.as_bytes())?;
-    file.flush()
-}
-
 impl RunLog {
-    /// Creates the run directory and opens `events.jsonl`.
+    /// Creates the run directory and a new `events.jsonl` in it (an existing one is an error:
+    /// a run never appends to another run's log).
     pub fn create(dir: &Path) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| io_context(dir, e))?;
-        let path = dir.join("events.jsonl");
-        let events = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| io_context(&path, e))?;
+        let events = LineFile::open(dir.join("events.jsonl"), true)?;
         Ok(Self {
             dir: dir.to_path_buf(),
             events,
             transcript: None,
+            failure: Failure::default(),
+            on_failure: None,
         })
+    }
+
+    /// Cancels `cancel` at the first write that fails.
+    pub fn stop_run_on_failure(&mut self, cancel: CancellationToken) {
+        self.on_failure = Some(cancel);
+    }
+
+    /// The first write failure, filled in when it happens.
+    pub fn failure(&self) -> Failure {
+        Arc::clone(&self.failure)
+    }
+
+    fn failed(&self) -> bool {
+        self.failure.get().is_some()
+    }
+
+    /// Records the first failure and stops the run; later writes are skipped.
+    fn check(&self, result: std::io::Result<()>) -> std::io::Result<()> {
+        if let Err(e) = &result {
+            if self.failure.set(e.to_string()).is_ok() {
+                if let Some(cancel) = &self.on_failure {
+                    cancel.cancel();
+                }
+            }
+        }
+        result
     }
 
     pub fn dir(&self) -> &Path {
@@ -69,42 +147,89 @@ impl RunLog {
     }
 
     pub fn write_run_json(&self, value: &Value) -> std::io::Result<()> {
+        if self.failed() {
+            return Ok(());
+        }
         let text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
-        write_atomic(&self.dir.join("run.json"), &text)
+        self.check(write_atomic(&self.dir.join("run.json"), &text))
     }
 
     pub fn append_event(&mut self, line: &str) -> std::io::Result<()> {
-        append_line(&mut self.events, line)
+        if self.failed() {
+            return Ok(());
+        }
+        let result = self.events.append(line);
+        self.check(result)
     }
 
     /// Starts a round's directory with its prompt; later transcript lines go to this round.
     pub fn begin_round(&mut self, round: u32, prompt_json: &[u8]) -> std::io::Result<()> {
+        self.transcript = None;
+        if self.failed() {
+            return Ok(());
+        }
         let dir = self.round_dir(round);
-        std::fs::create_dir_all(&dir).map_err(|e| io_context(&dir, e))?;
-        write_atomic(&dir.join("prompt.json"), prompt_json)?;
-        let path = dir.join("transcript.jsonl");
-        self.transcript = Some(
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(|e| io_context(&path, e))?,
-        );
-        Ok(())
-    }
-
-    pub fn append_transcript(&mut self, value: &Value) -> std::io::Result<()> {
-        match &mut self.transcript {
-            Some(file) => append_line(file, &value.to_string()),
-            None => Ok(()),
+        let opened = std::fs::create_dir_all(&dir)
+            .map_err(|e| io_context(&dir, e))
+            .and_then(|()| write_atomic(&dir.join("prompt.json"), prompt_json))
+            .and_then(|()| LineFile::open(dir.join("transcript.jsonl"), false));
+        match opened {
+            Ok(file) => {
+                self.transcript = Some(file);
+                Ok(())
+            }
+            Err(e) => self.check(Err(e)),
         }
     }
 
+    pub fn append_transcript(&mut self, value: &Value) -> std::io::Result<()> {
+        if self.failed() {
+            return Ok(());
+        }
+        let result = match &mut self.transcript {
+            Some(file) => file.append(&value.to_string()),
+            None => Ok(()),
+        };
+        self.check(result)
+    }
+
     pub fn write_round_file(&self, round: u32, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-        write_atomic(&self.round_dir(round).join(name), bytes)
+        if self.failed() {
+            return Ok(());
+        }
+        self.check(write_atomic(&self.round_dir(round).join(name), bytes))
     }
 
     pub fn end_round(&mut self) {
         self.transcript = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_write_leaves_no_torn_line_and_stops_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = RunLog::create(&dir.path().join("run")).unwrap();
+        let cancel = CancellationToken::new();
+        log.stop_run_on_failure(cancel.clone());
+        log.append_event("{\"a\":1}").unwrap();
+        // A write that fails part-way: point the events file at a read-only handle.
+        let path = dir.path().join("run").join("events.jsonl");
+        log.events.file = File::open(&path).unwrap();
+        assert!(log.append_event("{\"b\":2}").is_err());
+        assert!(cancel.is_cancelled());
+        assert!(log.failure().get().is_some());
+        assert!(
+            log.append_event("{\"c\":3}").is_ok(),
+            "later writes are skipped"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
+        assert!(
+            RunLog::create(&dir.path().join("run")).is_err(),
+            "never appends to an old log"
+        );
     }
 }

@@ -14,9 +14,9 @@
 use std::path::Path;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use super::changes::RunChanges;
 use super::record::Recorder;
 use super::{prompt, report, Engine, RoundEnd, RunConfig, Toolbox};
 use super::{MAX_ARGUMENT_BYTES, MAX_REPORT_ATTEMPTS};
@@ -26,16 +26,11 @@ use crate::protocol::event::Event;
 use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::process::ProcessTracker;
-use crate::tools::{ToolContext, ToolResult};
+use crate::tools::{ToolContext, ToolResult, Writes};
 use crate::workspace::Workspace;
 
 /// Why a round fails when generation stopped at a full context window.
 const CONTEXT_FILLED: &str = "the context window filled up before a valid report";
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// Per-round totals for `round_finished`.
 #[derive(Default)]
@@ -76,6 +71,7 @@ impl Engine<'_> {
             tools: &self.tools,
             workspace: &self.workspace,
             rec: &mut self.rec,
+            changes: &mut self.changes,
             generated_total: &mut self.generated_total,
             scope,
             messages,
@@ -93,6 +89,8 @@ struct ChildTurns<'t, 'a> {
     tools: &'t Toolbox<'a>,
     workspace: &'t Workspace,
     rec: &'t mut Recorder,
+    /// Whose changes the workspace shows: the tool calls' snapshots go here.
+    changes: &'t mut RunChanges,
     generated_total: &'t mut u64,
     scope: &'t RoundScope<'t>,
     messages: Vec<Message>,
@@ -137,18 +135,19 @@ impl ChildTurns<'_, '_> {
 
     /// Emits `round_started` and writes the prompt's messages to the transcript.
     fn announce(&mut self, child: &mut dyn Child) {
-        let prompt_tokens = child
-            .count_prompt_tokens(Request {
-                messages: &self.messages,
-                tools: self.scope.tools,
-                report_only: false,
-            })
-            .unwrap_or(0);
+        let request = Request {
+            messages: &self.messages,
+            tools: self.scope.tools,
+            report_only: false,
+        };
+        let prompt_tokens = child.count_prompt_tokens(request).unwrap_or(0);
+        let prefix_tokens_reused = child.prepare(request).unwrap_or(0);
         self.rec.emit(Event::RoundStarted {
             round: self.scope.round,
             max_rounds: self.config.max_rounds,
-            prompt_sha256: sha256_hex(self.scope.prompt_json),
+            prompt_sha256: crate::text::sha256_hex(self.scope.prompt_json),
             prompt_tokens,
+            prefix_tokens_reused,
         });
         for m in &self.messages {
             self.rec.transcript(m);
@@ -176,7 +175,12 @@ impl ChildTurns<'_, '_> {
             return Err(RoundEnd::OutOfBudget);
         }
         let ctx_size = self.scope.ctx_size;
-        if let Ok(used) = child.count_prompt_tokens(request) {
+        let counted = child.count_prompt_tokens(request).ok();
+        if let Some(used) = counted {
+            self.rec.emit(Event::ContextCounted {
+                round: self.scope.round,
+                tokens: used,
+            });
             if used >= ctx_size {
                 return Err(RoundEnd::Failed(format!(
                     "the context window is full ({used} of {ctx_size} tokens) before a valid report"
@@ -185,9 +189,12 @@ impl ChildTurns<'_, '_> {
         }
         let round = self.scope.round;
         let rec = &mut *self.rec;
+        let started = std::time::Instant::now();
+        let mut first_token = None;
         let generation = child.generate(
             request,
             &mut |piece| {
+                first_token.get_or_insert_with(std::time::Instant::now);
                 rec.emit(Event::Token {
                     round,
                     text: piece.to_string(),
@@ -204,6 +211,19 @@ impl ChildTurns<'_, '_> {
             }
             Err(e) => return Err(RoundEnd::Failed(e.to_string())),
         };
+        let ended = std::time::Instant::now();
+        let first_token = first_token.unwrap_or(ended);
+        let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.rec.emit(Event::TurnFinished {
+            round,
+            prompt_tokens: generation.prompt_tokens,
+            generated_tokens: generation.generated_tokens,
+            prompt_ms: millis(first_token.duration_since(started)),
+            gen_ms: millis(ended.duration_since(first_token)),
+            context_tokens: counted
+                .unwrap_or(generation.prompt_tokens)
+                .saturating_add(generation.generated_tokens),
+        });
         *self.generated_total = self
             .generated_total
             .saturating_add(u64::from(generation.generated_tokens));
@@ -308,7 +328,8 @@ impl ChildTurns<'_, '_> {
     }
 
     /// Runs a workspace tool (arguments over `MAX_ARGUMENT_BYTES` are refused unrun) and gives
-    /// the child its outcome.
+    /// the child its outcome. What the call can change is recorded as the worker's: the files
+    /// a file tool names, or whatever changed between snapshots taken around a command.
     fn handle_tool_call(&mut self, name: &str, arguments: &Value) {
         let size = arguments.to_string().len();
         let outcome = if size > MAX_ARGUMENT_BYTES {
@@ -319,6 +340,14 @@ impl ChildTurns<'_, '_> {
                 ),
             }
         } else {
+            let round = self.scope.round;
+            let writes = self
+                .tools
+                .registry
+                .writes(name, arguments, self.workspace.root());
+            let before = (writes == Writes::Anything)
+                .then(|| self.changes.before_tool(self.workspace, self.rec, round))
+                .flatten();
             let approver = super::announce::Announcing {
                 inner: self.tools.approver.as_ref(),
                 rec: std::sync::Mutex::new(&mut *self.rec),
@@ -332,7 +361,16 @@ impl ChildTurns<'_, '_> {
                 processes: self.scope.processes,
                 approver: &approver,
             };
-            self.tools.registry.call(name, arguments, &ctx)
+            let result = self.tools.registry.call(name, arguments, &ctx);
+            match writes {
+                Writes::Nothing => {}
+                Writes::Files(files) => self.changes.wrote(self.workspace, &files),
+                Writes::Anything => {
+                    self.changes
+                        .after_tool(self.workspace, self.rec, round, before);
+                }
+            }
+            result
         };
         let message = self.tool_message(name, outcome);
         self.push(message);

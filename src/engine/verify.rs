@@ -21,14 +21,8 @@ pub fn run(command: &str, workspace: &Path, cancel: &CancellationToken) -> Verif
     cmd.arg("-c").arg(command).current_dir(workspace);
     match run_captured(cmd, VERIFY_TIMEOUT, cancel, TAIL_BYTES * 2, None) {
         Ok(captured) => {
-            let mut tail = captured.output;
-            if tail.len() > TAIL_BYTES {
-                let mut cut = tail.len() - TAIL_BYTES;
-                while !tail.is_char_boundary(cut) {
-                    cut += 1;
-                }
-                tail = tail[cut..].to_string();
-            }
+            let mut tail =
+                crate::text::tail_at_char_boundary(&captured.output, TAIL_BYTES).to_string();
             if captured.timed_out {
                 tail.push_str(&format!(
                     "\n[verification timed out after {}s]",

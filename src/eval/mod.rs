@@ -14,13 +14,11 @@ pub mod results;
 pub mod task;
 mod trial;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use results::{ArmSummary, EvalResults, ModelInfo, RunRecord};
@@ -404,21 +402,7 @@ fn sha256_file(path: &Path) -> Result<String, EvalError> {
         what: format!("cannot read the model {}", path.display()),
         source,
     };
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf).map_err(io)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    crate::text::sha256_hex_reader(std::fs::File::open(path).map_err(io)?).map_err(io)
 }
 
 /// `ralph-tui --version`, e.g. `ralph-tui 0.1.0`.

@@ -7,15 +7,21 @@
 //! so the backend and its children live on the engine's thread, which is the only thread that
 //! touches them. llama.cpp's process-wide state is initialised once (a `OnceLock`), with its
 //! logs routed to `tracing` before anything is loaded.
+//!
+//! Two things the backend keeps beside the model for its children: the slot llama.cpp's abort
+//! callback reads (`abort`), so a cancel stops a prompt batch mid-way, and the run's fixed
+//! prompt prefix state (`prefix`), which each fresh context restores instead of evaluating
+//! the system message again (off with `--no-prefix-cache`).
 
+mod abort;
 mod child;
 mod grammar;
+mod prefix;
 mod sampling;
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend as Runtime;
@@ -25,6 +31,10 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::{list_llama_ggml_backend_devices, LlamaBackendDeviceType, LogOptions};
 
 pub use child::{sha256_hex, LlamaChild, TurnStats};
+pub use prefix::{tokens_sha256, Prefix};
+
+use abort::AbortSlot;
+use prefix::PrefixCache;
 
 use super::template::{role_name, ChatTemplate};
 use super::{Backend, BackendError, BackendInfo, Child, Request};
@@ -32,10 +42,6 @@ use crate::chat::{self, ChatFormat};
 use crate::config::InferenceSettings;
 use crate::error::UsageError;
 use crate::protocol::message::{Message, Role};
-
-/// How long one prompt-evaluation chunk should take: cancellation is checked between chunks,
-/// and bigger chunks evaluate faster, so this is the cancel latency traded for speed.
-pub const DEFAULT_CHUNK_TARGET: Duration = Duration::from_millis(60);
 
 /// Whether this build has a GPU backend compiled in.
 pub const GPU_BUILD: bool = cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal"));
@@ -70,7 +76,12 @@ pub struct LlamaBackend {
     format: Box<dyn ChatFormat>,
     device: String,
     bos_text: String,
-    chunk_target: Duration,
+    /// Read by llama.cpp's abort callback of every context this backend creates; boxed so its
+    /// address stays put, and owned here so it outlives those contexts (they borrow `model`).
+    abort: Box<AbortSlot>,
+    /// Whether contexts get the abort callback (always, but for benchmarks measuring its cost).
+    abortable: bool,
+    prefix: PrefixCache,
 }
 
 impl std::fmt::Debug for LlamaBackend {
@@ -80,6 +91,7 @@ impl std::fmt::Debug for LlamaBackend {
             .field("device", &self.device)
             .field("ctx_size", &self.ctx_size)
             .field("chat_format", &self.format.name())
+            .field("prefix_cache", &self.prefix.enabled())
             .finish_non_exhaustive()
     }
 }
@@ -240,7 +252,9 @@ impl LlamaBackend {
             format,
             device,
             bos_text,
-            chunk_target: DEFAULT_CHUNK_TARGET,
+            abort: Box::default(),
+            abortable: true,
+            prefix: PrefixCache::new(true),
         })
     }
 
@@ -254,15 +268,24 @@ impl LlamaBackend {
         &self.settings
     }
 
-    /// Sets how long one prompt-evaluation chunk should take (see `DEFAULT_CHUNK_TARGET`).
-    pub fn with_chunk_target(mut self, target: Duration) -> Self {
-        self.chunk_target = target;
+    /// Turns the fixed-prefix cache on (the default) or off (`--no-prefix-cache`). Any stored
+    /// prefix state is dropped.
+    pub fn with_prefix_cache(mut self, enabled: bool) -> Self {
+        self.prefix = PrefixCache::new(enabled);
         self
     }
 
-    /// How long one prompt-evaluation chunk should take.
-    pub fn chunk_target(&self) -> Duration {
-        self.chunk_target
+    /// Turns llama.cpp's abort callback off (`false`) for contexts created from now on, so a
+    /// cancel waits for the batch in progress. Only benchmarks want this: to measure what the
+    /// callback costs.
+    pub fn with_abort_callback(mut self, enabled: bool) -> Self {
+        self.abortable = enabled;
+        self
+    }
+
+    /// Whether rounds restore the fixed prefix's state instead of evaluating it again.
+    pub fn prefix_cache_enabled(&self) -> bool {
+        self.prefix.enabled()
     }
 
     /// The loaded model.
@@ -281,6 +304,11 @@ impl LlamaBackend {
             .with_n_seq_max(1)
             .with_n_threads(threads)
             .with_n_threads_batch(threads);
+        let params = if self.abortable {
+            abort::with_abort(params, &self.abort)
+        } else {
+            params
+        };
         let ctx = self.model.new_context(self.runtime, params).map_err(|e| {
             BackendError::ChildFailed(format!("cannot create a llama context: {e}"))
         })?;
@@ -336,6 +364,37 @@ impl LlamaBackend {
             }
             Prompter::Builtin(template) => builtin_render(&self.model, template, messages),
         }
+    }
+
+    /// The fixed prefix of a round's prompt (`full`, tokenized as `tokens`): the rendered text
+    /// up to the end of the system message, tokenized. `Err` says why there is none (no system
+    /// message, or the tokens at the boundary differ from the full prompt's); the round then
+    /// evaluates its whole prompt.
+    pub fn fixed_prefix(
+        &self,
+        request: Request<'_>,
+        full: &str,
+        tokens: &[LlamaToken],
+    ) -> Result<Prefix, String> {
+        let system = match request.messages.first() {
+            Some(m) if m.role == Role::System => m,
+            _ => return Err("the prompt does not start with a system message".into()),
+        };
+        let system_only = self
+            .render_with(std::slice::from_ref(system), request.tools)
+            .map_err(|e| format!("the system message alone does not render: {e}"))?;
+        let end = prefix::prefix_end(full, &system_only, &system.content)
+            .ok_or("the system message alone renders differently from the prompt's start")?;
+        let prefix = self.tokenize(&full[..end]);
+        if prefix.is_empty() || prefix.len() >= tokens.len() {
+            return Err("the prefix leaves nothing of the prompt to evaluate".into());
+        }
+        if !tokens.starts_with(&prefix) {
+            return Err(
+                "the prompt's tokens do not start with the prefix's tokens (the tokenizer merges across the boundary)".into(),
+            );
+        }
+        Ok(Prefix::new(prefix))
     }
 
     /// Tokenizes a rendered prompt the way generation does: special tokens parsed, BOS added

@@ -7,6 +7,7 @@
 //! file check lives in `model_file`, below the app wiring that also uses it.
 
 #[cfg(feature = "llama")]
+pub mod bounded;
 pub mod llama;
 pub mod model_file;
 pub mod openai;
@@ -93,6 +94,14 @@ pub trait Child {
     /// Tokens the request's prompt takes (for `round_started`); an estimate where the backend
     /// has no tokenizer.
     fn count_prompt_tokens(&mut self, request: Request<'_>) -> Result<u32, BackendError>;
+
+    /// Readies the child for the round's first prompt, before `round_started`: returns how
+    /// many of its tokens are already in the child's fresh context (the run's fixed prefix,
+    /// restored rather than evaluated again). 0 where the backend keeps nothing.
+    fn prepare(&mut self, request: Request<'_>) -> Result<u32, BackendError> {
+        let _ = request;
+        Ok(0)
+    }
 
     /// Generates one turn, streaming text pieces to `on_text` as they are produced and checking
     /// `cancel` between them.

@@ -2,7 +2,9 @@
 //!
 //! Each turn is the raw text a model would emit for one generation. It is streamed in small
 //! pieces and then goes through exactly the same parsing, tools, validation and events as real
-//! output, so tests, demos and evals exercise the real engine.
+//! output, so tests, demos and evals exercise the real engine. Pieces are cut as they stream
+//! (no list of a whole turn's pieces), and the run bounds a turn's size for every backend
+//! (`llm::bounded`), so a huge scripted turn is cut rather than streamed to the end.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -27,6 +29,9 @@ enum ScriptRound {
     Turns { turns: Vec<String> },
     Fail { fail: String },
 }
+
+/// The context size the script backend reports (it has no real context).
+pub const SCRIPT_CTX_SIZE: u32 = 131_072;
 
 /// A loaded, validated script.
 #[derive(Debug, Clone)]
@@ -72,7 +77,7 @@ impl Backend for ScriptBackend {
             name: format!("script:{}", self.path.display()),
             model: None,
             device: "script".into(),
-            ctx_size: 131_072,
+            ctx_size: SCRIPT_CTX_SIZE,
             chat_format: "hermes".into(),
         }
     }
@@ -105,20 +110,27 @@ struct ScriptChild<'a> {
 /// Splits text into small, token-like pieces: words with their trailing space, long words cut
 /// every 8 characters.
 pub fn pieces(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    for word in text.split_inclusive(char::is_whitespace) {
+    piece_iter(text).collect()
+}
+
+/// [`pieces`] one at a time, so a long turn streams without a list of all its pieces.
+fn piece_iter(text: &str) -> impl Iterator<Item = &str> {
+    text.split_inclusive(char::is_whitespace).flat_map(|word| {
         let mut rest = word;
-        while !rest.is_empty() {
+        std::iter::from_fn(move || {
+            if rest.is_empty() {
+                return None;
+            }
             let cut = rest
                 .char_indices()
                 .nth(8)
                 .map(|(i, _)| i)
                 .unwrap_or(rest.len());
-            out.push(&rest[..cut]);
-            rest = &rest[cut..];
-        }
-    }
-    out
+            let (piece, tail) = rest.split_at(cut);
+            rest = tail;
+            Some(piece)
+        })
+    })
 }
 
 fn wait(delay: Duration, cancel: &CancellationToken) {
@@ -158,7 +170,7 @@ impl Child for ScriptChild<'_> {
         self.next += 1;
         let mut text = String::with_capacity(turn.len());
         let mut generated = 0u32;
-        for piece in pieces(turn) {
+        for piece in piece_iter(turn) {
             if cancel.is_cancelled() {
                 return Ok(Generation {
                     text,
@@ -190,6 +202,8 @@ mod tests {
         let text = "héllo  wörld <tool_call>{\"name\": \"x\"}</tool_call>\n";
         assert_eq!(pieces(text).concat(), text);
         assert!(pieces(text).iter().all(|p| p.chars().count() <= 8));
+        assert_eq!(pieces("").len(), 0);
+        assert_eq!(pieces("abcdefghij").concat(), "abcdefghij");
     }
 
     #[test]

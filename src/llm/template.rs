@@ -151,42 +151,6 @@ fn strftime_now(format: String) -> String {
     chrono::Local::now().format(&format).to_string()
 }
 
-/// Python's `json.dumps` separators: `", "` and `": "`.
-struct PythonJson;
-
-impl serde_json::ser::Formatter for PythonJson {
-    fn begin_array_value<W: ?Sized + std::io::Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
-    }
-
-    fn begin_object_key<W: ?Sized + std::io::Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
-    }
-
-    fn begin_object_value<W: ?Sized + std::io::Write>(
-        &mut self,
-        writer: &mut W,
-    ) -> std::io::Result<()> {
-        writer.write_all(b": ")
-    }
-}
-
 /// `tojson` as `transformers` defines it: `json.dumps(ensure_ascii=False)`, no HTML escaping.
 fn tojson(value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<Value, Error> {
     let indent = match indent {
@@ -199,24 +163,23 @@ fn tojson(value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<Value,
     let _: Option<Value> = kwargs.get("separators")?;
     kwargs.assert_all_used()?;
     let indent = indent.filter(|v| !v.is_none()).and_then(|v| v.as_usize());
-    let mut out = Vec::new();
-    let result = match indent {
+    let serialize_error =
+        |e| Error::new(ErrorKind::InvalidOperation, "cannot serialize to JSON").with_source(e);
+    let text = match indent {
         Some(n) => {
             let pad = " ".repeat(n);
             let formatter = serde_json::ser::PrettyFormatter::with_indent(pad.as_bytes());
-            value.serialize(&mut serde_json::Serializer::with_formatter(
-                &mut out, formatter,
-            ))
+            let mut out = Vec::new();
+            value
+                .serialize(&mut serde_json::Serializer::with_formatter(
+                    &mut out, formatter,
+                ))
+                .map_err(serialize_error)?;
+            String::from_utf8(out)
+                .map_err(|_| Error::new(ErrorKind::InvalidOperation, "JSON is not UTF-8"))?
         }
-        None => value.serialize(&mut serde_json::Serializer::with_formatter(
-            &mut out, PythonJson,
-        )),
+        None => crate::text::python_json(value).map_err(serialize_error)?,
     };
-    result.map_err(|e| {
-        Error::new(ErrorKind::InvalidOperation, "cannot serialize to JSON").with_source(e)
-    })?;
-    let text = String::from_utf8(out)
-        .map_err(|_| Error::new(ErrorKind::InvalidOperation, "JSON is not UTF-8"))?;
     Ok(Value::from_safe_string(text))
 }
 

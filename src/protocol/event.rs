@@ -32,6 +32,11 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Whether the run ended on a worker's report: complete or blocked.
+    pub fn is_worker_report(self) -> bool {
+        matches!(self, Self::Complete | Self::Blocked)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Complete => "complete",
@@ -53,6 +58,32 @@ impl RunStatus {
             Self::Cancelled => "the run was cancelled",
             Self::RoundFailed => "a round ended without a valid report; the run stopped",
         }
+    }
+
+    /// The whole outcome in one sentence: the worker's claim and, when `--verify` ran, its
+    /// result (`… — the worker's claim; verify passed (exit 0)`). Without a verification it
+    /// is [`Self::describe`].
+    pub fn describe_with(self, verification: Option<&Verification>) -> String {
+        let Some(v) = verification else {
+            return self.describe().to_string();
+        };
+        let claim = match self {
+            Self::Complete => "the worker reports the objective complete — the worker's claim",
+            Self::Blocked => "the worker reports it is blocked — its own account",
+            other => other.describe(),
+        };
+        let exit = match v.exit_code {
+            Some(code) => format!("exit {code}"),
+            None => "no exit code".to_string(),
+        };
+        let result = if v.passed { "passed" } else { "FAILED" };
+        format!("{claim}; verify {result} ({exit})")
+    }
+
+    /// A claimed completion that `--verify` contradicts: shown in the error colour and said
+    /// in the headless summary.
+    pub fn contradicted_by(self, verification: Option<&Verification>) -> bool {
+        self == Self::Complete && verification.is_some_and(|v| !v.passed)
     }
 }
 
@@ -107,6 +138,10 @@ pub struct ChangedFile {
     pub insertions: usize,
     pub deletions: usize,
     pub binary: bool,
+    /// Changed by someone other than the worker's tools and commands (the person, another
+    /// program): shown, never committed by default. Absent from the JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_run: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,6 +163,10 @@ pub enum Event {
         max_rounds: u32,
         prompt_sha256: String,
         prompt_tokens: u32,
+        /// Tokens of the run's fixed prefix restored into the round's fresh context instead of
+        /// evaluated again (0 with `--no-prefix-cache`, in round 1, or when it changed).
+        #[serde(default)]
+        prefix_tokens_reused: u32,
     },
     Token {
         round: u32,
@@ -168,6 +207,24 @@ pub enum Event {
     Warning {
         message: String,
     },
+    /// The real context size of the round's conversation, counted by the backend before a
+    /// turn (so after every tool result).
+    ContextCounted {
+        round: u32,
+        tokens: u32,
+    },
+    /// One turn's generation ended: its token counts and times, and the context it leaves
+    /// (the count before the turn plus what it generated).
+    TurnFinished {
+        round: u32,
+        prompt_tokens: u32,
+        generated_tokens: u32,
+        /// From the request to the first generated token.
+        prompt_ms: u64,
+        /// From the first generated token to the last.
+        gen_ms: u64,
+        context_tokens: u32,
+    },
     RoundFinished {
         round: u32,
         outcome: RoundOutcome,
@@ -178,6 +235,11 @@ pub enum Event {
         insertions: usize,
         deletions: usize,
         error: Option<String>,
+        /// The round's changes could not be compared (a snapshot failed): the counts are 0
+        /// because nothing could be looked at, not because nothing changed. Absent from the
+        /// JSON when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        changes_unknown: bool,
     },
     RunFinished {
         status: RunStatus,
@@ -243,6 +305,7 @@ mod tests {
             insertions: 1,
             deletions: 2,
             binary: false,
+            outside_run: false,
         };
         assert_eq!(
             serde_json::to_value(&file).unwrap(),

@@ -2,8 +2,8 @@
 //!
 //! `--approval auto` runs everything, `deny` refuses every command, `ask` puts the question to
 //! an [`Approver`] and blocks the round until it answers. "Always for this run" is remembered
-//! by the approver itself ([`ApprovalBroker`] does, and [`RememberForRun`] adds it to any
-//! other approver), so one approver value belongs to exactly one run.
+//! by the approver itself ([`ApprovalBroker`] does), so one approver value belongs to exactly
+//! one run.
 //!
 //! [`ApprovalBroker`] is the TUI's approver: it hands each question to a notifier (which turns
 //! it into an event) and waits for [`ApprovalBroker::answer`], or for the run's cancellation,
@@ -79,48 +79,6 @@ impl Approver for DenyAll {
 
     fn settled(&self) -> Option<ApprovalDecision> {
         Some(ApprovalDecision::Deny)
-    }
-}
-
-/// Wraps an approver so that an `AlwaysThisRun` answer approves every later request without
-/// asking again. Make one per run.
-#[derive(Debug, Default)]
-pub struct RememberForRun<A> {
-    inner: A,
-    always: AtomicBool,
-}
-
-impl<A: Approver> RememberForRun<A> {
-    pub fn new(inner: A) -> Self {
-        Self {
-            inner,
-            always: AtomicBool::new(false),
-        }
-    }
-
-    /// The wrapped approver.
-    pub fn inner(&self) -> &A {
-        &self.inner
-    }
-}
-
-impl<A: Approver> Approver for RememberForRun<A> {
-    fn decide(&self, request: &ApprovalRequest, cancel: &CancellationToken) -> ApprovalDecision {
-        if self.always.load(Ordering::SeqCst) {
-            return ApprovalDecision::AlwaysThisRun;
-        }
-        let decision = self.inner.decide(request, cancel);
-        if decision == ApprovalDecision::AlwaysThisRun {
-            self.always.store(true, Ordering::SeqCst);
-        }
-        decision
-    }
-
-    fn settled(&self) -> Option<ApprovalDecision> {
-        if self.always.load(Ordering::SeqCst) {
-            return Some(ApprovalDecision::AlwaysThisRun);
-        }
-        self.inner.settled()
     }
 }
 
@@ -353,19 +311,6 @@ mod tests {
             self.asked.fetch_add(1, Ordering::SeqCst);
             self.answer
         }
-    }
-
-    #[test]
-    fn remember_for_run_stops_asking_after_always() {
-        let approver = RememberForRun::new(Counting {
-            asked: AtomicUsize::new(0),
-            answer: ApprovalDecision::AlwaysThisRun,
-        });
-        let cancel = CancellationToken::new();
-        for _ in 0..3 {
-            authorize(ApprovalPolicy::Ask, &approver, &request("ls"), &cancel).unwrap();
-        }
-        assert_eq!(approver.inner.asked.load(Ordering::SeqCst), 1);
     }
 
     #[test]

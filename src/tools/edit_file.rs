@@ -9,8 +9,8 @@
 use serde_json::{json, Value};
 
 use super::args;
-use super::confined::{read_bounded, Opened, Refusal};
-use super::path::{open_root, resolve, Access};
+use super::confined::Refusal;
+use super::path::{open_root, Access};
 use super::read_file::{is_binary, refused, MAX_FILE_BYTES};
 use super::write_file::{allow_workspace_change, written};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
@@ -19,6 +19,11 @@ use super::{Tool, ToolContext, ToolError, ToolSpec};
 pub struct EditFile;
 
 impl Tool for EditFile {
+    /// The file its `path` names.
+    fn writes(&self, arguments: &Value, root: &std::path::Path) -> super::Writes {
+        args::written_file(arguments, root)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "edit_file".into(),
@@ -38,7 +43,6 @@ impl Tool for EditFile {
     }
 
     fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
-        let raw = args::string(arguments, "path")?;
         let old = args::string(arguments, "old")?;
         let new = args::string(arguments, "new")?;
         let count = args::opt_u64(arguments, "count")?.map_or(1, args::to_usize);
@@ -52,20 +56,17 @@ impl Tool for EditFile {
                 "`old` and `new` are the same; nothing would change",
             ));
         }
-        let target = resolve(ctx.root, raw, Access::Write)?;
+        let target = args::path(arguments, ctx.root, Access::Write)?;
         let root = open_root(ctx.root)?;
-        let bytes = match root.open_read(&target.path) {
-            Ok(Opened::File { file, len }) => read_bounded(file, len, MAX_FILE_BYTES),
-            Ok(Opened::Dir(_)) => Err(Refusal::Directory),
-            Err(e) => Err(e),
-        }
-        .map_err(|e| match e {
-            Refusal::NotFound => ToolError::new(format!(
-                "cannot read '{}': it does not exist; use write_file to create a new file",
-                target.rel
-            )),
-            other => refused(&target.rel, &other),
-        })?;
+        let bytes = root
+            .read(&target.path, MAX_FILE_BYTES)
+            .map_err(|e| match e {
+                Refusal::NotFound => ToolError::new(format!(
+                    "cannot read '{}': it does not exist; use write_file to create a new file",
+                    target.rel
+                )),
+                other => refused(&target.rel, &other),
+            })?;
         if is_binary(&bytes) {
             return Err(ToolError::new(format!(
                 "'{}' is a binary file; edit_file only changes text",

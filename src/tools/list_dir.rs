@@ -9,9 +9,9 @@
 use serde_json::{json, Value};
 
 use super::args;
-use super::confined::{Opened, Refusal};
-use super::path::{display_rel, open_root, resolve, Access};
-use super::walk::{walk, Rules};
+use super::confined::Opened;
+use super::path::{display_rel, Access};
+use super::walk::{open_start, walk_from};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 
 /// Levels listed when no `depth` is given.
@@ -25,6 +25,10 @@ pub const MAX_ENTRIES: usize = 400;
 pub struct ListDir;
 
 impl Tool for ListDir {
+    fn writes(&self, _arguments: &Value, _root: &std::path::Path) -> super::Writes {
+        super::Writes::Nothing
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_dir".into(),
@@ -44,33 +48,16 @@ impl Tool for ListDir {
     }
 
     fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
-        let raw = args::string(arguments, "path")?;
-        let depth = args::opt_u64(arguments, "depth")?
-            .map_or(DEFAULT_DEPTH, args::to_usize)
-            .max(1);
-        let target = resolve(ctx.root, raw, Access::Read)?;
-        let confined = open_root(ctx.root)?;
-        match confined.open_read(&target.path) {
-            Ok(Opened::Dir(_)) => {}
-            Ok(Opened::File { .. }) => {
-                return Err(ToolError::new(format!(
-                    "'{}' is a file, not a directory; use read_file",
-                    target.rel
-                )))
-            }
-            Err(Refusal::NotFound) => {
-                return Err(ToolError::new(format!(
-                    "no directory '{}' in the workspace",
-                    target.rel
-                )))
-            }
-            Err(e) => return Err(e.about(&target.rel)),
+        let target = args::path(arguments, ctx.root, Access::Read)?;
+        let depth = args::positive(arguments, "depth", DEFAULT_DEPTH)?;
+        let (confined, opened) = open_start(ctx.root, &target, "directory")?;
+        if let Opened::File { .. } = opened {
+            return Err(ToolError::new(format!(
+                "'{}' is a file, not a directory; use read_file",
+                target.rel
+            )));
         }
-        let root = ctx
-            .root
-            .canonicalize()
-            .unwrap_or_else(|_| ctx.root.to_path_buf());
-        let walker = walk(&target.abs, &Rules::new(&root)?, Some(depth));
+        let (root, walker) = walk_from(ctx.root, &target, Some(depth))?;
         let mut entries = Vec::new();
         let mut more = 0usize;
         for entry in walker {

@@ -11,12 +11,14 @@ mod args;
 pub mod confined;
 pub mod edit_file;
 pub mod list_dir;
+mod namespace;
 pub mod path;
 pub mod process;
 pub mod read_file;
 pub mod run_command;
 pub mod sandbox;
 pub mod search;
+pub mod supervisor;
 mod walk;
 pub mod write_file;
 
@@ -108,6 +110,23 @@ pub struct ToolContext<'a> {
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
     fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError>;
+    /// What a call with these arguments can change in the work tree under `root`, asked
+    /// before it runs so the engine knows which changes are the run's. The default,
+    /// `Anything`, makes the engine look at the work tree before and after the call.
+    fn writes(&self, _arguments: &Value, _root: &Path) -> Writes {
+        Writes::Anything
+    }
+}
+
+/// What a tool call can change in the work tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Writes {
+    /// Nothing: the tool only reads.
+    Nothing,
+    /// These files (absolute paths), and nothing else.
+    Files(Vec<PathBuf>),
+    /// Anything (a command): only a look before and after says what changed.
+    Anything,
 }
 
 /// One executed call, as the engine reports it.
@@ -183,6 +202,14 @@ impl Registry {
             .collect()
     }
 
+    /// What a call of `name` can change in the work tree (an unknown tool runs nothing).
+    pub fn writes(&self, name: &str, arguments: &Value, root: &Path) -> Writes {
+        match self.tools.iter().find(|t| t.spec.name == name) {
+            Some(t) => t.tool.writes(arguments, root),
+            None => Writes::Nothing,
+        }
+    }
+
     /// Validates the arguments and runs the tool. `ralph_report` is not run here.
     pub fn call(&self, name: &str, arguments: &Value, ctx: &ToolContext<'_>) -> ToolResult {
         let fail = |output: String| ToolResult { ok: false, output };
@@ -224,10 +251,7 @@ pub fn cap_output(mut output: String, cap: usize) -> String {
     if output.len() <= cap {
         return output;
     }
-    let mut cut = cap;
-    while !output.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    let cut = crate::text::cut_at_char_boundary(&output, cap).len();
     let dropped = output.len() - cut;
     output.truncate(cut);
     output.push_str(&format!("\n[… {dropped} more bytes not shown]"));

@@ -8,8 +8,8 @@
 use serde_json::{json, Value};
 
 use super::args;
-use super::confined::{read_bounded, Opened, Refusal};
-use super::path::{open_root, resolve, Access};
+use super::confined::Refusal;
+use super::path::{open_root, Access};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 
 /// Lines shown when no `limit` is given.
@@ -25,6 +25,10 @@ const HINT_ROOM: usize = 256;
 pub struct ReadFile;
 
 impl Tool for ReadFile {
+    fn writes(&self, _arguments: &Value, _root: &std::path::Path) -> super::Writes {
+        super::Writes::Nothing
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read_file".into(),
@@ -45,20 +49,12 @@ impl Tool for ReadFile {
     }
 
     fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
-        let raw = args::string(arguments, "path")?;
-        let offset = args::opt_u64(arguments, "offset")?
-            .map_or(1, args::to_usize)
-            .max(1);
-        let limit = args::opt_u64(arguments, "limit")?
-            .map_or(DEFAULT_LIMIT, args::to_usize)
-            .max(1);
-        let target = resolve(ctx.root, raw, Access::Read)?;
-        let bytes = match open_root(ctx.root)?.open_read(&target.path) {
-            Ok(Opened::File { file, len }) => read_bounded(file, len, MAX_FILE_BYTES),
-            Ok(Opened::Dir(_)) => Err(Refusal::Directory),
-            Err(e) => Err(e),
-        }
-        .map_err(|e| refused(&target.rel, &e))?;
+        let offset = args::positive(arguments, "offset", 1)?;
+        let limit = args::positive(arguments, "limit", DEFAULT_LIMIT)?;
+        let target = args::path(arguments, ctx.root, Access::Read)?;
+        let bytes = open_root(ctx.root)?
+            .read(&target.path, MAX_FILE_BYTES)
+            .map_err(|e| refused(&target.rel, &e))?;
         let budget = ctx.policy.output_cap.saturating_sub(HINT_ROOM).max(512);
         page(&target.rel, &bytes, offset, limit, budget)
     }

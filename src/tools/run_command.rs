@@ -1,11 +1,16 @@
 //! `run_command`: a shell command in the workspace, under the sandbox and approval policy.
 //!
-//! The command runs as `sh -c` with the workspace as its working directory, in its own
-//! process group that the round's `ProcessTracker` remembers, so anything it leaves running
-//! in the background is killed at the end of the round. It is bounded in time (the call's
+//! The command runs as `sh -c` with the workspace as its working directory, with stdin from
+//! /dev/null and (sandboxed) in a session of its own with no terminal, under the sandbox
+//! supervisor that the round's `ProcessTracker` remembers: anything it leaves running in the
+//! background, even after `setsid` or a double fork, is killed at the end of the round (with
+//! `--sandbox off`, its process group is). It is bounded in time (the call's
 //! `timeout_s`, else the run's default) and in output (head and tail kept). The exit code is
 //! always reported; a non-zero exit, a timeout or a refusal comes back as a tool error.
+//! It also names the per-round scratch directories and cleans those of dead runs.
 
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -28,7 +33,7 @@ impl Tool for RunCommand {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "run_command".into(),
-            description: "Run a shell command (sh -c) in the workspace root and get its exit code and combined stdout/stderr (long output keeps its start and end). Commands are sandboxed: they may write only inside the workspace and $TMPDIR, and have no network unless the run allows it. Background processes are killed when the round ends. `timeout_s` overrides the default time limit.".into(),
+            description: "Run a shell command (sh -c) in the workspace root and get its exit code and combined stdout/stderr (long output keeps its start and end). Commands are sandboxed: they may write only inside the workspace (its .git is read-only, so git commands that write the repository fail) and $TMPDIR, have no terminal, and have no network unless the run allows it. Background processes are killed when the round ends. `timeout_s` overrides the default time limit.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -94,5 +99,87 @@ impl Tool for RunCommand {
                 "the command was killed by a signal\n{shown}"
             ))),
         }
+    }
+}
+
+/// How the round scratch directories in the system temp dir start; the owning ralph-tui's pid
+/// follows, so a dead run's directories are recognisable.
+const ROUND_DIR_PREFIX: &str = "ralph-tui-pid";
+
+/// The scratch directory of `round` of run `run_id` in this process.
+pub fn round_tmp_dir(run_id: &str, round: u32) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "{ROUND_DIR_PREFIX}{}-{run_id}-round-{round:02}",
+        std::process::id()
+    ))
+}
+
+/// Removes the round scratch directories left by ralph-tui processes that are gone (killed
+/// before their round ended). Only this user's directories are touched, and a name whose pid
+/// is alive (even if reused by another program) is left alone. Returns how many went.
+pub fn clean_stale_round_dirs() -> usize {
+    clean_stale_round_dirs_in(&std::env::temp_dir())
+}
+
+fn clean_stale_round_dirs_in(tmp: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return 0;
+    };
+    let me = nix::unistd::getuid().as_raw();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(ROUND_DIR_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(meta) = entry.path().symlink_metadata() else {
+            continue;
+        };
+        let gone = matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(nix::errno::Errno::ESRCH)
+        );
+        if meta.is_dir()
+            && meta.uid() == me
+            && gone
+            && pid > 0
+            && std::fs::remove_dir_all(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_round_dirs_of_dead_runs_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A pid that cannot be alive (beyond the kernel's maximum).
+        let dead = tmp
+            .path()
+            .join(format!("{ROUND_DIR_PREFIX}99999999-run-round-01"));
+        std::fs::create_dir_all(dead.join("sub")).unwrap();
+        let mine = tmp.path().join(format!(
+            "{ROUND_DIR_PREFIX}{}-run-round-01",
+            std::process::id()
+        ));
+        std::fs::create_dir(&mine).unwrap();
+        let other = tmp.path().join("ralph-tui-unrelated");
+        std::fs::create_dir(&other).unwrap();
+        assert_eq!(clean_stale_round_dirs_in(tmp.path()), 1);
+        assert!(!dead.exists());
+        assert!(mine.exists() && other.exists());
+        let name = round_tmp_dir("abc", 3);
+        let name = name.file_name().unwrap().to_string_lossy();
+        assert!(name.starts_with(ROUND_DIR_PREFIX) && name.ends_with("-abc-round-03"));
     }
 }

@@ -1,34 +1,42 @@
-//! The OS sandbox around a child's commands (Linux: Landlock and a network namespace).
+//! The OS sandbox around a child's commands (Linux: Landlock, a network namespace, a private
+//! mount namespace and a supervising helper).
 //!
 //! A command never gets a `pre_exec` hook (code after `fork` in a multithreaded process may
 //! only call async-signal-safe functions). Instead ralph-tui re-executes itself:
 //!
 //! ```text
-//! <ralph-tui> __sandbox-exec --mode workspace-write --write DIR --write DIR [--no-network] -- sh -c CMD
+//! <ralph-tui> __sandbox-exec --mode workspace-write --write DIR [--read-only DIR] [--no-network] -- sh -c CMD
 //! ```
 //!
 //! That hidden entry point ([`exec_main`]) runs before anything else in `main`, while the
-//! process is still single-threaded: it moves itself into a new network namespace (no
-//! interfaces up, not even loopback) unless the run allows the network, restricts itself with
-//! Landlock so that writes succeed only beneath the `--write` directories and a few harmless
-//! devices (reads and execution stay allowed everywhere), and then `exec`s the shell. The
-//! restrictions are inherited by everything the command starts.
+//! process is still single-threaded. It becomes the command's *supervisor*: it starts a new
+//! session (no controlling terminal), asks for SIGTERM when ralph-tui dies, becomes a child
+//! subreaper (see [`super::supervisor`]), moves into a new network namespace (no interfaces
+//! up, not even loopback) unless the run allows the network, and bind-mounts the repository's
+//! `.git` (and a `.git` file's target) read-only in a private mount namespace. It then starts
+//! itself once more as `__sandbox-exec --inner`, which restricts itself with Landlock (writes
+//! only beneath the `--write` directories and a few harmless devices; reads and execution stay
+//! allowed everywhere; no signals to processes outside the Landlock domain, which includes
+//! the supervisor and ralph-tui) and `exec`s the shell. The restrictions are inherited by
+//! everything the command starts.
 //!
-//! Modes: `workspace-write` writes the workspace and the round's scratch dir; `read-only`
-//! writes only the round's scratch dir; `off` runs `sh -c` directly with no confinement at
-//! all (no Landlock and no network namespace). It fails closed: when the kernel lacks what a
-//! mode needs, the helper refuses to run the command and says to use `--sandbox off`.
+//! Modes: `workspace-write` writes the workspace (never its `.git`) and the round's scratch
+//! dir; `read-only` writes only the round's scratch dir; `off` runs `sh -c` directly with no
+//! confinement at all. It fails closed: when the kernel lacks what a mode needs, the helper
+//! refuses to run the command and says to use `--sandbox off`. Signal scoping needs Landlock
+//! ABI 6; on older kernels it is left out and [`describe`] says so.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use landlock::{
     path_beneath_rules, AccessFs, LandlockStatus, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, ABI,
+    RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
-use nix::sched::{unshare, CloneFlags};
 
+use super::namespace::{isolate_network, mount_read_only};
+use super::supervisor::{self, PARENT_ENV};
 use super::ToolPolicy;
 use crate::protocol::policy::SandboxMode;
 
@@ -39,18 +47,19 @@ pub const SETUP_FAILED: i32 = 125;
 /// How the helper's own error lines start, so they are not taken for the command's output.
 pub const FAILURE_PREFIX: &str = "ralph-tui sandbox:";
 
-/// The Landlock ABI whose write rights are requested; older kernels get what they support.
-const TARGET_ABI: ABI = ABI::V3;
-/// Devices a sandboxed command may always open for writing.
+/// The Landlock ABI whose write rights are requested (V5 adds device ioctls); older kernels
+/// get what they support.
+const TARGET_ABI: ABI = ABI::V5;
+/// The first Landlock ABI that can scope signals.
+const SIGNAL_SCOPE_ABI: u32 = 6;
+/// Devices a sandboxed command may always open for writing (and, from ABI 5, ioctl). No
+/// terminal is among them: commands have no business with the terminal under the TUI.
 const WRITABLE_DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
 ];
 
 /// How a command can be cut off from the network.
@@ -72,6 +81,10 @@ pub struct SandboxSupport {
     /// Why Landlock is unusable, when it is.
     pub landlock_problem: Option<String>,
     pub network: NetworkIsolation,
+    /// Why `.git` cannot be mounted read-only for commands (no mount namespace), when so.
+    pub mount_problem: Option<String>,
+    /// Whether Landlock keeps commands from signalling processes outside the sandbox.
+    pub signals_scoped: bool,
 }
 
 impl SandboxSupport {
@@ -95,6 +108,11 @@ impl SandboxSupport {
                 "the sandbox cannot cut commands off the network on this system ({why}); commands will be refused — run with --network to allow the network, or --sandbox off"
             ));
         }
+        if let (SandboxMode::WorkspaceWrite, Some(why)) = (mode, &self.mount_problem) {
+            return Err(format!(
+                "the sandbox cannot keep the repository's .git read-only for commands on this system ({why}); commands will be refused — run with --sandbox read-only, or --sandbox off to run them unconfined"
+            ));
+        }
         Ok(())
     }
 }
@@ -115,15 +133,16 @@ pub fn describe(support: &SandboxSupport) -> String {
             format!("no network namespace ({why}), so commands cannot be cut off the network")
         }
     };
-    format!("Sandbox: {files}; {net}.")
-}
-
-/// Probes with ralph-tui itself as the helper (call it from the ralph-tui binary).
-pub fn probe() -> SandboxSupport {
-    match std::env::current_exe() {
-        Ok(exe) => probe_with(&exe),
-        Err(e) => unsupported(format!("cannot find the ralph-tui executable: {e}")),
-    }
+    let git = match &support.mount_problem {
+        None => "a private mount keeps .git read-only".to_string(),
+        Some(why) => format!("no mount namespace ({why}), so .git cannot be kept read-only"),
+    };
+    let signals = if support.signals_scoped {
+        "commands cannot signal processes outside the sandbox"
+    } else {
+        "this kernel cannot stop commands signalling processes outside the sandbox (Landlock ABI 6 needed)"
+    };
+    format!("Sandbox: {files}; {net}; {git}; {signals}.")
 }
 
 /// Probes by running `exe __sandbox-exec --probe`, which tries exactly what a command gets.
@@ -154,6 +173,10 @@ pub fn probe_with(exe: &Path) -> SandboxSupport {
                 "user" => NetworkIsolation::UserNamespace,
                 other => NetworkIsolation::Unavailable(other.to_string()),
             };
+        } else if let Some(v) = line.strip_prefix("mountns=") {
+            support.mount_problem = (v != "ok").then(|| v.to_string());
+        } else if let Some(v) = line.strip_prefix("signals=") {
+            support.signals_scoped = v == "scoped";
         }
     }
     support
@@ -163,7 +186,9 @@ fn unsupported(why: String) -> SandboxSupport {
     SandboxSupport {
         landlock_abi: None,
         landlock_problem: Some(why.clone()),
-        network: NetworkIsolation::Unavailable(why),
+        network: NetworkIsolation::Unavailable(why.clone()),
+        mount_problem: Some(why),
+        signals_scoped: false,
     }
 }
 
@@ -173,6 +198,34 @@ fn mode_name(mode: SandboxMode) -> &'static str {
         SandboxMode::ReadOnly => "read-only",
         SandboxMode::Off => "off",
     }
+}
+
+/// The git directories of the repository at `root` that commands must not change: `.git`
+/// itself and, when `.git` is a file (a linked worktree), the directory it names and that
+/// directory's common dir (hooks and config live there).
+pub fn git_dirs(root: &Path) -> Vec<PathBuf> {
+    let dot_git = root.join(".git");
+    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+        return Vec::new();
+    };
+    let mut dirs = vec![dot_git.clone()];
+    if !meta.is_file() {
+        return dirs;
+    }
+    let Some(target) = std::fs::read_to_string(&dot_git).ok().and_then(|text| {
+        let line = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?;
+        root.join(line.trim()).canonicalize().ok()
+    }) else {
+        return dirs;
+    };
+    if let Some(common) = std::fs::read_to_string(target.join("commondir"))
+        .ok()
+        .and_then(|c| target.join(c.trim()).canonicalize().ok())
+    {
+        dirs.push(common);
+    }
+    dirs.push(target);
+    dirs
 }
 
 /// The command that runs `shell_command` under `policy`: `sh -c` directly when the sandbox is
@@ -185,12 +238,16 @@ pub fn command(policy: &ToolPolicy, root: &Path, round_tmp: &Path, shell_command
             cmd.arg(EXEC_ARG).args(["--mode", mode_name(mode)]);
             if mode == SandboxMode::WorkspaceWrite {
                 cmd.arg("--write").arg(root);
+                for dir in git_dirs(root) {
+                    cmd.arg("--read-only").arg(dir);
+                }
             }
             cmd.arg("--write").arg(round_tmp);
             if !policy.network {
                 cmd.arg("--no-network");
             }
-            cmd.args(["--", "sh"]);
+            cmd.args(["--", "sh"])
+                .env(PARENT_ENV, std::process::id().to_string());
             cmd
         }
     };
@@ -204,12 +261,20 @@ pub fn command(policy: &ToolPolicy, root: &Path, round_tmp: &Path, shell_command
     cmd
 }
 
+/// Whether `command` goes through the supervising helper (see [`super::supervisor`]).
+pub fn is_supervised(command: &Command) -> bool {
+    command.get_args().next().is_some_and(|a| a == EXEC_ARG)
+}
+
 /// The helper's parsed command line.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct ExecArgs {
     probe: bool,
+    /// The Landlock stage, started by the supervisor.
+    inner: bool,
     mode: Option<SandboxMode>,
     writable: Vec<PathBuf>,
+    read_only: Vec<PathBuf>,
     no_network: bool,
     program: Vec<String>,
 }
@@ -220,6 +285,7 @@ fn parse(args: &[String]) -> Result<ExecArgs, String> {
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--probe" => parsed.probe = true,
+            "--inner" => parsed.inner = true,
             "--no-network" => parsed.no_network = true,
             "--mode" => {
                 parsed.mode = Some(match it.next().map(String::as_str) {
@@ -232,6 +298,10 @@ fn parse(args: &[String]) -> Result<ExecArgs, String> {
             "--write" => match it.next() {
                 Some(dir) => parsed.writable.push(PathBuf::from(dir)),
                 None => return Err("--write needs a directory".into()),
+            },
+            "--read-only" => match it.next() {
+                Some(dir) => parsed.read_only.push(PathBuf::from(dir)),
+                None => return Err("--read-only needs a path".into()),
             },
             "--" => {
                 parsed.program = it.cloned().collect();
@@ -251,9 +321,9 @@ fn parse(args: &[String]) -> Result<ExecArgs, String> {
     Ok(parsed)
 }
 
-/// The helper: `args` are the arguments after [`EXEC_ARG`]. Applies the sandbox to this
-/// process and execs the command, or exits with [`SETUP_FAILED`] saying why. Call it first
-/// thing in `main`, before any thread exists.
+/// The helper: `args` are the arguments after [`EXEC_ARG`]. Sets the sandbox up and runs the
+/// command under supervision, or exits with [`SETUP_FAILED`] saying why. Call it first thing
+/// in `main`, before any thread exists.
 pub fn exec_main(args: &[String]) -> ! {
     let parsed = match parse(args) {
         Ok(p) => p,
@@ -262,12 +332,51 @@ pub fn exec_main(args: &[String]) -> ! {
     if parsed.probe {
         run_probe();
     }
+    if parsed.inner {
+        confine_and_exec(&parsed);
+    }
+    if let Err(e) = supervisor::detach() {
+        fail(&format!("cannot supervise this command ({e})"));
+    }
+    let mut in_user_ns = false;
     if parsed.no_network {
-        if let Err(e) = isolate_network() {
-            fail(&format!(
+        match isolate_network() {
+            Ok(isolation) => in_user_ns = isolation == NetworkIsolation::UserNamespace,
+            Err(e) => fail(&format!(
                 "cannot cut this command off the network ({e}); run with --network to allow it, or --sandbox off"
+            )),
+        }
+    }
+    if !parsed.read_only.is_empty() {
+        if let Err(e) = mount_read_only(&parsed.read_only, in_user_ns) {
+            fail(&format!(
+                "cannot keep the repository's .git read-only for this command ({e}); run with --sandbox read-only, or --sandbox off to run commands unconfined"
             ));
         }
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => fail(&format!("cannot find the ralph-tui executable: {e}")),
+    };
+    let mut inner = Command::new(exe);
+    inner.args([EXEC_ARG, "--inner", "--mode"]);
+    inner.arg(mode_name(parsed.mode.unwrap_or(SandboxMode::ReadOnly)));
+    for dir in &parsed.writable {
+        inner.arg("--write").arg(dir);
+    }
+    inner.arg("--").args(&parsed.program);
+    // Its own process group (so `$$` names the group it and its jobs share), no terminal.
+    std::os::unix::process::CommandExt::process_group(&mut inner, 0);
+    inner.stdin(Stdio::null()).env_remove(PARENT_ENV);
+    supervisor::run(inner)
+}
+
+/// The inner stage: Landlock on this process, then `exec` the command.
+fn confine_and_exec(parsed: &ExecArgs) -> ! {
+    // The supervisor takes its signals with sigwait, blocked; the command starts unblocked
+    // (a blocked mask survives `exec`, and shells hand it on to their jobs).
+    if let Err(e) = nix::sys::signal::SigSet::all().thread_unblock() {
+        fail(&format!("cannot unblock signals: {e}"));
     }
     if parsed.mode != Some(SandboxMode::Off) {
         if let Err(e) = restrict_writes(&parsed.writable) {
@@ -288,55 +397,43 @@ pub fn exec_main(args: &[String]) -> ! {
     std::process::exit(127);
 }
 
-fn fail(message: &str) -> ! {
+/// Writes the helper's error line and exits with [`SETUP_FAILED`].
+pub(crate) fn fail(message: &str) -> ! {
     let _ = writeln!(std::io::stderr(), "{FAILURE_PREFIX} {message}");
     std::process::exit(SETUP_FAILED);
 }
 
 /// Reports what works, as `key=value` lines on stdout, and exits.
 fn run_probe() -> ! {
-    let netns = match isolate_network() {
-        Ok(NetworkIsolation::Namespace) => "namespace".to_string(),
-        Ok(NetworkIsolation::UserNamespace) => "user".to_string(),
-        Ok(NetworkIsolation::Unavailable(why)) | Err(why) => why,
+    let (netns, in_user_ns) = match isolate_network() {
+        Ok(NetworkIsolation::Namespace) => ("namespace".to_string(), false),
+        Ok(NetworkIsolation::UserNamespace) => ("user".to_string(), true),
+        Ok(NetworkIsolation::Unavailable(why)) | Err(why) => (why, false),
     };
-    let landlock = match restrict_writes(&[]) {
-        Ok(abi) => abi.to_string(),
+    let mountns = match mount_read_only(&[], in_user_ns) {
+        Ok(()) => "ok".to_string(),
         Err(why) => why,
+    };
+    let (landlock, signals) = match restrict_writes(&[]) {
+        Ok((abi, scoped)) => (abi.to_string(), if scoped { "scoped" } else { "unscoped" }),
+        Err(why) => (why, "unscoped"),
     };
     let mut out = std::io::stdout();
     let _ = writeln!(out, "landlock={landlock}");
     let _ = writeln!(out, "netns={netns}");
+    let _ = writeln!(out, "mountns={mountns}");
+    let _ = writeln!(out, "signals={signals}");
     std::process::exit(0);
 }
 
-/// Moves this (single-threaded) process into a new network namespace.
-fn isolate_network() -> Result<NetworkIsolation, String> {
-    let direct = match unshare(CloneFlags::CLONE_NEWNET) {
-        Ok(()) => return Ok(NetworkIsolation::Namespace),
-        Err(e) => e,
-    };
-    let uid = nix::unistd::getuid();
-    let gid = nix::unistd::getgid();
-    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET).map_err(|e| {
-        format!("new network namespace: {direct}; new user + network namespace: {e}")
-    })?;
-    // Map our own ids, or files the command creates would have no owner.
-    let write = |file: &str, text: String| {
-        std::fs::write(file, text).map_err(|e| format!("writing {file}: {e}"))
-    };
-    write("/proc/self/setgroups", "deny".into())?;
-    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
-    write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
-    Ok(NetworkIsolation::UserNamespace)
-}
-
-/// Restricts this process: writes only beneath `writable` (and the harmless devices).
-/// Returns the kernel's Landlock ABI version.
-fn restrict_writes(writable: &[PathBuf]) -> Result<u32, String> {
+/// Restricts this process: writes only beneath `writable` (and the harmless devices), and,
+/// where the kernel can, no signals to processes outside this Landlock domain. Returns the
+/// kernel's Landlock ABI version and whether signals are scoped.
+fn restrict_writes(writable: &[PathBuf]) -> Result<(u32, bool), String> {
     let access = AccessFs::from_write(TARGET_ABI);
     let mut ruleset = Ruleset::default()
         .handle_access(access)
+        .and_then(|r| r.scope(Scope::Signal))
         .and_then(|r| r.create())
         .map_err(|e| format!("Landlock: {e}"))?;
     for dir in writable {
@@ -366,7 +463,7 @@ fn restrict_writes(writable: &[PathBuf]) -> Result<u32, String> {
         (RulesetStatus::NotEnforced, _) | (_, None) => {
             Err("Landlock could not be enforced on this kernel".into())
         }
-        (_, Some(abi)) => Ok(abi),
+        (_, Some(abi)) => Ok((abi, abi >= SIGNAL_SCOPE_ABI)),
     }
 }
 
@@ -445,6 +542,8 @@ mod tests {
             landlock_abi: Some(4),
             landlock_problem: None,
             network: NetworkIsolation::Namespace,
+            mount_problem: None,
+            signals_scoped: true,
         };
         assert!(full.check(SandboxMode::WorkspaceWrite, false).is_ok());
         let none = unsupported("no kernel support".into());

@@ -17,9 +17,9 @@ use serde_json::{json, Value};
 
 use super::args;
 use super::confined::Refusal;
-use super::path::{display_rel, open_root, resolve, Access};
+use super::path::{display_rel, resolve, Access};
 use super::read_file::is_binary;
-use super::walk::{walk, Rules};
+use super::walk::{open_start, walk_from};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 
 /// Most matching lines shown.
@@ -37,6 +37,10 @@ const MAX_COUNTED: usize = 10_000;
 pub struct Search;
 
 impl Tool for Search {
+    fn writes(&self, _arguments: &Value, _root: &std::path::Path) -> super::Writes {
+        super::Writes::Nothing
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "search".into(),
@@ -70,22 +74,8 @@ impl Tool for Search {
             None => None,
         };
         let target = resolve(ctx.root, raw_path, Access::Read)?;
-        let confined = open_root(ctx.root)?;
-        match confined.open_read(&target.path) {
-            Ok(_) => {}
-            Err(Refusal::NotFound) => {
-                return Err(ToolError::new(format!(
-                    "no file or directory '{}' in the workspace",
-                    target.rel
-                )))
-            }
-            Err(e) => return Err(e.about(&target.rel)),
-        }
-        let root = ctx
-            .root
-            .canonicalize()
-            .unwrap_or_else(|_| ctx.root.to_path_buf());
-        let walker = walk(&target.abs, &Rules::new(&root)?, None);
+        let (confined, _) = open_start(ctx.root, &target, "file or directory")?;
+        let (root, walker) = walk_from(ctx.root, &target, None)?;
 
         let mut hits: Vec<String> = Vec::new();
         let mut more = 0usize;

@@ -5,7 +5,8 @@
 //! walk, and one that links it to `/dev/zero` fills memory. So the walk here turns all of that
 //! off and loads the rules itself through `confined` (beneath the top of the work tree, no
 //! symlinks, regular files only, bounded), once per directory. Symlinks are never followed
-//! and `.git/` is never entered.
+//! and `.git/` is never entered. Both tools start a walk the same way: [`open_start`] checks
+//! that the path they were given exists beneath the root, [`walk_from`] walks it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
 
-use super::confined::Root;
+use super::confined::{Opened, Refusal, Root};
+use super::path::{open_root, Resolved};
 use super::ToolError;
 
 /// Ignore files larger than this are not used.
@@ -103,6 +105,32 @@ fn load(confined: &Root, top: &Path, dir: &Path, names: &[&str]) -> Gitignore {
         }
     }
     builder.build().unwrap_or_else(|_| Gitignore::empty())
+}
+
+/// Opens `target` beneath the workspace `root`, for a walk that starts there; one that does
+/// not exist is "no `what` '…' in the workspace".
+pub fn open_start(root: &Path, target: &Resolved, what: &str) -> Result<(Root, Opened), ToolError> {
+    let confined = open_root(root)?;
+    match confined.open_read(&target.path) {
+        Ok(opened) => Ok((confined, opened)),
+        Err(Refusal::NotFound) => Err(ToolError::new(format!(
+            "no {what} '{}' in the workspace",
+            target.rel
+        ))),
+        Err(e) => Err(e.about(&target.rel)),
+    }
+}
+
+/// The walk of `target` with the work tree's rules, and the canonical workspace root (from
+/// `root`) that its entries are relative to.
+pub fn walk_from(
+    root: &Path,
+    target: &Resolved,
+    max_depth: Option<usize>,
+) -> Result<(PathBuf, ignore::Walk), ToolError> {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let walker = walk(&target.abs, &Rules::new(&root)?, max_depth);
+    Ok((root, walker))
 }
 
 /// A sorted walk of `start` that honours `rules`, never follows symlinks, never enters `.git`.

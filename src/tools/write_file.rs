@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::approval::authorize_in;
 use super::args;
 use super::confined::{Opened, Refusal};
-use super::path::{open_root, resolve, Access};
+use super::path::{open_root, Access};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
@@ -20,6 +20,11 @@ use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 pub struct WriteFile;
 
 impl Tool for WriteFile {
+    /// The file its `path` names.
+    fn writes(&self, arguments: &Value, root: &std::path::Path) -> super::Writes {
+        args::written_file(arguments, root)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "write_file".into(),
@@ -37,9 +42,8 @@ impl Tool for WriteFile {
     }
 
     fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
-        let raw = args::string(arguments, "path")?;
+        let target = args::path(arguments, ctx.root, Access::Write)?;
         let content = args::string(arguments, "content")?;
-        let target = resolve(ctx.root, raw, Access::Write)?;
         let root = open_root(ctx.root)?;
         let existed = match root.open_read(&target.path) {
             Ok(Opened::File { .. }) => true,

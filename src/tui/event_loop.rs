@@ -8,6 +8,7 @@
 //! talks to the loop through one bounded channel; when the UI falls behind, the engine
 //! thread waits at its sink instead of memory growing.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,14 +20,19 @@ use ratatui::Terminal;
 use tokio::sync::mpsc;
 
 use super::frames::FrameScheduler;
+use super::notify::Notifier;
 use crate::app::{self, Prepared, RunHandle, StartError};
 use crate::engine::RunSummary;
 use crate::error::ExitCode;
 use crate::protocol::event::{ChangedFile, Event, Stamped};
 use crate::tools::approval::ApprovalBroker;
+use crate::ui::model::WorktreeAction;
 use crate::ui::patch;
-use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Msg, Phase, State};
-use crate::workspace::{Baseline, DiffModel, DisplayLimits, OnChange, Snapshot, Workspace};
+use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Loadable, Msg, Phase, State};
+use crate::workspace::{
+    Attribution, Baseline, DiffModel, DiscardPlan, DisplayLimits, OnChange, Snapshot, Workspace,
+    WorkspaceError,
+};
 
 /// Most engine messages handled between two looks at the terminal.
 const BATCH: usize = 512;
@@ -48,8 +54,9 @@ enum Inbound {
 #[derive(Debug)]
 enum Done {
     Msg(Msg),
-    /// The review diff, with the snapshot it was computed against (what a commit commits).
-    Reviewed(Snapshot, Result<DiffModel, String>),
+    /// The review diff, with the snapshot it was computed against and the worker's paths in
+    /// it (what a commit commits).
+    Reviewed(Snapshot, BTreeSet<String>, Result<DiffModel, String>),
 }
 
 /// How the loop ended.
@@ -71,8 +78,11 @@ struct Run {
 struct Driver {
     prepared: Prepared,
     run: Option<Run>,
-    /// The snapshot the review diff shows; a commit commits exactly this.
-    reviewed: Option<Snapshot>,
+    /// The snapshot the review diff shows and the worker's paths in it; a commit commits
+    /// exactly those.
+    reviewed: Option<(Snapshot, BTreeSet<String>)>,
+    /// The worker's files, from the engine's end-of-round `workspace_changed` events.
+    worker: Attribution,
     inbound_tx: mpsc::Sender<Inbound>,
     done_tx: mpsc::UnboundedSender<Done>,
 }
@@ -160,7 +170,10 @@ impl Driver {
                 }
             }
             Effect::LoadDiff(source) => self.load_diff(source),
-            Effect::Commit(message) => self.commit(message),
+            Effect::Commit(message) => self.commit(message, chosen_paths(state)),
+            Effect::RevertRound(round) => self.revert(round),
+            Effect::Discard => self.discard(),
+            Effect::Worktree(action) => self.worktree(action),
             Effect::Quit(code) => {
                 if let Some(run) = &self.run {
                     run.handle_cancel.cancel();
@@ -182,6 +195,7 @@ impl Driver {
         let root = self.prepared.settings.workspace.clone();
         let base = run.baseline.snapshot;
         let run_dir = run.run_dir.clone();
+        let worker = self.worker.clone();
         tokio::task::spawn_blocking(move || match source {
             DiffSource::Round(round) => {
                 let path = run_dir
@@ -194,16 +208,28 @@ impl Driver {
                 let _ = done.send(Done::Msg(Msg::DiffLoaded(source, result)));
             }
             DiffSource::Live(_) | DiffSource::Review => {
+                let base = match source {
+                    DiffSource::Live(round) => round_base(&run_dir, round).unwrap_or(base),
+                    _ => base,
+                };
                 let result = Workspace::open(&root)
                     .and_then(|ws| {
-                        let now = ws.snapshot()?;
-                        Ok((now, ws.diff(&base, &now)?))
+                        let (now, unseen) = ws.snapshot_seen()?;
+                        let mut diff = ws.diff(&base, &now)?;
+                        // A running round's files are not attributed until it ends.
+                        if source == DiffSource::Review {
+                            worker.mark(&mut diff);
+                        }
+                        diff.unseen = unseen;
+                        Ok((now, diff))
                     })
                     .map_err(|e| e.to_string());
                 let _ = match (source, result) {
-                    (DiffSource::Review, Ok((now, diff))) => {
-                        done.send(Done::Reviewed(now, Ok(diff.for_display(&diff_limits()))))
-                    }
+                    (DiffSource::Review, Ok((now, diff))) => done.send(Done::Reviewed(
+                        now,
+                        diff.worker_paths(),
+                        Ok(diff.for_display(&diff_limits())),
+                    )),
                     (_, result) => done.send(Done::Msg(Msg::DiffLoaded(
                         source,
                         result.map(|(_, diff)| diff.for_display(&diff_limits())),
@@ -213,8 +239,8 @@ impl Driver {
         });
     }
 
-    fn commit(&self, message: String) {
-        let (Some(run), Some(last)) = (&self.run, self.reviewed) else {
+    fn commit(&self, message: String, chosen: Option<Chosen>) {
+        let (Some(run), Some((last, worker))) = (&self.run, self.reviewed.clone()) else {
             let _ = self.done_tx.send(Done::Msg(Msg::Committed(Err(
                 "the run's changes are not known yet".into(),
             ))));
@@ -223,22 +249,157 @@ impl Driver {
         let done = self.done_tx.clone();
         let root = self.prepared.settings.workspace.clone();
         let baseline = run.baseline.clone();
+        // The files the person chose among those listed, and the worker's files the list
+        // did not show (a diff shortened for the screen): nothing unseen is left out or in
+        // beyond what the review would have chosen.
+        let only = match chosen {
+            Some(Chosen { chosen, listed }) => chosen
+                .into_iter()
+                .chain(worker.into_iter().filter(|p| !listed.contains(p)))
+                .collect(),
+            None => worker,
+        };
+        // A worktree run commits on the person's branch: apply the run's changes, then
+        // commit exactly those paths (all of them: the choice is the worktree's branch).
+        let worktree = self.prepared.worktree.clone();
         tokio::task::spawn_blocking(move || {
-            let result = Workspace::open(&root)
-                .and_then(|ws| ws.commit_run(&baseline, &last, &message))
-                .map(|outcome| {
-                    let id = outcome.commit.to_string();
-                    let short = id.get(..10).unwrap_or(&id).to_string();
-                    match outcome.branch {
-                        Some(branch) => format!(
-                            "{short} on {branch} ({} file(s) +{} −{})",
-                            outcome.files_changed, outcome.insertions, outcome.deletions
-                        ),
-                        None => format!("{short} (detached HEAD)"),
-                    }
-                })
-                .map_err(|e| e.to_string());
+            let result = match worktree {
+                Some(info) => info
+                    .commit_on_current(&message)
+                    .map_err(WorkspaceError::from),
+                None => Workspace::open(&root)
+                    .and_then(|ws| ws.commit_run_only(&baseline, &last, &message, &only)),
+            }
+            .map(|outcome| {
+                let id = outcome.commit.to_string();
+                let short = id.get(..10).unwrap_or(&id).to_string();
+                match outcome.branch {
+                    Some(branch) => format!(
+                        "{short} on {branch} ({} file(s) +{} −{})",
+                        outcome.files_changed, outcome.insertions, outcome.deletions
+                    ),
+                    None => format!("{short} (detached HEAD)"),
+                }
+            })
+            .map_err(|e| e.to_string());
             let _ = done.send(Done::Msg(Msg::Committed(result)));
+        });
+    }
+
+    /// Reverts one round from its `diff.patch` in the run log, off the loop.
+    fn revert(&self, round: u32) {
+        let Some(run) = &self.run else {
+            let _ = self.done_tx.send(Done::Msg(Msg::Reverted(
+                round,
+                Err("no run to revert a round of".into()),
+            )));
+            return;
+        };
+        let done = self.done_tx.clone();
+        let root = self.prepared.settings.workspace.clone();
+        let path = run
+            .run_dir
+            .join("rounds")
+            .join(format!("{round:02}"))
+            .join("diff.patch");
+        tokio::task::spawn_blocking(move || {
+            let result = std::fs::read_to_string(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))
+                .and_then(|patch| {
+                    Workspace::open(&root)
+                        .and_then(|ws| ws.revert_round(round, &patch))
+                        .map_err(|e| e.to_string())
+                });
+            let _ = done.send(Done::Msg(Msg::Reverted(round, result)));
+        });
+    }
+
+    /// Discards the run's changes: the plan is the work tree the review diff was read from,
+    /// so a work tree that changed since is refused rather than discarded unseen.
+    fn discard(&self) {
+        let (Some(run), Some((current, _))) = (&self.run, self.reviewed.clone()) else {
+            let _ = self.done_tx.send(Done::Msg(Msg::Discarded(Err(
+                "the run's changes are not known yet".into(),
+            ))));
+            return;
+        };
+        let done = self.done_tx.clone();
+        let root = self.prepared.settings.workspace.clone();
+        let baseline = run.baseline.clone();
+        tokio::task::spawn_blocking(move || {
+            let plan = DiscardPlan {
+                current,
+                lost: DiffModel::default(),
+            };
+            let result = Workspace::open(&root)
+                .and_then(|ws| ws.discard(&baseline, &plan))
+                .map_err(|e| e.to_string());
+            let _ = done.send(Done::Msg(Msg::Discarded(result)));
+        });
+    }
+}
+
+/// The review's choice: the chosen files' paths and every listed file's paths (a renamed
+/// file's old path too).
+struct Chosen {
+    chosen: BTreeSet<String>,
+    listed: BTreeSet<String>,
+}
+
+/// What the review chose, `None` before there is a review.
+fn chosen_paths(state: &State) -> Option<Chosen> {
+    let review = state.review.as_ref()?;
+    let Loadable::Ready(diff) = &review.diff else {
+        return None;
+    };
+    let mut out = Chosen {
+        chosen: BTreeSet::new(),
+        listed: BTreeSet::new(),
+    };
+    for file in &diff.files {
+        let paths = std::iter::once(file.path.clone()).chain(file.old_path.clone());
+        if review.is_chosen(&file.path) {
+            out.chosen.extend(paths.clone());
+        }
+        out.listed.extend(paths);
+    }
+    Some(out)
+}
+
+/// The tree round `round` started from, as the engine wrote it into the round's directory.
+pub fn round_base(run_dir: &std::path::Path, round: u32) -> Option<Snapshot> {
+    let path = run_dir
+        .join("rounds")
+        .join(format!("{round:02}"))
+        .join(crate::engine::runlog::BASE_TREE);
+    let text = std::fs::read_to_string(path).ok()?;
+    let tree = git2::Oid::from_str(text.trim()).ok()?;
+    Some(Snapshot { tree })
+}
+
+impl Driver {
+    /// Applies a worktree run's changes to the person's work tree, or discards its worktree.
+    fn worktree(&self, action: WorktreeAction) {
+        let Some(info) = self.prepared.worktree.clone() else {
+            return;
+        };
+        let done = self.done_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let result = match action {
+                WorktreeAction::Apply => info.apply().map(|applied| {
+                    format!(
+                        "applied {} file(s) to your work tree (index untouched); {} is kept",
+                        applied.paths.len(),
+                        info.branch
+                    )
+                }),
+                WorktreeAction::Discard => info
+                    .discard()
+                    .map(|()| format!("removed the worktree and {}", info.branch)),
+            };
+            let _ = done.send(Done::Msg(Msg::WorktreeDone(
+                result.map_err(|e| e.to_string()),
+            )));
         });
     }
 }
@@ -259,13 +420,14 @@ fn usage_or_internal(error: StartError) -> Ended {
 /// The event that ends a run, rebuilt from the engine's summary when the event itself never
 /// arrived.
 fn finished_from(summary: RunSummary) -> Event {
+    let worker_reported = summary.status.is_worker_report();
     Event::RunFinished {
         status: summary.status,
         rounds_started: summary.rounds_started,
         report: summary.report,
         last_valid_report: summary.last_valid_report,
         error: summary.error,
-        worker_reported: true,
+        worker_reported,
         verification: summary.verification,
     }
 }
@@ -302,6 +464,9 @@ pub fn farewell(state: &State) -> String {
             if let CommitState::Done(id) = &review.commit {
                 line.push_str(&format!("; committed {id}"));
             }
+            if let Some(branch) = &state.setup.worktree {
+                line.push_str(&format!("; the run worked on branch {branch}"));
+            }
             line
         }
         (None, Phase::Editing) => "no run was started".to_string(),
@@ -316,10 +481,28 @@ pub fn farewell(state: &State) -> String {
 /// sees the state after each drawn frame (the benchmark measures with it).
 pub async fn drive<B, S>(
     terminal: &mut Terminal<B>,
+    input: S,
+    state: State,
+    prepared: Prepared,
+    on_frame: &mut dyn FnMut(&State),
+) -> Ended
+where
+    B: Backend,
+    S: Stream<Item = std::io::Result<crossterm::event::Event>> + Unpin,
+{
+    let mut quiet = Notifier::off();
+    drive_notifying(terminal, input, state, prepared, on_frame, &mut quiet).await
+}
+
+/// Like [`drive`], with `notifier` told of focus changes, failed rounds, approvals and the
+/// run's end.
+pub async fn drive_notifying<B, S>(
+    terminal: &mut Terminal<B>,
     mut input: S,
     mut state: State,
     prepared: Prepared,
     on_frame: &mut dyn FnMut(&State),
+    notifier: &mut Notifier,
 ) -> Ended
 where
     B: Backend,
@@ -332,6 +515,7 @@ where
         prepared,
         run: None,
         reviewed: None,
+        worker: Attribution::new(),
         inbound_tx,
         done_tx,
     };
@@ -342,6 +526,9 @@ where
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut sigterm = signal(SignalKind::terminate()).ok();
     let mut sighup = signal(SignalKind::hangup()).ok();
+    let mut sigint = signal(SignalKind::interrupt()).ok();
+    // A signal caught before these listeners existed (see `signals`) ends the session too.
+    let mut early_signal = crate::signals::requested();
     let mut last_clock = Instant::now();
     // Once the terminal's input ends (or fails), it is not polled again.
     let mut input_open = true;
@@ -364,7 +551,15 @@ where
                         Term::Key(key) => Some(Msg::Key(key)),
                         Term::Mouse(mouse) => Some(Msg::Mouse(mouse)),
                         Term::Paste(text) => Some(Msg::Paste(text)),
-                        Term::Resize(..) | Term::FocusGained | Term::FocusLost => None,
+                        Term::FocusGained => {
+                            notifier.focus(true);
+                            None
+                        }
+                        Term::FocusLost => {
+                            notifier.focus(false);
+                            None
+                        }
+                        Term::Resize(..) => None,
                     };
                     if let Some(msg) = msg {
                         effects = state.update(msg);
@@ -399,8 +594,8 @@ where
             Some(done) = done_rx.recv() => {
                 let msg = match done {
                     Done::Msg(msg) => msg,
-                    Done::Reviewed(snapshot, result) => {
-                        driver.reviewed = Some(snapshot);
+                    Done::Reviewed(snapshot, only, result) => {
+                        driver.reviewed = Some((snapshot, only));
                         Msg::DiffLoaded(DiffSource::Review, result)
                     }
                 };
@@ -416,8 +611,16 @@ where
                 let mut handled = 0;
                 while let Some(inbound) = next.take() {
                     match inbound {
-                        Inbound::Event(event) => effects.extend(state.update(Msg::Engine(event))),
+                        Inbound::Event(event) => {
+                            notifier.observe(&event);
+                            if let Event::WorkspaceChanged { files, .. } = &event {
+                                let worker = files.iter().filter(|f| !f.outside_run);
+                                driver.worker.add(worker.map(|f| f.path.clone()));
+                            }
+                            effects.extend(state.update(Msg::Engine(event)));
+                        }
                         Inbound::Approval(approval) => {
+                            notifier.approval(&approval.command);
                             effects.extend(state.update(Msg::ApprovalAsked(approval)));
                         }
                         Inbound::Live(round, files) => {
@@ -428,11 +631,9 @@ where
                                 effects.extend(state.update(Msg::Engine(finished_from(summary))));
                             }
                         }
-                        Inbound::Joined(Err(e)) => {
-                            if state.phase != Phase::Finished {
-                                return usage_or_internal(e);
-                            }
-                        }
+                        // Also after `run_finished`: a run whose log could not be written
+                        // ends in this error, not in its review.
+                        Inbound::Joined(Err(e)) => return usage_or_internal(e),
                     }
                     handled += 1;
                     if handled < BATCH {
@@ -450,6 +651,11 @@ where
             }
             () = next_signal(&mut sigterm) => effects = state.update(Msg::Terminate),
             () = next_signal(&mut sighup) => effects = state.update(Msg::Terminate),
+            () = next_signal(&mut sigint) => effects = state.update(Msg::Terminate),
+            () = std::future::ready(()), if early_signal => {
+                early_signal = false;
+                effects = state.update(Msg::Terminate);
+            }
         }
         for effect in effects {
             if let Some(ended) = driver.perform(effect, &state) {

@@ -9,19 +9,17 @@
 
 pub mod event_loop;
 pub mod frames;
+pub mod notify;
+pub mod replay;
 pub mod terminal;
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
 
-use crate::app::{BackendPlan, Prepared};
-use crate::error::ExitCode;
+use crate::app::{self, BackendPlan, Prepared};
+use crate::error::{say, ExitCode};
 use crate::llm::Backend;
 use crate::ui::{Setup, State, Theme};
-
-fn say(message: &str) {
-    let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
-}
 
 fn label<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_value(value)
@@ -49,8 +47,12 @@ pub fn setup_of(prepared: &Prepared) -> Setup {
             model, ctx_size, ..
         } => (model.clone(), *ctx_size),
     };
+    let repo = match &prepared.worktree {
+        Some(info) => file_name(&info.user_repo),
+        None => file_name(&settings.workspace),
+    };
     Setup {
-        repo: file_name(&settings.workspace),
+        repo,
         workspace: settings.workspace.display().to_string(),
         model,
         device: String::new(),
@@ -60,6 +62,7 @@ pub fn setup_of(prepared: &Prepared) -> Setup {
         verify: settings.verify.clone(),
         run_dir: prepared.run_dir.display().to_string(),
         ctx_size,
+        worktree: prepared.worktree.as_ref().map(|w| w.branch.clone()),
     }
 }
 
@@ -70,16 +73,10 @@ pub fn run(prepared: Prepared, objective: Option<String>, log_file: &Path) -> Ex
         say("the TUI needs a terminal: run ralph-tui in one, or pass --headless");
         return ExitCode::Usage;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    let runtime = match app::runtime(builder.worker_threads(2)) {
         Ok(rt) => rt,
-        Err(e) => {
-            say(&format!("cannot start the runtime: {e}"));
-            return ExitCode::Internal;
-        }
+        Err(code) => return code,
     };
     let state = State::new(setup_of(&prepared), objective, Theme::from_env());
 
@@ -106,12 +103,18 @@ pub fn run(prepared: Prepared, objective: Option<String>, log_file: &Path) -> Ex
         Ok(mut terminal) => {
             let _ = terminal.clear();
             let input = crossterm::event::EventStream::new();
-            let ended = runtime.block_on(event_loop::drive(
+            let mut notifier = notify::Notifier::new(
+                prepared.settings.notify,
+                notify::Osc::from_env(),
+                Box::new(std::io::stdout()),
+            );
+            let ended = runtime.block_on(event_loop::drive_notifying(
                 &mut terminal,
                 input,
                 state,
                 prepared,
                 &mut |_| {},
+                &mut notifier,
             ));
             let _ = terminal.show_cursor();
             ended

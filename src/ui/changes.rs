@@ -1,11 +1,13 @@
 //! The changes list: files changed in the current round (live) and in each finished round.
+//! A file changed outside the run (by someone other than the worker) carries a mark of its
+//! own, so it is never read as the worker's.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::diff::counts;
+use super::diff::{counts, file_tail};
 use super::draw::{pane_block, put_line};
 use super::model::{ChangeRow, Pane};
 use super::state::State;
@@ -14,7 +16,13 @@ use super::wrap;
 use crate::protocol::event::ChangedFile;
 
 fn file_line(theme: Theme, file: &ChangedFile, width: usize) -> Line<'static> {
-    let tail = counts(theme, file.insertions, file.deletions, file.binary);
+    let tail = file_tail(
+        theme,
+        file.insertions,
+        file.deletions,
+        file.binary,
+        file.outside_run,
+    );
     let tail_width: usize = tail.iter().map(Span::width).sum();
     let head = format!("  {} ", file.status.letter());
     let room = width.saturating_sub(head.len() + tail_width);
@@ -59,7 +67,9 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
                 if changes.live {
                     spans.push(Span::styled(" · live", theme.warning()));
                 }
-                if n == 0 && !changes.live {
+                if changes.unknown {
+                    spans.push(Span::styled(" · changes unknown", theme.warning()));
+                } else if n == 0 && !changes.live {
                     spans.push(Span::styled(" · no changes", theme.dim()));
                 } else {
                     spans.push(Span::styled(
@@ -67,7 +77,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
                         theme.dim(),
                     ));
                 }
-                if !changes.live && n > 0 {
+                if !changes.live && !changes.unknown && n > 0 {
                     let ins = changes.files.iter().map(|f| f.insertions).sum();
                     let del = changes.files.iter().map(|f| f.deletions).sum();
                     spans.extend(counts(theme, ins, del, false));

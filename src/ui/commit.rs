@@ -18,6 +18,12 @@ use super::wrap;
 #[derive(Debug, Clone)]
 pub struct CommitEditor {
     pub editor: TextArea<'static>,
+    /// Some of the run's files were changed outside it: the commit leaves them out, and the
+    /// editor says so.
+    pub leaves_out: bool,
+    /// What the commit takes, when the person chose some files only: said above the message
+    /// instead of the default line.
+    pub note: Option<String>,
 }
 
 impl CommitEditor {
@@ -25,7 +31,18 @@ impl CommitEditor {
     pub fn new(message: &str) -> Self {
         let mut editor = TextArea::new(message.lines().map(String::from).collect());
         editor.set_cursor_line_style(ratatui::style::Style::default());
-        Self { editor }
+        Self {
+            editor,
+            leaves_out: false,
+            note: None,
+        }
+    }
+
+    /// The same editor, saying whether files changed outside the run stay out of the commit.
+    #[must_use]
+    pub fn leaving_out(mut self, leaves_out: bool) -> Self {
+        self.leaves_out = leaves_out;
+        self
     }
 
     /// The message as typed so far.
@@ -73,7 +90,13 @@ impl View for CommitEditor {
         );
         let [note, body] =
             Layout::vertical([Constraint::Length(2), Constraint::Min(1)]).areas(inner);
-        let text = "Commits exactly what this run changed since it started. Edit the message:";
+        let text = if let Some(note) = &self.note {
+            note.as_str()
+        } else if self.leaves_out {
+            "Commits exactly the run's own changes; files changed outside it stay out. Edit the message:"
+        } else {
+            "Commits exactly what this run changed since it started. Edit the message:"
+        };
         for (i, row) in wrap::rows(text, usize::from(note.width))
             .iter()
             .take(2)

@@ -71,6 +71,24 @@ pub fn counts(
     ]
 }
 
+/// The mark a file changed outside the run carries.
+pub const OUTSIDE_MARK: &str = " outside the run";
+
+/// `+3 −1`, `binary`, then the outside-the-run mark when it applies.
+pub fn file_tail(
+    theme: Theme,
+    insertions: usize,
+    deletions: usize,
+    binary: bool,
+    outside_run: bool,
+) -> Vec<Span<'static>> {
+    let mut tail = counts(theme, insertions, deletions, binary);
+    if outside_run {
+        tail.push(Span::styled(OUTSIDE_MARK, theme.warning()));
+    }
+    tail
+}
+
 /// How many rows a file's diff takes.
 pub fn file_rows(file: Option<&FileDiff>, _width: u16) -> usize {
     match file {
@@ -127,7 +145,14 @@ pub fn render_file(
     buf: &mut Buffer,
 ) {
     let Some(file) = diff.files.get(index) else {
-        let line = Line::styled("no changes", theme.dim());
+        let line = if diff.unseen.is_empty() {
+            Line::styled("no changes", theme.dim())
+        } else {
+            Line::styled(
+                "some directories could not be looked into; no change seen elsewhere",
+                theme.warning(),
+            )
+        };
         put_line(buf, area, 0, &line);
         return;
     };
@@ -201,7 +226,7 @@ impl View for DiffView {
         let what = match view.source {
             DiffSource::Round(r) => format!("round {r}"),
             DiffSource::Live(r) => {
-                format!("round {r} (live: since the run started, files this round touched)")
+                format!("round {r} (live: since the round started)")
             }
             DiffSource::Review => "the whole run".to_string(),
         };

@@ -2,6 +2,7 @@
 //!
 //! Each event changes the state in one place here; what it shows is up to the widgets.
 
+use super::card::{self, CallResult, Card};
 use super::model::{
     Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Pane, Phase, ReportEntry,
     Review, RoundChanges,
@@ -10,6 +11,7 @@ use super::state::State;
 use super::transcript::LineKind;
 use super::wrap;
 use crate::protocol::event::{ChangedFile, Event, RoundOutcome};
+use crate::protocol::tool::REPORT_TOOL;
 
 impl State {
     pub(super) fn on_event(&mut self, event: Event) -> Vec<Effect> {
@@ -54,6 +56,11 @@ impl State {
                 self.prompt_tokens = prompt_tokens;
                 self.round_tokens = 0;
                 self.round_tool_bytes = 0;
+                self.context_counted = Some(prompt_tokens).filter(|n| *n > 0);
+                self.context_streamed = 0;
+                self.gen_per_s = None;
+                self.prompt_per_s = None;
+                self.round_started_at = Some(self.now);
                 self.transcript.push_line(
                     LineKind::Round,
                     &format!(
@@ -66,16 +73,39 @@ impl State {
                 self.transcript.push_text(&text);
                 self.tokens_total += 1;
                 self.round_tokens += 1;
+                self.context_streamed += 1;
+                self.turn_streaming = true;
+            }
+            Event::ContextCounted { tokens, .. } => {
+                self.context_counted = Some(tokens);
+                self.context_streamed = 0;
+            }
+            Event::TurnFinished {
+                prompt_tokens,
+                generated_tokens,
+                prompt_ms,
+                gen_ms,
+                context_tokens,
+                ..
+            } => {
+                self.turn_streaming = false;
+                self.context_counted = Some(context_tokens);
+                self.context_streamed = 0;
+                let rate = |n: u32, ms: u64| (ms > 0).then(|| f64::from(n) * 1000.0 / ms as f64);
+                self.gen_per_s = rate(generated_tokens, gen_ms);
+                self.prompt_per_s = rate(prompt_tokens, prompt_ms);
+            }
+            // The report call shows as the report card (`report_accepted` / `_rejected`).
+            Event::ToolCall { name, .. } | Event::ToolResult { name, .. }
+                if name == REPORT_TOOL =>
+            {
+                self.transcript.end_turn();
             }
             Event::ToolCall {
-                name, arguments, ..
-            } => {
-                let args = arguments.to_string();
-                self.transcript.push_line(
-                    LineKind::ToolCall,
-                    &format!("→ {name} {}", wrap::truncate(&args, 300)),
-                );
-            }
+                round,
+                name,
+                arguments,
+            } => self.push_card(round, name, arguments),
             Event::ToolResult {
                 name, ok, output, ..
             } => {
@@ -113,6 +143,7 @@ impl State {
             Event::Warning { message } => {
                 self.transcript
                     .push_line(LineKind::Notice, &format!("! {message}"));
+                self.warnings.push(message);
             }
             Event::RoundFinished {
                 round,
@@ -123,9 +154,17 @@ impl State {
                 insertions,
                 deletions,
                 error,
+                changes_unknown,
                 ..
             } => {
-                self.round_changes(round).live = false;
+                let changes = self.round_changes(round);
+                changes.live = false;
+                changes.unknown = changes_unknown;
+                let counts = if changes_unknown {
+                    "changes unknown".to_string()
+                } else {
+                    format!("{files_changed} file(s) +{insertions} −{deletions}")
+                };
                 let outcome_word = match outcome {
                     RoundOutcome::Reported => "reported",
                     RoundOutcome::Failed => "failed",
@@ -134,7 +173,7 @@ impl State {
                 self.transcript.push_line(
                     LineKind::Round,
                     &format!(
-                        "── round {round} {outcome_word} · {generated_tokens} tokens · {:.1} s · {files_changed} file(s) +{insertions} −{deletions} ──",
+                        "── round {round} {outcome_word} · {generated_tokens} tokens · {:.1} s · {counts} ──",
                         wall_ms as f64 / 1000.0
                     ),
                 );
@@ -166,6 +205,13 @@ impl State {
                 for changes in &mut self.changes {
                     changes.live = false;
                 }
+                let outside: std::collections::BTreeSet<String> = self
+                    .changes
+                    .iter()
+                    .flat_map(|c| &c.files)
+                    .filter(|f| f.outside_run)
+                    .map(|f| f.path.clone())
+                    .collect();
                 self.review = Some(Review {
                     status,
                     rounds_started,
@@ -177,6 +223,9 @@ impl State {
                     file: 0,
                     diff_scroll: 0,
                     commit: CommitState::NotYet,
+                    warnings: self.warnings.clone(),
+                    left_out: outside.clone(),
+                    outside,
                 });
                 if self.quit_when_finished {
                     return vec![Effect::Quit(crate::error::ExitCode::from(status))];
@@ -196,30 +245,67 @@ impl State {
         }
     }
 
+    /// A tool call as a card: its header now, its folded arguments below.
+    fn push_card(&mut self, round: u32, name: String, arguments: serde_json::Value) {
+        let id = self.next_card;
+        self.next_card += 1;
+        self.transcript
+            .push_card_line(LineKind::ToolCall, &card::header(&name, &arguments), id);
+        let folded = card::argument_lines(&name, &arguments);
+        self.push_folded(id, &folded);
+        if self.cards.len() >= card::MAX_CARDS {
+            self.cards.pop_front();
+        }
+        self.cards.push_back(Card {
+            id,
+            round,
+            name,
+            arguments,
+            result: None,
+        });
+    }
+
+    /// The card's folded lines, at most [`card::MAX_UNFOLDED`] of them in the stream.
+    fn push_folded(&mut self, id: u32, lines: &[String]) {
+        for line in lines.iter().take(card::MAX_UNFOLDED) {
+            self.transcript
+                .push_card_line(LineKind::Detail, &wrap::truncate(line, 400), id);
+        }
+        if lines.len() > card::MAX_UNFOLDED {
+            self.transcript.push_card_line(
+                LineKind::Detail,
+                &format!(
+                    "  … {} more line(s): Enter on the card shows them",
+                    lines.len() - card::MAX_UNFOLDED
+                ),
+                id,
+            );
+        }
+    }
+
+    /// The result line under the newest card of that tool, and its folded rest.
     fn push_tool_result(&mut self, name: &str, ok: bool, output: &str) {
-        const SHOWN: usize = 4;
         let kind = if ok {
             LineKind::ToolOk
         } else {
             LineKind::ToolFailed
         };
-        let word = if ok { "ok" } else { "failed" };
-        let lines: Vec<&str> = output.lines().collect();
-        let first = lines.first().copied().unwrap_or("");
-        self.transcript.push_line(
-            kind,
-            &format!("← {name} {word}: {}", wrap::truncate(first, 200)),
-        );
-        for line in lines.iter().skip(1).take(SHOWN - 1) {
-            self.transcript
-                .push_line(kind, &format!("  {}", wrap::truncate(line, 200)));
+        let card = self
+            .cards
+            .iter_mut()
+            .rev()
+            .find(|c| c.name == name && c.result.is_none());
+        let id = card.as_ref().map_or(0, |c| c.id);
+        if let Some(card) = card {
+            card.result = Some(CallResult {
+                ok,
+                output: crate::text::cut_at_char_boundary(output, card::MAX_RESULT_BYTES)
+                    .to_string(),
+            });
         }
-        if lines.len() > SHOWN {
-            self.transcript.push_line(
-                kind,
-                &format!("  … {} more line(s) in the run log", lines.len() - SHOWN),
-            );
-        }
+        let (line, folded) = card::result_lines(ok, output);
+        self.transcript.push_card_line(kind, &line, id);
+        self.push_folded(id, &folded);
     }
 
     pub(super) fn round_changes(&mut self, round: u32) -> &mut RoundChanges {
@@ -230,6 +316,7 @@ impl State {
                     round,
                     files: Vec::new(),
                     live: false,
+                    unknown: false,
                 });
                 self.changes.len() - 1
             }

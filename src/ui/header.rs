@@ -1,4 +1,5 @@
-//! The header row: repository, model, device, the round gauge and the elapsed time.
+//! The header row: repository (and, for a worktree run, the branch the worker works on),
+//! model, device, the round gauge and the elapsed time.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -47,7 +48,11 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     } else {
         ""
     };
-    let repo = wrap::truncate(&setup.repo, 20);
+    // A worktree run says where the worker works: the run's branch, not the checkout.
+    let repo = match &setup.worktree {
+        Some(branch) => wrap::truncate(&format!("{} ⎇ {branch}", setup.repo), 48),
+        None => wrap::truncate(&setup.repo, 20),
+    };
     // The model name gives way first: the device matters more than the file name's tail.
     let fixed = wrap::str_width(brand) + wrap::str_width(&repo) + wrap::str_width(device) + 7;
     let model = wrap::truncate(&setup.model, room.saturating_sub(fixed).max(8));

@@ -8,8 +8,10 @@
 use crossterm::event::{KeyEvent, KeyEventKind};
 
 use super::approval::{self, Reply};
+use super::card::CardDetail;
 use super::commit::CommitEditor;
 use super::diff::DiffView;
+use super::discard::{DiscardQuestion, Lost};
 use super::keys::{self, Action};
 use super::model::{
     ChangeRow, CommitState, DiffSource, Effect, Loadable, Pane, Phase, ReportEntry,
@@ -17,6 +19,7 @@ use super::model::{
 };
 use super::overlay::Overlay;
 use super::report_detail::ReportDetail;
+use super::revert::RevertQuestion;
 use super::scroll::moved;
 use super::state::State;
 use super::transcript::LineKind;
@@ -103,6 +106,16 @@ impl State {
             Some(Action::FocusNext) => self.focus = self.focus.next(),
             Some(Action::FocusPrevious) => self.focus = self.focus.previous(),
             Some(Action::Open) => return self.open_selected(),
+            Some(Action::RawOutput) => {
+                let on = !self.transcript.raw();
+                self.transcript.set_raw(on);
+            }
+            Some(Action::Unfold) => {
+                let on = !self.transcript.unfolded();
+                self.transcript.set_unfolded(on);
+            }
+            Some(Action::PreviousCard) => self.move_card_selection(false),
+            Some(Action::NextCard) => self.move_card_selection(true),
             Some(action) => self.move_in_pane(action),
             None => {}
         }
@@ -178,6 +191,12 @@ impl State {
                 }
                 return vec![Effect::Commit(message)];
             }
+            Outcome::RevertRound(round) => return vec![Effect::RevertRound(round)],
+            Outcome::Discard => {
+                self.close();
+                self.notice = Some("discarding the run's changes…".into());
+                return vec![Effect::Discard];
+            }
         }
         Vec::new()
     }
@@ -229,6 +248,12 @@ impl State {
 
     fn open_selected(&mut self) -> Vec<Effect> {
         match self.focus {
+            Pane::Stream => {
+                if let Some(card) = self.selected_card().cloned() {
+                    self.open(Overlay::Card(Box::new(CardDetail::new(card))));
+                }
+                Vec::new()
+            }
             Pane::Reports if !self.reports.is_empty() => {
                 self.open(Overlay::ReportDetail(ReportDetail::new(self.report_sel)));
                 Vec::new()
@@ -273,6 +298,9 @@ impl State {
             }
             return self.overlay_key(&key);
         }
+        if let Some(effects) = super::worktree::on_key(self, &key) {
+            return effects;
+        }
         let exit = self.exit_code();
         let Some(review) = &mut self.review else {
             return vec![Effect::Quit(exit)];
@@ -280,6 +308,11 @@ impl State {
         let page = usize::from(self.review_areas.diff.height.saturating_sub(3)).max(1);
         let files = match &review.diff {
             Loadable::Ready(diff) => diff.files.len(),
+            _ => 0,
+        };
+        // What a commit would take: the files not changed outside the run.
+        let outside = match &review.diff {
+            Loadable::Ready(diff) => diff.outside_run().len(),
             _ => 0,
         };
         match keys::action(&[&keys::REVIEW, &keys::EVERYWHERE], &key) {
@@ -306,14 +339,60 @@ impl State {
                 _ if matches!(review.diff, Loadable::Loading) => {
                     self.notice = Some("the run's changes are still being read".into())
                 }
-                _ if files == 0 => {
-                    self.notice = Some("nothing to commit: the run changed no files".into())
+                _ if matches!(review.diff, Loadable::Failed(_)) => {
+                    self.notice =
+                        Some("cannot commit: the run's changes could not be read".into())
+                }
+                _ if review.chosen().is_empty() => {
+                    self.notice = Some(match &review.diff {
+                        Loadable::Ready(d) if !d.files.is_empty() && files == outside => {
+                            "nothing to commit: every change was made outside the run (space \
+                             chooses one to commit anyway)"
+                                .into()
+                        }
+                        Loadable::Ready(d) if !d.files.is_empty() => {
+                            "no file is chosen: space chooses the selected file".into()
+                        }
+                        Loadable::Ready(d) if !d.unseen.is_empty() => format!(
+                            "nothing to commit among the files that could be read; {} could not be looked into",
+                            d.unseen.join(", ")
+                        ),
+                        _ => "nothing to commit: the run changed no files".into(),
+                    })
                 }
                 _ => {
-                    let editor = CommitEditor::new(&self.commit_message());
+                    // Only the files changed outside the run left out: the default, said as
+                    // such; any other choice is said in numbers.
+                    let default = match &review.diff {
+                        Loadable::Ready(d) => d
+                            .files
+                            .iter()
+                            .all(|f| review.is_chosen(&f.path) != f.outside_run),
+                        _ => true,
+                    };
+                    let mut editor =
+                        CommitEditor::new(&self.commit_message()).leaving_out(outside > 0);
+                    if let Some(review) = self.review.as_ref().filter(|_| !default) {
+                        editor.note = Some(format!(
+                            "Commits only the {} chosen of the {files} files this run changed; \
+                             the others stay uncommitted. Edit the message:",
+                            review.chosen().len()
+                        ));
+                    }
                     self.open(Overlay::Commit(Box::new(editor)));
                 }
             },
+            Some(Action::Toggle) => {
+                if let Loadable::Ready(diff) = &review.diff {
+                    if let Some(file) = diff.files.get(review.file) {
+                        if !review.left_out.remove(&file.path) {
+                            review.left_out.insert(file.path.clone());
+                        }
+                    }
+                }
+            }
+            Some(Action::RevertRound) => return self.ask_revert(),
+            Some(Action::Discard) => self.ask_discard(),
             Some(Action::Up) => {
                 review.file = review.file.saturating_sub(1);
                 review.diff_scroll = 0;
@@ -339,5 +418,69 @@ impl State {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// Opens the revert question over the rounds that changed files.
+    fn ask_revert(&mut self) -> Vec<Effect> {
+        let busy = self.review.as_ref().is_some_and(|r| {
+            matches!(r.diff, Loadable::Loading) || r.commit == CommitState::Committing
+        });
+        if busy {
+            self.notice = Some("wait until the run's changes are read".into());
+            return Vec::new();
+        }
+        let rounds: Vec<(u32, Vec<String>)> = self
+            .changes
+            .iter()
+            .filter(|c| !c.files.is_empty())
+            .map(|c| (c.round, c.files.iter().map(|f| f.path.clone()).collect()))
+            .collect();
+        if rounds.is_empty() {
+            self.notice = Some("no round changed files: there is nothing to revert".into());
+        } else {
+            self.open(Overlay::Revert(RevertQuestion::new(rounds)));
+        }
+        Vec::new()
+    }
+
+    /// Opens the discard question with the list of what would be lost.
+    fn ask_discard(&mut self) {
+        let Some(review) = &self.review else {
+            return;
+        };
+        let Loadable::Ready(diff) = &review.diff else {
+            self.notice = Some("the run's changes are still being read".into());
+            return;
+        };
+        match &review.commit {
+            CommitState::Committing => {
+                self.notice = Some("committing…".into());
+                return;
+            }
+            CommitState::Done(id) => {
+                // The baseline is behind the new commit: discarding now would undo committed
+                // files in the work tree too.
+                self.notice = Some(format!(
+                    "already committed as {id}: discard would undo committed files too; use git"
+                ));
+                return;
+            }
+            CommitState::NotYet | CommitState::Failed(_) => {}
+        }
+        if diff.files.is_empty() {
+            self.notice = Some("nothing to discard: the work tree is as the run found it".into());
+            return;
+        }
+        let files = diff
+            .files
+            .iter()
+            .map(|f| Lost {
+                letter: f.status.letter(),
+                path: f.path.clone(),
+                outside: review.outside.contains(&f.path),
+            })
+            .collect();
+        let more = diff.note.clone();
+        self.open(Overlay::Discard(DiscardQuestion { files, more }));
     }
 }

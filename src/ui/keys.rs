@@ -40,7 +40,29 @@ pub enum Action {
     Close,
     Commit,
     Quit,
+    /// A worktree run's review: apply its changes to the person's work tree.
+    ApplyWorktree,
+    /// A worktree run's review: remove its worktree and branch.
+    DiscardWorktree,
     FinalReport,
+    /// Replay: pause or resume playback.
+    PlayPause,
+    /// Replay: one event forward.
+    Step,
+    /// Replay: to the start of the next round.
+    NextRound,
+    /// Replay: to the start of this round, or the one before.
+    PreviousRound,
+    /// Space on the review: choose or leave out the selected file.
+    Toggle,
+    RevertRound,
+    Discard,
+    /// Show or hide the model's raw call markup in the stream.
+    RawOutput,
+    /// Unfold or fold every card and reasoning block in the stream.
+    Unfold,
+    PreviousCard,
+    NextCard,
 }
 
 /// One key, with or without Ctrl.
@@ -191,8 +213,23 @@ pub const RUN: Section = Section {
         row("f", "follow the stream", &[(ch('f'), Action::Follow)]),
         row(
             "Enter",
-            "open the selected report, or the selected change's diff",
+            "open the selected tool call, report, or change's diff",
             &[(plain(KeyCode::Enter), Action::Open)],
+        ),
+        row(
+            "m",
+            "raw model output on/off (the call markup; the run log keeps it all)",
+            &[(ch('m'), Action::RawOutput)],
+        ),
+        row(
+            "e",
+            "unfold / fold tool calls and reasoning in the stream",
+            &[(ch('e'), Action::Unfold)],
+        ),
+        row(
+            "[ ]",
+            "select the previous / next tool call in the stream",
+            &[(ch('['), Action::PreviousCard), (ch(']'), Action::NextCard)],
         ),
         row("mouse wheel", "scroll the pane under the pointer", &[]),
         row(
@@ -301,9 +338,24 @@ pub const REVIEW: Section = Section {
     title: "Review",
     bindings: &[
         row(
+            "space",
+            "choose the selected file for the commit, or leave it out",
+            &[(ch(' '), Action::Toggle)],
+        ),
+        row(
             "c",
-            "commit the run's changes (edit the message, Ctrl-S commits)",
+            "commit the chosen files (edit the message, Ctrl-S commits)",
             &[(ch('c'), Action::Commit)],
+        ),
+        row(
+            "u",
+            "revert one round (its changes undone, later rounds' kept)",
+            &[(ch('u'), Action::RevertRound)],
+        ),
+        row(
+            "d",
+            "discard all the run's changes (lists what is lost, asks)",
+            &[(ch('d'), Action::Discard)],
         ),
         row(
             "q",
@@ -336,7 +388,6 @@ pub const REVIEW: Section = Section {
             &[
                 (plain(KeyCode::PageUp), Action::PageUp),
                 (plain(KeyCode::PageDown), Action::PageDown),
-                (ch(' '), Action::PageDown),
             ],
         ),
         row(
@@ -347,8 +398,102 @@ pub const REVIEW: Section = Section {
     ],
 };
 
+/// `ralph-tui replay`: the playback keys, before the run screen's own.
+pub const REPLAY: Section = Section {
+    title: "Replay (ralph-tui replay)",
+    bindings: &[
+        row("p", "pause / resume", &[(ch('p'), Action::PlayPause)]),
+        row("s", "one event forward", &[(ch('s'), Action::Step)]),
+        row(
+            "> / <",
+            "next round / back to this round's start",
+            &[
+                (ch('>'), Action::NextRound),
+                (ch('<'), Action::PreviousRound),
+            ],
+        ),
+        row(
+            "q / Ctrl-C",
+            "leave the replay (nothing to commit: it is read-only)",
+            &[(ch('q'), Action::Quit), (ctrl('c'), Action::Quit)],
+        ),
+    ],
+};
+
+pub const REVERT: Section = Section {
+    title: "Revert a round",
+    bindings: &[
+        row(
+            "↑ ↓ / k j",
+            "choose the round",
+            &[
+                (plain(KeyCode::Up), Action::Up),
+                (ch('k'), Action::Up),
+                (plain(KeyCode::Down), Action::Down),
+                (ch('j'), Action::Down),
+            ],
+        ),
+        row(
+            "y / Enter",
+            "revert it if its patch still applies; else list the conflicts",
+            &[
+                (ch('y'), Action::Yes),
+                (ch('Y'), Action::Yes),
+                (plain(KeyCode::Enter), Action::Yes),
+            ],
+        ),
+        row(
+            "n / Esc / q",
+            "close, changing nothing",
+            &[
+                (ch('n'), Action::No),
+                (ch('N'), Action::No),
+                (ch('q'), Action::No),
+                (plain(KeyCode::Esc), Action::No),
+            ],
+        ),
+    ],
+};
+
+pub const DISCARD: Section = Section {
+    title: "Discard question",
+    bindings: &[
+        row(
+            "y",
+            "discard: the listed files go back to how the run found them",
+            &[(ch('y'), Action::Yes), (ch('Y'), Action::Yes)],
+        ),
+        row(
+            "n / Esc",
+            "keep the changes",
+            &[
+                (ch('n'), Action::No),
+                (ch('N'), Action::No),
+                (plain(KeyCode::Esc), Action::No),
+            ],
+        ),
+    ],
+};
+
+/// The review of a worktree run (`--worktree`), besides the review's own keys.
+pub const WORKTREE: Section = Section {
+    title: "Review of a worktree run",
+    bindings: &[
+        row(
+            "A",
+            "apply the run's changes to your work tree (three-way; nothing on a conflict)",
+            &[(ch('A'), Action::ApplyWorktree)],
+        ),
+        row(
+            "X X",
+            "discard the run's worktree and branch",
+            &[(ch('X'), Action::DiscardWorktree)],
+        ),
+    ],
+};
+
 /// Every section, in the order help shows them.
-pub const SECTIONS: [&Section; 7] = [
+pub const SECTIONS: [&Section; 11] = [
     &EVERYWHERE,
     &EDITOR,
     &RUN,
@@ -356,6 +501,10 @@ pub const SECTIONS: [&Section; 7] = [
     &APPROVAL,
     &VIEWS,
     &REVIEW,
+    &REPLAY,
+    &REVERT,
+    &DISCARD,
+    &WORKTREE,
 ];
 
 /// The action `key` means in a place whose bindings are `sections`, the first section that

@@ -13,9 +13,11 @@
 
 pub mod approval;
 pub mod cancel;
+pub mod card;
 pub mod changes;
 pub mod commit;
 pub mod diff;
+pub mod discard;
 pub mod draw;
 pub mod editor;
 pub mod events;
@@ -24,6 +26,7 @@ pub mod help;
 pub mod input;
 pub mod keys;
 pub mod layout;
+pub mod markup;
 pub mod model;
 pub mod mouse;
 pub mod objective;
@@ -31,6 +34,7 @@ pub mod overlay;
 pub mod patch;
 pub mod report_detail;
 pub mod reports;
+pub mod revert;
 pub mod review;
 pub mod runlog;
 pub mod screen;
@@ -41,6 +45,7 @@ pub mod stream;
 pub mod theme;
 pub mod transcript;
 pub mod view;
+pub mod worktree;
 pub mod wrap;
 
 pub use draw::{bar, compact};

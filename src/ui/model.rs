@@ -3,6 +3,7 @@
 //! Plain values only, no behaviour beyond small accessors: every other ui module may import
 //! this one, and it imports nothing of the ui, so data never depends on how it is drawn.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::error::ExitCode;
@@ -24,6 +25,8 @@ pub struct Setup {
     pub verify: Option<String>,
     pub run_dir: String,
     pub ctx_size: u32,
+    /// The branch of a worktree run (`--worktree`): the worker works there, not in `repo`.
+    pub worktree: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +100,8 @@ pub struct RoundChanges {
     pub round: u32,
     pub files: Vec<ChangedFile>,
     pub live: bool,
+    /// The round's changes could not be compared: never shown as "no changes".
+    pub unknown: bool,
 }
 
 /// One row of the changes list.
@@ -119,7 +124,7 @@ pub enum Loadable<T> {
 pub enum DiffSource {
     /// A finished round, from its `diff.patch` in the run log.
     Round(u32),
-    /// The current round while it runs: changes since the run started, in the files it touched.
+    /// The current round while it runs: changes since the round started, in the files it touched.
     Live(u32),
     /// Everything the run changed, since the baseline taken right before it started.
     Review,
@@ -146,6 +151,60 @@ pub struct Review {
     pub file: usize,
     pub diff_scroll: usize,
     pub commit: CommitState,
+    /// The run's warnings (e.g. git hooks or config changed during a round).
+    pub warnings: Vec<String>,
+    /// The files the person left out of the commit (paths as the diff lists them); space
+    /// toggles. Every other listed file is chosen. It starts as the files changed outside
+    /// the run, which are therefore never chosen by default.
+    pub left_out: BTreeSet<String>,
+    /// Files changed outside the run (someone else's edits during it): listed apart, after
+    /// the run's own, and never chosen by default.
+    pub outside: BTreeSet<String>,
+}
+
+impl Review {
+    /// Whether the file at `path` goes into the commit.
+    pub fn is_chosen(&self, path: &str) -> bool {
+        !self.left_out.contains(path)
+    }
+
+    /// The listed files that go into the commit: path, and old path of a rename.
+    pub fn chosen(&self) -> Vec<(&str, Option<&str>)> {
+        match &self.diff {
+            Loadable::Ready(diff) => diff
+                .files
+                .iter()
+                .filter(|f| self.is_chosen(&f.path))
+                .map(|f| (f.path.as_str(), f.old_path.as_deref()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether every listed file is chosen (then a commit takes all the run's changes).
+    pub fn all_chosen(&self) -> bool {
+        match &self.diff {
+            Loadable::Ready(diff) => diff.files.iter().all(|f| self.is_chosen(&f.path)),
+            _ => true,
+        }
+    }
+
+    /// The index of the first file changed outside the run, when there is one (they come
+    /// last in the list).
+    pub fn outside_start(&self) -> Option<usize> {
+        match &self.diff {
+            Loadable::Ready(diff) => diff
+                .files
+                .iter()
+                .position(|f| self.outside.contains(&f.path)),
+            _ => None,
+        }
+    }
+
+    /// The list row of file `index`: one more after the heading of the outside group.
+    pub fn row_of(&self, index: usize) -> usize {
+        index + usize::from(self.outside_start().is_some_and(|start| index >= start))
+    }
 }
 
 /// Everything that changes the state.
@@ -167,6 +226,12 @@ pub enum Msg {
     Tick(Duration),
     DiffLoaded(DiffSource, Result<DiffModel, String>),
     Committed(Result<String, String>),
+    /// A round's revert: the paths it changed, or why nothing was changed.
+    Reverted(u32, Result<Vec<String>, String>),
+    /// The discard: the paths restored or removed, or why nothing was changed.
+    Discarded(Result<Vec<String>, String>),
+    /// A worktree action (apply, discard) ended: what to tell the person.
+    WorktreeDone(Result<String, String>),
     /// The process was asked to stop (SIGTERM, SIGHUP): cancel and quit when the run ends.
     Terminate,
 }
@@ -178,8 +243,24 @@ pub enum Effect {
     CancelRun,
     Answer(u64, ApprovalDecision),
     LoadDiff(DiffSource),
+    /// Commit with this message: the review's chosen files (all of them when every listed
+    /// file is chosen).
     Commit(String),
+    /// Apply this round's patch in reverse, if it still applies cleanly.
+    RevertRound(u32),
+    /// Put the baseline back, after the person confirmed the list of what is lost.
+    Discard,
+    Worktree(WorktreeAction),
     Quit(ExitCode),
+}
+
+/// What the review of a worktree run can do besides committing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorktreeAction {
+    /// Merge the run's changes into the person's work tree.
+    Apply,
+    /// Remove the worktree and the branch.
+    Discard,
 }
 
 /// After a Ctrl-C that confirmed the cancel, another one this long after quits at once.

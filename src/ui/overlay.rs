@@ -1,4 +1,5 @@
-//! The views that open above a screen, as one closed set: the state keeps a stack of them,
+//! The views that open above a screen (help, the cancel question, a report, a tool call, a
+//! diff, the commit editor, the run log), as one closed set: the state keeps a stack of them,
 //! the top one takes the keys, and all of them are drawn bottom to top.
 
 use crossterm::event::KeyEvent;
@@ -6,10 +7,13 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
 use super::cancel::CancelQuestion;
+use super::card::CardDetail;
 use super::commit::CommitEditor;
 use super::diff::DiffView;
+use super::discard::DiscardQuestion;
 use super::help::Help;
 use super::report_detail::ReportDetail;
+use super::revert::RevertQuestion;
 use super::runlog::RunLog;
 use super::view::{Ctx, Outcome, View};
 
@@ -19,9 +23,12 @@ pub enum Overlay {
     Help(Help),
     ConfirmCancel,
     ReportDetail(ReportDetail),
+    Card(Box<CardDetail>),
     Diff(DiffView),
     Commit(Box<CommitEditor>),
     RunLog,
+    Revert(RevertQuestion),
+    Discard(DiscardQuestion),
 }
 
 impl Overlay {
@@ -34,9 +41,12 @@ impl Overlay {
             Self::Help(view) => view,
             Self::ConfirmCancel => &CancelQuestion,
             Self::ReportDetail(view) => view,
+            Self::Card(view) => view.as_ref(),
             Self::Diff(view) => view,
             Self::Commit(view) => view.as_ref(),
             Self::RunLog => &RunLog,
+            Self::Revert(view) => view,
+            Self::Discard(view) => view,
         }
     }
 
@@ -44,8 +54,11 @@ impl Overlay {
         match self {
             Self::Help(view) => Some(view),
             Self::ReportDetail(view) => Some(view),
+            Self::Card(view) => Some(view.as_mut()),
             Self::Diff(view) => Some(view),
             Self::Commit(view) => Some(view.as_mut()),
+            Self::Revert(view) => Some(view),
+            Self::Discard(view) => Some(view),
             Self::ConfirmCancel | Self::RunLog => None,
         }
     }

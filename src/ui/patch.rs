@@ -6,18 +6,6 @@
 use crate::protocol::event::FileStatus;
 use crate::workspace::{DiffLine, DiffModel, FileDiff, Hunk, LineKind};
 
-fn new_file(path: String) -> FileDiff {
-    FileDiff {
-        path,
-        old_path: None,
-        status: FileStatus::Modified,
-        binary: false,
-        insertions: 0,
-        deletions: 0,
-        hunks: Vec::new(),
-    }
-}
-
 /// The `b/` path of a `diff --git a/X b/Y` line.
 fn git_header_path(rest: &str) -> String {
     match rest.rfind(" b/") {
@@ -34,7 +22,7 @@ pub fn parse(patch: &str) -> DiffModel {
     };
     for line in patch.lines() {
         if let Some(rest) = line.strip_prefix("diff --git ") {
-            model.files.push(new_file(git_header_path(rest)));
+            model.files.push(FileDiff::modified(git_header_path(rest)));
             continue;
         }
         let Some(file) = model.files.last_mut() else {

@@ -1,5 +1,10 @@
 //! The review screen: the outcome in words that cannot pass for certification, the worker's
-//! final report beside the `--verify` result, the run's cumulative diff, and the actions.
+//! final report beside the `--verify` result, the run's cumulative diff with the files the
+//! person chose to commit, and the actions: commit the chosen files, revert a round, discard
+//! everything, or leave; an outcome `--resume` can continue shows the command that does it.
+//! Files changed outside the run are listed apart and marked, and not chosen by default;
+//! directories the snapshot could not look into are named: the list never claims "no
+//! changes" where it could not look.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -14,6 +19,8 @@ use super::report_detail;
 use super::state::State;
 use super::theme::Theme;
 use super::wrap;
+use crate::options::RoundCount;
+use crate::protocol::event::RunStatus;
 
 /// The outcome sentence, e.g. "complete after 3 rounds: the worker reports …".
 pub fn outcome_text(review: &Review) -> String {
@@ -22,17 +29,61 @@ pub fn outcome_text(review: &Review) -> String {
         review.status.as_str(),
         review.rounds_started,
         if review.rounds_started == 1 { "" } else { "s" },
-        review.status.describe()
+        review.status.describe_with(review.verification.as_ref())
     )
 }
 
-fn render_outcome(theme: Theme, review: &Review, area: Rect, buf: &mut Buffer) {
-    let block = pane_block(theme, " Outcome ".to_string(), false);
+/// The command that continues this run, for the outcomes `--resume` takes: by run id when the
+/// run directory is the default one (`…/runs/<run id>`), else by directory. A run that stopped
+/// at its round cap needs a higher one (`-n`), up to the ceiling of 64.
+pub fn resume_command(state: &State, review: &Review) -> Option<String> {
+    let resumable = matches!(
+        review.status,
+        RunStatus::Cancelled | RunStatus::RoundFailed | RunStatus::BudgetLimited
+    );
+    if !resumable || state.run_id.is_empty() || review.rounds_started >= RoundCount::CEILING {
+        return None;
+    }
+    let dir = std::path::Path::new(&state.setup.run_dir);
+    let by_id = dir.file_name().is_some_and(|n| n == state.run_id.as_str())
+        && dir
+            .parent()
+            .and_then(std::path::Path::file_name)
+            .is_some_and(|n| n == "runs");
+    let run = if by_id {
+        state.run_id.clone()
+    } else {
+        format!("'{}'", state.setup.run_dir.replace('\'', "'\\''"))
+    };
+    let cap = state.setup.max_rounds;
+    let raise = if review.rounds_started >= cap {
+        format!(" -n {}", cap.saturating_mul(2).min(RoundCount::CEILING))
+    } else {
+        String::new()
+    };
+    Some(format!("ralph-tui --resume {run}{raise}"))
+}
+
+fn render_outcome(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
+    let theme = state.theme;
+    let mut block = pane_block(theme, " Outcome ".to_string(), false);
+    if let Some(command) = resume_command(state, review) {
+        let room = usize::from(area.width.saturating_sub(4));
+        block = block.title_bottom(Line::styled(
+            wrap::truncate(&format!(" to continue: {command} "), room),
+            theme.key(),
+        ));
+    }
     let inner = block.inner(area);
     block.render(area, buf);
+    let style = if review.status.contradicted_by(review.verification.as_ref()) {
+        theme.error()
+    } else {
+        theme.status(review.status)
+    };
     let lines: Vec<Line> = wrap::rows(&outcome_text(review), usize::from(inner.width))
         .into_iter()
-        .map(|r| Line::styled(r.to_string(), theme.status(review.status)))
+        .map(|r| Line::styled(r.to_string(), style))
         .collect();
     draw_lines(&lines, inner, buf);
 }
@@ -47,6 +98,11 @@ fn render_report(theme: Theme, review: &Review, area: Rect, buf: &mut Buffer) {
     let inner = block.inner(area);
     block.render(area, buf);
     let mut lines = Vec::new();
+    for warning in &review.warnings {
+        for row in wrap::rows_multiline(&format!("! {warning}"), usize::from(inner.width)) {
+            lines.push(Line::styled(row.to_string(), theme.warning()));
+        }
+    }
     if let Some(error) = &review.error {
         for row in wrap::rows_multiline(&format!("error: {error}"), usize::from(inner.width)) {
             lines.push(Line::styled(row.to_string(), theme.error()));
@@ -116,7 +172,16 @@ fn render_verification(state: &State, review: &Review, area: Rect, buf: &mut Buf
 fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
     let title = match &review.diff {
-        Loadable::Ready(d) => format!(" Changes ({}) ", d.files.len()),
+        Loadable::Ready(d) => {
+            let chosen = review.chosen().len();
+            match d.outside_run().len() {
+                0 => format!(" Changes ({}) · {chosen} chosen ", d.files.len()),
+                outside => format!(
+                    " Changes ({}, {outside} outside the run) · {chosen} chosen ",
+                    d.files.len()
+                ),
+            }
+        }
         _ => " Changes ".to_string(),
     };
     let block = pane_block(theme, title, true);
@@ -126,23 +191,51 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         diff::render_pending(theme, &review.diff, inner, buf);
         return;
     };
-    if model.files.is_empty() {
-        let line = Line::styled("the run changed no files", theme.dim());
-        put_line(buf, inner, 0, &line);
-        return;
-    }
     let width = usize::from(inner.width);
-    for (row, (i, file)) in model
-        .files
-        .iter()
-        .enumerate()
-        .skip(state.review_offset)
-        .take(usize::from(inner.height))
-        .enumerate()
-    {
-        let tail = diff::counts(theme, file.insertions, file.deletions, file.binary);
+    let mut notes = Vec::new();
+    if !model.unseen.is_empty() {
+        let text = format!(
+            "could not look into {} (nested too deep for git): changes there are not shown or committed",
+            model.unseen.join(", ")
+        );
+        notes.extend(
+            wrap::rows(&text, width)
+                .into_iter()
+                .map(|r| Line::styled(r.to_string(), theme.warning())),
+        );
+    }
+    if model.files.is_empty() && model.unseen.is_empty() {
+        notes.push(Line::styled("the run changed no files", theme.dim()));
+    }
+    for (row, line) in notes.iter().enumerate() {
+        put_line(buf, inner, row, line);
+    }
+    let inner = Rect {
+        y: inner.y + u16::try_from(notes.len()).unwrap_or(u16::MAX),
+        height: inner
+            .height
+            .saturating_sub(u16::try_from(notes.len()).unwrap_or(u16::MAX)),
+        ..inner
+    };
+    let outside_start = review.outside_start();
+    // The list's rows: the files, with a heading before those changed outside the run.
+    let mut rows: Vec<Line> = Vec::with_capacity(model.files.len() + 1);
+    for (i, file) in model.files.iter().enumerate() {
+        if outside_start == Some(i) {
+            rows.push(Line::styled(
+                wrap::truncate("── outside the run ──", width),
+                theme.warning(),
+            ));
+        }
+        // The group's heading says "outside the run"; the rows keep their room for the path.
+        let tail = diff::file_tail(theme, file.insertions, file.deletions, file.binary, false);
         let tail_width: usize = tail.iter().map(Span::width).sum();
-        let head = format!("{} ", file.status.letter());
+        let mark = if review.is_chosen(&file.path) {
+            "[x]"
+        } else {
+            "[ ]"
+        };
+        let head = format!("{mark} {} ", file.status.letter());
         let room = width.saturating_sub(head.len() + tail_width);
         let mut spans = vec![
             Span::styled(head, theme.bold()),
@@ -153,7 +246,15 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         if i == review.file {
             line = line.patch_style(theme.selected());
         }
-        put_line(buf, inner, row, &line);
+        rows.push(line);
+    }
+    for (row, line) in rows
+        .iter()
+        .skip(state.review_offset)
+        .take(usize::from(inner.height))
+        .enumerate()
+    {
+        put_line(buf, inner, row, line);
     }
 }
 
@@ -197,8 +298,10 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 theme.error(),
             ),
             CommitState::NotYet => (
-                "c commit · q quit, leave uncommitted · l log · r report · Enter diff · ? help"
-                    .to_string(),
+                super::worktree::hint(&state.setup).unwrap_or_else(|| {
+                    "space choose · c commit · u revert round · d discard · q quit · ? help"
+                        .to_string()
+                }),
                 theme.key(),
             ),
         }
@@ -219,7 +322,7 @@ pub fn render(state: &State, _area: Rect, buf: &mut Buffer) {
     };
     let areas = state.review_areas;
     header::render(state, areas.header, buf);
-    render_outcome(state.theme, review, areas.outcome, buf);
+    render_outcome(state, review, areas.outcome, buf);
     render_report(state.theme, review, areas.report, buf);
     render_verification(state, review, areas.verification, buf);
     render_files(state, review, areas.files, buf);

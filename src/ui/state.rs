@@ -15,6 +15,7 @@ use std::time::Duration;
 use ratatui::layout::Rect;
 use tui_textarea::TextArea;
 
+use super::card::Card;
 use super::diff;
 use super::layout::{self, ReviewAreas, RunAreas};
 pub use super::model::{
@@ -49,7 +50,28 @@ pub struct State {
     pub prompt_tokens: u32,
     pub round_tokens: u64,
     pub round_tool_bytes: u64,
+    /// The context as the backend last counted it (after a turn or before one, so after
+    /// every tool result); `None` until the round's first count.
+    pub context_counted: Option<u32>,
+    /// Tokens streamed since that count.
+    pub context_streamed: u64,
+    /// Where the report reserve starts on the context meter, when the run keeps one.
+    pub report_reserve: Option<u32>,
+    /// The current turn's generation rate (live while it streams, exact once it ended).
+    pub gen_per_s: Option<f64>,
+    /// The current turn's prompt rate (known when the turn ended).
+    pub prompt_per_s: Option<f64>,
+    /// A turn is streaming now.
+    pub turn_streaming: bool,
+    /// When the current round started (UI time).
+    pub round_started_at: Option<Duration>,
     pub transcript: Transcript,
+    /// The last tool calls, whole, for the detail view; the newest last.
+    pub cards: VecDeque<Card>,
+    /// The id the next card gets.
+    pub next_card: u32,
+    /// The card Enter opens (`None`: the newest).
+    pub card_sel: Option<u32>,
     pub reports: Vec<ReportEntry>,
     pub report_sel: usize,
     pub report_offset: usize,
@@ -61,6 +83,8 @@ pub struct State {
     /// Views open above the screen, the top one last; it takes the keys.
     pub overlays: Vec<Overlay>,
     pub approvals: VecDeque<Approval>,
+    /// Every warning of the run, for the review.
+    pub warnings: Vec<String>,
     /// Every approval id seen, so one announced twice (notifier and event) is asked once.
     asked: std::collections::BTreeSet<u64>,
     pub cancel_requested: Option<Duration>,
@@ -68,6 +92,8 @@ pub struct State {
     pub review: Option<Review>,
     pub review_offset: usize,
     pub notice: Option<String>,
+    /// A worktree run's review: X was pressed once; a second X discards.
+    pub worktree_discard_armed: bool,
     /// Where the panes were at the last sync (for the mouse).
     pub run_areas: RunAreas,
     pub review_areas: ReviewAreas,
@@ -103,7 +129,17 @@ impl State {
             prompt_tokens: 0,
             round_tokens: 0,
             round_tool_bytes: 0,
+            context_counted: None,
+            context_streamed: 0,
+            report_reserve: None,
+            gen_per_s: None,
+            prompt_per_s: None,
+            turn_streaming: false,
+            round_started_at: None,
             transcript: Transcript::default(),
+            cards: VecDeque::new(),
+            next_card: 1,
+            card_sel: None,
             reports: Vec::new(),
             report_sel: 0,
             report_offset: 0,
@@ -114,12 +150,14 @@ impl State {
             objective_scroll: 0,
             overlays: Vec::new(),
             approvals: VecDeque::new(),
+            warnings: Vec::new(),
             asked: std::collections::BTreeSet::new(),
             cancel_requested: None,
             quit_when_finished: false,
             review: None,
             review_offset: 0,
             notice: None,
+            worktree_discard_armed: false,
             run_areas: RunAreas::default(),
             review_areas: ReviewAreas::default(),
             screen: Rect::default(),
@@ -173,6 +211,24 @@ impl State {
                 }
                 Vec::new()
             }
+            Msg::Reverted(round, result) => self.reverted(round, result),
+            Msg::Discarded(result) => {
+                self.notice = Some(match &result {
+                    Ok(paths) => format!(
+                        "discarded the run's changes: {} file(s) back as the run found them",
+                        paths.len()
+                    ),
+                    Err(e) => format!("discard failed: {e}"),
+                });
+                self.reload_review()
+            }
+            Msg::WorktreeDone(result) => {
+                self.notice = Some(match result {
+                    Ok(done) => done,
+                    Err(e) => format!("not done: {e}"),
+                });
+                Vec::new()
+            }
             Msg::Terminate => match self.phase {
                 Phase::Editing => vec![Effect::Quit(ExitCode::Cancelled)],
                 Phase::Finished => vec![Effect::Quit(self.exit_code())],
@@ -199,9 +255,45 @@ impl State {
         }
     }
 
-    /// An estimate of the context the current child has used, in tokens.
-    pub fn context_used(&self) -> u64 {
-        u64::from(self.prompt_tokens) + self.round_tokens + self.round_tool_bytes / 4
+    /// The context the current child has used, in tokens, and whether it is exact: the
+    /// backend's last count plus the tokens streamed since, or an estimate before the first
+    /// count of the round.
+    pub fn context_used(&self) -> (u64, bool) {
+        match self.context_counted {
+            Some(counted) => (u64::from(counted) + self.context_streamed, true),
+            None => (
+                u64::from(self.prompt_tokens) + self.round_tokens + self.round_tool_bytes / 4,
+                false,
+            ),
+        }
+    }
+
+    /// Time since the current round started.
+    pub fn round_elapsed(&self) -> Option<Duration> {
+        let start = self.round_started_at?;
+        Some(self.run_ended.unwrap_or(self.now).saturating_sub(start))
+    }
+
+    /// The card Enter opens: the selected one, else the newest.
+    pub fn selected_card(&self) -> Option<&Card> {
+        match self.card_sel {
+            Some(id) => self.cards.iter().find(|c| c.id == id),
+            None => self.cards.back(),
+        }
+    }
+
+    /// Moves the card selection by one; past the newest it follows the newest again.
+    pub fn move_card_selection(&mut self, forward: bool) {
+        let Some(newest) = self.cards.back().map(|c| c.id) else {
+            return;
+        };
+        let oldest = self.cards.front().map_or(newest, |c| c.id);
+        let current = self.card_sel.unwrap_or(newest);
+        self.card_sel = if forward {
+            (current < newest).then_some(current + 1)
+        } else {
+            Some(current.saturating_sub(1).max(oldest))
+        };
     }
 
     pub fn cancelling(&self) -> bool {
@@ -238,13 +330,52 @@ impl State {
         }
     }
 
+    /// A revert's result: shown in the revert question (or the status line when it was
+    /// closed); the review's diff is read again when something changed.
+    fn reverted(&mut self, round: u32, result: Result<Vec<String>, String>) -> Vec<Effect> {
+        let changed = result.is_ok();
+        let mut shown = false;
+        for overlay in &mut self.overlays {
+            if let Overlay::Revert(view) = overlay {
+                view.finished(round, result.clone());
+                shown = true;
+            }
+        }
+        if !shown {
+            self.notice = Some(match &result {
+                Ok(paths) => format!("round {round} reverted: {}", paths.join(", ")),
+                Err(e) => e.clone(),
+            });
+        }
+        if changed {
+            self.reload_review()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Reads the review's diff again (after a revert or a discard changed the work tree);
+    /// until it comes, nothing can be committed from the old one.
+    fn reload_review(&mut self) -> Vec<Effect> {
+        match &mut self.review {
+            Some(review) => {
+                review.diff = Loadable::Loading;
+                vec![Effect::LoadDiff(DiffSource::Review)]
+            }
+            None => Vec::new(),
+        }
+    }
+
     fn diff_loaded(&mut self, source: DiffSource, result: Result<DiffModel, String>) {
-        let loaded = match result {
+        let mut loaded = match result {
             Ok(diff) => Loadable::Ready(diff),
             Err(e) => Loadable::Failed(e),
         };
         if source == DiffSource::Review {
             if let Some(review) = &mut self.review {
+                if let Loadable::Ready(diff) = &mut loaded {
+                    choose_files(review, diff);
+                }
                 review.diff = loaded.clone();
             }
         }
@@ -351,7 +482,8 @@ impl State {
             review.file = review.file.min(diff.files.len().saturating_sub(1));
             let rows = diff::file_rows(diff.files.get(review.file), diff_inner.width);
             review.diff_scroll = scroll::clamp(review.diff_scroll, rows, diff_inner.height);
-            self.review_offset = keep_visible(self.review_offset, review.file, files_height);
+            let row = review.row_of(review.file);
+            self.review_offset = keep_visible(self.review_offset, row, files_height);
         }
     }
 
@@ -361,4 +493,17 @@ impl State {
             overlay.sync(area, &ctx);
         }
     }
+}
+
+/// Files changed outside the run: marked in the diff (or in a round's list), listed after the
+/// run's own, and left out of the commit when first seen. Which files are chosen is kept as
+/// the files left out, so the choices survive a reload after a revert or a discard.
+fn choose_files(review: &mut Review, diff: &mut DiffModel) {
+    for file in &mut diff.files {
+        file.outside_run |= review.outside.contains(&file.path);
+        if file.outside_run && review.outside.insert(file.path.clone()) {
+            review.left_out.insert(file.path.clone());
+        }
+    }
+    diff.files.sort_by_key(|f| f.outside_run);
 }

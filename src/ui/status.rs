@@ -1,4 +1,6 @@
-//! The status line: tokens per second, the context meter, key hints or a notice.
+//! The status line: the current turn's generation and prompt rates, the round's elapsed time,
+//! the context meter (the backend's count, with the report reserve marked when there is one),
+//! key hints or a notice.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -9,16 +11,57 @@ use super::model::Pane;
 use super::state::State;
 use super::wrap;
 
+/// Below this width the status line uses its short form, so the key hints still fit.
+const FULL_WIDTH: u16 = 110;
+
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
+    let short = area.width < FULL_WIDTH;
     let size = u64::from(state.setup.ctx_size.max(1));
-    let used = state.context_used();
-    let mut spans = vec![
-        Span::styled(format!(" {:.1} tok/s", state.tokens_per_s), theme.bold()),
-        Span::styled(" │ ctx ", theme.dim()),
-    ];
-    spans.extend(bar(theme, used as f64 / size as f64, 8));
-    spans.push(Span::raw(format!(" ~{}/{} ", compact(used), compact(size))));
+    let (used, exact) = state.context_used();
+    let gen = if state.turn_streaming {
+        Some(state.tokens_per_s)
+    } else {
+        state.gen_per_s
+    };
+    let rate = |r: Option<f64>| match r {
+        None => "–".to_string(),
+        Some(r) if short && r >= 100.0 => format!("{r:.0}"),
+        Some(r) => format!("{r:.1}"),
+    };
+    let mut spans = if short {
+        vec![
+            Span::styled(format!(" gen {}", rate(gen)), theme.bold()),
+            Span::styled(
+                format!(" · prompt {} tok/s", rate(state.prompt_per_s)),
+                theme.text(),
+            ),
+        ]
+    } else {
+        vec![
+            Span::styled(format!(" gen {} tok/s", rate(gen)), theme.bold()),
+            Span::styled(
+                format!(" · prompt {} tok/s", rate(state.prompt_per_s)),
+                theme.text(),
+            ),
+        ]
+    };
+    if let Some(elapsed) = state.round_elapsed() {
+        let secs = elapsed.as_secs();
+        let label = if short { "" } else { "round " };
+        spans.push(Span::styled(
+            format!(" │ {label}{}:{:02}", secs / 60, secs % 60),
+            theme.text(),
+        ));
+    }
+    spans.push(Span::styled(" │ ctx ", theme.dim()));
+    spans.extend(meter(state, used, size, if short { 4 } else { 8 }));
+    let estimate = if exact { "" } else { "~" };
+    spans.push(Span::raw(format!(
+        " {estimate}{}/{} ",
+        compact(used),
+        compact(size)
+    )));
     spans.push(Span::styled("│ ", theme.dim()));
     let used_width: usize = spans.iter().map(Span::width).sum();
     let room = usize::from(area.width).saturating_sub(used_width);
@@ -29,14 +72,43 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             "cancelling… the run stops at the next token".to_string(),
             theme.warning(),
         )
+    } else if short {
+        ("? help · Esc cancel".to_string(), theme.key())
     } else {
         let enter = match state.focus {
             Pane::Reports => " · Enter report",
             Pane::Changes => " · Enter diff",
-            _ => "",
+            Pane::Stream => " · Enter call",
+            Pane::Objective => "",
         };
         (format!("? help · Tab{enter} · Esc cancel"), theme.key())
     };
     spans.push(Span::styled(wrap::truncate(&text, room), style));
     put_line(buf, area, 0, &Line::from(spans));
+}
+
+/// The context meter: the used fraction, and a `┊` where the report reserve starts.
+fn meter(state: &State, used: u64, size: u64, width: usize) -> Vec<Span<'static>> {
+    let mut spans = bar(state.theme, used as f64 / size as f64, width);
+    let Some(reserve) = state.report_reserve else {
+        return spans;
+    };
+    let at = ((u64::from(reserve) as f64 / size as f64) * width as f64).round() as usize;
+    let at = at.min(width - 1);
+    let cells: Vec<(char, ratatui::style::Style)> = spans
+        .iter()
+        .flat_map(|s| s.content.chars().map(move |c| (c, s.style)))
+        .collect();
+    spans = cells
+        .into_iter()
+        .enumerate()
+        .map(|(i, (c, style))| {
+            if i == at {
+                Span::styled("┊", state.theme.warning())
+            } else {
+                Span::styled(c.to_string(), style)
+            }
+        })
+        .collect();
+    spans
 }

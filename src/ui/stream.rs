@@ -1,4 +1,6 @@
-//! The live stream of the current child: tokens, tool calls and results, round markers.
+//! The live stream of the current child: its text, tool calls as cards (header, result line,
+//! the rest folded), reasoning folded to a line, round markers. The selected card, if the
+//! person picked one with `[` `]`, is highlighted; Enter opens it.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -10,16 +12,19 @@ use super::draw::{compact, pane_block, put_line};
 use super::model::{Pane, Phase};
 use super::state::State;
 use super::theme::Theme;
-use super::transcript::LineKind;
+use super::transcript::{LineKind, REASONING_HEAD};
 
 pub fn style_of(theme: Theme, kind: LineKind) -> Style {
     match kind {
         LineKind::Text => theme.text(),
         LineKind::Round => theme.round_marker(),
-        LineKind::ToolCall => theme.tool_call(),
+        LineKind::ToolCall | LineKind::CallPending => theme.tool_call(),
         LineKind::ToolOk => theme.tool_ok(),
         LineKind::ToolFailed => theme.tool_failed(),
         LineKind::Notice => theme.warning(),
+        LineKind::Raw | LineKind::ReasoningHead | LineKind::Reasoning | LineKind::Detail => {
+            theme.dim()
+        }
     }
 }
 
@@ -34,6 +39,12 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             "· {} below, End follows ",
             compact(transcript.rows_below() as u64)
         ));
+    }
+    if transcript.raw() {
+        title.push_str("· raw output ");
+    }
+    if let Some(card) = state.card_sel.and_then(|_| state.selected_card()) {
+        title.push_str(&format!("· call {} selected ", card.id));
     }
     if transcript.dropped() > 0 {
         title.push_str(&format!("· {} dropped ", compact(transcript.dropped())));
@@ -54,17 +65,26 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         );
         return;
     }
+    let selected = state.selected_card().map_or(0, |c| c.id);
     for (i, row) in transcript
         .visible()
         .iter()
         .take(usize::from(inner.height))
         .enumerate()
     {
-        put_line(
-            buf,
-            inner,
-            i,
-            &Line::styled(row.text, style_of(theme, row.kind)),
-        );
+        let text = if row.kind == LineKind::ReasoningHead && !row.continued {
+            if transcript.unfolded() {
+                "▾ thinking"
+            } else {
+                REASONING_HEAD
+            }
+        } else {
+            row.text
+        };
+        let mut style = style_of(theme, row.kind);
+        if row.card != 0 && row.card == selected && state.card_sel.is_some() {
+            style = style.patch(theme.selected());
+        }
+        put_line(buf, inner, i, &Line::styled(text, style));
     }
 }

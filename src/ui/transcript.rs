@@ -6,12 +6,20 @@
 //! are kept, older lines are dropped from the top and counted, and a line without a newline
 //! is cut every [`MAX_LINE_CHARS`] characters.
 //!
+//! Model text goes through a [`Splitter`] first: tool-call markup becomes [`LineKind::Raw`]
+//! lines and reasoning [`LineKind::Reasoning`] lines under a one-line head. A call being
+//! written shows as one [`LineKind::CallPending`] line (its tool once the name is known, its
+//! size so far) until the turn ends and the parsed call's card takes its place. A line the current
+//! toggles hide (raw output off, cards and reasoning folded) counts zero rows, so a toggle is
+//! one recount and the stream keeps every line whichever way it is shown.
+//!
 //! Row counts for the current width are brought up to date by [`Transcript::sync`], which
 //! update calls before each frame; rendering only reads. Scrolling is kept as a distance in
 //! rows from the bottom: 0 follows the stream, anything else stays put while text arrives.
 
 use std::collections::VecDeque;
 
+use super::markup::{Out, Part, Splitter};
 use super::wrap;
 
 pub const MAX_LINES: usize = 4000;
@@ -30,15 +38,31 @@ pub enum LineKind {
     ToolFailed,
     /// Rejections, warnings, approvals.
     Notice,
+    /// The model's tool-call markup: shown only with raw output on.
+    Raw,
+    /// The one line a reasoning block folds to.
+    ReasoningHead,
+    /// Reasoning text: shown only unfolded.
+    Reasoning,
+    /// A card's folded part (file contents, the rest of the output): shown only unfolded.
+    Detail,
+    /// A call the model is still writing: its tool once the name is known, and its size so
+    /// far; replaced by the card when the call is parsed.
+    CallPending,
 }
+
+/// The head line of a reasoning block (drawn as "▸ thinking" or "▾ thinking").
+pub const REASONING_HEAD: &str = "▸ thinking · e unfolds";
 
 #[derive(Debug, Clone)]
 struct StreamLine {
     kind: LineKind,
     text: String,
     chars: usize,
-    /// Wrapped rows at the width of the last sync (0 before the first).
+    /// Wrapped rows at the width of the last sync (0 before the first, and while hidden).
     rows: usize,
+    /// The card the line belongs to (0: none).
+    card: u32,
 }
 
 /// One visible row, as render draws it.
@@ -48,7 +72,26 @@ pub struct Row<'a> {
     pub text: &'a str,
     /// The row continues a line that began on an earlier row.
     pub continued: bool,
+    /// The card the row belongs to (0: none).
+    pub card: u32,
 }
+
+/// A call being streamed.
+#[derive(Debug, Clone)]
+struct PendingCall {
+    /// Its line, counted from the first line ever kept.
+    line: u64,
+    /// The start of its markup, enough to find the tool's name.
+    head: String,
+    /// Bytes of markup so far.
+    bytes: usize,
+    name: Option<String>,
+}
+
+/// Markup bytes kept per pending call to find the name in.
+const PENDING_HEAD_BYTES: usize = 512;
+/// The pending line's size is redrawn every this many bytes.
+const PENDING_STEP_BYTES: usize = 256;
 
 #[derive(Debug, Clone)]
 pub struct Transcript {
@@ -64,6 +107,12 @@ pub struct Transcript {
     total_rows: usize,
     /// Rows between the bottom of the view and the bottom of the stream; 0 follows.
     scroll: usize,
+    splitter: Splitter,
+    /// Calls being written: each one's pending line (counted from the first line ever kept,
+    /// dropped ones included) and its markup so far.
+    pending_calls: Vec<PendingCall>,
+    show_raw: bool,
+    unfolded: bool,
 }
 
 impl Default for Transcript {
@@ -78,19 +127,172 @@ impl Default for Transcript {
             dirty_from: 0,
             total_rows: 0,
             scroll: 0,
+            splitter: Splitter::default(),
+            pending_calls: Vec::new(),
+            show_raw: false,
+            unfolded: false,
         }
     }
 }
 
 impl Transcript {
-    /// Appends streamed model text.
+    /// Appends streamed model text: free text shows, call markup and reasoning go to lines
+    /// of their own kinds.
     pub fn push_text(&mut self, text: &str) {
+        // Most pieces cannot begin or end markup: they go straight to the current kind.
+        if let Some(part) = self.splitter.idle() {
+            if !text.contains(['<', '[']) {
+                self.push_run(kind_of(part), text);
+                if part == Part::Markup {
+                    self.pending_grew(text);
+                }
+                self.evict();
+                return;
+            }
+        }
+        let mut splitter = std::mem::take(&mut self.splitter);
+        for c in text.chars() {
+            splitter.feed(c, &mut |out| self.take(out));
+        }
+        self.splitter = splitter;
+        self.evict();
+    }
+
+    /// The turn's text ended: a marker that was never completed is shown as it was, and the
+    /// next text starts outside any markup.
+    pub fn end_turn(&mut self) {
+        let mut splitter = std::mem::take(&mut self.splitter);
+        splitter.finish(&mut |out| self.take(out));
+        self.splitter = splitter;
+        self.drop_pending();
+    }
+
+    fn take(&mut self, out: Out) {
+        match out {
+            Out::Char(part, c) => {
+                self.push_char(kind_of(part), c);
+                if part == Part::Markup {
+                    let mut bytes = [0; 4];
+                    self.pending_grew(c.encode_utf8(&mut bytes));
+                }
+            }
+            Out::CallStarts => {
+                // The pending line goes above the marker's raw line, which stays open for
+                // the rest of the markup.
+                let text = "→ …".to_string();
+                let at = if self.open {
+                    self.lines.len().saturating_sub(1)
+                } else {
+                    self.lines.len()
+                };
+                self.bytes += text.len();
+                self.lines.insert(
+                    at,
+                    StreamLine {
+                        kind: LineKind::CallPending,
+                        chars: text.chars().count(),
+                        text,
+                        rows: 0,
+                        card: 0,
+                    },
+                );
+                self.dirty_from = self.dirty_from.min(at);
+                let line = self.dropped + at as u64;
+                self.pending_calls.push(PendingCall {
+                    line,
+                    head: String::new(),
+                    bytes: 0,
+                    name: None,
+                });
+            }
+            Out::ReasoningStarts => {
+                self.open = false;
+                self.push_closed(LineKind::ReasoningHead, REASONING_HEAD.to_string(), 0);
+            }
+        }
+    }
+
+    /// Markup arrived: the newest pending call learns its name and size. The size shown is
+    /// rounded down to [`PENDING_STEP_BYTES`], so any split of the markup shows the same.
+    fn pending_grew(&mut self, markup: &str) {
+        let Some(call) = self.pending_calls.last_mut() else {
+            return;
+        };
+        let steps_before = call.bytes / PENDING_STEP_BYTES;
+        call.bytes += markup.len();
+        let mut changed = call.bytes / PENDING_STEP_BYTES != steps_before;
+        if call.name.is_none() && call.head.len() < PENDING_HEAD_BYTES {
+            for c in markup.chars() {
+                if call.head.len() >= PENDING_HEAD_BYTES {
+                    break;
+                }
+                call.head.push(c);
+            }
+            call.name = call_name(&call.head);
+            changed |= call.name.is_some();
+        }
+        if !changed {
+            return;
+        }
+        let name = call
+            .name
+            .as_deref()
+            .map_or(String::new(), |n| format!("{n} "));
+        let shown = call.bytes / PENDING_STEP_BYTES * PENDING_STEP_BYTES;
+        let text = if shown == 0 {
+            format!("→ {name}…")
+        } else {
+            format!("→ {name}… {shown}+ bytes so far")
+        };
+        let Some(index) = call
+            .line
+            .checked_sub(self.dropped)
+            .and_then(|i| usize::try_from(i).ok())
+        else {
+            return;
+        };
+        if let Some(line) = self.lines.get_mut(index) {
+            self.bytes = self.bytes.saturating_sub(line.text.len()) + text.len();
+            line.chars = text.chars().count();
+            line.text = text;
+            self.dirty_from = self.dirty_from.min(index);
+        }
+    }
+
+    /// The pending lines go: the calls are cards now, or were never finished.
+    fn drop_pending(&mut self) {
+        for call in std::mem::take(&mut self.pending_calls).into_iter().rev() {
+            let Some(index) = call
+                .line
+                .checked_sub(self.dropped)
+                .and_then(|i| usize::try_from(i).ok())
+            else {
+                continue;
+            };
+            if let Some(line) = self.lines.remove(index) {
+                self.bytes = self.bytes.saturating_sub(line.text.len());
+                self.total_rows = self.total_rows.saturating_sub(line.rows);
+                self.dirty_from = self.dirty_from.min(index);
+            }
+        }
+    }
+
+    fn push_char(&mut self, kind: LineKind, c: char) {
+        let mut bytes = [0; 4];
+        self.push_run(kind, c.encode_utf8(&mut bytes));
+    }
+
+    /// Appends streamed characters of one kind to the open line, or to new ones.
+    fn push_run(&mut self, kind: LineKind, text: &str) {
+        // A newline ends the open line whatever its kind; the first character of this kind
+        // after it may not continue a line of another kind.
+        let mut kind_checked = false;
         for c in text.chars() {
             if c == '\n' {
                 if self.open {
                     self.open = false;
                 } else {
-                    self.push_closed(LineKind::Text, String::new());
+                    self.push_closed(kind, String::new(), 0);
                 }
                 continue;
             }
@@ -100,12 +302,19 @@ impl Transcript {
                 c if c.is_control() => ('\u{fffd}', 1),
                 c => (c, 1),
             };
+            if !kind_checked {
+                kind_checked = true;
+                if self.open && self.lines.back().is_some_and(|l| l.kind != kind) {
+                    self.open = false;
+                }
+            }
             if !self.open {
                 self.lines.push_back(StreamLine {
-                    kind: LineKind::Text,
+                    kind,
                     text: String::new(),
                     chars: 0,
                     rows: 0,
+                    card: 0,
                 });
                 self.open = true;
             }
@@ -121,25 +330,76 @@ impl Transcript {
                 }
             }
         }
-        self.evict();
     }
 
     /// Appends a whole line (or several, split on `\n`) of another kind; ends open text.
     pub fn push_line(&mut self, kind: LineKind, text: &str) {
+        self.push_card_line(kind, text, 0);
+    }
+
+    /// Like [`Self::push_line`], for the lines of card `card`.
+    pub fn push_card_line(&mut self, kind: LineKind, text: &str, card: u32) {
+        self.end_turn();
         self.open = false;
         for line in wrap::sanitize(text).split('\n') {
-            self.push_closed(kind, line.to_string());
+            self.push_closed(kind, line.to_string(), card);
         }
         self.evict();
     }
 
-    fn push_closed(&mut self, kind: LineKind, text: String) {
+    /// Shows or hides the model's raw call markup.
+    pub fn set_raw(&mut self, on: bool) {
+        if self.show_raw != on {
+            self.show_raw = on;
+            self.recount();
+        }
+    }
+
+    pub fn raw(&self) -> bool {
+        self.show_raw
+    }
+
+    /// Unfolds (or folds) every card and reasoning block.
+    pub fn set_unfolded(&mut self, on: bool) {
+        if self.unfolded != on {
+            self.unfolded = on;
+            self.recount();
+        }
+    }
+
+    pub fn unfolded(&self) -> bool {
+        self.unfolded
+    }
+
+    /// Every row count is redone at the next sync.
+    fn recount(&mut self) {
+        self.width = 0;
+    }
+
+    fn shown(&self, kind: LineKind) -> bool {
+        match kind {
+            LineKind::Raw => self.show_raw,
+            LineKind::Reasoning | LineKind::Detail => self.unfolded,
+            _ => true,
+        }
+    }
+
+    fn rows_of(&self, line: &StreamLine, width: usize) -> usize {
+        if self.shown(line.kind) {
+            wrap::row_count(&line.text, width)
+        } else {
+            0
+        }
+    }
+
+    fn push_closed(&mut self, kind: LineKind, text: String, card: u32) {
         self.bytes += text.len();
         self.lines.push_back(StreamLine {
             kind,
             chars: text.chars().count(),
             text,
             rows: 0,
+            card,
         });
     }
 
@@ -165,17 +425,18 @@ impl Transcript {
         self.height = height;
         if width != self.width {
             self.width = width;
-            self.dirty_from = 0;
             self.total_rows = 0;
-            for line in &mut self.lines {
-                line.rows = wrap::row_count(&line.text, width);
-                self.total_rows += line.rows;
+            for i in 0..self.lines.len() {
+                let rows = self.rows_of(&self.lines[i], width);
+                self.lines[i].rows = rows;
+                self.total_rows += rows;
             }
             self.dirty_from = self.lines.len();
         } else {
             let before = self.total_rows;
-            for line in self.lines.iter_mut().skip(self.dirty_from) {
-                let rows = wrap::row_count(&line.text, width);
+            for i in self.dirty_from..self.lines.len() {
+                let rows = self.rows_of(&self.lines[i], width);
+                let line = &mut self.lines[i];
                 self.total_rows = self.total_rows.saturating_sub(line.rows) + rows;
                 line.rows = rows;
             }
@@ -264,18 +525,54 @@ impl Transcript {
             if row_index >= bottom {
                 break;
             }
+            if line.rows == 0 {
+                continue;
+            }
             for (n, range) in line_rows(&line.text, self.width).into_iter().enumerate() {
                 if row_index >= top && row_index < bottom {
                     out.push(Row {
                         kind: line.kind,
                         text: &line.text[range],
                         continued: n > 0,
+                        card: line.card,
                     });
                 }
                 row_index += 1;
             }
         }
         out
+    }
+}
+
+/// The tool's name in the start of a call's markup, in the forms the chat families write it:
+/// `"name": "…"` (JSON), `<function=…>`, `name="…"`.
+fn call_name(head: &str) -> Option<String> {
+    let after = |key: &str| head.find(key).map(|at| &head[at + key.len()..]);
+    let quoted = |rest: &str| {
+        let rest = rest.trim_start();
+        let rest = rest.strip_prefix('"')?;
+        let end = rest.find('"')?;
+        Some(rest[..end].to_string())
+    };
+    if let Some(rest) = after("\"name\"") {
+        let rest = rest.trim_start().strip_prefix(':')?;
+        return quoted(rest).filter(|n| !n.is_empty());
+    }
+    if let Some(rest) = after("<function=") {
+        let end = rest.find('>')?;
+        return Some(rest[..end].to_string()).filter(|n| !n.is_empty());
+    }
+    if let Some(rest) = after("name=") {
+        return quoted(rest).filter(|n| !n.is_empty());
+    }
+    None
+}
+
+fn kind_of(part: Part) -> LineKind {
+    match part {
+        Part::Text => LineKind::Text,
+        Part::Markup => LineKind::Raw,
+        Part::Reasoning => LineKind::Reasoning,
     }
 }
 
@@ -324,6 +621,31 @@ mod tests {
         t.follow();
         t.sync(20, 5);
         assert_eq!(all_rows(&t).last().map(String::as_str), Some("line 50"));
+    }
+
+    #[test]
+    fn a_call_shows_while_it_is_written_and_goes_when_the_turn_ends() {
+        let mut t = Transcript::default();
+        t.push_text(
+            "Writing.\n<tool_call>{\"name\": \"write_file\", \"arguments\": {\"content\": \"",
+        );
+        t.push_text(&"x".repeat(600));
+        t.sync(80, 20);
+        let rows = all_rows(&t);
+        assert_eq!(rows, vec!["Writing.", "→ write_file … 512+ bytes so far"]);
+        t.push_text("\"}}</tool_call>");
+        t.end_turn();
+        t.sync(80, 20);
+        assert_eq!(all_rows(&t), vec!["Writing."]);
+        assert_eq!(
+            call_name("<function=edit_file>\n<parameter=path>"),
+            Some("edit_file".into())
+        );
+        assert_eq!(
+            call_name("<｜DSML｜invoke name=\"search\">"),
+            Some("search".into())
+        );
+        assert_eq!(call_name("{\"name\": \"rea"), None);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! What a view (an overlay: help, report detail, diff, commit editor, run log, cancel
-//! question) is given and what it answers.
+//! What a view (an overlay: help, report detail, diff, commit editor, run log, cancel,
+//! revert and discard questions) is given and what it answers.
 //!
 //! A view owns its scroll and its keys; what it needs of the rest of the state is lent to
 //! it as a [`Ctx`], and what it wants of the rest is returned as an [`Outcome`]. So a view
@@ -42,6 +42,10 @@ pub enum Outcome {
     ConfirmCancel,
     /// Commit the run's changes with this message (the view closes).
     Commit(String),
+    /// Revert this round (the view stays open to show the result).
+    RevertRound(u32),
+    /// The discard was confirmed (the view closes).
+    Discard,
     /// Tell the person something on the status line; the view stays open.
     Notice(String),
 }

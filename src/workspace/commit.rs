@@ -7,12 +7,17 @@
 //! the branch HEAD names (or HEAD itself when detached, or makes the first commit), and then
 //! the committed paths in the index are set to what was committed, so `git status` is clean
 //! for them. If HEAD or the index changed during the run, it refuses and says what changed.
+//! `commit_run_only` limits the commit to given paths: the review passes the worker's, so a
+//! file changed outside the run (`attribution`) stays uncommitted in the work tree.
+//!
+//! The review's choice of files goes through the same limit: only the chosen paths' changes
+//! go into the commit (and into the index afterwards); the rest stay in the work tree.
 //!
 //! Discarding is two steps so a person confirms a concrete list: `discard_plan` says what
 //! would be lost, `discard` refuses if the work tree moved on since, then restores the
 //! baseline's files (without touching the index) and removes the files the run added.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use git2::build::CheckoutBuilder;
@@ -45,10 +50,15 @@ pub struct DiscardPlan {
 }
 
 /// Per path (relative to the work tree's top), the entry it gets, or `None` to remove it.
-type Changes = BTreeMap<Vec<u8>, Option<(Oid, u32)>>;
+pub(super) type Changes = BTreeMap<Vec<u8>, Option<(Oid, u32)>>;
 
 /// The file-level changes from `from` to `to` inside `prefix`.
-fn changes(repo: &Repository, from: Oid, to: Oid, prefix: &str) -> Result<Changes, WorkspaceError> {
+pub(super) fn changes(
+    repo: &Repository,
+    from: Oid,
+    to: Oid,
+    prefix: &str,
+) -> Result<Changes, WorkspaceError> {
     let old = subtree(repo, from, prefix)?;
     let new = subtree(repo, to, prefix)?;
     let diff = repo.diff_tree_to_tree(old.as_ref(), new.as_ref(), None)?;
@@ -119,6 +129,28 @@ impl Workspace {
         last: &Snapshot,
         message: &str,
     ) -> Result<CommitOutcome, WorkspaceError> {
+        self.commit_changes(baseline, last, message, None)
+    }
+
+    /// `commit_run` limited to `only` (paths relative to the work tree's top): the changes to
+    /// every other path stay in the work tree, uncommitted.
+    pub fn commit_run_only(
+        &self,
+        baseline: &Baseline,
+        last: &Snapshot,
+        message: &str,
+        only: &BTreeSet<String>,
+    ) -> Result<CommitOutcome, WorkspaceError> {
+        self.commit_changes(baseline, last, message, Some(only))
+    }
+
+    fn commit_changes(
+        &self,
+        baseline: &Baseline,
+        last: &Snapshot,
+        message: &str,
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<CommitOutcome, WorkspaceError> {
         if let Some(what) = self.git_state_changes(baseline)? {
             return Err(WorkspaceError::GitStateChanged(what));
         }
@@ -126,7 +158,13 @@ impl Workspace {
         if message.trim().is_empty() {
             return Err(WorkspaceError::EmptyMessage);
         }
-        let changes = changes(&self.repo, baseline.snapshot.tree, last.tree, &self.prefix)?;
+        let mut changes = changes(&self.repo, baseline.snapshot.tree, last.tree, &self.prefix)?;
+        if let Some(only) = only {
+            if only.is_empty() {
+                return Err(WorkspaceError::NothingChosen);
+            }
+            changes.retain(|path, _| only.contains(String::from_utf8_lossy(path).as_ref()));
+        }
         if changes.is_empty() {
             return Err(WorkspaceError::NothingToCommit);
         }
@@ -258,25 +296,7 @@ impl Workspace {
                 done.push(rel.to_string_lossy().into_owned());
             }
         }
-        if !restore.is_empty() {
-            // A handle of its own with an in-memory index, and `update_index(false)`: the
-            // checkout writes work-tree files only.
-            let repo = Repository::open(&self.top)?;
-            let mut scratch = Index::new()?;
-            repo.set_index(&mut scratch)?;
-            let tree = repo.find_tree(baseline.snapshot.tree)?;
-            let mut checkout = CheckoutBuilder::new();
-            checkout
-                .force()
-                .recreate_missing(true)
-                .update_index(false)
-                .refresh(false)
-                .disable_pathspec_match(true);
-            for path in &restore {
-                checkout.path(path.as_slice());
-            }
-            repo.checkout_tree(tree.as_object(), Some(&mut checkout))?;
-        }
+        write_files(&self.top, baseline.snapshot.tree, &restore)?;
         Ok(done)
     }
 
@@ -290,6 +310,30 @@ impl Workspace {
             dir = d.parent();
         }
     }
+}
+
+/// Writes `paths` (relative to the work tree's top) as `tree` has them into the work tree at
+/// `top`, and nothing else: a handle of its own with an in-memory index, and
+/// `update_index(false)`, so the index, HEAD and refs are not touched.
+pub(super) fn write_files(top: &Path, tree: Oid, paths: &[Vec<u8>]) -> Result<(), git2::Error> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let repo = Repository::open(top)?;
+    let mut scratch = Index::new()?;
+    repo.set_index(&mut scratch)?;
+    let tree = repo.find_tree(tree)?;
+    let mut checkout = CheckoutBuilder::new();
+    checkout
+        .force()
+        .recreate_missing(true)
+        .update_index(false)
+        .refresh(false)
+        .disable_pathspec_match(true);
+    for path in paths {
+        checkout.path(path.as_slice());
+    }
+    repo.checkout_tree(tree.as_object(), Some(&mut checkout))
 }
 
 #[cfg(test)]

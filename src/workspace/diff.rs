@@ -48,6 +48,25 @@ pub struct FileDiff {
     pub insertions: usize,
     pub deletions: usize,
     pub hunks: Vec<Hunk>,
+    /// Changed by someone other than the worker's tools and commands (`attribution`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_run: bool,
+}
+
+impl FileDiff {
+    /// `path` changed in place: text, no line counted and no hunk yet, the worker's own.
+    pub fn modified(path: String) -> Self {
+        Self {
+            path,
+            old_path: None,
+            status: FileStatus::Modified,
+            binary: false,
+            insertions: 0,
+            deletions: 0,
+            hunks: Vec::new(),
+            outside_run: false,
+        }
+    }
 }
 
 /// A whole diff: files, counts, and the patch text.
@@ -60,6 +79,10 @@ pub struct DiffModel {
     /// Set on a model shortened for display (`for_display`): what was left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Directories the snapshots could not look into (nested too deep for git's scan): their
+    /// changes are not in this diff.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unseen: Vec<String>,
 }
 
 /// How much of a diff the screen gets.
@@ -105,6 +128,7 @@ impl DiffModel {
                 insertions: f.insertions,
                 deletions: f.deletions,
                 binary: f.binary,
+                outside_run: f.outside_run,
             })
             .collect()
     }
@@ -190,6 +214,7 @@ impl DiffModel {
             deletions: self.deletions,
             patch,
             note,
+            unseen: self.unseen.clone(),
         }
     }
 }
@@ -206,11 +231,8 @@ fn clip_patch(patch: &str, max: usize) -> (String, bool) {
     if patch.len() <= max {
         return (patch.to_string(), false);
     }
-    let mut end = max;
-    while !patch.is_char_boundary(end) {
-        end -= 1;
-    }
-    let end = patch[..end].rfind('\n').map_or(0, |i| i + 1);
+    let head = crate::text::cut_at_char_boundary(patch, max);
+    let end = head.rfind('\n').map_or(0, |i| i + 1);
     (patch[..end].to_string(), true)
 }
 
@@ -278,13 +300,10 @@ fn file_of(delta: &DiffDelta<'_>, prefix: &str) -> FileDiff {
         (None, None) => (String::new(), None),
     };
     FileDiff {
-        path,
         old_path,
         status,
         binary: delta.flags().is_binary(),
-        insertions: 0,
-        deletions: 0,
-        hunks: Vec::new(),
+        ..FileDiff::modified(path)
     }
 }
 

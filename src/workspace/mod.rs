@@ -4,26 +4,34 @@
 //! index, HEAD, branches, stash and config are never touched (`snapshot`). Diffs between
 //! snapshots feed the run log (`rounds/NN/diff.patch`), the `round_finished` counts and the
 //! TUI (`diff`). A watcher reports live changes during a round (`watch`), and the review at
-//! the end commits exactly the run's changes or puts the baseline back (`commit`).
+//! the end commits exactly the run's changes (all or the chosen files) or puts the baseline
+//! back (`commit`), and can undo one round by applying its patch in reverse (`revert`). Which
+//! changes are the run's, and which someone else made meanwhile, is `attribution`.
 //!
 //! The workspace may be a subdirectory of the work tree: snapshots always cover the whole
 //! work tree (that is what a commit needs), diffs and commits are limited to the workspace.
 //! A bare repository, or a directory inside a git directory, is never a workspace.
 
+pub mod attribution;
 mod baseline;
 pub mod commit;
 pub mod diff;
+pub mod gitguard;
+pub mod revert;
 mod snapshot;
 pub mod watch;
+pub mod worktree;
 
 use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository};
 
+pub use attribution::Attribution;
 pub use baseline::Baseline;
 pub use commit::{CommitOutcome, DiscardPlan};
 pub use diff::{DiffLine, DiffModel, DisplayLimits, FileDiff, Hunk, LineKind};
 pub use watch::{LiveWatch, OnChange, WatchStats};
+pub use worktree::{WorktreeError, WorktreeInfo};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
@@ -39,6 +47,12 @@ pub enum WorkspaceError {
     GitStateChanged(String),
     #[error("nothing to commit: the run changed nothing that HEAD does not already have")]
     NothingToCommit,
+    #[error("no file is chosen to commit: choose at least one (space toggles)")]
+    NothingChosen,
+    #[error("round {round} cannot be reverted: {}. Nothing was changed", .conflicts.join("; "))]
+    RevertConflicts { round: u32, conflicts: Vec<String> },
+    #[error("round {0} changed no files: there is nothing to revert")]
+    NothingToRevert(u32),
     #[error("the commit message is empty")]
     EmptyMessage,
     #[error("committed {commit} but could not update the index ({reason}); `git status` may list the committed files until you `git add` them")]
@@ -143,7 +157,15 @@ impl Workspace {
     ///
     /// It goes through a private in-memory copy of the index; the only thing written to the
     /// repository is objects (blobs and trees), never the index, HEAD, a ref or the config.
+    /// Directories nested too deep for git's scan are left as the index has them; see
+    /// `snapshot_seen` for their names.
     pub fn snapshot(&self) -> Result<Snapshot, WorkspaceError> {
+        Ok(snapshot::take(&self.top)?.0)
+    }
+
+    /// `snapshot`, plus the directories (relative to the work tree's top) it could not look
+    /// into because they are nested deeper than git's scan goes: say so to the person.
+    pub fn snapshot_seen(&self) -> Result<(Snapshot, Vec<String>), WorkspaceError> {
         snapshot::take(&self.top)
     }
 

@@ -14,7 +14,14 @@
 //! through a new temporary file in the object store even when the blob already exists, which
 //! is most of a snapshot's cost when a round keeps changing the same files. Everything else
 //! (symlinks, filtered files, very large files) goes through libgit2 as `git add` would.
+//!
+//! libgit2's work-tree scan gives up on the whole tree when a directory is nested deeper than
+//! it goes (`SCAN_DEPTH`). When the scan fails, the tree is walked here to find such
+//! directories; the scan is then redone on everything else (a path list of their siblings
+//! along the way) and the too-deep directories keep what the index has for them. The caller
+//! gets their names, so it can say what the snapshot could not see.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use git2::{AttrCheckFlags, Delta, DiffOptions, Index, Repository};
@@ -26,7 +33,12 @@ const IN_MEMORY_MAX: u64 = 64 * 1024 * 1024;
 /// Attributes that make libgit2 convert a file's content on its way into a blob.
 const FILTER_ATTRIBUTES: [&str; 5] = ["text", "eol", "crlf", "ident", "filter"];
 
-pub(super) fn take(top: &Path) -> Result<Snapshot, WorkspaceError> {
+/// The deepest directory libgit2's work-tree scan enters (its `FILESYSTEM_MAX_DEPTH` of 100
+/// frames, the top's own included): a directory this many levels below the top is too deep.
+const SCAN_DEPTH: usize = 100;
+
+/// A snapshot, and the directories (relative to the work tree's top) it could not look into.
+pub(super) fn take(top: &Path) -> Result<(Snapshot, Vec<String>), WorkspaceError> {
     let repo = Repository::open(top)?;
     let mut index = private_index(&repo)?;
     drop_conflicts(&mut index)?;
@@ -38,19 +50,20 @@ pub(super) fn take(top: &Path) -> Result<Snapshot, WorkspaceError> {
     let filemode = config.get_bool("core.filemode").unwrap_or(true);
 
     // What `add_all` does, minus the content it loads for every change just to call back.
-    let mut opts = DiffOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_typechange(true);
-    let changed: Vec<(Vec<u8>, bool)> = repo
-        .diff_index_to_workdir(Some(&index), Some(&mut opts))?
-        .deltas()
-        .filter(|d| d.status() != Delta::Unreadable)
-        .filter_map(|d| {
-            let path = d.new_file().path_bytes().or(d.old_file().path_bytes())?;
-            Some((path.to_vec(), d.new_file().exists()))
-        })
-        .collect();
+    let (changed, unseen) = match scan(&repo, &index, None) {
+        Ok(changed) => (changed, Vec::new()),
+        Err(e) => {
+            let deep = too_deep(&repo, top);
+            if deep.is_empty() {
+                return Err(e);
+            }
+            let paths = paths_around(&index, top, &deep);
+            (
+                scan(&repo, &index, Some(paths))?,
+                deep.into_iter().collect(),
+            )
+        }
+    };
     for (bytes, exists) in changed {
         let path = path_from_bytes(&bytes);
         if !exists {
@@ -70,7 +83,139 @@ pub(super) fn take(top: &Path) -> Result<Snapshot, WorkspaceError> {
         }
     }
     let tree = index.write_tree_to(&repo)?;
-    Ok(Snapshot { tree })
+    Ok((Snapshot { tree }, unseen))
+}
+
+/// The paths where the work tree differs from `index` (and whether each still exists), as
+/// `add_all` would find them, minus the content it loads for every change just to call back.
+/// `only` limits the scan to exact paths and whole directories (`dir/`).
+fn scan(
+    repo: &Repository,
+    index: &Index,
+    only: Option<BTreeSet<Vec<u8>>>,
+) -> Result<Vec<(Vec<u8>, bool)>, WorkspaceError> {
+    let mut opts = DiffOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_typechange(true);
+    if let Some(only) = only {
+        opts.disable_pathspec_match(true);
+        for path in only {
+            opts.pathspec(path);
+        }
+    }
+    Ok(repo
+        .diff_index_to_workdir(Some(index), Some(&mut opts))?
+        .deltas()
+        .filter(|d| d.status() != Delta::Unreadable)
+        .filter_map(|d| {
+            let path = d.new_file().path_bytes().or(d.old_file().path_bytes())?;
+            Some((path.to_vec(), d.new_file().exists()))
+        })
+        .collect())
+}
+
+/// The directories `SCAN_DEPTH` levels below the top that the scan would have to enter: not
+/// ignored, not `.git`, not inside a nested repository. Symlinks are not followed.
+fn too_deep(repo: &Repository, top: &Path) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut stack = vec![(top.to_path_buf(), 0_usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        if depth > 0 && dir.join(".git").exists() {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) || entry.file_name() == ".git" {
+                continue;
+            }
+            let path = entry.path();
+            let Ok(rel) = path.strip_prefix(top) else {
+                continue;
+            };
+            if repo.status_should_ignore(rel).unwrap_or(false) {
+                continue;
+            }
+            if depth + 1 >= SCAN_DEPTH {
+                found.insert(String::from_utf8_lossy(&path_to_bytes(rel)).into_owned());
+            } else {
+                stack.push((path, depth + 1));
+            }
+        }
+    }
+    found
+}
+
+/// A path list that covers the whole work tree and index except the directories in `deep`:
+/// below each of their ancestors, every other entry (of the work tree or the index) by name,
+/// whole directories as `dir/`.
+fn paths_around(index: &Index, top: &Path, deep: &BTreeSet<String>) -> BTreeSet<Vec<u8>> {
+    let mut ancestors: BTreeSet<Vec<u8>> = BTreeSet::from([Vec::new()]);
+    for dir in deep {
+        let bytes = dir.as_bytes();
+        for (i, b) in bytes.iter().enumerate() {
+            if *b == b'/' {
+                ancestors.insert(bytes[..i].to_vec());
+            }
+        }
+    }
+    let skipped = |path: &[u8]| {
+        deep.iter().any(|d| {
+            let d = d.as_bytes();
+            path.starts_with(d) && (path.len() == d.len() || path[d.len()] == b'/')
+        })
+    };
+    // The first prefix of `path` that is not an ancestor: the entry that names it.
+    let entry_for = |path: &[u8]| -> Option<Vec<u8>> {
+        let mut end = 0;
+        loop {
+            let next = path[end..].iter().position(|b| *b == b'/').map(|i| end + i);
+            let prefix = &path[..next.unwrap_or(path.len())];
+            if !ancestors.contains(prefix) {
+                return Some(match next {
+                    Some(i) => [&path[..i], b"/"].concat(),
+                    None => path.to_vec(),
+                });
+            }
+            end = next? + 1;
+        }
+    };
+    let mut out = BTreeSet::new();
+    let mut add = |path: &[u8], dir: bool| {
+        if skipped(path) {
+            return;
+        }
+        if let Some(mut entry) = entry_for(path) {
+            if dir && !entry.ends_with(b"/") {
+                entry.push(b'/');
+            }
+            out.insert(entry);
+        }
+    };
+    for entry in index.iter() {
+        add(&entry.path, false);
+    }
+    for ancestor in &ancestors {
+        let Ok(entries) = std::fs::read_dir(top.join(path_from_bytes(ancestor))) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry.file_name() == ".git" {
+                continue;
+            }
+            let name = path_to_bytes(Path::new(&entry.file_name()));
+            let path = if ancestor.is_empty() {
+                name
+            } else {
+                [ancestor.as_slice(), b"/", &name].concat()
+            };
+            let dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            add(&path, dir);
+        }
+    }
+    out
 }
 
 /// The handle's own copy of the user's index, or HEAD's tree when there is no usable one.

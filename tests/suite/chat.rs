@@ -5,9 +5,7 @@
 //! panic on arbitrary text.
 
 use proptest::prelude::*;
-use ralph_tui::chat::{
-    by_name, detect, CallStream, ChatFormat, ParsedCall, ParsedTurn, FORMAT_NAMES,
-};
+use ralph_tui::chat::{by_name, detect, ChatFormat, ParsedCall, ParsedTurn, FORMAT_NAMES};
 use ralph_tui::engine::report;
 use ralph_tui::protocol::message::Role;
 use ralph_tui::protocol::report::{Report, ReportStatus};
@@ -21,13 +19,6 @@ fn format(name: &str) -> Box<dyn ChatFormat> {
 
 fn formats() -> Vec<Box<dyn ChatFormat>> {
     FORMAT_NAMES.iter().map(|n| format(n)).collect()
-}
-
-fn call(name: &str, arguments: Value) -> ParsedCall {
-    ParsedCall::Call {
-        name: name.into(),
-        arguments,
-    }
 }
 
 #[track_caller]
@@ -82,7 +73,10 @@ fn script() -> Vec<(&'static str, Value)> {
 }
 
 fn script_calls() -> Vec<ParsedCall> {
-    script().into_iter().map(|(n, a)| call(n, a)).collect()
+    script()
+        .into_iter()
+        .map(|(n, a)| ParsedCall::call(n, a))
+        .collect()
 }
 
 /// Prose, every script call rendered by `f`, prose.
@@ -108,15 +102,18 @@ fn hermes_golden_turns() {
     assert_eq!(
         t.calls,
         vec![
-            call("list_dir", json!({"path": ".", "depth": 2})),
-            call("read_file", json!({"path": "README.md"}))
+            ParsedCall::call("list_dir", json!({"path": ".", "depth": 2})),
+            ParsedCall::call("read_file", json!({"path": "README.md"}))
         ]
     );
     // Qwen 3 thinking first; a draft inside the thoughts does not run.
     let t = f.parse("<think>\nThe user wants tests. Maybe <tool_call>{\"name\": \"run_command\", \"arguments\": {\"command\": \"rm -rf target\"}}</tool_call>? No.\n</think>\n\n<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"command\": \"cargo test\"}}\n</tool_call>");
     assert_eq!(
         t.calls,
-        vec![call("run_command", json!({"command": "cargo test"}))]
+        vec![ParsedCall::call(
+            "run_command",
+            json!({"command": "cargo test"})
+        )]
     );
     // Malformed JSON (bare key), then a call cut off at the token cap.
     let t = f.parse("Editing.\n<tool_call>\n{\"name\": \"edit_file\", \"arguments\": {\"path\": \"a.rs\", old: \"x\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"b.rs\", \"content\": \"fn main() {\\n");
@@ -136,7 +133,10 @@ fn llama3_golden_turns() {
     );
     assert_eq!(
         t.calls,
-        vec![call("run_command", json!({"command": "cargo build"}))]
+        vec![ParsedCall::call(
+            "run_command",
+            json!({"command": "cargo build"})
+        )]
     );
     let t = f.parse("Let me check two things.\n{\"name\": \"list_dir\", \"parameters\": {\"path\": \"src\"}}; {\"name\": \"read_file\", \"parameters\": {\"path\": \"Cargo.toml\"}}\nThen I'll decide.");
     assert_eq!(t.content, "Let me check two things.\nThen I'll decide.");
@@ -156,20 +156,29 @@ fn mistral_golden_turns() {
     assert_eq!(
         t.calls,
         vec![
-            call("list_dir", json!({"path": "."})),
-            call("search", json!({"pattern": "TODO"}))
+            ParsedCall::call("list_dir", json!({"path": "."})),
+            ParsedCall::call("search", json!({"pattern": "TODO"}))
         ]
     );
     let t = f.parse("[TOOL_CALLS][{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}, {\"name\": \"read_file\", \"arguments\": {\"pa");
-    assert_eq!(t.calls[0], call("read_file", json!({"path": "a"})));
+    assert_eq!(
+        t.calls[0],
+        ParsedCall::call("read_file", json!({"path": "a"}))
+    );
     assert_malformed(&t.calls[1], "cut off");
     let f = format("mistral-v11");
     let t = f.parse("I'll read both files.[TOOL_CALLS]read_file[ARGS]{\"path\": \"a.rs\"}[TOOL_CALLS]read_file[ARGS]{\"path\": \"b.rs\", }");
     assert_eq!(t.content, "I'll read both files.");
-    assert_eq!(t.calls[0], call("read_file", json!({"path": "a.rs"})));
+    assert_eq!(
+        t.calls[0],
+        ParsedCall::call("read_file", json!({"path": "a.rs"}))
+    );
     assert_malformed(&t.calls[1], "not valid JSON");
     let t = f.parse("[THINK]Which file? a.rs.[/THINK]Reading.[TOOL_CALLS]read_file[CALL_ID]a1B2c3D4e[ARGS]{\"path\": \"a.rs\"}");
-    assert_eq!(t.calls, vec![call("read_file", json!({"path": "a.rs"}))]);
+    assert_eq!(
+        t.calls,
+        vec![ParsedCall::call("read_file", json!({"path": "a.rs"}))]
+    );
     assert!(t.content.ends_with("Reading."));
 }
 
@@ -180,14 +189,17 @@ fn deepseek_golden_turns() {
     assert_eq!(
         t.calls,
         vec![
-            call("list_dir", json!({"path": "."})),
-            call("read_file", json!({"path": "README.md", "limit": 50}))
+            ParsedCall::call("list_dir", json!({"path": "."})),
+            ParsedCall::call("read_file", json!({"path": "README.md", "limit": 50}))
         ]
     );
     assert!(t.content.ends_with("Let me look around."));
     // V3.1 shape, a broken call, and one cut off at the cap.
     let t = format("deepseek-v3.1").parse("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>run_command<｜tool▁sep｜>{\"command\": \"make\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>{\"path\": a}<｜tool▁call▁end｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>{\"path\": \"READ");
-    assert_eq!(t.calls[0], call("run_command", json!({"command": "make"})));
+    assert_eq!(
+        t.calls[0],
+        ParsedCall::call("run_command", json!({"command": "make"}))
+    );
     assert_malformed(&t.calls[1], "not valid JSON");
     assert_malformed(&t.calls[2], "<｜tool▁call▁end｜> is missing");
 }
@@ -199,11 +211,11 @@ fn dsml_golden_turns() {
     assert_eq!(
         t.calls,
         vec![
-            call(
+            ParsedCall::call(
                 "run_command",
                 json!({"command": "cargo test --lib", "timeout_s": 300})
             ),
-            call("search", json!({"pattern": "fn \\w+\\("}))
+            ParsedCall::call("search", json!({"pattern": "fn \\w+\\("}))
         ]
     );
     assert!(t.content.ends_with("Running the tests."));
@@ -219,8 +231,8 @@ fn glm_golden_turns() {
     assert_eq!(
         t.calls,
         vec![
-            call("list_dir", json!({"path": ".", "depth": 2})),
-            call("read_file", json!({"path": "Cargo.toml"}))
+            ParsedCall::call("list_dir", json!({"path": ".", "depth": 2})),
+            ParsedCall::call("read_file", json!({"path": "Cargo.toml"}))
         ]
     );
     assert!(t.content.ends_with("I'll look at the project first."));
@@ -237,8 +249,8 @@ fn generic_golden_turns() {
     assert_eq!(
         t.calls,
         vec![
-            call("list_dir", json!({"path": "."})),
-            call("read_file", json!({"path": "README.md"}))
+            ParsedCall::call("list_dir", json!({"path": "."})),
+            ParsedCall::call("read_file", json!({"path": "README.md"}))
         ]
     );
     assert_eq!(t.content, "Sure! I will list the files.");
@@ -313,7 +325,7 @@ fn instructions_show_the_syntax_they_parse() {
         );
         assert_eq!(
             f.parse(&example).calls,
-            vec![call("read_file", json!({"path": "README.md"}))]
+            vec![ParsedCall::call("read_file", json!({"path": "README.md"}))]
         );
     }
 }
@@ -507,10 +519,54 @@ fn report_grammars_bound_every_string() {
 
 // ------------------------------------------------------------------------- streaming
 
-/// Pushes `chunks` through a `CallStream`; returns the calls handed out, in order, and the
+/// Calls out of a turn while it streams, as a consumer of `parse_partial` would take them:
+/// after each chunk, the calls the format says are final and were not handed out yet.
+struct Stream<'f> {
+    format: &'f dyn ChatFormat,
+    text: String,
+    handed_out: usize,
+}
+
+impl<'f> Stream<'f> {
+    fn new(format: &'f dyn ChatFormat) -> Self {
+        Self {
+            format,
+            text: String::new(),
+            handed_out: 0,
+        }
+    }
+
+    fn push(&mut self, chunk: &str) -> Vec<ParsedCall> {
+        self.text.push_str(chunk);
+        let (turn, settled) = self.format.parse_partial(&self.text);
+        let settled = settled.min(turn.calls.len());
+        if settled <= self.handed_out {
+            return Vec::new();
+        }
+        let new = turn.calls[self.handed_out..settled].to_vec();
+        self.handed_out = settled;
+        new
+    }
+
+    fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn finish(self) -> (ParsedTurn, Vec<ParsedCall>) {
+        let turn = self.format.parse(&self.text);
+        let rest = turn
+            .calls
+            .get(self.handed_out..)
+            .unwrap_or_default()
+            .to_vec();
+        (turn, rest)
+    }
+}
+
+/// Pushes `chunks` through a `Stream`; returns the calls handed out, in order, and the
 /// finished parse.
 fn stream(f: &dyn ChatFormat, chunks: &[&str]) -> (Vec<ParsedCall>, ParsedTurn) {
-    let mut s = CallStream::new(f);
+    let mut s = Stream::new(f);
     let mut out = Vec::new();
     for chunk in chunks {
         out.extend(s.push(chunk));
@@ -548,7 +604,7 @@ fn calls_are_handed_out_by_their_last_character() {
     for f in formats() {
         for (name, args) in script() {
             let text = f.render_call(name, &args);
-            let mut s = CallStream::new(f.as_ref());
+            let mut s = Stream::new(f.as_ref());
             let mut handed = Vec::new();
             for (i, c) in text.char_indices() {
                 handed.extend(s.push(&text[i..i + c.len_utf8()]));
@@ -562,7 +618,7 @@ fn calls_are_handed_out_by_their_last_character() {
             );
             assert_eq!(
                 handed,
-                vec![call(name, args.clone())],
+                vec![ParsedCall::call(name, args.clone())],
                 "{}: {name}",
                 f.name()
             );

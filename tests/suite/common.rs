@@ -152,6 +152,28 @@ pub fn events(stdout: &[u8]) -> Vec<Value> {
         .collect()
 }
 
+/// Reads a running headless child's events up to the first for which `stop` holds (kept too);
+/// panics if the stream ends first.
+pub fn events_until(
+    reader: &mut impl std::io::BufRead,
+    stop: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "stream ended early"
+        );
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let done = stop(&v);
+        seen.push(v);
+        if done {
+            return seen;
+        }
+    }
+}
+
 pub fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == ty).collect()
 }

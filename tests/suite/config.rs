@@ -74,6 +74,13 @@ const CASES: &[Case] = &[
         &["--approval", "ask"],
     ),
     case("network", &["--network"], "true", &["--network=false"]),
+    case("worktree", &["--worktree"], "true", &["--worktree=false"]),
+    case(
+        "no_prefix_cache",
+        &["--no-prefix-cache"],
+        "true",
+        &["--no-prefix-cache=false"],
+    ),
     case(
         "command_timeout",
         &["--command-timeout", "5"],
@@ -139,6 +146,24 @@ const CASES: &[Case] = &[
         &["--repeat-penalty", "1.4"],
     ),
     case("seed", &["--seed", "7"], "7", &["--seed", "8"]),
+    case(
+        "api_key_env",
+        &["--api-key-env", "SERVER_KEY"],
+        "\"SERVER_KEY\"",
+        &["--api-key-env", "OTHER_KEY"],
+    ),
+    case(
+        "request_timeout",
+        &["--request-timeout", "30"],
+        "30",
+        &["--request-timeout", "31"],
+    ),
+    case(
+        "notify",
+        &["--notify", "off"],
+        "\"off\"",
+        &["--notify", "bell"],
+    ),
 ];
 
 fn cli(args: &[&str]) -> Cli {
@@ -335,4 +360,14 @@ fn help_gives_each_option_its_default_and_each_mode_its_values() {
         "{short}"
     );
     assert!(short.len() < long.len(), "-h is the summary");
+}
+
+#[test]
+fn every_objective_is_checked_where_it_is_normalized() {
+    // The argument, `-f FILE` and the TUI editor all pass through `normalize_objective`.
+    assert!(ralph_tui::config::normalize_objective("a\0b").is_err());
+    assert_eq!(
+        ralph_tui::config::normalize_objective(" a\tb \n").unwrap(),
+        "a\tb"
+    );
 }

@@ -297,6 +297,94 @@ fn quitting_the_objective_editor_exits_130() {
 }
 
 #[test]
+fn review_of_a_worktree_run_applies_its_changes_to_the_persons_work_tree() {
+    let repo = TempRepo::new();
+    repo.write("untouched.txt", "the person's own edit\n");
+    let launch = Launch::new();
+    let rounds = vec![turns(&[
+        call(
+            "write_file",
+            json!({"path": "hello.txt", "content": "hello from the run\n"}),
+        ),
+        complete_report("wrote hello.txt"),
+    ])];
+    let script = script_with_delay(launch.tmp.path(), rounds, 0);
+    let sh = launch.script(repo.path(), &script, &["--worktree", "write hello.txt"]);
+    let tmux = Tmux::start(&sh);
+
+    let review = tmux.wait_for("the review of a worktree run", |s| {
+        s.contains("complete after") && s.contains("hello.txt") && s.contains("A apply")
+    });
+    assert!(
+        review.contains("ralph/"),
+        "the header names the branch:\n{review}"
+    );
+    assert!(
+        !repo.path().join("hello.txt").exists(),
+        "the run wrote the checkout"
+    );
+    tmux.keys(&["A"]);
+    tmux.wait_for("the apply", |s| s.contains("applied 1 file(s)"));
+    assert_eq!(repo.read("hello.txt"), "hello from the run\n");
+    assert_eq!(repo.read("untouched.txt"), "the person's own edit\n");
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+    // Applied, not committed: HEAD is where it was and the branch is kept.
+    let git = git2::Repository::open(repo.path()).unwrap();
+    let head = git.head().unwrap().peel_to_commit().unwrap();
+    assert_eq!(head.message(), Some("initial"));
+    let branches: Vec<String> = git
+        .branches(Some(git2::BranchType::Local))
+        .unwrap()
+        .map(|b| b.unwrap().0.name().unwrap().unwrap().to_string())
+        .collect();
+    assert!(
+        branches.iter().any(|b| b.starts_with("ralph/")),
+        "{branches:?}"
+    );
+}
+
+#[test]
+fn review_of_a_worktree_run_commits_on_the_persons_branch_and_removes_the_worktree() {
+    let repo = TempRepo::new();
+    repo.write("untouched.txt", "the person's own edit\n");
+    let launch = Launch::new();
+    let rounds = vec![turns(&[
+        call(
+            "write_file",
+            json!({"path": "hello.txt", "content": "hello from the run\n"}),
+        ),
+        complete_report("wrote hello.txt"),
+    ])];
+    let script = script_with_delay(launch.tmp.path(), rounds, 0);
+    let sh = launch.script(repo.path(), &script, &["--worktree", "write hello.txt"]);
+    let tmux = Tmux::start(&sh);
+
+    tmux.wait_for("the review of a worktree run", |s| {
+        s.contains("complete after") && s.contains("A apply")
+    });
+    tmux.keys(&["c"]);
+    tmux.wait_for("the commit editor", |s| {
+        s.contains("Commit the run's changes")
+    });
+    tmux.keys(&["C-s"]);
+    tmux.wait_for("the commit", |s| s.contains(" committed "));
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+
+    let git = git2::Repository::open(repo.path()).unwrap();
+    let head = git.head().unwrap().peel_to_commit().unwrap();
+    assert!(head.message().unwrap().starts_with("wrote hello.txt"));
+    let tree = head.tree().unwrap();
+    assert!(tree.get_name("hello.txt").is_some());
+    assert!(tree.get_name("untouched.txt").is_none(), "swept in");
+    assert_eq!(repo.read("hello.txt"), "hello from the run\n");
+    let branches = git.branches(Some(git2::BranchType::Local)).unwrap().count();
+    assert_eq!(branches, 1, "the run's branch is left");
+    assert_eq!(git.worktrees().unwrap().len(), 0);
+}
+
+#[test]
 fn review_commits_exactly_the_runs_changes() {
     let repo = TempRepo::new();
     repo.write("untouched.txt", "the person's own edit\n");
@@ -321,9 +409,11 @@ fn review_commits_exactly_the_runs_changes() {
         s.contains("Commit the run's changes")
     });
     tmux.keys(&["C-s"]);
-    // " committed " with its leading space: the hint "leave uncommitted · " is on screen from
-    // the start and must not count as the commit having happened.
-    tmux.wait_for("the commit", |s| s.contains(" committed "));
+    // " committed " with its leading space, and the hint gone: "leave uncommitted · " is on
+    // screen from the start and must not count as the commit having happened.
+    tmux.wait_for("the commit", |s| {
+        s.contains(" committed ") && !s.contains("leave uncommitted")
+    });
     tmux.keys(&["q"]);
     launch.assert_restored(&tmux, 0);
 
@@ -343,6 +433,113 @@ fn review_commits_exactly_the_runs_changes() {
         tree.get_name("untouched.txt").is_none(),
         "the person's own edit is not swept in"
     );
+}
+
+#[test]
+fn review_reverts_a_round_then_commits_only_the_chosen_files() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let rounds = vec![
+        turns(&[
+            call(
+                "write_file",
+                json!({"path": "keep.txt", "content": "kept, not committed\n"}),
+            ),
+            call(
+                "write_file",
+                json!({"path": "one.txt", "content": "round one\n"}),
+            ),
+            continue_report("wrote keep.txt and one.txt"),
+        ]),
+        turns(&[
+            call(
+                "write_file",
+                json!({"path": "two.txt", "content": "round two\n"}),
+            ),
+            complete_report("wrote two.txt"),
+        ]),
+    ];
+    let script = script_with_delay(launch.tmp.path(), rounds, 0);
+    let sh = launch.script(repo.path(), &script, &["write three files"]);
+    let tmux = Tmux::start(&sh);
+
+    tmux.wait_for("the review with its diff", |s| {
+        s.contains("complete after")
+            && s.contains("two.txt")
+            && s.contains("Changes (3) · 3 chosen")
+    });
+    tmux.keys(&["u"]);
+    tmux.wait_for("the revert question", |s| s.contains("› round 2: two.txt"));
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the revert", |s| s.contains("Round 2 reverted"));
+    assert!(!repo.path().join("two.txt").exists(), "round 2 is undone");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the diff read again", |s| {
+        s.contains("Changes (2) · 2 chosen")
+    });
+    // keep.txt is listed first: leave it out.
+    tmux.keys(&["Space"]);
+    tmux.wait_for("the choice", |s| s.contains("[ ] A keep.txt"));
+    tmux.keys(&["c"]);
+    tmux.wait_for("the commit editor", |s| s.contains("only the 1 chosen"));
+    tmux.keys(&["C-s"]);
+    tmux.wait_for("the commit", |s| s.contains(" committed "));
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+
+    let git = git2::Repository::open(repo.path()).unwrap();
+    let tree = git.head().unwrap().peel_to_tree().unwrap();
+    assert!(
+        tree.get_name("one.txt").is_some(),
+        "the chosen file is committed"
+    );
+    assert!(
+        tree.get_name("keep.txt").is_none(),
+        "the file left out is not"
+    );
+    assert!(
+        tree.get_name("two.txt").is_none(),
+        "the reverted round is not"
+    );
+    assert_eq!(repo.read("keep.txt"), "kept, not committed\n");
+}
+
+#[test]
+fn review_discards_the_runs_changes_after_listing_them() {
+    let repo = TempRepo::new();
+    repo.write("tracked.txt", "before the run\n");
+    repo.commit_all("tracked");
+    let launch = Launch::new();
+    let rounds = vec![turns(&[
+        call(
+            "write_file",
+            json!({"path": "tracked.txt", "content": "changed by the run\n"}),
+        ),
+        call(
+            "write_file",
+            json!({"path": "added.txt", "content": "added by the run\n"}),
+        ),
+        complete_report("changed and added"),
+    ])];
+    let script = script_with_delay(launch.tmp.path(), rounds, 0);
+    let sh = launch.script(repo.path(), &script, &["change things"]);
+    let tmux = Tmux::start(&sh);
+
+    tmux.wait_for("the review with its diff", |s| {
+        s.contains("complete after") && s.contains("added.txt")
+    });
+    tmux.keys(&["d"]);
+    tmux.wait_for("the list of what is lost", |s| {
+        s.contains("Discard the run's changes? (2 files)")
+            && s.contains("A added.txt")
+            && s.contains("M tracked.txt")
+    });
+    tmux.keys(&["y"]);
+    tmux.wait_for("the discard", |s| s.contains("discarded the run's changes"));
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+    assert_eq!(repo.read("tracked.txt"), "before the run\n");
+    assert!(!repo.path().join("added.txt").exists());
 }
 
 #[test]

@@ -35,7 +35,9 @@ fn run_script(repo: &TempRepo, rounds: Vec<Value>, extra: &[&str]) -> Run {
 fn finished(run: &Run) -> &Value {
     let last = last(&run.events);
     assert_eq!(last["type"], "run_finished", "last event: {last}");
-    assert_eq!(last["worker_reported"], true);
+    // Only a worker's report (complete or blocked) ends a run as reported.
+    let reported = matches!(last["status"].as_str(), Some("complete" | "blocked"));
+    assert_eq!(last["worker_reported"], reported, "last event: {last}");
     last
 }
 
@@ -135,6 +137,32 @@ fn child_failure_preserves_the_previous_report() {
         .unwrap()
         .contains("simulated child failure"));
     assert_eq!(end["rounds_started"], 2);
+    let run_json: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.run_dir.join("run.json")).unwrap())
+            .unwrap();
+    assert_eq!(run_json["status"], "round-failed");
+    assert_eq!(run_json["worker_reported"], false, "{run_json}");
+}
+
+#[test]
+fn run_json_writes_the_settings_as_given_and_worker_reported_for_a_report() {
+    let repo = TempRepo::new();
+    let run = run_script(
+        &repo,
+        vec![turns(&[complete_report("done")])],
+        &["--min-p", "0.05", "--top-p", "0.9", "objective"],
+    );
+    assert_eq!(code(&run.out), 0);
+    let text = std::fs::read_to_string(run.run_dir.join("run.json")).unwrap();
+    let run_json: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(run_json["worker_reported"], true);
+    let inference = &run_json["settings"]["inference"];
+    assert_eq!(inference["min_p"], json!(0.05), "{inference}");
+    assert_eq!(inference["top_p"], json!(0.9), "{inference}");
+    assert_eq!(inference["temperature"], json!(0.7), "{inference}");
+    assert_eq!(inference["repeat_penalty"], json!(1.1), "{inference}");
+    assert!(!text.contains("0.0500000"), "{text}");
+    assert_eq!(run_json["settings"]["prefix_cache"], true);
 }
 
 #[test]

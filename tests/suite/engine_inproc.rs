@@ -54,6 +54,9 @@ fn config(max_rounds: u32) -> RunConfig {
                 network: false,
                 command_timeout_s: 120,
                 verify: None,
+                prefix_cache: true,
+                api_key_env: "OPENAI_API_KEY".into(),
+                request_timeout_s: 120,
                 inference: InferenceSettings {
                     ctx_size: 4096,
                     threads: 1,
@@ -68,6 +71,10 @@ fn config(max_rounds: u32) -> RunConfig {
                     seed: 1,
                 },
             },
+            repo_root: None,
+            resumed_from: None,
+            resumed_report: None,
+            worktree: None,
         },
     }
 }
@@ -138,7 +145,11 @@ fn assert_bracketed(run: &InProc) {
     assert_eq!(end["type"], "run_finished");
     assert_eq!(end["status"], run.summary.status.as_str());
     assert_eq!(end["rounds_started"], run.summary.rounds_started);
-    assert_eq!(end["worker_reported"], true);
+    // Only a worker's report (complete or blocked) ends a run as reported.
+    assert_eq!(
+        end["worker_reported"],
+        run.summary.status.is_worker_report()
+    );
     assert_eq!(of_type(&run.events, "run_started").len(), 1);
     assert_eq!(of_type(&run.events, "run_finished").len(), 1);
 }

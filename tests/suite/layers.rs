@@ -2,9 +2,10 @@
 //!
 //! Every `crate::name` a file mentions (in `use` lines, `use crate::{a, b}` blocks over several
 //! lines, or paths in code) is an edge from the file's top-level module to `name`. The layers,
-//! lowest first: `protocol` (imports nothing of ours); `error`, `logging`; `workspace`, `tools`;
+//! lowest first: `protocol` and `text` (import nothing of ours); `error`, `logging`,
+//! `signals`, `intake`, `runlock`; `workspace`, `tools`;
 //! `chat` with the settings (`options`, `cli`, `config`: a chat format is a setting's value);
-//! `llm`; `engine`; `app`, `headless`, `eval`; `ui`; `tui`.
+//! `llm`; `engine`; `app`, `headless`, `eval`, `runs`, `hooks`; `ui`; `tui`.
 //! A module may import its own layer or lower ones, never a higher one, and the graph has no
 //! cycle. Comments are skipped; the binaries (`main.rs`, `bin/`) sit above everything. Files
 //! inside one module (the `ui/` screens among themselves) are not this check's business.
@@ -15,8 +16,12 @@ use std::path::{Path, PathBuf};
 /// Each top-level module's layer; a module may import only its own layer or lower ones.
 const LAYERS: &[(&str, u8)] = &[
     ("protocol", 0),
+    ("text", 0),
     ("error", 1),
     ("logging", 1),
+    ("signals", 1),
+    ("intake", 1),
+    ("runlock", 1),
     ("workspace", 2),
     ("tools", 2),
     ("chat", 3),
@@ -28,6 +33,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("app", 6),
     ("headless", 6),
     ("eval", 6),
+    ("runs", 6),
+    ("hooks", 6),
     ("ui", 7),
     ("tui", 8),
 ];
@@ -197,6 +204,13 @@ fn protocol_imports_nothing_of_ours() {
     let graph = graph();
     let edges = graph.get("protocol").cloned().unwrap_or_default();
     assert!(edges.is_empty(), "protocol imports {edges:?}");
+}
+
+#[test]
+fn text_imports_nothing_of_ours() {
+    let graph = graph();
+    let edges = graph.get("text").cloned().unwrap_or_default();
+    assert!(edges.is_empty(), "text imports {edges:?}");
 }
 
 #[test]

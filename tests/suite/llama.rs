@@ -374,34 +374,63 @@ fn cancel_stops_generation_between_tokens() {
 #[test]
 fn cancel_stops_prompt_evaluation_between_batches() {
     let _lock = exclusive();
-    let backend = load(&settings(3));
+    // Small batches, so some are done by the earliest cancel (a cancel also aborts the batch
+    // in progress: see the abort tests below).
+    let backend = load(&InferenceSettings {
+        batch_size: 16,
+        ..settings(3)
+    })
+    .with_prefix_cache(false);
     let long = "The lighthouse keeper counted the waves every night. ".repeat(120);
     let messages = vec![
         Message::new(Role::System, "You are a storyteller."),
         Message::new(Role::User, long),
     ];
     let mut worst = Duration::ZERO;
-    // Cancel at several points of the prompt; each attempt is a fresh child.
-    for (attempt, delay_ms) in [150u64, 183, 216, 249, 282].into_iter().enumerate() {
-        let mut child = backend.child(attempt as u32 + 1).unwrap();
-        let total = child
-            .count_prompt_tokens(Request {
-                messages: &messages,
-                tools: &[],
-                report_only: false,
-            })
-            .unwrap();
-        let (stop, generated, latency) = cancel_when(&mut child, &messages, move |_| {
-            std::thread::sleep(Duration::from_millis(delay_ms));
-        });
-        assert_eq!(stop, StopReason::Cancelled);
+    // A cancel also aborts the batch in progress, so where it lands depends on this machine's
+    // speed right now: a cancel that came before the first batch finished or after the prompt
+    // did is taken again later or earlier (at most 8 times); the one that lands mid-prompt is
+    // checked. Each attempt is a fresh child.
+    let mut delay = Duration::from_millis(150);
+    let mut round = 0;
+    for attempt in 0..5 {
+        let mut landed = None;
+        for _try in 0..8 {
+            round += 1;
+            let mut child = backend.child(round).unwrap();
+            let total = child
+                .count_prompt_tokens(Request {
+                    messages: &messages,
+                    tools: &[],
+                    report_only: false,
+                })
+                .unwrap();
+            let wait = delay;
+            let (stop, generated, latency) = cancel_when(&mut child, &messages, move |_| {
+                std::thread::sleep(wait);
+            });
+            assert_eq!(stop, StopReason::Cancelled);
+            let evaluated = child.kv_tokens();
+            if generated > 0 || evaluated >= total {
+                delay /= 2;
+                continue;
+            }
+            if evaluated == 0 {
+                delay *= 2;
+                continue;
+            }
+            landed = Some((generated, evaluated, total, latency));
+            break;
+        }
+        let (generated, evaluated, total, latency) =
+            landed.unwrap_or_else(|| panic!("attempt {attempt}: no cancel landed mid-prompt"));
         assert_eq!(generated, 0);
-        let evaluated = child.kv_tokens();
         assert!(
             evaluated > 0 && evaluated < total,
             "cancelled after {evaluated} of {total} prompt tokens"
         );
         worst = worst.max(latency);
+        delay += delay / 4;
     }
     report_latency("cancel mid-prompt (worst of 5)", worst);
 }
@@ -618,4 +647,190 @@ fn gpu_offload_is_real_and_fresh_gpu_contexts_repeat_exactly() {
         first, second,
         "greedy output differs between fresh GPU contexts"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run's fixed prefix restored into fresh contexts, and the abort callback.
+// ---------------------------------------------------------------------------------------------
+
+/// Round `round`'s prompt: the fixed system message and a user message naming the round (and,
+/// when given, carrying `marker`), as the engine writes them.
+fn round_messages(
+    backend: &LlamaBackend,
+    tools: &[ToolSpec],
+    round: u32,
+    marker: &str,
+) -> Vec<Message> {
+    let mut messages = report_messages(backend, tools);
+    messages[1].content = format!(
+        "{}\n\nThis is round {round} of 3. {marker}",
+        messages[1].content
+    );
+    messages
+}
+
+/// Runs rounds 1..=3 on `backend`: each round's prefix tokens reused and its generation.
+fn three_rounds(backend: &LlamaBackend) -> Vec<(u32, String, u32)> {
+    let tools = vec![report_spec()];
+    (1..=3)
+        .map(|round| {
+            let messages = round_messages(backend, &tools, round, "");
+            let request = Request {
+                messages: &messages,
+                tools: &tools,
+                report_only: false,
+            };
+            let mut child = backend.child(round).unwrap();
+            let reused = child.prepare(request).unwrap();
+            let g = child
+                .generate(request, &mut quiet, &CancellationToken::new())
+                .unwrap();
+            (reused, g.text, g.generated_tokens)
+        })
+        .collect()
+}
+
+#[test]
+fn restored_prefix_rounds_generate_exactly_what_recomputed_rounds_do() {
+    let _lock = exclusive();
+    for seed in [1u32, 42, 9001] {
+        let settings = InferenceSettings {
+            max_tokens: 24,
+            ..settings(seed)
+        };
+        let cached = load(&settings);
+        let plain = load(&settings).with_prefix_cache(false);
+        let with = three_rounds(&cached);
+        let without = three_rounds(&plain);
+        assert_eq!(with[0].0, 0, "round 1 has nothing to restore");
+        for round in 1..3 {
+            assert!(
+                with[round].0 > 100,
+                "seed {seed} round {}: only {} prefix tokens restored",
+                round + 1,
+                with[round].0
+            );
+            assert_eq!(without[round].0, 0, "--no-prefix-cache restored a prefix");
+            assert!(with[round].2 > 0);
+            assert_eq!(
+                (&with[round].1, with[round].2),
+                (&without[round].1, without[round].2),
+                "seed {seed} round {}: output with the restored prefix differs",
+                round + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn a_restored_prefix_holds_nothing_of_an_earlier_rounds_conversation() {
+    let _lock = exclusive();
+    let backend = load(&InferenceSettings {
+        max_tokens: 16,
+        ..greedy()
+    });
+    let tools = vec![report_spec()];
+    let marker = "MARKER-31f9c0: the secret word is heliotrope.";
+    let cancel = CancellationToken::new();
+
+    // Round 1 writes the marker into its conversation (prompt and generated text).
+    let first = round_messages(&backend, &tools, 1, marker);
+    let mut child = backend.child(1).unwrap();
+    child
+        .generate(
+            Request {
+                messages: &first,
+                tools: &tools,
+                report_only: false,
+            },
+            &mut quiet,
+            &cancel,
+        )
+        .unwrap();
+    assert!(child.last_prompt().contains(marker));
+    drop(child);
+
+    // Round 2 restores the prefix into its fresh context.
+    let second = round_messages(&backend, &tools, 2, "");
+    let request = Request {
+        messages: &second,
+        tools: &tools,
+        report_only: false,
+    };
+    let mut restored = backend.child(2).unwrap();
+    let reused = restored.prepare(request).unwrap();
+    let prefix = restored.prefix().unwrap().clone();
+    assert_eq!(reused as usize, prefix.len());
+    assert_eq!(restored.kv_tokens() as usize, prefix.len());
+    let text = backend
+        .model()
+        .vocab()
+        .detokenize(&prefix.tokens, false, true);
+    let text = String::from_utf8_lossy(&text);
+    assert!(!text.contains("MARKER") && text.ends_with(&second[0].content));
+
+    // The restored bytes equal a fresh evaluation of the prefix alone.
+    let dir = tempfile::tempdir().unwrap();
+    let restored_file = dir.path().join("restored.state");
+    let fresh_file = dir.path().join("fresh.state");
+    restored.save_state(&restored_file, &prefix.tokens).unwrap();
+    drop(restored);
+    let mut fresh = backend.child(3).unwrap();
+    fresh.prefill(&prefix.tokens).unwrap();
+    fresh.save_state(&fresh_file, &prefix.tokens).unwrap();
+    let restored_bytes = std::fs::read(&restored_file).unwrap();
+    let fresh_bytes = std::fs::read(&fresh_file).unwrap();
+    assert!(restored_bytes.len() > 1000);
+    assert!(
+        restored_bytes == fresh_bytes,
+        "the restored state differs from a fresh evaluation of the prefix"
+    );
+    assert!(!restored_bytes
+        .windows(b"MARKER".len())
+        .any(|w| w == b"MARKER"));
+}
+
+#[test]
+fn the_abort_callback_stops_a_batch_inside_the_decode() {
+    let _lock = exclusive();
+    let backend = load(&InferenceSettings {
+        batch_size: 256,
+        ..greedy()
+    });
+    let tokens = backend.tokenize(&"The keeper lit the lamp. ".repeat(60));
+    let batch = &tokens[..200];
+
+    // Already cancelled: the decode starts and the callback stops it at the first check.
+    let cancelled = CancellationToken::new();
+    cancelled.cancel();
+    let mut child = backend.child(1).unwrap();
+    assert!(child.decode_once(batch, &cancelled).unwrap(), "not aborted");
+    assert_eq!(child.kv_tokens(), 0, "an aborted batch left tokens behind");
+
+    // Not cancelled: the same batch decodes whole, in the same context.
+    assert!(!child.decode_once(batch, &CancellationToken::new()).unwrap());
+    assert_eq!(child.kv_tokens(), 200);
+}
+
+#[test]
+fn cancel_during_one_big_prompt_batch_returns_without_finishing_it() {
+    let _lock = exclusive();
+    let backend = load(&InferenceSettings {
+        batch_size: 2048,
+        ..settings(3)
+    });
+    let long = "The lighthouse keeper counted the waves every night. ".repeat(120);
+    let messages = vec![
+        Message::new(Role::System, "You are a storyteller."),
+        Message::new(Role::User, long),
+    ];
+    let mut child = backend.child(1).unwrap();
+    let (stop, generated, latency) = cancel_when(&mut child, &messages, |_| {
+        std::thread::sleep(Duration::from_millis(200));
+    });
+    assert_eq!(stop, StopReason::Cancelled);
+    assert_eq!(generated, 0);
+    // The whole prompt is one batch: an unaborted decode would have put all of it in the cache.
+    assert_eq!(child.kv_tokens(), 0);
+    report_latency("cancel inside one prompt batch", latency);
 }

@@ -5,6 +5,7 @@
 mod commands;
 mod confine;
 mod files;
+mod isolation;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

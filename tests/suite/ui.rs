@@ -5,8 +5,10 @@
 //! ticks), so the snapshots show what a person would see after those events.
 
 mod behaviour;
+mod cards;
 mod event_loop;
-mod fixtures;
+pub(super) mod fixtures;
+mod review;
 mod streaming;
 mod views;
 
@@ -191,6 +193,48 @@ fn snapshot_review_outcomes() {
         "review_complete_verified_120x40",
         screen(&mut state, 120, 40)
     );
+}
+
+#[test]
+fn snapshot_review_of_a_worktree_run() {
+    let mut state = finished(RunStatus::Complete, Some(verification(true)));
+    state.setup.worktree = Some("ralph/20260101-090000-1a2b".into());
+    insta::assert_snapshot!("review_worktree_80x24", screen(&mut state, 80, 24));
+}
+
+#[test]
+fn review_names_the_exact_command_that_resumes_the_run() {
+    use ralph_tui::ui::review::resume_command;
+    let command = |state: &State| resume_command(state, state.review.as_ref().unwrap());
+    for status in [
+        RunStatus::Cancelled,
+        RunStatus::RoundFailed,
+        RunStatus::BudgetLimited,
+    ] {
+        let state = finished(status, None);
+        assert_eq!(
+            command(&state).as_deref(),
+            Some("ralph-tui --resume 20260101-090000-1a2b"),
+            "{status:?}"
+        );
+    }
+    for status in [RunStatus::Complete, RunStatus::Blocked] {
+        assert_eq!(command(&finished(status, None)), None, "{status:?}");
+    }
+    // At its cap the run needs a higher one; a run outside the data dir goes by directory.
+    let mut state = finished(RunStatus::BudgetLimited, None);
+    state.review.as_mut().unwrap().rounds_started = 8;
+    assert_eq!(
+        command(&state).as_deref(),
+        Some("ralph-tui --resume 20260101-090000-1a2b -n 16")
+    );
+    state.setup.run_dir = "logs/my run".into();
+    assert_eq!(
+        command(&state).as_deref(),
+        Some("ralph-tui --resume 'logs/my run' -n 16")
+    );
+    state.review.as_mut().unwrap().rounds_started = 64;
+    assert_eq!(command(&state), None, "64 rounds is the ceiling");
 }
 
 #[test]

@@ -3,7 +3,9 @@
 //! people have them (`repos`), commit on review and discard (`commit`), and the live watcher
 //! (`watch`).
 
+mod attribution;
 mod commit;
+mod deep;
 mod diffs;
 mod repos;
 mod watch;

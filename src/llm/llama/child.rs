@@ -3,9 +3,11 @@
 //! The context is created empty for the round and dropped with the child. Within the round
 //! each turn's prompt extends the previous one (the same messages plus the new ones), so the
 //! child keeps the tokens already in the KV cache and evaluates only the new suffix; that reuse
-//! never outlives the round. The prompt is evaluated in chunks sized to take about the
-//! backend's chunk target each (never more than `--batch-size` tokens), with cancellation
-//! checked between chunks; generation checks it between tokens.
+//! never outlives the round. The round's first prompt may start with the run's fixed prefix
+//! restored from the backend's prefix cache (see `prefix`). The prompt is evaluated in batches
+//! of `--batch-size` tokens, the fixed prefix always as batches of its own; a cancel aborts the
+//! batch in progress through llama.cpp's abort callback (see `abort`), and generation also
+//! checks it between tokens.
 
 use std::time::{Duration, Instant};
 
@@ -15,22 +17,17 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::DecodeError;
 use tokio_util::sync::CancellationToken;
 
+use super::abort::AbortSlot;
 use super::grammar;
+use super::prefix::{Prefix, Restore};
 use super::sampling::{TurnSampler, Utf8Stream};
 use super::LlamaBackend;
 use crate::llm::{BackendError, Child, Generation, Request, StopReason};
 
-const FIRST_CHUNK: usize = 16;
-const MIN_CHUNK: usize = 4;
+/// What llama.cpp's decode returns when the abort callback stopped it.
+const DECODE_ABORTED: i32 = 2;
 
-/// Lower-case hex SHA-256, as the log records rendered prompts.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use crate::text::sha256_hex;
 
 /// Figures of the last turn, for logs and benchmarks.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -60,11 +57,37 @@ pub struct LlamaChild<'b> {
     last_prompt: String,
     last_tokens: Vec<LlamaToken>,
     stats: TurnStats,
+    /// Whether the round's fixed prefix has been looked for (once, before the first prompt).
+    prepared: bool,
+    /// The round's fixed prefix, when its first prompt has one.
+    prefix: Option<Prefix>,
+    /// Store the prefix's state once its last batch is decoded.
+    store_prefix: bool,
+    /// Prefix tokens restored from the backend's cache instead of evaluated.
+    prefix_reused: u32,
 }
 
 enum Decoded {
     Done,
     Full,
+    /// The abort callback stopped the decode: the batch's tokens are not in the cache.
+    Aborted,
+}
+
+/// Disarms the abort slot when the turn ends, however it ends.
+struct Armed<'a>(&'a AbortSlot);
+
+impl<'a> Armed<'a> {
+    fn new(slot: &'a AbortSlot, cancel: &CancellationToken) -> Self {
+        slot.arm(cancel);
+        Self(slot)
+    }
+}
+
+impl Drop for Armed<'_> {
+    fn drop(&mut self) {
+        self.0.disarm();
+    }
 }
 
 /// How prompt evaluation ended.
@@ -88,7 +111,102 @@ impl<'b> LlamaChild<'b> {
             last_prompt: String::new(),
             last_tokens: Vec::new(),
             stats: TurnStats::default(),
+            prepared: false,
+            prefix: None,
+            store_prefix: false,
+            prefix_reused: 0,
         }
+    }
+
+    /// The round's fixed prefix, once the first prompt has been seen.
+    pub fn prefix(&self) -> Option<&Prefix> {
+        self.prefix.as_ref()
+    }
+
+    /// Prefix tokens this round restored from the run's prefix cache (0: none).
+    pub fn prefix_tokens_reused(&self) -> u32 {
+        self.prefix_reused
+    }
+
+    /// Evaluates `tokens` into this child's cache (tests and benchmarks: e.g. a prefix alone,
+    /// to compare with a restored state).
+    pub fn prefill(&mut self, tokens: &[LlamaToken]) -> Result<(), BackendError> {
+        match self.eval_prompt(tokens, &CancellationToken::new())? {
+            Prompted::Ready(_) => Ok(()),
+            Prompted::Cancelled => Err(BackendError::ChildFailed("prefill aborted".into())),
+            Prompted::ContextFull => Err(BackendError::ChildFailed("context full".into())),
+        }
+    }
+
+    /// Decodes `tokens` (at most `--batch-size` of them) as one batch after the cached ones,
+    /// with llama.cpp's abort callback watching `cancel` and no check before the decode: `true`
+    /// when the callback aborted it (its tokens are then not in the cache). Shows the abort
+    /// path works; generation uses it through `generate`.
+    pub fn decode_once(
+        &mut self,
+        tokens: &[LlamaToken],
+        cancel: &CancellationToken,
+    ) -> Result<bool, BackendError> {
+        let _armed = Armed::new(&self.backend.abort, cancel);
+        let start = self.cached.len();
+        self.batch.clear();
+        for (i, &token) in tokens.iter().enumerate() {
+            self.add(token, start + i, i + 1 == tokens.len())?;
+        }
+        match self.decode()? {
+            Decoded::Done => {
+                self.cached.extend_from_slice(tokens);
+                Ok(false)
+            }
+            Decoded::Full => Err(BackendError::ChildFailed("context full".into())),
+            Decoded::Aborted => Ok(true),
+        }
+    }
+
+    /// Writes sequence 0's state (the KV cache) to `path` with `tokens` as its token list:
+    /// two states are equal exactly when their files are.
+    pub fn save_state(
+        &self,
+        path: &std::path::Path,
+        tokens: &[LlamaToken],
+    ) -> Result<(), BackendError> {
+        self.ctx
+            .state_seq_save_file(path, 0, tokens)
+            .map(|_| ())
+            .map_err(|e| BackendError::ChildFailed(format!("cannot save the state: {e}")))
+    }
+
+    /// Looks for the round's fixed prefix in its first prompt and restores its state from the
+    /// backend's cache when the stored one is for the same tokens. Once per child.
+    fn prepare_prefix(&mut self, request: Request<'_>, prompt: &str, tokens: &[LlamaToken]) {
+        if self.prepared {
+            return;
+        }
+        self.prepared = true;
+        if !self.cached.is_empty() {
+            return;
+        }
+        let prefix = match self.backend.fixed_prefix(request, prompt, tokens) {
+            Ok(prefix) => prefix,
+            Err(why) => {
+                tracing::info!(round = self.round, "no fixed prefix: {why}");
+                return;
+            }
+        };
+        match self.backend.prefix.restore(&mut self.ctx, &prefix) {
+            Restore::Restored(n) => {
+                self.cached = prefix.tokens.clone();
+                self.prefix_reused = u32::try_from(n).unwrap_or(0);
+                tracing::info!(
+                    round = self.round,
+                    tokens = n,
+                    sha256 = %prefix.sha256,
+                    "prefix state restored"
+                );
+            }
+            Restore::Evaluate { store } => self.store_prefix = store,
+        }
+        self.prefix = Some(prefix);
     }
 
     /// Tokens held in the KV cache right now (0 for a fresh child).
@@ -120,6 +238,7 @@ impl<'b> LlamaChild<'b> {
         match self.ctx.decode(&mut self.batch) {
             Ok(()) => Ok(Decoded::Done),
             Err(DecodeError::NoKvCacheSlot) => Ok(Decoded::Full),
+            Err(DecodeError::Unknown(DECODE_ABORTED)) => Ok(Decoded::Aborted),
             Err(e) => {
                 // The cache's state is unknown after a failed decode: start over next turn.
                 self.ctx.clear_kv_cache();
@@ -162,28 +281,46 @@ impl<'b> LlamaChild<'b> {
             self.cached.truncate(keep);
         }
         self.stats.reused_tokens = u32::try_from(keep).unwrap_or(u32::MAX);
-        let batch_cap = self.backend.settings().batch_size.max(1) as usize;
-        let mut chunk = FIRST_CHUNK.min(batch_cap);
+        // llama.cpp caps a context's batch at its size.
+        let batch_cap = self
+            .backend
+            .settings()
+            .batch_size
+            .min(self.ctx.n_batch())
+            .max(1) as usize;
+        // The fixed prefix ends a batch, so its state can be taken alone and the cached and
+        // uncached paths evaluate the same batches.
+        let boundary = self
+            .prefix
+            .as_ref()
+            .filter(|p| tokens.starts_with(&p.tokens))
+            .map(Prefix::len)
+            .filter(|&b| b > keep && b < tokens.len());
         let mut pos = keep;
         while pos < tokens.len() {
             if cancel.is_cancelled() {
                 return Ok(Prompted::Cancelled);
             }
-            let end = (pos + chunk).min(tokens.len());
+            let mut end = (pos + batch_cap).min(tokens.len());
+            if let Some(b) = boundary.filter(|&b| pos < b && b < end) {
+                end = b;
+            }
             self.batch.clear();
             for (i, &token) in tokens[pos..end].iter().enumerate() {
                 self.add(token, pos + i, pos + i + 1 == tokens.len())?;
             }
-            let started = Instant::now();
-            if let Decoded::Full = self.decode()? {
-                return Ok(Prompted::ContextFull);
+            match self.decode()? {
+                Decoded::Done => {}
+                Decoded::Full => return Ok(Prompted::ContextFull),
+                Decoded::Aborted => return Ok(Prompted::Cancelled),
             }
             self.cached.extend_from_slice(&tokens[pos..end]);
-            let per_token = started.elapsed() / u32::try_from(end - pos).unwrap_or(1).max(1);
-            let fit = self.backend.chunk_target().as_nanos() / per_token.as_nanos().max(1);
-            chunk = usize::try_from(fit)
-                .unwrap_or(batch_cap)
-                .clamp(MIN_CHUNK.min(batch_cap), batch_cap);
+            if boundary == Some(end) && self.store_prefix && self.cached.len() == end {
+                self.store_prefix = false;
+                if let Some(prefix) = self.prefix.as_ref() {
+                    self.backend.prefix.store(&self.ctx, prefix);
+                }
+            }
             pos = end;
         }
         Ok(Prompted::Ready(self.batch.n_tokens() - 1))
@@ -204,6 +341,13 @@ impl Child for LlamaChild<'_> {
         Ok(u32::try_from(self.backend.tokenize(&prompt).len()).unwrap_or(u32::MAX))
     }
 
+    fn prepare(&mut self, request: Request<'_>) -> Result<u32, BackendError> {
+        let prompt = self.backend.render_prompt(request)?;
+        let tokens = self.backend.tokenize(&prompt);
+        self.prepare_prefix(request, &prompt, &tokens);
+        Ok(self.prefix_reused)
+    }
+
     fn generate(
         &mut self,
         request: Request<'_>,
@@ -218,6 +362,8 @@ impl Child for LlamaChild<'_> {
             return Err(BackendError::ChildFailed("the prompt is empty".into()));
         }
         let prompt_tokens = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+        self.prepare_prefix(request, &prompt, &tokens);
+        let _armed = Armed::new(&backend.abort, cancel);
         tracing::info!(
             round = self.round,
             turn = self.turns,
@@ -291,8 +437,10 @@ impl Child for LlamaChild<'_> {
             }
             self.batch.clear();
             self.add(token, self.cached.len(), true)?;
-            if let Decoded::Full = self.decode()? {
-                break StopReason::ContextFull;
+            match self.decode()? {
+                Decoded::Done => {}
+                Decoded::Full => break StopReason::ContextFull,
+                Decoded::Aborted => break StopReason::Cancelled,
             }
             self.cached.push(token);
             idx = 0;

@@ -8,7 +8,7 @@
 //!   open a call on their own, and after a turn of the round that called nothing.
 
 use super::sampling::TurnGrammar;
-use crate::chat::{CallGrammar, ChatFormat};
+use crate::chat::{gbnf_not_class, CallGrammar, ChatFormat};
 use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::ToolSpec;
 
@@ -57,28 +57,13 @@ pub fn required(call: &CallGrammar) -> String {
         .collect();
     firsts.sort_unstable();
     firsts.dedup();
+    // NUL never starts free text either.
+    firsts.push('\0');
     format!(
         "root ::= preamble call-root\npreamble ::= {}{{0,{PREAMBLE_MAX_CHARS}}}\n{}",
-        negated_class(&firsts),
+        gbnf_not_class(&firsts),
         rename_rule(&call.grammar, "root", "call-root")
     )
-}
-
-/// A character class matching anything but `chars` (and NUL).
-fn negated_class(chars: &[char]) -> String {
-    let mut out = String::from("[^");
-    for &c in chars {
-        match c {
-            ']' | '[' | '\\' | '-' | '^' | '"' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\x{:02X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push_str("\\x00]");
-    out
 }
 
 fn is_word_char(c: char) -> bool {

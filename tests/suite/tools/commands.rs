@@ -6,10 +6,11 @@
 //! way out (`--sandbox off`) instead of run unconfined.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
-use ralph_tui::tools::approval::{ApprovalDecision, RememberForRun};
+use ralph_tui::tools::approval::{ApprovalBroker, ApprovalDecision};
 use ralph_tui::tools::sandbox::{self, NetworkIsolation};
 use serde_json::json;
 
@@ -265,13 +266,30 @@ fn approval_ask_puts_each_command_to_the_approver() {
     assert_eq!(request.round, 1);
     assert_eq!(request.cwd, bench.root().display().to_string());
 
-    // "Always for this run": asked once, every later command runs without a question.
-    let always = RememberForRun::new(Scripted::new(ApprovalDecision::AlwaysThisRun));
+    // "Always for this run": the broker asks once (answered at once here), every later
+    // command runs without a question.
+    let questions = Arc::new(Mutex::new(Vec::<String>::new()));
+    let slot: Arc<OnceLock<Weak<ApprovalBroker>>> = Arc::default();
+    let always = Arc::new(ApprovalBroker::new({
+        let questions = Arc::clone(&questions);
+        let slot = Arc::clone(&slot);
+        move |request, id| {
+            questions.lock().unwrap().push(request.command);
+            if let Some(broker) = slot.get().and_then(Weak::upgrade) {
+                broker.answer(id, ApprovalDecision::AlwaysThisRun);
+            }
+        }
+    }));
+    slot.set(Arc::downgrade(&always)).unwrap();
     for name in ["a.txt", "b.txt", "c.txt"] {
         let command = format!("touch {name}");
-        let result = bench.call_with(&always, "run_command", json!({ "command": command }));
+        let result = bench.call_with(
+            always.as_ref(),
+            "run_command",
+            json!({ "command": command }),
+        );
         assert!(result.ok, "{}", result.output);
         assert!(bench.repo.path().join(name).exists());
     }
-    assert_eq!(always.inner().questions(), ["touch a.txt"]);
+    assert_eq!(*questions.lock().unwrap(), ["touch a.txt"]);
 }

@@ -258,3 +258,34 @@ fn live_changes_update_the_running_round_only() {
     let text = screen(&mut state, 80, 24);
     assert!(text.contains("Round 2 · 1 file +6 −1"), "{text}");
 }
+
+#[test]
+fn the_review_shows_the_runs_warnings() {
+    let mut state = mid_run(Theme::default());
+    send(
+        &mut state,
+        Event::Warning {
+            message: "round 2 changed git hooks: hooks/post-commit (added)".into(),
+        },
+    );
+    send(
+        &mut state,
+        Event::RunFinished {
+            status: RunStatus::Complete,
+            rounds_started: 2,
+            report: None,
+            last_valid_report: None,
+            error: None,
+            worker_reported: false,
+            verification: None,
+        },
+    );
+    let review = state.review.as_ref().unwrap();
+    assert_eq!(review.warnings.len(), 1);
+    let text = screen(&mut state, 120, 40);
+    let in_report_pane = text
+        .lines()
+        .skip_while(|l| !l.contains("No valid report was filed"))
+        .any(|l| l.contains("! round 2 changed git hooks"));
+    assert!(in_report_pane, "{text}");
+}

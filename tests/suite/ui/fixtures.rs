@@ -29,6 +29,7 @@ pub fn setup() -> Setup {
         verify: Some("python3 -m unittest".into()),
         run_dir: "~/.local/share/ralph-tui/runs/20260101-090000-1a2b".into(),
         ctx_size: 4096,
+        worktree: None,
     }
 }
 
@@ -145,6 +146,7 @@ pub fn changed(path: &str, status: &str, ins: usize, del: usize) -> ChangedFile 
         insertions: ins,
         deletions: del,
         binary: false,
+        outside_run: false,
     }
 }
 
@@ -168,6 +170,7 @@ pub fn finish_round(state: &mut State, round: u32, outcome: RoundOutcome, files:
             insertions: ins,
             deletions: del,
             error: None,
+            changes_unknown: false,
         },
     );
 }
@@ -180,6 +183,7 @@ pub fn start_round(state: &mut State, round: u32) {
             max_rounds: 8,
             prompt_sha256: "ab".repeat(32),
             prompt_tokens: 900,
+            prefix_tokens_reused: 0,
         },
     );
 }

@@ -208,3 +208,246 @@ fn discard_says_what_is_lost_refuses_stale_plans_and_restores_the_baseline() {
     assert_eq!(ws.snapshot().unwrap(), baseline.snapshot);
     assert_eq!(git_state(repo.path()), state);
 }
+
+#[test]
+fn commit_of_chosen_files_contains_exactly_them_and_leaves_the_index_and_the_rest() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", "a\n");
+    repo.write("b.txt", "b\n");
+    repo.write("c.txt", "c\n");
+    let start = repo.commit_all("start");
+    // Staged by the person before the run: never part of the run's commit.
+    repo.write("staged.txt", "staged before the run\n");
+    git(repo.path(), &["add", "staged.txt"]);
+    let ws = Workspace::open(repo.path()).unwrap();
+    let baseline = ws.baseline().unwrap();
+
+    repo.write("a.txt", "a\nchanged by the run\n");
+    repo.write("new/b2.txt", "added by the run\n");
+    repo.write("c.txt", "c\nchanged too, not chosen\n");
+    let last = ws.snapshot().unwrap();
+    let index_before = git(repo.path(), &["ls-files", "--stage"]).stdout;
+
+    // Choosing nothing is refused, not an empty commit.
+    let none = std::collections::BTreeSet::new();
+    let err = ws
+        .commit_run_only(&baseline, &last, "none", &none)
+        .unwrap_err();
+    assert!(matches!(err, WorkspaceError::NothingChosen), "{err:?}");
+
+    let chosen: std::collections::BTreeSet<String> = ["a.txt", "new/b2.txt"]
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    let done = ws
+        .commit_run_only(&baseline, &last, "Two of three", &chosen)
+        .unwrap();
+    assert_eq!(
+        (done.files_changed, done.insertions, done.deletions),
+        (2, 2, 0)
+    );
+    let r = git2::Repository::open(repo.path()).unwrap();
+    let commit = r.find_commit(done.commit).unwrap();
+    assert_eq!(commit.parent_id(0).unwrap(), start);
+    let committed = ralph_tui::workspace::diff::between(
+        &r,
+        r.find_commit(start).unwrap().tree_id(),
+        commit.tree_id(),
+        "",
+    )
+    .unwrap();
+    assert_eq!(
+        files_of(&committed),
+        vec![
+            ("a.txt".into(), FileStatus::Modified),
+            ("new/b2.txt".into(), FileStatus::Added)
+        ]
+    );
+    // The third file is still changed in the work tree and its index entry is HEAD's; the
+    // person's staged file is still staged and not committed.
+    assert_eq!(repo.read("c.txt"), "c\nchanged too, not chosen\n");
+    let index_after = String::from_utf8(git(repo.path(), &["ls-files", "--stage"]).stdout).unwrap();
+    let index_before = String::from_utf8(index_before).unwrap();
+    let unchosen = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.ends_with("\ta.txt") && !l.ends_with("\tnew/b2.txt"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(unchosen(&index_after), unchosen(&index_before));
+    assert!(index_after.contains("\tstaged.txt"), "{index_after}");
+    let status = git(repo.path(), &["status", "--porcelain"]);
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout),
+        " M c.txt\nA  staged.txt\n"
+    );
+}
+
+/// A three-round scripted run editing distinct parts of `a.txt` and a file of its own each
+/// round; returns the run directory.
+fn three_round_run(repo: &TempRepo, tmp: &std::path::Path) -> std::path::PathBuf {
+    use serde_json::json;
+    let script = script(
+        tmp,
+        vec![
+            turns(&[
+                call(
+                    "edit_file",
+                    json!({"path": "a.txt", "old": "l1\n", "new": "L1 round one\n"}),
+                ),
+                call(
+                    "write_file",
+                    json!({"path": "r1.txt", "content": "round one\n"}),
+                ),
+                continue_report("round one"),
+            ]),
+            turns(&[
+                call(
+                    "edit_file",
+                    json!({"path": "a.txt", "old": "l10\n", "new": "L10 round two\n"}),
+                ),
+                call(
+                    "write_file",
+                    json!({"path": "r2/new.txt", "content": "round two\n"}),
+                ),
+                continue_report("round two"),
+            ]),
+            turns(&[
+                call(
+                    "edit_file",
+                    json!({"path": "a.txt", "old": "l20\n", "new": "L20 round three\n"}),
+                ),
+                call(
+                    "write_file",
+                    json!({"path": "r3.txt", "content": "round three\n"}),
+                ),
+                complete_report("round three"),
+            ]),
+        ],
+    );
+    let run_dir = tmp.join("run");
+    let backend = format!("script:{}", script.display());
+    let out = headless(
+        repo.path(),
+        &run_dir,
+        &["--backend", &backend, "three rounds"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    run_dir
+}
+
+fn numbered_lines() -> String {
+    (1..=30).map(|i| format!("l{i}\n")).collect()
+}
+
+#[test]
+fn reverting_round_two_keeps_rounds_one_and_three() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", &numbered_lines());
+    repo.commit_all("start");
+    let tmp = tempfile::tempdir().unwrap();
+    let run_dir = three_round_run(&repo, tmp.path());
+    let before = git_state(repo.path());
+    let patch = std::fs::read_to_string(run_dir.join("rounds/02/diff.patch")).unwrap();
+
+    let ws = Workspace::open(repo.path()).unwrap();
+    let changed = ws.revert_round(2, &patch).unwrap();
+    assert_eq!(changed, vec!["a.txt".to_string(), "r2/new.txt".to_string()]);
+
+    let expected: String = numbered_lines()
+        .replace("l1\n", "L1 round one\n")
+        .replace("l20\n", "L20 round three\n");
+    assert_eq!(
+        repo.read("a.txt"),
+        expected,
+        "round 2's line is back, 1 and 3 stay"
+    );
+    assert!(
+        !repo.path().join("r2/new.txt").exists(),
+        "round 2's file is gone"
+    );
+    assert_eq!(repo.read("r1.txt"), "round one\n");
+    assert_eq!(repo.read("r3.txt"), "round three\n");
+    assert_eq!(
+        git_state(repo.path()),
+        before,
+        "index, HEAD and refs untouched"
+    );
+}
+
+#[test]
+fn a_round_whose_hunks_conflict_with_a_later_edit_is_refused_naming_them() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", &numbered_lines());
+    repo.commit_all("start");
+    let tmp = tempfile::tempdir().unwrap();
+    let run_dir = three_round_run(&repo, tmp.path());
+    // Edited after the run, over round 2's line.
+    let edited = repo
+        .read("a.txt")
+        .replace("L10 round two\n", "L10 edited later\n");
+    repo.write("a.txt", &edited);
+    let ws = Workspace::open(repo.path()).unwrap();
+    let snapshot = ws.snapshot().unwrap();
+    let patch = std::fs::read_to_string(run_dir.join("rounds/02/diff.patch")).unwrap();
+
+    let err = ws.revert_round(2, &patch).unwrap_err();
+    let WorkspaceError::RevertConflicts { round, conflicts } = &err else {
+        panic!("not refused: {err:?}");
+    };
+    assert_eq!(*round, 2);
+    assert_eq!(conflicts, &vec!["a.txt hunk 1 at line 7".to_string()]);
+    let text = err.to_string();
+    assert!(
+        text.contains("a.txt") && text.contains("Nothing was changed"),
+        "{text}"
+    );
+    assert_eq!(ws.snapshot().unwrap(), snapshot, "nothing changed");
+    assert_eq!(repo.read("r2/new.txt"), "round two\n");
+
+    // Round 3 does not touch that line: it still reverts.
+    let patch = std::fs::read_to_string(run_dir.join("rounds/03/diff.patch")).unwrap();
+    ws.revert_round(3, &patch).unwrap();
+    assert!(repo.read("a.txt").contains("l20\n"));
+    assert!(repo.read("a.txt").contains("L10 edited later\n"));
+    assert!(!repo.path().join("r3.txt").exists());
+}
+
+#[test]
+fn a_revert_undoes_binary_mode_rename_and_deletion_changes_exactly() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = TempRepo::new();
+    repo.write("run.sh", "echo hi\n");
+    repo.write("old name.txt", &numbered_lines());
+    repo.write("gone.txt", "deleted by the round\n");
+    std::fs::write(repo.path().join("bin.dat"), [0u8, 1, 2, 255, 0, 9]).unwrap();
+    repo.commit_all("start");
+    let ws = Workspace::open(repo.path()).unwrap();
+    let before = ws.snapshot().unwrap();
+    let state = git_state(repo.path());
+
+    std::fs::write(repo.path().join("bin.dat"), [0u8, 7, 7, 255, 0, 9, 1]).unwrap();
+    let script = repo.path().join("run.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(
+        repo.path().join("old name.txt"),
+        repo.path().join("new name.txt"),
+    )
+    .unwrap();
+    std::fs::remove_file(repo.path().join("gone.txt")).unwrap();
+    repo.write("added.txt", "added\n");
+    let after = ws.snapshot().unwrap();
+    let patch = ws.diff(&before, &after).unwrap().patch;
+    assert!(patch.contains("GIT binary patch"), "{patch}");
+    assert!(patch.contains("rename from old name.txt"), "{patch}");
+
+    ws.revert_round(1, &patch).unwrap();
+    assert_eq!(
+        ws.snapshot().unwrap(),
+        before,
+        "the work tree is as before the round"
+    );
+    assert_eq!(git_state(repo.path()), state);
+}

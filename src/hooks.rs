@@ -1,0 +1,308 @@
+//! Hooks: the person's own commands, run at points of a run (`[hooks]` in `config.toml`).
+//!
+//! A hook is a shell command run as the user, outside the worker's sandbox, in the workspace,
+//! with the event that triggered it as one JSON line on stdin: `on_round_end` on
+//! `round_finished`, `on_finish` on `run_finished`, `on_approval` on `approval_requested`.
+//! Hooks run one at a time on their own thread, in event order, so a slow hook never holds up
+//! the engine; each is bounded in time (the one bounded-child helper, `tools::process`), and
+//! the run waits for the queued ones before it returns. A hook that fails, cannot start or
+//! runs past its bound becomes a warning and nothing more: a hook never changes a run's
+//! outcome. Its output goes to `hooks.log` in the run directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::EventSink;
+use crate::options::Hooks;
+use crate::protocol::event::{Event, Stamped};
+use crate::tools::process::{run_bounded, Limits, Stop};
+
+/// How long a hook may run when `timeout_s` is not set.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The hook an event triggers, by its config key, and its command.
+pub fn hook_for<'a>(hooks: &'a Hooks, event: &Event) -> Option<(&'static str, &'a str)> {
+    let (name, command) = match event {
+        Event::RoundFinished { .. } => ("on_round_end", &hooks.on_round_end),
+        Event::RunFinished { .. } => ("on_finish", &hooks.on_finish),
+        Event::ApprovalRequested { .. } => ("on_approval", &hooks.on_approval),
+        _ => return None,
+    };
+    let command = command
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())?;
+    Some((name, command))
+}
+
+/// Where hooks run and where their traces go.
+#[derive(Debug, Clone)]
+pub struct Place {
+    /// The working directory: the workspace.
+    pub cwd: PathBuf,
+    /// The run directory: `hooks.log` and each hook's stdin file go here.
+    pub run_dir: PathBuf,
+}
+
+enum Job {
+    Run {
+        name: &'static str,
+        command: String,
+        line: String,
+    },
+    Stop,
+}
+
+/// Runs hooks on their own thread, in the order their events came.
+pub struct HookRunner {
+    hooks: Hooks,
+    jobs: mpsc::Sender<Job>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for HookRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookRunner")
+            .field("hooks", &self.hooks)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HookRunner {
+    /// Starts the hook thread; `None` when no hook is set. `warn` hears each failed hook.
+    pub fn start(
+        hooks: Hooks,
+        place: Place,
+        mut warn: Box<dyn FnMut(String) + Send>,
+    ) -> Option<Self> {
+        if hooks.on_round_end.is_none() && hooks.on_finish.is_none() && hooks.on_approval.is_none()
+        {
+            return None;
+        }
+        let timeout = hooks.timeout_s.map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+        let (jobs, rx) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("ralph-hooks".into())
+            .spawn(move || {
+                let mut seq = 0u32;
+                while let Ok(Job::Run {
+                    name,
+                    command,
+                    line,
+                }) = rx.recv()
+                {
+                    seq += 1;
+                    if let Err(problem) = run_hook(&place, seq, name, &command, &line, timeout) {
+                        tracing::warn!("{problem}");
+                        warn(problem);
+                    }
+                }
+            });
+        let thread = match thread {
+            Ok(thread) => Some(thread),
+            Err(e) => {
+                tracing::warn!("hooks are off: cannot start their thread: {e}");
+                None
+            }
+        };
+        Some(Self {
+            hooks,
+            jobs,
+            thread,
+        })
+    }
+
+    /// Waits for every queued hook (each within its bound) and ends the thread.
+    pub fn finish(mut self) {
+        let _ = self.jobs.send(Job::Stop);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Runs one hook: the event line on stdin, output appended to `hooks.log`.
+fn run_hook(
+    place: &Place,
+    seq: u32,
+    name: &str,
+    command: &str,
+    line: &str,
+    timeout: Duration,
+) -> Result<(), String> {
+    let failed = |why: String| format!("hook {name} ({command}) {why}; the run goes on");
+    let input = place.run_dir.join(format!("hook-{seq:03}-{name}.json"));
+    std::fs::write(&input, format!("{line}\n"))
+        .map_err(|e| failed(format!("could not be given its input: {e}")))?;
+    let result = spawn_hook(place, name, command, &input, timeout);
+    let _ = std::fs::remove_file(&input);
+    let finished = result.map_err(|e| failed(format!("could not start: {e}")))?;
+    let log = place.run_dir.join("hooks.log");
+    if finished.timed_out {
+        return Err(failed(format!(
+            "ran past {} s and was stopped",
+            timeout.as_secs_f64()
+        )));
+    }
+    match finished.exit_code {
+        Some(0) => Ok(()),
+        Some(code) => Err(failed(format!(
+            "failed with exit code {code}; its output is in {}",
+            log.display()
+        ))),
+        None => Err(failed("was killed by a signal".into())),
+    }
+}
+
+fn spawn_hook(
+    place: &Place,
+    name: &str,
+    command: &str,
+    input: &Path,
+    timeout: Duration,
+) -> std::io::Result<crate::tools::process::Finished> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(place.run_dir.join("hooks.log"));
+    let (out, err) = match log.and_then(|file| Ok((file.try_clone()?, file))) {
+        Ok((out, err)) => (Stdio::from(out), Stdio::from(err)),
+        Err(_) => (Stdio::null(), Stdio::null()),
+    };
+    // The bounded-child helper gives every child /dev/null for stdin, so an outer shell
+    // points stdin at the event's file before it becomes the hook.
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(r#"exec /bin/sh -c "$1" < "$2""#)
+        .arg("sh")
+        .arg(command)
+        .arg(input)
+        .current_dir(&place.cwd)
+        .env("RALPH_TUI_HOOK", name)
+        .env("RALPH_TUI_RUN_DIR", &place.run_dir)
+        .stdout(out)
+        .stderr(err);
+    let never = CancellationToken::new();
+    let limits = Limits {
+        timeout,
+        stop: Stop::Kill,
+        cancel: &never,
+    };
+    run_bounded(cmd, &limits, None)
+}
+
+/// Puts hooks between the engine and `sink`: every event goes to `sink` first, then to its
+/// hook. A hook's failure reaches `sink` as a `warning` event while the run is still going,
+/// and stderr after `run_finished` (which stays the last event a consumer sees). Returns the
+/// sink the engine gets and the runner to `finish` when the run is over.
+pub fn attach(hooks: Hooks, place: Place, sink: EventSink) -> (EventSink, Option<HookRunner>) {
+    let shared = Arc::new(Mutex::new(sink));
+    let finished = Arc::new(AtomicBool::new(false));
+    let warn_sink = Arc::clone(&shared);
+    let warn_finished = Arc::clone(&finished);
+    let warn = Box::new(move |message: String| {
+        if warn_finished.load(Ordering::SeqCst) {
+            say_warning(&message);
+            return;
+        }
+        let ts = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        match warn_sink.lock() {
+            Ok(mut sink) => sink(&Stamped::new(ts, Event::Warning { message })),
+            Err(_) => say_warning(&message),
+        }
+    });
+    let Some(runner) = HookRunner::start(hooks, place, warn) else {
+        let sink = Box::new(move |event: &Stamped| {
+            if let Ok(mut sink) = shared.lock() {
+                sink(event);
+            }
+        });
+        return (sink, None);
+    };
+    let jobs = runner.jobs.clone();
+    let hooks = runner.hooks.clone();
+    let wrapped = Box::new(move |event: &Stamped| {
+        if let Ok(mut sink) = shared.lock() {
+            sink(event);
+        }
+        if matches!(event.event, Event::RunFinished { .. }) {
+            finished.store(true, Ordering::SeqCst);
+        }
+        if let Some((name, command)) = hook_for(&hooks, &event.event) {
+            let _ = jobs.send(Job::Run {
+                name,
+                command: command.to_string(),
+                line: event.to_line(),
+            });
+        }
+    });
+    (wrapped, Some(runner))
+}
+
+fn say_warning(message: &str) {
+    crate::error::say(&format!("warning: {message}"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finished() -> Event {
+        Event::RunFinished {
+            status: crate::protocol::event::RunStatus::Complete,
+            rounds_started: 1,
+            report: None,
+            last_valid_report: None,
+            error: None,
+            worker_reported: true,
+            verification: None,
+        }
+    }
+
+    #[test]
+    fn each_hook_answers_its_own_event_and_blank_commands_are_none() {
+        let hooks = Hooks {
+            on_finish: Some("notify-send done".into()),
+            on_round_end: Some("  ".into()),
+            ..Hooks::default()
+        };
+        assert_eq!(
+            hook_for(&hooks, &finished()),
+            Some(("on_finish", "notify-send done"))
+        );
+        let warning = Event::Warning {
+            message: "x".into(),
+        };
+        assert_eq!(hook_for(&hooks, &warning), None);
+        let asked = Event::ApprovalRequested {
+            id: 1,
+            round: 1,
+            command: "make".into(),
+            cwd: ".".into(),
+        };
+        assert_eq!(hook_for(&hooks, &asked), None);
+        let approving = Hooks {
+            on_approval: Some("say asked".into()),
+            ..Hooks::default()
+        };
+        assert_eq!(
+            hook_for(&approving, &asked),
+            Some(("on_approval", "say asked"))
+        );
+        assert!(HookRunner::start(
+            Hooks::default(),
+            Place {
+                cwd: ".".into(),
+                run_dir: ".".into()
+            },
+            Box::new(|_| {})
+        )
+        .is_none());
+    }
+}

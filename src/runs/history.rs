@@ -1,0 +1,646 @@
+//! `ralph-tui runs`, `show` and the reading half of `replay`: past runs listed, summarised
+//! and their events read back.
+//!
+//! Everything here reads run directories through [`PastRun`] and `events.jsonl`, so a run
+//! that was killed (no end in `run.json`, no `run_finished`) lists and shows like any other,
+//! as `killed`; one whose process still holds its workspace lock is `running` and is never
+//! pruned. Output is text built here and written by [`run`], the subcommands' entry point.
+//! The listing names the worktrees and branches (`--worktree`) that runs not running left
+//! behind; pruning a run removes its worktree and branch with it.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{find, runs_dir, FindError, PastRun};
+use crate::cli::History;
+use crate::config::Dirs;
+use crate::error::{say, ExitCode};
+use crate::protocol::event::{ChangedFile, Event, RoundOutcome, Stamped, Verification};
+use crate::protocol::report::Report;
+use crate::workspace::WorktreeInfo;
+
+/// One past run as `ralph-tui runs` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    pub id: String,
+    pub started_at: String,
+    /// The workspace the run worked in.
+    pub repository: String,
+    /// The objective's first line.
+    pub objective: String,
+    /// `complete`, `blocked`, `budget-limited`, `cancelled`, `round-failed`, `killed` (no
+    /// end was written) or `running`.
+    pub outcome: String,
+    pub rounds: u32,
+    pub dir: PathBuf,
+}
+
+/// Reads `events.jsonl`: every line that parses, in order; tokens only when asked for.
+pub fn read_events(path: &Path, tokens: bool) -> Vec<Stamped> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    std::io::BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter(|line| tokens || !line.contains(r#""type":"token""#))
+        .filter_map(|line| serde_json::from_str::<Stamped>(&line).ok())
+        .collect()
+}
+
+/// The run ids whose process is alive and holds a workspace lock (`<data>/locks/*` name the
+/// holder as `run ID, pid PID, …`).
+fn running_ids(data: &Path) -> HashSet<String> {
+    let Ok(entries) = std::fs::read_dir(data.join("locks")) else {
+        return HashSet::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+        .filter_map(|text| {
+            let rest = text.trim().strip_prefix("run ")?;
+            let (id, rest) = rest.split_once(", pid ")?;
+            let pid: i32 = rest.split(',').next()?.trim().parse().ok()?;
+            let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+            alive.then(|| id.to_string())
+        })
+        .collect()
+}
+
+fn entry(past: &PastRun, running: &HashSet<String>) -> Entry {
+    let outcome = match past.status {
+        Some(status) => status.as_str().to_string(),
+        None if running.contains(past.id()) => "running".into(),
+        None => "killed".into(),
+    };
+    Entry {
+        id: past.id().to_string(),
+        started_at: past.record.started_at.clone(),
+        repository: past.record.workspace.display().to_string(),
+        objective: past
+            .record
+            .objective
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        outcome,
+        rounds: past.last_round,
+        dir: past.dir.clone(),
+    }
+}
+
+/// Every readable run under the data dir, newest first.
+pub fn list(dirs: &Dirs) -> Vec<Entry> {
+    let running = running_ids(&dirs.data);
+    let mut entries: Vec<Entry> = super::run_dirs(&runs_dir(dirs))
+        .into_iter()
+        .filter_map(|(_, dir)| PastRun::load(&dir).ok())
+        .map(|past| entry(&past, &running))
+        .collect();
+    entries.sort_by(|a, b| {
+        let time = |e: &Entry| chrono::DateTime::parse_from_rfc3339(&e.started_at).ok();
+        time(b).cmp(&time(a)).then_with(|| b.id.cmp(&a.id))
+    });
+    entries
+}
+
+/// The listing as a table, one run a line.
+pub fn table(entries: &[Entry]) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{:<22} {:<20} {:<14} {:>6}  {:<20} {}\n",
+        "ID", "STARTED", "OUTCOME", "ROUNDS", "REPOSITORY", "OBJECTIVE"
+    ));
+    for e in entries {
+        let started = chrono::DateTime::parse_from_rfc3339(&e.started_at)
+            .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+            .unwrap_or_else(|_| e.started_at.clone());
+        let repo = Path::new(&e.repository).file_name().map_or_else(
+            || e.repository.clone(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        out.push_str(&format!(
+            "{:<22} {:<20} {:<14} {:>6}  {:<20} {}\n",
+            e.id,
+            started,
+            e.outcome,
+            e.rounds,
+            repo,
+            crate::text::cut_at_char_boundary(&e.objective, 60)
+        ));
+    }
+    out
+}
+
+/// What `show` tells about one round.
+#[derive(Debug, Default)]
+struct RoundFacts {
+    outcome: Option<RoundOutcome>,
+    error: Option<String>,
+    wall_ms: u64,
+    files: Vec<ChangedFile>,
+    report: Option<Report>,
+    rejected: usize,
+}
+
+fn report_lines(out: &mut String, report: &Report, indent: &str) {
+    out.push_str(&format!(
+        "{indent}report: {} — {}\n",
+        report.status.as_str(),
+        report.summary
+    ));
+    for evidence in &report.evidence {
+        out.push_str(&format!("{indent}  evidence: {evidence}\n"));
+    }
+    for step in &report.next_steps {
+        out.push_str(&format!("{indent}  next: {step}\n"));
+    }
+    if !report.blocker.is_empty() {
+        out.push_str(&format!("{indent}  blocker: {}\n", report.blocker));
+    }
+}
+
+fn outcome_word(outcome: Option<RoundOutcome>) -> String {
+    outcome
+        .and_then(|o| serde_json::to_value(o).ok())
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_else(|| "never finished".into())
+}
+
+fn verification_line(v: &Verification) -> String {
+    let code = v
+        .exit_code
+        .map_or_else(|| "no exit code".to_string(), |c| format!("exit code {c}"));
+    format!(
+        "verification: `{}` {} ({code})\n",
+        v.command,
+        if v.passed { "passed" } else { "FAILED" }
+    )
+}
+
+/// A run's summary: outcome, each round's report, files changed, verification.
+pub fn show(dir: &Path, dirs: &Dirs) -> Result<String, FindError> {
+    let past = PastRun::load(dir)?;
+    let running = running_ids(&dirs.data);
+    let listed = entry(&past, &running);
+    let record = &past.record;
+    let mut out = String::new();
+    out.push_str(&format!("run {}\n", record.run_id));
+    out.push_str(&format!("objective: {}\n", record.objective.trim()));
+    out.push_str(&format!("workspace: {}\n", record.workspace.display()));
+    out.push_str(&format!("backend: {}\n", record.info.backend));
+    out.push_str(&format!(
+        "started: {}{}\n",
+        record.started_at,
+        record
+            .finished_at
+            .as_ref()
+            .map(|t| format!(", finished: {t}"))
+            .unwrap_or_default()
+    ));
+    if let Some(from) = &record.info.resumed_from {
+        out.push_str(&format!("resumed from: {from}\n"));
+    }
+    let how = match past.status {
+        Some(status) => status.describe().to_string(),
+        None if listed.outcome == "running" => "the run is still going".to_string(),
+        None => "no end was recorded: the process was killed".to_string(),
+    };
+    out.push_str(&format!(
+        "outcome: {} after {} round(s) — {how}\n",
+        listed.outcome, past.last_round
+    ));
+
+    let mut rounds: BTreeMap<u32, RoundFacts> = BTreeMap::new();
+    let mut verification = None;
+    let mut error = None;
+    let mut warnings = Vec::new();
+    for stamped in read_events(&dir.join("events.jsonl"), false) {
+        match stamped.event {
+            Event::RoundStarted { round, .. } => {
+                rounds.entry(round).or_default();
+            }
+            Event::ReportRejected { round, .. } => rounds.entry(round).or_default().rejected += 1,
+            Event::ReportAccepted { round, report } => {
+                rounds.entry(round).or_default().report = Some(report);
+            }
+            Event::WorkspaceChanged { round, files } => {
+                rounds.entry(round).or_default().files = files
+            }
+            Event::RoundFinished {
+                round,
+                outcome,
+                wall_ms,
+                error,
+                ..
+            } => {
+                let facts = rounds.entry(round).or_default();
+                facts.outcome = Some(outcome);
+                facts.wall_ms = wall_ms;
+                facts.error = error;
+            }
+            Event::Warning { message } => warnings.push(message),
+            Event::RunFinished {
+                verification: v,
+                error: e,
+                ..
+            } => {
+                verification = v;
+                error = e;
+            }
+            _ => {}
+        }
+    }
+    for (round, facts) in &rounds {
+        let (ins, del) = facts
+            .files
+            .iter()
+            .fold((0, 0), |(i, d), f| (i + f.insertions, d + f.deletions));
+        out.push_str(&format!(
+            "\nround {round}: {}, {:.1} s, {} file(s) changed +{ins} −{del}\n",
+            outcome_word(facts.outcome),
+            Duration::from_millis(facts.wall_ms).as_secs_f64(),
+            facts.files.len()
+        ));
+        if let Some(error) = &facts.error {
+            out.push_str(&format!("  error: {error}\n"));
+        }
+        if facts.rejected > 0 {
+            out.push_str(&format!("  {} report(s) rejected\n", facts.rejected));
+        }
+        match &facts.report {
+            Some(report) => report_lines(&mut out, report, "  "),
+            None => out.push_str("  no report\n"),
+        }
+        for file in &facts.files {
+            out.push_str(&format!(
+                "  {} {} +{} −{}{}\n",
+                file.status.letter(),
+                file.path,
+                file.insertions,
+                file.deletions,
+                if file.outside_run {
+                    " (changed outside the run)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    out.push('\n');
+    if let Some(error) = error {
+        out.push_str(&format!("error: {error}\n"));
+    }
+    for warning in warnings {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
+    match &verification {
+        Some(v) => out.push_str(&verification_line(v)),
+        None => out.push_str("verification: none\n"),
+    }
+    out.push_str(&format!("run log: {}\n", past.dir.display()));
+    Ok(out)
+}
+
+/// Which runs `runs --prune` removes when told without asking.
+#[derive(Debug, Clone, Default)]
+pub struct PruneChoice {
+    pub all_finished: bool,
+    pub older_than: Option<Duration>,
+    pub ids: Vec<String>,
+}
+
+impl PruneChoice {
+    fn is_empty(&self) -> bool {
+        !self.all_finished && self.older_than.is_none() && self.ids.is_empty()
+    }
+}
+
+/// The runs `choice` names (never a running one); a RUN that names none is an error.
+pub fn chosen(
+    entries: &[Entry],
+    choice: &PruneChoice,
+    runs: &Path,
+) -> Result<Vec<Entry>, FindError> {
+    let now = chrono::Utc::now();
+    let mut named = HashSet::new();
+    for wanted in &choice.ids {
+        let dir = find(runs, wanted)?;
+        named.insert(dir);
+    }
+    Ok(entries
+        .iter()
+        .filter(|e| e.outcome != "running")
+        .filter(|e| {
+            let old = choice.older_than.is_some_and(|age| {
+                chrono::DateTime::parse_from_rfc3339(&e.started_at).is_ok_and(|t| {
+                    (now - t.with_timezone(&chrono::Utc))
+                        .to_std()
+                        .is_ok_and(|d| d > age)
+                })
+            });
+            let finished = choice.all_finished && e.outcome != "killed";
+            old || finished || named.contains(&e.dir)
+        })
+        .cloned()
+        .collect())
+}
+
+/// Parses the person's answer to "which runs?": numbers and ranges (`1 3-5`), `all`, or
+/// nothing for none. Numbers count from 1 in the listing shown.
+pub fn parse_picks(answer: &str, count: usize) -> Result<Vec<usize>, String> {
+    let answer = answer.trim();
+    if answer.eq_ignore_ascii_case("all") {
+        return Ok((0..count).collect());
+    }
+    let mut picks = Vec::new();
+    for part in answer.split(|c: char| c == ',' || c.is_whitespace()) {
+        if part.is_empty() {
+            continue;
+        }
+        let bad = || format!("'{part}' is not a number from 1 to {count} or a range like 2-4");
+        let (from, to) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<usize>(), b.parse::<usize>()),
+            None => (part.parse::<usize>(), part.parse::<usize>()),
+        };
+        let (from, to) = (from.map_err(|_| bad())?, to.map_err(|_| bad())?);
+        if from == 0 || to < from || to > count {
+            return Err(bad());
+        }
+        picks.extend(from - 1..to);
+    }
+    picks.sort_unstable();
+    picks.dedup();
+    Ok(picks)
+}
+
+fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// The worktrees and branches (`--worktree`) that runs not running left behind, one per
+/// branch, with the newest run that worked there.
+fn worktrees_left(entries: &[Entry]) -> Vec<(String, WorktreeInfo)> {
+    let mut seen = HashSet::new();
+    entries
+        .iter()
+        .filter(|e| e.outcome != "running")
+        .filter_map(|e| {
+            Some((
+                e.id.clone(),
+                PastRun::load(&e.dir).ok()?.record.info.worktree?,
+            ))
+        })
+        .filter(|(_, info)| info.is_left() && seen.insert(info.branch.clone()))
+        .collect()
+}
+
+/// The listing's note on worktrees left behind, empty when there are none.
+fn worktrees_note(entries: &[Entry]) -> String {
+    let left = worktrees_left(entries);
+    if left.is_empty() {
+        return String::new();
+    }
+    let mut note = String::from(
+        "\nworktrees and branches of runs that are not running (`ralph-tui runs --prune RUN` removes them with the run):\n",
+    );
+    for (id, info) in left {
+        note.push_str(&format!(
+            "  {id}  {}  {}\n",
+            info.branch,
+            info.path.display()
+        ));
+    }
+    note
+}
+
+/// Removes the worktree and branch a run worked in (`--worktree`), if they are still there.
+fn remove_worktree(e: &Entry) -> Result<(), String> {
+    let Some(info) = PastRun::load(&e.dir)
+        .ok()
+        .and_then(|past| past.record.info.worktree)
+    else {
+        return Ok(());
+    };
+    if !info.is_left() {
+        return Ok(());
+    }
+    info.discard().map_err(|error| {
+        format!(
+            "cannot remove the worktree {} and branch {}: {error}",
+            info.path.display(),
+            info.branch
+        )
+    })?;
+    out(&format!(
+        "removed the worktree and branch {}\n",
+        info.branch
+    ));
+    Ok(())
+}
+
+fn remove(entries: &[Entry], runs: &Path) -> ExitCode {
+    let mut code = ExitCode::Complete;
+    for e in entries {
+        // Only directories inside the runs dir are ever removed.
+        if e.dir.parent() != Some(runs) {
+            say(&format!(
+                "{} is outside {}: not removed",
+                e.dir.display(),
+                runs.display()
+            ));
+            code = ExitCode::Usage;
+            continue;
+        }
+        // The run stays (and stays listed) while its worktree cannot be removed.
+        if let Err(error) = remove_worktree(e) {
+            say(&error);
+            code = ExitCode::Internal;
+            continue;
+        }
+        match std::fs::remove_dir_all(&e.dir) {
+            Ok(()) => out(&format!("removed {}\n", e.id)),
+            Err(error) => {
+                say(&format!("cannot remove {}: {error}", e.dir.display()));
+                code = ExitCode::Internal;
+            }
+        }
+    }
+    code
+}
+
+fn prune(entries: &[Entry], choice: &PruneChoice, runs: &Path) -> ExitCode {
+    if !choice.is_empty() {
+        return match chosen(entries, choice, runs) {
+            Ok(gone) => remove(&gone, runs),
+            Err(e) => {
+                say(&e.to_string());
+                ExitCode::Usage
+            }
+        };
+    }
+    if !std::io::stdin().is_terminal() {
+        say("--prune needs a terminal to ask, or say which: --all-finished, --older-than AGE or RUN ids");
+        return ExitCode::Usage;
+    }
+    let candidates: Vec<Entry> = entries
+        .iter()
+        .filter(|e| e.outcome != "running")
+        .cloned()
+        .collect();
+    if candidates.is_empty() {
+        out("no runs to remove\n");
+        return ExitCode::Complete;
+    }
+    let mut listing = String::new();
+    for (n, line) in table(&candidates).lines().enumerate() {
+        let number = if n == 0 {
+            "  #".into()
+        } else {
+            format!("{n:>3}")
+        };
+        listing.push_str(&format!("{number} {line}\n"));
+    }
+    out(&listing);
+    out("runs to remove (numbers or ranges like 1 3-5, `all`; empty keeps them all): ");
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() {
+        return ExitCode::Usage;
+    }
+    match parse_picks(&answer, candidates.len()) {
+        Ok(picks) if picks.is_empty() => {
+            out("nothing removed\n");
+            ExitCode::Complete
+        }
+        Ok(picks) => {
+            let gone: Vec<Entry> = picks.iter().map(|&i| candidates[i].clone()).collect();
+            remove(&gone, runs)
+        }
+        Err(e) => {
+            say(&e);
+            ExitCode::Usage
+        }
+    }
+}
+
+/// Runs a subcommand about past runs and returns the exit code (0, or 2 for a run that
+/// cannot be found, 1 for what cannot be written). `replay` plays a run directory at a speed
+/// (the TUI's, handed down by the binary: the TUI sits above this layer).
+pub fn run(command: History, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode) -> ExitCode {
+    let runs = runs_dir(&dirs);
+    match command {
+        History::Runs {
+            json, prune: false, ..
+        } => {
+            let entries = list(&dirs);
+            if json {
+                match serde_json::to_string_pretty(&entries) {
+                    Ok(text) => out(&format!("{text}\n")),
+                    Err(e) => {
+                        say(&e.to_string());
+                        return ExitCode::Internal;
+                    }
+                }
+            } else if entries.is_empty() {
+                out(&format!("no runs in {}\n", runs.display()));
+            } else {
+                out(&table(&entries));
+                out(&worktrees_note(&entries));
+            }
+            ExitCode::Complete
+        }
+        History::Runs {
+            all_finished,
+            older_than,
+            runs: ids,
+            ..
+        } => {
+            let choice = PruneChoice {
+                all_finished,
+                older_than,
+                ids,
+            };
+            prune(&list(&dirs), &choice, &runs)
+        }
+        History::Show { run } => match find(&runs, &run).and_then(|dir| show(&dir, &dirs)) {
+            Ok(text) => {
+                out(&text);
+                ExitCode::Complete
+            }
+            Err(e) => {
+                say(&e.to_string());
+                ExitCode::Usage
+            }
+        },
+        History::Replay { run, speed } => match find(&runs, &run) {
+            Ok(dir) => replay(&dir, speed),
+            Err(e) => {
+                say(&e.to_string());
+                ExitCode::Usage
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, outcome: &str, age: chrono::Duration) -> Entry {
+        Entry {
+            id: id.into(),
+            started_at: (chrono::Utc::now() - age).to_rfc3339(),
+            repository: "/repo".into(),
+            objective: "x".into(),
+            outcome: outcome.into(),
+            rounds: 1,
+            dir: PathBuf::from(id),
+        }
+    }
+
+    #[test]
+    fn pruning_picks_by_age_and_end_and_never_a_running_run() {
+        let entries = [
+            entry("old-complete", "complete", chrono::Duration::hours(3)),
+            entry("old-killed", "killed", chrono::Duration::hours(3)),
+            entry("old-running", "running", chrono::Duration::hours(3)),
+            entry("new-cancelled", "cancelled", chrono::Duration::minutes(1)),
+        ];
+        let ids = |choice: PruneChoice| -> Vec<String> {
+            chosen(&entries, &choice, Path::new("none"))
+                .unwrap()
+                .into_iter()
+                .map(|e| e.id)
+                .collect()
+        };
+        let old = PruneChoice {
+            older_than: Some(Duration::from_secs(3600)),
+            ..PruneChoice::default()
+        };
+        assert_eq!(ids(old), ["old-complete", "old-killed"]);
+        let finished = PruneChoice {
+            all_finished: true,
+            ..PruneChoice::default()
+        };
+        assert_eq!(ids(finished), ["old-complete", "new-cancelled"]);
+        assert!(ids(PruneChoice::default()).is_empty());
+    }
+
+    #[test]
+    fn picks_are_numbers_ranges_or_all() {
+        assert_eq!(parse_picks("1 3-4", 5), Ok(vec![0, 2, 3]));
+        assert_eq!(parse_picks("all", 3), Ok(vec![0, 1, 2]));
+        assert_eq!(parse_picks("  ", 3), Ok(vec![]));
+        assert_eq!(parse_picks("2,2", 3), Ok(vec![1]));
+        for bad in ["0", "4", "3-2", "x"] {
+            assert!(parse_picks(bad, 3).is_err(), "{bad}");
+        }
+    }
+}

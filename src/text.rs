@@ -1,0 +1,133 @@
+//! Small text and hash helpers every layer uses: SHA-256 as lower-case hex, cutting a
+//! string at a byte bound without splitting a character, and JSON spaced the way Python's
+//! `json.dumps` writes it (chat templates and the models trained on them).
+//!
+//! A leaf: std, `sha2` and `serde_json` only, so any module may import it.
+
+use std::io::{self, Read, Write};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// Lower-case hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lower-case hex SHA-256 of everything `reader` yields, read in 1 MiB pieces.
+pub fn sha256_hex_reader(mut reader: impl Read) -> io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The longest prefix of `text` of at most `max_bytes` bytes that ends on a char boundary.
+pub fn cut_at_char_boundary(text: &str, max_bytes: usize) -> &str {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let mut cut = max_bytes;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &text[..cut]
+}
+
+/// The longest suffix of `text` of at most `max_bytes` bytes that starts on a char boundary.
+pub fn tail_at_char_boundary(text: &str, max_bytes: usize) -> &str {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let mut cut = text.len() - max_bytes;
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    &text[cut..]
+}
+
+/// `value` as Python's `json.dumps` writes it: `", "` and `": "` separators, no newlines,
+/// keys in the value's own order, non-ASCII kept as it is.
+pub fn python_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    let mut out = Vec::new();
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        &mut out, PythonJson,
+    ))?;
+    // serde_json writes only valid UTF-8.
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Python's `json.dumps` separators, for [`python_json`].
+struct PythonJson;
+
+impl serde_json::ser::Formatter for PythonJson {
+    fn begin_array_value<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.begin_array_value(writer, first)
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        writer.write_all(b": ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_of_known_inputs() {
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            sha256_hex_reader(&b"abc"[..]).ok().as_deref(),
+            Some(sha256_hex(b"abc").as_str())
+        );
+    }
+
+    #[test]
+    fn python_json_spacing() {
+        let value = serde_json::json!({"a": [1, "x"], "b": {"c": null}, "d": "ü"});
+        assert_eq!(
+            python_json(&value).ok().as_deref(),
+            Some(r#"{"a": [1, "x"], "b": {"c": null}, "d": "ü"}"#)
+        );
+    }
+
+    #[test]
+    fn cuts_never_split_a_character() {
+        assert_eq!(cut_at_char_boundary("aü", 2), "a");
+        assert_eq!(cut_at_char_boundary("aü", 3), "aü");
+        assert_eq!(cut_at_char_boundary("abc", 0), "");
+        assert_eq!(tail_at_char_boundary("üa", 2), "a");
+        assert_eq!(tail_at_char_boundary("üa", 3), "üa");
+        assert_eq!(tail_at_char_boundary("abc", 1), "c");
+    }
+}

@@ -1,0 +1,87 @@
+//! The namespaces the sandbox helper enters before it starts a command: a network namespace
+//! (no interface up) and a private mount namespace with the repository's git dirs bind-mounted
+//! read-only; each directly when ralph-tui has the privilege, else inside a new user namespace.
+
+use std::path::PathBuf;
+
+use nix::mount::{mount, MsFlags};
+use nix::sched::{unshare, CloneFlags};
+use nix::sys::statvfs::{statvfs, FsFlags};
+
+use super::sandbox::NetworkIsolation;
+
+/// Moves this (single-threaded) process into a new network namespace.
+pub(crate) fn isolate_network() -> Result<NetworkIsolation, String> {
+    let direct = match unshare(CloneFlags::CLONE_NEWNET) {
+        Ok(()) => return Ok(NetworkIsolation::Namespace),
+        Err(e) => e,
+    };
+    enter_user_namespace(CloneFlags::CLONE_NEWNET).map_err(|e| {
+        format!("new network namespace: {direct}; new user + network namespace: {e}")
+    })?;
+    Ok(NetworkIsolation::UserNamespace)
+}
+
+/// Unshares a new user namespace together with `also`, mapping our own ids (or files the
+/// command creates would have no owner).
+fn enter_user_namespace(also: CloneFlags) -> Result<(), String> {
+    let uid = nix::unistd::getuid();
+    let gid = nix::unistd::getgid();
+    unshare(CloneFlags::CLONE_NEWUSER | also).map_err(|e| e.to_string())?;
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|e| format!("writing {file}: {e}"))
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    Ok(())
+}
+
+/// Moves this process into a private mount namespace where each of `paths` is bind-mounted
+/// read-only onto itself; checks that each really reads as read-only afterwards.
+pub(crate) fn mount_read_only(paths: &[PathBuf], in_user_ns: bool) -> Result<(), String> {
+    if let Err(direct) = unshare(CloneFlags::CLONE_NEWNS) {
+        if in_user_ns {
+            return Err(format!("new mount namespace: {direct}"));
+        }
+        enter_user_namespace(CloneFlags::CLONE_NEWNS).map_err(|e| {
+            format!("new mount namespace: {direct}; new user + mount namespace: {e}")
+        })?;
+    }
+    let none: Option<&str> = None;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
+        .map_err(|e| format!("making mounts private: {e}"))?;
+    for path in paths {
+        let shown = path.display();
+        mount(
+            Some(path.as_path()),
+            path.as_path(),
+            none,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            none,
+        )
+        .map_err(|e| format!("bind-mounting {shown}: {e}"))?;
+        // A remount must keep the flags the kernel locks (nosuid, nodev, noexec, atime).
+        let current = statvfs(path.as_path()).map_err(|e| format!("{shown}: {e}"))?;
+        let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+        for (have, keep) in [
+            (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+            (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+            (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+            (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+            (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+            (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+        ] {
+            if current.flags().contains(have) {
+                flags |= keep;
+            }
+        }
+        mount(none, path.as_path(), none, flags, none)
+            .map_err(|e| format!("remounting {shown} read-only: {e}"))?;
+        let after = statvfs(path.as_path()).map_err(|e| format!("{shown}: {e}"))?;
+        if !after.flags().contains(FsFlags::ST_RDONLY) {
+            return Err(format!("{shown} is still writable after the remount"));
+        }
+    }
+    Ok(())
+}

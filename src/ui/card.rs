@@ -1,0 +1,317 @@
+//! Tool calls as cards: the header line (the tool and its key argument), the result line
+//! (status and the first lines of output), the folded rest, and the whole call in a detail
+//! view in the style of the report view.
+//!
+//! The words are computed once, when the call or its result arrives; the stream keeps only
+//! the lines, and the state keeps the last [`MAX_CARDS`] calls whole for the detail view.
+
+use crossterm::event::KeyEvent;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+use super::draw::{draw_lines, modal};
+use super::keys::{self, Action};
+use super::layout::popup;
+use super::scroll;
+use super::theme::Theme;
+use super::view::{Ctx, Outcome, View};
+use super::wrap;
+
+/// Calls kept whole for the detail view; older ones are dropped first.
+pub const MAX_CARDS: usize = 500;
+/// Bytes of one result kept for the detail view.
+pub const MAX_RESULT_BYTES: usize = 64 * 1024;
+/// Lines of a card the stream shows unfolded; the detail view has the rest.
+pub const MAX_UNFOLDED: usize = 200;
+/// The name the engine gives a call it could not parse.
+pub const MALFORMED: &str = "(malformed)";
+
+/// One tool call and, once it came, its result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Card {
+    /// Numbered from 1 in the run, so a stream line can name its card.
+    pub id: u32,
+    pub round: u32,
+    pub name: String,
+    pub arguments: Value,
+    pub result: Option<CallResult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallResult {
+    pub ok: bool,
+    pub output: String,
+}
+
+fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The header: `→ write_file test.py · 9 lines, 204 bytes`.
+pub fn header(name: &str, args: &Value) -> String {
+    let path = str_arg(args, "path");
+    let key = match (name, path) {
+        ("write_file", Some(path)) => {
+            let content = str_arg(args, "content").unwrap_or("");
+            Some(format!(
+                "{path} · {}, {}",
+                plural(content.lines().count(), "line", "lines"),
+                plural(content.len(), "byte", "bytes")
+            ))
+        }
+        ("edit_file", Some(path)) => {
+            let count = args.get("count").and_then(Value::as_u64).unwrap_or(1);
+            Some(format!(
+                "{path} · {}",
+                plural(
+                    usize::try_from(count).unwrap_or(usize::MAX),
+                    "replacement",
+                    "replacements"
+                )
+            ))
+        }
+        ("read_file", Some(path)) => Some(match args.get("offset").and_then(Value::as_u64) {
+            Some(offset) => format!("{path} · from line {offset}"),
+            None => path.to_string(),
+        }),
+        ("list_dir", Some(path)) => Some(path.to_string()),
+        ("run_command", _) => str_arg(args, "command").map(|c| {
+            let lines = c.lines().count();
+            if lines > 1 {
+                format!("{} · {lines} lines", first_line(c))
+            } else {
+                c.to_string()
+            }
+        }),
+        ("search", _) => str_arg(args, "pattern").map(|pattern| {
+            let mut key = pattern.to_string();
+            if let Some(path) = path {
+                key.push_str(&format!(" in {path}"));
+            }
+            if let Some(glob) = str_arg(args, "glob") {
+                key.push_str(&format!(" ({glob})"));
+            }
+            key
+        }),
+        (MALFORMED, _) => Some(match args {
+            Value::String(raw) => first_line(raw).to_string(),
+            other => other.to_string(),
+        }),
+        _ => None,
+    };
+    let key = key.unwrap_or_else(|| args.to_string());
+    let shown = if name == MALFORMED {
+        "malformed call"
+    } else {
+        name
+    };
+    format!("→ {shown} {}", wrap::truncate(&key, 200))
+}
+
+/// The lines the header stands for: file contents, the edit, a long command; folded in the
+/// stream.
+pub fn argument_lines(name: &str, args: &Value) -> Vec<String> {
+    let text = |key| str_arg(args, key).unwrap_or("");
+    match name {
+        "write_file" => text("content").lines().map(|l| format!("  {l}")).collect(),
+        "edit_file" => {
+            let old = text("old").lines().map(|l| format!("  - {l}"));
+            let new = text("new").lines().map(|l| format!("  + {l}"));
+            old.chain(new).collect()
+        }
+        "run_command" if text("command").lines().count() > 1 => {
+            text("command").lines().map(|l| format!("  {l}")).collect()
+        }
+        "read_file" | "list_dir" | "search" | "run_command" => Vec::new(),
+        _ => pretty(args).lines().map(|l| format!("  {l}")).collect(),
+    }
+}
+
+fn pretty(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
+    }
+}
+
+/// The result line (`← exit 0 · Ran 1 test · OK`, with `(+N lines)` when more is folded) and
+/// the folded rest.
+pub fn result_lines(ok: bool, output: &str) -> (String, Vec<String>) {
+    const SHOWN: usize = 2;
+    let mut lines = output.lines().filter(|l| !l.trim().is_empty()).peekable();
+    let status = match lines
+        .peek()
+        .and_then(|first| first.strip_prefix("exit code "))
+    {
+        Some(code) => {
+            let status = format!("exit {}", code.trim());
+            lines.next();
+            status
+        }
+        None if ok => "ok".to_string(),
+        None => "failed".to_string(),
+    };
+    let rest: Vec<&str> = lines.collect();
+    let mut line = format!("← {status}");
+    for first in rest.iter().take(SHOWN) {
+        line.push_str(" · ");
+        line.push_str(&wrap::truncate(first.trim(), 120));
+    }
+    let folded: Vec<String> = rest.iter().skip(SHOWN).map(|l| format!("  {l}")).collect();
+    if !folded.is_empty() {
+        line.push_str(&format!(" (+{})", plural(folded.len(), "line", "lines")));
+    }
+    (line, folded)
+}
+
+/// Every line of the detail view of `card`, `width` columns wide.
+pub fn detail_lines(theme: Theme, card: &Card, width: u16) -> Vec<Line<'static>> {
+    let width = usize::from(width.saturating_sub(2)).max(1);
+    let mut out = vec![
+        Line::styled(header(&card.name, &card.arguments), theme.tool_call()),
+        Line::raw(""),
+        Line::styled("Arguments", theme.bold()),
+    ];
+    let block = |out: &mut Vec<Line<'static>>, text: &str| {
+        for row in wrap::rows_multiline(text, width) {
+            out.push(Line::raw(format!("  {row}")));
+        }
+    };
+    match &card.arguments {
+        Value::Object(map) if !map.is_empty() => {
+            for (key, value) in map {
+                match value {
+                    Value::String(s) if s.contains('\n') => {
+                        out.push(Line::styled(format!("  {key}:"), theme.dim()));
+                        block(&mut out, s);
+                    }
+                    Value::String(s) => out.push(Line::from(vec![
+                        Span::styled(format!("  {key}: "), theme.dim()),
+                        Span::raw(s.clone()),
+                    ])),
+                    other => out.push(Line::from(vec![
+                        Span::styled(format!("  {key}: "), theme.dim()),
+                        Span::raw(other.to_string()),
+                    ])),
+                }
+            }
+        }
+        other => block(&mut out, &pretty(other)),
+    }
+    out.push(Line::raw(""));
+    match &card.result {
+        Some(result) => {
+            let (word, style) = if result.ok {
+                ("ok", theme.tool_ok())
+            } else {
+                ("failed", theme.tool_failed())
+            };
+            out.push(Line::from(vec![
+                Span::styled("Result: ", theme.bold()),
+                Span::styled(word, style),
+            ]));
+            block(&mut out, &result.output);
+        }
+        None => out.push(Line::styled("Result: not yet", theme.dim())),
+    }
+    out
+}
+
+fn area_of(area: Rect) -> Rect {
+    popup(area, 80, 80, 50, 12)
+}
+
+/// The detail view of one call; it holds its card, so the stream may move on meanwhile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CardDetail {
+    pub card: Card,
+    pub scroll: usize,
+}
+
+impl CardDetail {
+    pub fn new(card: Card) -> Self {
+        Self { card, scroll: 0 }
+    }
+}
+
+impl View for CardDetail {
+    fn handle_key(&mut self, key: &KeyEvent, ctx: &Ctx) -> Outcome {
+        match keys::action(&[&keys::VIEWS, &keys::RUN], key) {
+            Some(Action::Close | Action::Open) => Outcome::Close,
+            Some(other) => {
+                if let Some(scroll) = scroll::scrolled(self.scroll, other, ctx.page()) {
+                    self.scroll = scroll;
+                }
+                Outcome::Stay
+            }
+            None => Outcome::Stay,
+        }
+    }
+
+    fn sync(&mut self, area: Rect, ctx: &Ctx) {
+        let inner = super::layout::inner(area_of(area));
+        let rows = detail_lines(ctx.theme, &self.card, inner.width).len();
+        self.scroll = scroll::clamp(self.scroll, rows, inner.height);
+    }
+
+    fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+        let theme = ctx.theme;
+        let title = format!(
+            " Tool call · round {} · {} ",
+            self.card.round, self.card.name
+        );
+        let hint = Some(" ↑↓ scroll · Esc close ".to_string());
+        let inner = modal(theme, title, hint, area_of(area), buf);
+        let lines: Vec<Line> = detail_lines(theme, &self.card, inner.width)
+            .into_iter()
+            .skip(self.scroll)
+            .collect();
+        draw_lines(&lines, inner, buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn headers_name_the_key_argument() {
+        let content = "a\nb\nc\n";
+        assert_eq!(
+            header("write_file", &json!({"path": "t.py", "content": content})),
+            "→ write_file t.py · 3 lines, 6 bytes"
+        );
+        assert_eq!(
+            header(
+                "edit_file",
+                &json!({"path": "s.py", "old": "a", "new": "b"})
+            ),
+            "→ edit_file s.py · 1 replacement"
+        );
+        assert_eq!(
+            header("run_command", &json!({"command": "python3 -m unittest -q"})),
+            "→ run_command python3 -m unittest -q"
+        );
+    }
+
+    #[test]
+    fn results_show_status_and_first_lines() {
+        let (line, rest) = result_lines(true, "exit code 0\nRan 1 test\n\nOK\n");
+        assert_eq!(line, "← exit 0 · Ran 1 test · OK");
+        assert!(rest.is_empty());
+        let (line, rest) = result_lines(false, "no such file\nx\ny\nz");
+        assert_eq!(line, "← failed · no such file · x (+2 lines)");
+        assert_eq!(rest, vec!["  y", "  z"]);
+    }
+}

@@ -1,0 +1,114 @@
+//! `[hooks]` in config.toml: each hook gets its event's JSON line on stdin, runs outside the
+//! worker's sandbox in the workspace, and a failing or hanging one only warns; the run's
+//! outcome and exit code stay what they were.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::common::*;
+
+fn hooked_run(home: &Path, repo: &Path, hooks: &str) -> (std::process::Output, Vec<Value>) {
+    let config = home.join("config").join("ralph-tui");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), format!("[hooks]\n{hooks}")).unwrap();
+    let script = script(
+        home,
+        vec![
+            turns(&[continue_report("first round")]),
+            turns(&[complete_report("all done")]),
+        ],
+    );
+    let run_dir = home.join("run");
+    let out = headless(
+        repo,
+        &run_dir,
+        &[
+            "--backend",
+            &format!("script:{}", script.display()),
+            "hook me",
+        ],
+    )
+    .output()
+    .unwrap();
+    let events = events(&out.stdout);
+    (out, events)
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn hooks_receive_their_events_json_on_stdin() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let seen = home.path().join("seen");
+    let hooks = format!(
+        "on_round_end = \"cat >> {0}/rounds.jsonl\"\non_finish = \"cat > {0}/finish.json; echo $RALPH_TUI_HOOK >> {0}/names\"\n",
+        seen.display()
+    );
+    std::fs::create_dir_all(&seen).unwrap();
+    let (out, events) = hooked_run(home.path(), repo.path(), &hooks);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+
+    let rounds = lines(&seen.join("rounds.jsonl"));
+    let logged = of_type(&events, "round_finished");
+    assert_eq!(rounds.len(), 2);
+    assert_eq!(rounds.iter().collect::<Vec<_>>(), logged);
+    let finish = lines(&seen.join("finish.json"));
+    assert_eq!(&finish[0], last(&events));
+    assert_eq!(finish[0]["type"], "run_finished");
+    assert_eq!(finish[0]["status"], "complete");
+    assert_eq!(
+        std::fs::read_to_string(seen.join("names")).unwrap(),
+        "on_finish\n"
+    );
+    assert!(of_type(&events, "warning").is_empty());
+}
+
+#[test]
+fn a_failing_or_hanging_hook_only_warns() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let hooks =
+        "on_round_end = \"echo nope >&2; exit 3\"\non_finish = \"sleep 600\"\ntimeout_s = 1\n";
+    let (out, events) = hooked_run(home.path(), repo.path(), hooks);
+    assert_eq!(code(&out), 0, "the outcome is the run's own");
+    assert_eq!(last(&events)["type"], "run_finished");
+    assert_eq!(last(&events)["status"], "complete");
+    // A warning before the run's end is also an event; one after it is on stderr only, so
+    // `run_finished` stays the last event. Every one is on stderr.
+    for warning in of_type(&events, "warning") {
+        let message = warning["message"].as_str().unwrap();
+        assert!(message.starts_with("hook on_round_end"), "{message}");
+        assert!(message.contains("exit code 3"), "{message}");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let failed = stderr
+        .lines()
+        .filter(|l| l.starts_with("ralph-tui: warning: hook on_round_end (echo nope >&2; exit 3) failed with exit code 3"))
+        .count();
+    assert_eq!(failed, 2, "{stderr}");
+    assert!(
+        stderr.contains("warning: hook on_finish (sleep 600) ran past 1 s and was stopped"),
+        "{stderr}"
+    );
+    let log = std::fs::read_to_string(home.path().join("run").join("hooks.log")).unwrap();
+    assert_eq!(log, "nope\nnope\n");
+}
+
+#[test]
+fn an_unknown_hook_is_a_config_error() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("config.toml");
+    std::fs::write(&path, "seed = 1\n[hooks]\non_start = \"x\"\n").unwrap();
+    let err = ralph_tui::config::load_config(&path, true)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("line 3") && err.contains("on_start"), "{err}");
+}

@@ -1,0 +1,504 @@
+//! `--resume`: a run that stopped early goes on in a new run directory, from the round after
+//! its last started one, with its last valid report, and every case it cannot go on is one
+//! line and exit 2. Runs go to the isolated data dir (no `--run-dir`), as a person's would.
+
+use std::collections::BTreeMap;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use ralph_tui::engine::prompt::{agents_file, RoundPrompt};
+use ralph_tui::protocol::report::Report;
+use ralph_tui::tools::Registry;
+use serde_json::Value;
+
+use super::common::*;
+
+/// A headless run with HOME and the XDG dirs under `home`, so runs land in its data dir.
+fn ralph(home: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    isolate(&mut cmd, home);
+    cmd.arg("--headless").args(args);
+    cmd
+}
+
+fn run(home: &Path, args: &[&str]) -> (Output, Vec<Value>) {
+    let out = ralph(home, args).output().unwrap();
+    let events = events(&out.stdout);
+    (out, events)
+}
+
+fn backend(script: &Path) -> String {
+    format!("script:{}", script.display())
+}
+
+fn runs_dir(home: &Path) -> PathBuf {
+    home.join("data").join("ralph-tui").join("runs")
+}
+
+fn run_ids(home: &Path) -> Vec<String> {
+    let mut ids: Vec<String> = std::fs::read_dir(runs_dir(home))
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    ids
+}
+
+fn started(events: &[Value]) -> (String, PathBuf) {
+    let start = of_type(events, "run_started")[0];
+    (
+        start["run_id"].as_str().unwrap().to_string(),
+        PathBuf::from(start["run_dir"].as_str().unwrap()),
+    )
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Every file of a directory with its bytes, to show a run directory was not touched.
+fn contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(dir: &Path, base: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, base, out);
+            } else {
+                let rel = path.strip_prefix(base).unwrap().to_path_buf();
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The messages a fresh round would be given, built by the same code the engine uses.
+fn expected_messages(
+    repo: &Path,
+    objective: &str,
+    round: u32,
+    max: u32,
+    previous: &Report,
+) -> Value {
+    let format = ralph_tui::chat::by_name("hermes").unwrap();
+    let tools = Registry::standard().specs();
+    let instructions = format.tool_instructions(&tools);
+    let agents = agents_file(repo).unwrap();
+    let messages = RoundPrompt {
+        objective,
+        round,
+        max_rounds: max,
+        previous: Some(previous),
+        agents: agents.as_deref(),
+        tool_instructions: &instructions,
+    }
+    .messages();
+    serde_json::to_value(messages).unwrap()
+}
+
+fn report_of(run_dir: &Path, round: u32) -> Report {
+    let path = run_dir.join(format!("rounds/{round:02}/report.json"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// A resumed run that went on from `round` and completed: `resumed_from`, the numbering, the
+/// carried report in the prompt, and the old run directory as it was.
+fn assert_resumed(
+    repo: &Path,
+    old: (&str, &Path),
+    before: &BTreeMap<PathBuf, Vec<u8>>,
+    resumed: &(Output, Vec<Value>),
+    round: u32,
+) {
+    let (out, events) = resumed;
+    assert_eq!(code(out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let (new_id, new_dir) = started(events);
+    assert_ne!(new_id, old.0);
+    assert_ne!(new_dir, old.1);
+    let info = read_json(&new_dir.join("run.json"));
+    assert_eq!(info["resumed_from"], old.0);
+    assert_eq!(info["status"], "complete");
+    assert_eq!(info["rounds_started"], round);
+    let rounds: Vec<u64> = of_type(events, "round_started")
+        .iter()
+        .map(|e| e["round"].as_u64().unwrap())
+        .collect();
+    assert_eq!(rounds, [u64::from(round)]);
+    assert!(!new_dir.join("rounds/01").exists());
+    let prompt = read_json(&new_dir.join(format!("rounds/{round:02}/prompt.json")));
+    assert_eq!(prompt["round"], round);
+    let previous = report_of(old.1, 1);
+    assert_eq!(
+        prompt["messages"],
+        expected_messages(repo, "obj", round, 8, &previous)
+    );
+    assert_eq!(last(events)["last_valid_report"]["summary"], "all done");
+    assert_eq!(&contents(old.1), before, "the old run directory changed");
+}
+
+/// Starts a run whose round 2 streams slowly, and returns once round 2 is streaming.
+fn start_slow_round_two(
+    home: &Path,
+    repo: &Path,
+    script: &Path,
+) -> (
+    std::process::Child,
+    BufReader<std::process::ChildStdout>,
+    String,
+    PathBuf,
+) {
+    let mut child = ralph(
+        home,
+        &[
+            "-C",
+            repo.to_str().unwrap(),
+            "--backend",
+            &backend(script),
+            "obj",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let seen = events_until(&mut reader, |v| v["type"] == "token" && v["round"] == 2);
+    let (id, dir) = started(&seen);
+    (child, reader, id, dir)
+}
+
+/// Round 1 continues, round 2 is a long slow turn, round 3 completes.
+fn slow_script(dir: &Path) -> PathBuf {
+    let long_turn = format!("{} {}", "word ".repeat(5000), complete_report("never"));
+    script_with_delay(
+        dir,
+        vec![
+            turns(&[continue_report("round one")]),
+            turns(&[long_turn]),
+            turns(&[complete_report("all done")]),
+        ],
+        5,
+    )
+}
+
+#[test]
+fn resume_after_cancel_goes_on_from_the_next_round() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let script = slow_script(home.path());
+    let (mut child, mut reader, id, dir) = start_slow_round_two(home.path(), repo.path(), &script);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(read_json(&dir.join("run.json"))["status"], "cancelled");
+    let before = contents(&dir);
+
+    // The run's own script and settings come from run.json; a sampling option may change.
+    let resumed = run(home.path(), &["--resume", &id, "--temperature", "0.2"]);
+    assert_resumed(repo.path(), (&id, &dir), &before, &resumed, 3);
+    let (_, new_dir) = started(&resumed.1);
+    let old_settings = read_json(&dir.join("run.json"))["settings"].clone();
+    let mut new_settings = read_json(&new_dir.join("run.json"))["settings"].clone();
+    // Written as the number given (run.json keeps sampling settings as typed).
+    assert_eq!(new_settings["inference"]["temperature"].as_f64(), Some(0.2));
+    new_settings["inference"]["temperature"] = old_settings["inference"]["temperature"].clone();
+    assert_eq!(new_settings, old_settings);
+}
+
+#[test]
+fn resume_after_kill_9_mid_round_reads_the_event_log() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let script = slow_script(home.path());
+    let (mut child, _reader, id, dir) = start_slow_round_two(home.path(), repo.path(), &script);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Killed: run.json has no end, so the round and the report come from events.jsonl.
+    assert_eq!(read_json(&dir.join("run.json"))["status"], Value::Null);
+    let before = contents(&dir);
+
+    let resumed = run(home.path(), &["--resume", &id[..id.len() - 2]]);
+    assert_resumed(repo.path(), (&id, &dir), &before, &resumed, 3);
+}
+
+#[test]
+fn resume_after_round_failed_goes_on_from_the_next_round() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let script = script(
+        home.path(),
+        vec![
+            turns(&[continue_report("round one")]),
+            turns(&["no tool call, and then the script ends".to_string()]),
+            turns(&[complete_report("all done")]),
+        ],
+    );
+    let (out, events) = run(
+        home.path(),
+        &[
+            "-C",
+            repo.path().to_str().unwrap(),
+            "--backend",
+            &backend(&script),
+            "obj",
+        ],
+    );
+    assert_eq!(code(&out), 5);
+    let (id, dir) = started(&events);
+    // What a later resume checks is recorded: the repository, HEAD, the script's own path.
+    let info = read_json(&dir.join("run.json"));
+    let head = git2::Repository::open(repo.path())
+        .unwrap()
+        .head()
+        .unwrap()
+        .target()
+        .unwrap()
+        .to_string();
+    assert_eq!(info["head"], head.as_str());
+    assert_eq!(
+        info["repo_root"],
+        head.as_str(),
+        "one commit: HEAD is the first"
+    );
+    assert_eq!(info["resumed_from"], Value::Null);
+    assert!(Path::new(info["model_file"].as_str().unwrap()).is_absolute());
+    let before = contents(&dir);
+
+    let resumed = run(home.path(), &["--resume", "last"]);
+    assert_resumed(repo.path(), (&id, &dir), &before, &resumed, 3);
+}
+
+#[test]
+fn resumed_round_prompt_equals_an_uninterrupted_runs_next_round() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let script = script(
+        home.path(),
+        vec![
+            turns(&[continue_report("round one")]),
+            turns(&[complete_report("all done")]),
+        ],
+    );
+    let args = |n: &'static str| {
+        vec![
+            "-C".to_string(),
+            repo.path().display().to_string(),
+            "--backend".to_string(),
+            backend(&script),
+            "-n".to_string(),
+            n.to_string(),
+            "obj".to_string(),
+        ]
+    };
+    // Uninterrupted: two rounds.
+    let (out, whole) = run(home.path(), &strs(&args("2")));
+    assert_eq!(code(&out), 0);
+    let (_, whole_dir) = started(&whole);
+    // Interrupted after round 1 (its cap was 1), then resumed with the cap raised to 2.
+    let (out, first) = run(home.path(), &strs(&args("1")));
+    assert_eq!(code(&out), 4, "budget-limited");
+    let (first_id, first_dir) = started(&first);
+    let before = contents(&first_dir);
+    let (out, resumed) = run(home.path(), &["--resume", "-n", "2"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let (_, resumed_dir) = started(&resumed);
+    assert_eq!(
+        read_json(&resumed_dir.join("run.json"))["resumed_from"],
+        first_id.as_str()
+    );
+    let uninterrupted = std::fs::read(whole_dir.join("rounds/02/prompt.json")).unwrap();
+    let continued = std::fs::read(resumed_dir.join("rounds/02/prompt.json")).unwrap();
+    assert_eq!(
+        String::from_utf8(continued).unwrap(),
+        String::from_utf8(uninterrupted).unwrap()
+    );
+    assert_eq!(contents(&first_dir), before);
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// A refusal: exit 2, one line on stderr that contains `needle`, nothing on stdout, no new run.
+fn assert_refused(home: &Path, args: &[&str], needle: &str) {
+    let runs_before = run_ids(home);
+    let out = ralph(home, args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(run_ids(home), runs_before, "a refused resume wrote a run");
+}
+
+fn finished_run(home: &Path, repo: &Path, rounds: Vec<Value>, extra: &[&str]) -> (i32, String) {
+    let script = script(home, rounds);
+    let mut args = vec!["-C", repo.to_str().unwrap()];
+    let backend = backend(&script);
+    args.extend(["--backend", backend.as_str()]);
+    args.extend(extra);
+    args.push("obj");
+    let (out, events) = run(home, &args);
+    (code(&out), started(&events).0)
+}
+
+#[test]
+fn resume_refuses_what_it_cannot_continue() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    assert_refused(home, &["--resume"], "no runs");
+    let (status, complete) = finished_run(
+        home,
+        repo.path(),
+        vec![turns(&[complete_report("done")])],
+        &[],
+    );
+    assert_eq!(status, 0);
+    assert_refused(home, &["--resume", &complete], "ended complete");
+    // The same run as if killed between its complete report and its end.
+    let dir = runs_dir(home).join(&complete);
+    let mut info = read_json(&dir.join("run.json"));
+    info["status"] = Value::Null;
+    info["finished_at"] = Value::Null;
+    std::fs::write(dir.join("run.json"), info.to_string()).unwrap();
+    let log = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let cut: Vec<&str> = log
+        .lines()
+        .filter(|l| !l.contains(r#""type":"run_finished""#))
+        .collect();
+    std::fs::write(dir.join("events.jsonl"), cut.join("\n") + "\n").unwrap();
+    assert_refused(home, &["--resume", &complete], "last report said complete");
+    let blocked_report = report("blocked", "stuck", &[], &[], "the tests need a network");
+    let (status, blocked) = finished_run(home, repo.path(), vec![turns(&[blocked_report])], &[]);
+    assert_eq!(status, 3);
+    assert_refused(home, &["--resume", &blocked], "ended blocked");
+    assert_refused(
+        home,
+        &["--resume", "19990101-000000-0000"],
+        "no run '19990101-000000-0000'",
+    );
+    // Every run id here starts with the year: a prefix that matches two names both.
+    let err = {
+        let out = ralph(home, &["--resume", "2"]).output().unwrap();
+        assert_eq!(code(&out), 2);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(err.contains(&complete) && err.contains(&blocked), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // The objective cannot change, nor do settings come from a config file.
+    assert_refused(
+        home,
+        &["--resume", &complete, "another objective"],
+        "cannot be used with",
+    );
+    assert_refused(
+        home,
+        &["--resume", &complete, "--config", "x.toml"],
+        "cannot be used with",
+    );
+
+    // A run at its cap needs -n, and never past 64.
+    let (status, capped) = finished_run(
+        home,
+        repo.path(),
+        vec![turns(&[continue_report("one")])],
+        &["-n", "1"],
+    );
+    assert_eq!(status, 4);
+    assert_refused(home, &["--resume", &capped], "raise the cap with -n");
+    assert_refused(home, &["--resume", &capped, "-n", "65"], "1 to 64");
+    let own = runs_dir(home).join(&capped);
+    let own = own.to_str().unwrap();
+    assert_refused(
+        home,
+        &["--resume", own, "-n", "2", "--run-dir", own],
+        "own directory",
+    );
+    let many: Vec<Value> = (0..64)
+        .map(|i| turns(&[continue_report(&format!("round {i}"))]))
+        .collect();
+    let (status, full) = finished_run(home, repo.path(), many, &["-n", "64"]);
+    assert_eq!(status, 4);
+    assert_refused(
+        home,
+        &["--resume", &full, "-n", "64"],
+        "already started 64 rounds",
+    );
+}
+
+#[test]
+fn resume_refuses_a_workspace_that_is_gone_or_another_repository() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let failing = || {
+        vec![
+            turns(&[continue_report("one")]),
+            turns(&["no call".to_string()]),
+        ]
+    };
+
+    let gone = TempRepo::new();
+    let (status, id) = finished_run(home, gone.path(), failing(), &[]);
+    assert_eq!(status, 5);
+    let path = gone.path().to_path_buf();
+    drop(gone);
+    assert!(!path.exists());
+    assert_refused(home, &["--resume", &id], "is gone");
+
+    let replaced = TempRepo::new();
+    let (status, id) = finished_run(home, replaced.path(), failing(), &[]);
+    assert_eq!(status, 5);
+    // The same path, now an unrelated repository (its own first commit).
+    std::fs::remove_dir_all(replaced.path().join(".git")).unwrap();
+    let repo = git2::Repository::init(replaced.path()).unwrap();
+    let sig = git2::Signature::now("Someone Else", "else@example.com").unwrap();
+    let tree = repo
+        .find_tree(repo.index().unwrap().write_tree().unwrap())
+        .unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, "unrelated", &tree, &[])
+        .unwrap();
+    assert_refused(home, &["--resume", &id], "another repository");
+
+    let unversioned = TempRepo::new();
+    let (status, id) = finished_run(home, unversioned.path(), failing(), &[]);
+    assert_eq!(status, 5);
+    std::fs::remove_dir_all(unversioned.path().join(".git")).unwrap();
+    assert_refused(home, &["--resume", &id], "another repository");
+}
+
+#[test]
+fn resume_warns_when_head_moved_and_goes_on() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let rounds = vec![
+        turns(&[continue_report("round one")]),
+        turns(&["no call".to_string()]),
+        turns(&[complete_report("all done")]),
+    ];
+    let (status, id) = finished_run(home.path(), repo.path(), rounds, &[]);
+    assert_eq!(status, 5);
+    repo.write("NEW.md", "a commit made after the run\n");
+    repo.commit_all("after the run");
+    let (out, events) = run(home.path(), &["--resume", &id]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let warnings = of_type(&events, "warning");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["message"].as_str().unwrap().contains("HEAD moved")),
+        "{warnings:?}"
+    );
+    assert_eq!(of_type(&events, "round_started")[0]["round"], 3);
+}

@@ -1,0 +1,228 @@
+//! The review's decisions: files chosen one by one for the commit (space), the files changed
+//! outside the run apart and not chosen, revert of one round (question, conflict, result),
+//! and discard with the list of what is lost; each as the person sees it (80×24, 120×40).
+
+use std::time::Duration;
+
+use crossterm::event::KeyCode;
+use ralph_tui::protocol::event::{Event, RoundOutcome, RunStatus};
+use ralph_tui::ui::state::{DiffSource, Effect, Loadable, Overlay};
+use ralph_tui::ui::{patch, Msg, Theme};
+
+use super::fixtures::*;
+
+#[test]
+fn space_leaves_a_file_out_and_the_commit_takes_only_the_chosen() {
+    let mut state = finished(RunStatus::Complete, Some(verification(true)));
+    let review = state.review.as_ref().unwrap();
+    assert_eq!(
+        review.chosen(),
+        vec![("slug.py", None), ("NOTES.md", None)],
+        "every file of the run is chosen at first"
+    );
+    assert!(review.all_chosen());
+
+    press(&mut state, KeyCode::Down);
+    assert!(press(&mut state, KeyCode::Char(' ')).is_empty());
+    let review = state.review.as_ref().unwrap();
+    assert_eq!(review.chosen(), vec![("slug.py", None)]);
+    assert!(!review.all_chosen());
+    let small = screen(&mut state, 80, 24);
+    assert!(small.contains("[x] M slug.py"), "{small}");
+    assert!(small.contains("[ ] A NOTES.md"), "{small}");
+    assert!(small.contains("Changes (2) · 1 chosen"), "{small}");
+    insta::assert_snapshot!("review_selection_toggled_80x24", small);
+    insta::assert_snapshot!(
+        "review_selection_toggled_120x40",
+        screen(&mut state, 120, 40)
+    );
+
+    // The commit editor says what the commit takes; Ctrl-S asks for the commit.
+    press(&mut state, KeyCode::Char('c'));
+    let Some(Overlay::Commit(editor)) = state.overlay() else {
+        panic!("no commit editor");
+    };
+    assert!(
+        editor
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("only the 1 chosen of the 2 files")),
+        "{:?}",
+        editor.note
+    );
+    let effects = ctrl(&mut state, 's');
+    assert!(matches!(&effects[..], [Effect::Commit(_)]), "{effects:?}");
+
+    // Nothing chosen: nothing to commit, said so.
+    let mut state = finished(RunStatus::Complete, None);
+    press(&mut state, KeyCode::Char(' '));
+    press(&mut state, KeyCode::Down);
+    press(&mut state, KeyCode::Char(' '));
+    assert!(press(&mut state, KeyCode::Char('c')).is_empty());
+    assert!(state.overlay().is_none());
+    assert!(state
+        .notice
+        .as_deref()
+        .unwrap()
+        .contains("no file is chosen"));
+}
+
+#[test]
+fn files_changed_outside_the_run_are_listed_apart_and_never_chosen_by_default() {
+    let mut state = mid_run(Theme::default());
+    let mut outside = changed("slug.py", "modified", 3, 2);
+    outside.outside_run = true;
+    finish_round(&mut state, 3, RoundOutcome::Reported, vec![outside]);
+    state.update(Msg::Tick(Duration::from_secs(3725)));
+    send(
+        &mut state,
+        Event::RunFinished {
+            status: RunStatus::BudgetLimited,
+            rounds_started: 3,
+            report: None,
+            last_valid_report: None,
+            error: None,
+            worker_reported: true,
+            verification: None,
+        },
+    );
+    state.update(Msg::DiffLoaded(DiffSource::Review, Ok(patch::parse(PATCH))));
+    let review = state.review.as_ref().unwrap();
+    let Loadable::Ready(diff) = &review.diff else {
+        panic!("no diff");
+    };
+    let order: Vec<&str> = diff.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        order,
+        vec!["NOTES.md", "slug.py"],
+        "the outside file comes last"
+    );
+    assert_eq!(review.chosen(), vec![("NOTES.md", None)]);
+    assert_eq!(review.outside_start(), Some(1));
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("── outside the run ──"), "{text}");
+    assert!(text.contains("[ ] M slug.py"), "{text}");
+    insta::assert_snapshot!("review_outside_run_80x24", text);
+
+    // Choosing it is the person's call; a reload (after a revert) keeps the choices.
+    press(&mut state, KeyCode::Down);
+    press(&mut state, KeyCode::Char(' '));
+    assert_eq!(
+        state.review.as_ref().unwrap().chosen(),
+        vec![("NOTES.md", None), ("slug.py", None)]
+    );
+    state.update(Msg::DiffLoaded(DiffSource::Review, Ok(patch::parse(PATCH))));
+    assert!(state.review.as_ref().unwrap().all_chosen());
+}
+
+#[test]
+fn revert_asks_which_round_then_shows_the_conflict_or_the_result() {
+    let mut state = finished(RunStatus::Complete, Some(verification(true)));
+    assert!(press(&mut state, KeyCode::Char('u')).is_empty());
+    let Some(Overlay::Revert(question)) = state.overlay() else {
+        panic!("no revert question");
+    };
+    let rounds: Vec<u32> = question.rounds.iter().map(|(r, _)| *r).collect();
+    assert_eq!(rounds, vec![2, 3], "the rounds that changed files");
+    press(&mut state, KeyCode::Up);
+    let small = screen(&mut state, 80, 24);
+    assert!(small.contains("› round 2: slug.py"), "{small}");
+    insta::assert_snapshot!("revert_question_80x24", small);
+    insta::assert_snapshot!("revert_question_120x40", screen(&mut state, 120, 40));
+
+    assert_eq!(
+        press(&mut state, KeyCode::Enter),
+        vec![Effect::RevertRound(2)]
+    );
+    let refused = "round 2 cannot be reverted: slug.py hunk 1 at line 5. Nothing was changed";
+    let effects = state.update(Msg::Reverted(2, Err(refused.into())));
+    assert!(effects.is_empty(), "nothing changed, nothing to read again");
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("slug.py hunk 1 at line 5"), "{text}");
+    insta::assert_snapshot!("revert_conflict_80x24", text);
+    press(&mut state, KeyCode::Esc);
+    assert!(state.overlay().is_none());
+
+    press(&mut state, KeyCode::Char('u'));
+    assert_eq!(
+        press(&mut state, KeyCode::Char('y')),
+        vec![Effect::RevertRound(3)]
+    );
+    let effects = state.update(Msg::Reverted(3, Ok(vec!["slug.py".into()])));
+    assert_eq!(effects, vec![Effect::LoadDiff(DiffSource::Review)]);
+    assert_eq!(state.review.as_ref().unwrap().diff, Loadable::Loading);
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("Round 3 reverted"), "{text}");
+    insta::assert_snapshot!("revert_done_80x24", text);
+    // Until the new diff is read, nothing can be committed from the old one.
+    press(&mut state, KeyCode::Esc);
+    assert!(press(&mut state, KeyCode::Char('c')).is_empty());
+    assert!(state.overlay().is_none());
+}
+
+#[test]
+fn discard_lists_what_is_lost_and_asks_before_doing_it() {
+    let mut state = finished(RunStatus::Complete, Some(verification(true)));
+    assert!(press(&mut state, KeyCode::Char('d')).is_empty());
+    let small = screen(&mut state, 80, 24);
+    assert!(
+        small.contains("M slug.py") && small.contains("A NOTES.md"),
+        "{small}"
+    );
+    insta::assert_snapshot!("discard_question_80x24", small);
+    insta::assert_snapshot!("discard_question_120x40", screen(&mut state, 120, 40));
+    assert!(press(&mut state, KeyCode::Char('n')).is_empty());
+    assert!(state.overlay().is_none(), "no keeps the changes");
+
+    press(&mut state, KeyCode::Char('d'));
+    assert_eq!(press(&mut state, KeyCode::Char('y')), vec![Effect::Discard]);
+    assert!(state.overlay().is_none());
+    let effects = state.update(Msg::Discarded(Ok(vec![
+        "NOTES.md".into(),
+        "slug.py".into(),
+    ])));
+    assert_eq!(effects, vec![Effect::LoadDiff(DiffSource::Review)]);
+    assert!(
+        state.notice.as_deref().unwrap().contains("2 file(s)"),
+        "{:?}",
+        state.notice
+    );
+}
+
+#[test]
+fn discard_is_refused_once_the_changes_are_committed() {
+    let mut state = finished(RunStatus::Complete, None);
+    press(&mut state, KeyCode::Char('c'));
+    ctrl(&mut state, 's');
+    state.update(Msg::Committed(Ok("abc1234567 on main".into())));
+    assert!(press(&mut state, KeyCode::Char('d')).is_empty());
+    assert!(state.overlay().is_none());
+    let notice = state.notice.clone().unwrap();
+    assert!(notice.contains("already committed"), "{notice}");
+}
+
+#[test]
+fn the_selected_round_stays_in_view_however_many_rounds_there_are() {
+    use ralph_tui::ui::state::RoundChanges;
+    let mut state = finished(RunStatus::BudgetLimited, None);
+    state.changes = (1..=20)
+        .map(|round| RoundChanges {
+            round,
+            files: vec![changed(&format!("f{round}.txt"), "added", 1, 0)],
+            live: false,
+            unknown: false,
+        })
+        .collect();
+    press(&mut state, KeyCode::Char('u'));
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("› round 20: f20.txt"), "{text}");
+    for _ in 0..19 {
+        press(&mut state, KeyCode::Up);
+    }
+    let text = screen(&mut state, 80, 24);
+    assert!(text.contains("› round 1: f1.txt"), "{text}");
+    assert!(
+        text.contains("y/Enter revert it"),
+        "the keys stay in view: {text}"
+    );
+}
