@@ -1,12 +1,12 @@
 //! Wiring: from resolved settings to a running engine thread.
 //!
-//! `prepare` does every check that can fail on bad input (workspace, script, model file, run
-//! directory; see `intake`) before anything is written; `start` loads the backend (its turns
-//! bounded, see `llm::bounded`) on a dedicated thread, opens the run log and runs the engine
-//! there. A run log that cannot be written stops the run and makes it end in an internal
-//! error. The TUI and the headless mode both start runs this way. Glue between layers that
-//! must not know each other (the workspace's live watcher and the engine's round hook) lives
-//! here too.
+//! `prepare` does every check that can fail on bad input (workspace, script, model file, a
+//! model server's reachability, key and model name, run directory; see `intake`) before
+//! anything is written; `start` loads the backend (its turns bounded, see `llm::bounded`) on a
+//! dedicated thread, opens the run log and runs the engine there. A run log that cannot be
+//! written stops the run and makes it end in an internal error. The TUI and the headless mode
+//! both start runs this way. Glue between layers that must not know each other (the
+//! workspace's live watcher and the engine's round hook) lives here too.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -58,6 +58,13 @@ pub fn runtime(builder: &mut tokio::runtime::Builder) -> Result<tokio::runtime::
 pub enum BackendPlan {
     Script(ScriptBackend, PathBuf),
     Llama(PathBuf),
+    /// An OpenAI-compatible server, reached once here: its base URL, the model name it
+    /// serves and its context size.
+    OpenAi {
+        url: String,
+        model: String,
+        ctx_size: u32,
+    },
 }
 
 /// A run that passed every input check.
@@ -137,6 +144,15 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
             }
             crate::llm::model_file::check(&path)?;
             BackendPlan::Llama(path)
+        }
+        BackendKind::OpenAi(url) => {
+            let backend = crate::llm::openai::OpenAiBackend::connect(openai_config(url, settings))?;
+            let info = backend.info();
+            BackendPlan::OpenAi {
+                url: url.clone(),
+                model: backend.model().to_string(),
+                ctx_size: info.ctx_size,
+            }
         }
     };
     let run_id = new_run_id();
@@ -231,6 +247,13 @@ fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
 fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
     match &prepared.backend {
         BackendPlan::Script(script, _) => Ok(Box::new(script.clone())),
+        BackendPlan::OpenAi { url, model, .. } => {
+            let mut config = openai_config(url, &prepared.settings);
+            config.model = Some(model.clone());
+            Ok(Box::new(crate::llm::openai::OpenAiBackend::connect(
+                config,
+            )?))
+        }
         #[cfg(feature = "llama")]
         BackendPlan::Llama(path) => {
             let settings = &prepared.settings;
@@ -246,6 +269,28 @@ fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
         BackendPlan::Llama(_) => Err(StartError::Usage(UsageError::Invalid(
             "this build has no llama backend (built without the `llama` feature): use --backend script:FILE".into(),
         ))),
+    }
+}
+
+/// What the openai backend takes from the settings.
+pub fn openai_config(url: &str, settings: &Settings) -> crate::llm::openai::OpenAiConfig {
+    let inference = &settings.inference;
+    crate::llm::openai::OpenAiConfig {
+        url: url.to_string(),
+        model: settings
+            .model
+            .as_ref()
+            .map(|m| m.to_string_lossy().into_owned()),
+        api_key_env: settings.api_key_env.clone(),
+        request_timeout: std::time::Duration::from_secs(settings.request_timeout_s),
+        ctx_fallback: inference.ctx_size,
+        chat_format: settings.chat_format.clone(),
+        sampling: crate::llm::openai::wire::Sampling {
+            max_tokens: inference.max_tokens,
+            temperature: inference.temperature,
+            top_p: inference.top_p,
+            seed: inference.seed,
+        },
     }
 }
 
@@ -327,12 +372,14 @@ fn run_on_this_thread(
         .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
     log.stop_run_on_failure(cancel.clone());
     let log_failure = log.failure();
+    // A file is made absolute, so `--resume` finds it from any directory; a server's model
+    // name is kept as it is.
+    let absolute = |path: &PathBuf| path.canonicalize().unwrap_or_else(|_| path.clone());
     let (source, source_sha) = match &prepared.backend {
-        BackendPlan::Script(_, path) => (path.clone(), file_sha256(path)),
-        BackendPlan::Llama(path) => (path.clone(), file_sha256(path)),
+        BackendPlan::Script(_, path) => (absolute(path), file_sha256(path)),
+        BackendPlan::Llama(path) => (absolute(path), file_sha256(path)),
+        BackendPlan::OpenAi { model, .. } => (PathBuf::from(model), None),
     };
-    // Absolute, so `--resume` finds the same file from any directory.
-    let source = source.canonicalize().unwrap_or(source);
     let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);
     policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);
     let support = sandbox::probe_with(&policy.sandbox_exe);
@@ -386,6 +433,8 @@ fn run_on_this_thread(
                 command_timeout_s: settings.command_timeout_s,
                 verify: settings.verify.clone(),
                 prefix_cache: settings.prefix_cache,
+                api_key_env: settings.api_key_env.clone(),
+                request_timeout_s: settings.request_timeout_s,
                 inference: settings.inference.clone(),
             },
             repo_root,

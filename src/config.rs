@@ -144,6 +144,10 @@ pub struct Settings {
     pub token_budget: Option<u64>,
     pub chat_format: Option<String>,
     pub inference: InferenceSettings,
+    /// With `openai:URL`: the variable holding the API key (never the key itself).
+    pub api_key_env: String,
+    /// With `openai:URL`: how long a request may wait for the server, in seconds.
+    pub request_timeout_s: u64,
     /// Restore the run's fixed prompt prefix into each round's context (`--no-prefix-cache`
     /// turns it off).
     pub prefix_cache: bool,
@@ -239,6 +243,11 @@ impl Settings {
                 "--threads, --batch-size and --max-tokens must be at least 1".into(),
             ));
         }
+        if options.request_timeout < 1 {
+            return Err(UsageError::Invalid(
+                "--request-timeout must be at least 1 second".into(),
+            ));
+        }
         if options.max_turns < 1 {
             return Err(UsageError::Invalid("--max-turns must be at least 1".into()));
         }
@@ -261,6 +270,8 @@ impl Settings {
             token_budget: options.token_budget,
             chat_format: options.chat_format.map(String::from),
             inference,
+            api_key_env: options.api_key_env,
+            request_timeout_s: options.request_timeout,
             prefix_cache: !options.no_prefix_cache,
             log_file: cli.log_file,
             dirs,

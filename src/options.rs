@@ -86,10 +86,11 @@ options! {
     #[arg(short = 'n', long, value_name = "N", allow_hyphen_values = true)]
     #[arg(value_parser = RoundCount::parse)]
     max_rounds: RoundCount = RoundCount::DEFAULT;
-    /// GGUF model file [default: the model fetched by `make model`].
+    /// GGUF model file [default: the model fetched by `make model`]; with `openai:URL`, the
+    /// server's model name [default: the first the server lists].
     #[arg(short = 'm', long, value_name = "PATH")]
     model: PathBuf;
-    /// `llama` or `script:FILE` (a deterministic stand-in for tests and demos).
+    /// `llama`, `openai:URL` (an OpenAI-compatible server) or `script:FILE` (a stand-in).
     #[arg(long, value_name = "KIND", value_parser = BackendKind::parse)]
     backend: BackendKind = BackendKind::Llama;
     /// Where this run's log goes [default: <data dir>/runs/<run id>].
@@ -161,6 +162,12 @@ options! {
     /// Sampling seed; fixes a run's randomness.
     #[arg(long, value_name = "N")]
     seed: u32 = 1234;
+    /// With `openai:URL`: the environment variable holding the server's API key.
+    #[arg(long, value_name = "VAR")]
+    api_key_env: String = String::from("OPENAI_API_KEY");
+    /// With `openai:URL`: seconds a request may wait for the server's next byte.
+    #[arg(long, value_name = "SECS")]
+    request_timeout: u64 = 120;
     /// Notify when the run ends, an approval waits or a round fails, while the terminal is
     /// not focused: `auto` (bell and desktop notification), `bell`, or `off`.
     #[arg(long, value_name = "MODE")]
@@ -257,24 +264,40 @@ impl From<RoundCount> for u32 {
     }
 }
 
-/// Which backend generates the child's turns: `llama` or `script:FILE`.
+/// Which backend generates the child's turns: `llama`, `openai:URL` or `script:FILE`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "String")]
 pub enum BackendKind {
     Llama,
+    /// An OpenAI-compatible server's base URL, up to and including `/v1`.
+    OpenAi(String),
     Script(PathBuf),
 }
 
 impl BackendKind {
-    /// Parses `llama` or `script:FILE`.
+    /// Parses `llama`, `openai:URL` (an `http://` or `https://` URL) or `script:FILE`.
     pub fn parse(raw: &str) -> Result<Self, String> {
         if raw == "llama" {
             return Ok(Self::Llama);
         }
+        if let Some(url) = raw.strip_prefix("openai:") {
+            let url = url.trim_end_matches('/');
+            let host = url
+                .strip_prefix("http://")
+                .or_else(|| url.strip_prefix("https://"));
+            return match host {
+                Some(host) if !host.is_empty() && !host.starts_with('/') => {
+                    Ok(Self::OpenAi(url.to_string()))
+                }
+                _ => Err(format!(
+                    "bad backend '{raw}': use `openai:http://HOST:PORT/v1` (or https://)"
+                )),
+            };
+        }
         match raw.strip_prefix("script:") {
             Some(path) if !path.is_empty() => Ok(Self::Script(PathBuf::from(path))),
             _ => Err(format!(
-                "unknown backend '{raw}': use `llama` or `script:FILE`"
+                "unknown backend '{raw}': use `llama`, `openai:URL` or `script:FILE`"
             )),
         }
     }
@@ -292,6 +315,7 @@ impl fmt::Display for BackendKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Llama => f.write_str("llama"),
+            Self::OpenAi(url) => write!(f, "openai:{url}"),
             Self::Script(path) => write!(f, "script:{}", path.display()),
         }
     }
@@ -392,6 +416,29 @@ mod tests {
         for bad in ["gpt", "script:", "Llama"] {
             let err = BackendKind::parse(bad).unwrap_err();
             assert!(err.starts_with("unknown backend"), "{err}");
+        }
+    }
+
+    #[test]
+    fn openai_backends_take_an_http_url() {
+        assert_eq!(
+            BackendKind::parse("openai:http://127.0.0.1:8080/v1/"),
+            Ok(BackendKind::OpenAi("http://127.0.0.1:8080/v1".into()))
+        );
+        assert_eq!(
+            BackendKind::parse("openai:https://gpu.example/v1")
+                .map(|b| b.to_string())
+                .as_deref(),
+            Ok("openai:https://gpu.example/v1")
+        );
+        for bad in [
+            "openai:",
+            "openai:localhost:8080",
+            "openai:http://",
+            "openai:ftp://x",
+        ] {
+            let err = BackendKind::parse(bad).unwrap_err();
+            assert!(err.starts_with("bad backend"), "{err}");
         }
     }
 }

@@ -17,9 +17,9 @@ use crate::workspace::WorktreeInfo;
 pub struct RunInfo {
     /// What this kernel's sandbox offers, in a sentence.
     pub sandbox_support: String,
-    /// `llama` or `script:FILE`.
+    /// `llama`, `openai:URL` or `script:FILE`.
     pub backend: String,
-    /// The model file (or script) the run used.
+    /// The model file (or script, or a server's model name) the run used.
     pub model_file: String,
     /// Its sha256, when it could be read.
     pub model_sha256: Option<String>,
@@ -55,12 +55,27 @@ pub struct RunSettings {
     /// run recorded before the cache existed reads as the default, on.
     #[serde(default = "prefix_cache_default")]
     pub prefix_cache: bool,
+    /// With `openai:URL`: the variable holding the API key (never the key itself); a run
+    /// recorded before it existed reads as the default.
+    #[serde(default = "api_key_env_default")]
+    pub api_key_env: String,
+    /// With `openai:URL`: how long a request may wait for the server, in seconds.
+    #[serde(default = "request_timeout_default")]
+    pub request_timeout_s: u64,
     #[serde(serialize_with = "inference_as_given")]
     pub inference: InferenceSettings,
 }
 
 fn prefix_cache_default() -> bool {
     true
+}
+
+fn api_key_env_default() -> String {
+    String::from("OPENAI_API_KEY")
+}
+
+fn request_timeout_default() -> u64 {
+    120
 }
 
 /// The commit HEAD points at, as hex; `None` before the first commit.

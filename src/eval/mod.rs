@@ -133,6 +133,20 @@ pub struct EvalOptions {
 }
 
 impl EvalOptions {
+    /// The model server the extra arguments name (`-- --backend openai:URL -m NAME`): the
+    /// runs use it instead of `backend`, and the extra arguments carry the model name.
+    pub fn server_backend(&self) -> Option<&str> {
+        let args = &self.extra_args;
+        args.iter().enumerate().find_map(|(i, a)| {
+            let value = match a.strip_prefix("--backend=") {
+                Some(value) => value,
+                None if a == "--backend" => args.get(i + 1)?.as_str(),
+                None => return None,
+            };
+            value.starts_with("openai:").then_some(value)
+        })
+    }
+
     /// The defaults, for the given tasks folder and ralph-tui binary.
     pub fn new(tasks_dir: PathBuf, ralph_bin: PathBuf) -> Self {
         Self {
@@ -248,7 +262,8 @@ pub fn run(
 ) -> Result<EvalResults, EvalError> {
     options.check()?;
     let tasks = task::discover(&options.tasks_dir, &options.filters)?;
-    if options.backend == BackendChoice::Script {
+    let server = options.server_backend();
+    if server.is_none() && options.backend == BackendChoice::Script {
         if let Some(task) = tasks.iter().find(|t| t.script.is_none()) {
             return Err(EvalError::Task {
                 task: task.name.clone(),
@@ -257,6 +272,7 @@ pub fn run(
         }
     }
     let model = match options.backend {
+        _ if server.is_some() => None,
         BackendChoice::Llama => Some(model_path(options)?),
         BackendChoice::Script => None,
     };
@@ -276,6 +292,7 @@ pub fn run(
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "model".into()),
+        (None, None) if server.is_some() => "server".into(),
         (None, None) => "script".into(),
     });
     let ralph_version = ralph_version(&options.ralph_bin)?;
@@ -342,7 +359,10 @@ pub fn run(
         date: started.format("%Y-%m-%d").to_string(),
         started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         finished_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        backend: options.backend.as_str().into(),
+        backend: match server {
+            Some(_) => "openai".into(),
+            None => options.backend.as_str().into(),
+        },
         label,
         model: model_info,
         ralph_version,

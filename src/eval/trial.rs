@@ -62,6 +62,8 @@ pub(super) fn run_one(
         .arg("-n")
         .arg(max_rounds.to_string());
     match (&setup.model, &task.script) {
+        // A model server named in the extra arguments, which carry `--backend` and `-m`.
+        _ if options.server_backend().is_some() => {}
         (Some(model), _) => {
             command
                 .arg("--backend")

@@ -140,4 +140,59 @@ mod tests {
         assert_eq!(size(1 << 20), "1 MiB");
         assert_eq!(size(256 * 1024), "256 KiB");
     }
+
+    /// A backend whose children count and prepare with fixed answers.
+    struct Fixed;
+
+    impl Backend for Fixed {
+        fn info(&self) -> BackendInfo {
+            BackendInfo {
+                name: "fixed".into(),
+                model: None,
+                device: "none".into(),
+                ctx_size: 64,
+                max_tokens: 16,
+                chat_format: "hermes".into(),
+            }
+        }
+
+        fn new_child(&mut self, _round: u32) -> Result<Box<dyn Child + '_>, BackendError> {
+            Ok(Box::new(FixedChild))
+        }
+    }
+
+    struct FixedChild;
+
+    impl Child for FixedChild {
+        fn count_prompt_tokens(&mut self, _request: Request<'_>) -> Result<u32, BackendError> {
+            Ok(11)
+        }
+
+        fn prepare(&mut self, _request: Request<'_>) -> Result<u32, BackendError> {
+            Ok(7)
+        }
+
+        fn generate(
+            &mut self,
+            _request: Request<'_>,
+            _on_text: &mut dyn FnMut(&str),
+            _cancel: &CancellationToken,
+        ) -> Result<Generation, BackendError> {
+            Err(BackendError::ChildFailed("unused".into()))
+        }
+    }
+
+    #[test]
+    fn the_bound_forwards_counting_and_preparing() {
+        let mut backend = Bounded::new(Box::new(Fixed), 64);
+        assert_eq!(backend.info(), Fixed.info());
+        let mut child = backend.new_child(1).unwrap();
+        let request = Request {
+            messages: &[],
+            tools: &[],
+            report_only: false,
+        };
+        assert_eq!(child.count_prompt_tokens(request).unwrap(), 11);
+        assert_eq!(child.prepare(request).unwrap(), 7);
+    }
 }

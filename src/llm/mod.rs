@@ -10,6 +10,7 @@
 pub mod bounded;
 pub mod llama;
 pub mod model_file;
+pub mod openai;
 pub mod script;
 pub mod template;
 
@@ -25,7 +26,9 @@ pub struct Request<'a> {
     pub messages: &'a [Message],
     pub tools: &'a [ToolSpec],
     /// A wrap-up turn: the only output allowed is one `ralph_report` call. The llama backend
-    /// samples it under the report's grammar alone; the script backend plays its next turn.
+    /// samples it under the report's grammar alone; a server backend sends no tools and asks
+    /// for the report's JSON Schema as its `response_format`; the script backend plays its next
+    /// turn.
     pub report_only: bool,
 }
 
@@ -71,12 +74,15 @@ pub enum BackendError {
     Exhausted(String),
     #[error("model: {0}")]
     Model(String),
+    /// A model server failed the request (one line, from `openai::ServerError`).
+    #[error("{0}")]
+    Server(String),
 }
 
 /// Static facts about a backend, for `run_started` and the header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendInfo {
-    /// `llama` or `script:FILE`.
+    /// `llama`, `openai:URL` or `script:FILE`.
     pub name: String,
     /// Model file, when there is one.
     pub model: Option<String>,

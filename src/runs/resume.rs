@@ -185,6 +185,8 @@ fn old_options(past: &PastRun) -> Options {
         model: (!scripted).then(|| model_file.clone()),
         backend: Some(if scripted {
             BackendKind::Script(model_file)
+        } else if let Some(url) = info.backend.strip_prefix("openai:") {
+            BackendKind::OpenAi(url.to_string())
         } else {
             BackendKind::Llama
         }),
@@ -223,7 +225,108 @@ fn old_options(past: &PastRun) -> Options {
         repeat_penalty: Some(inference.repeat_penalty),
         seed: Some(inference.seed),
         no_prefix_cache: Some(!settings.prefix_cache),
+        api_key_env: Some(settings.api_key_env.clone()),
+        request_timeout: Some(settings.request_timeout_s),
         notify: None,
         hooks: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::InferenceSettings;
+    use crate::engine::run_info::{RunInfo, RunSettings};
+    use crate::runs::RunRecord;
+
+    fn past(backend: &str, model_file: &str) -> PastRun {
+        let info = RunInfo {
+            sandbox_support: "off".into(),
+            backend: backend.into(),
+            model_file: model_file.into(),
+            model_sha256: None,
+            device: "server 127.0.0.1".into(),
+            chat_format: "hermes".into(),
+            settings: RunSettings {
+                max_turns: 8,
+                token_budget: None,
+                sandbox: SandboxMode::Off,
+                approval: ApprovalPolicy::Auto,
+                network: false,
+                command_timeout_s: 120,
+                verify: None,
+                prefix_cache: true,
+                api_key_env: "SERVER_KEY".into(),
+                request_timeout_s: 45,
+                inference: InferenceSettings {
+                    ctx_size: 4096,
+                    threads: 1,
+                    gpu_layers: None,
+                    batch_size: 512,
+                    max_tokens: 1024,
+                    temperature: 0.0,
+                    top_k: 40,
+                    top_p: 0.95,
+                    min_p: 0.05,
+                    repeat_penalty: 1.0,
+                    seed: 1,
+                },
+            },
+            repo_root: None,
+            resumed_from: None,
+            resumed_report: None,
+            worktree: None,
+        };
+        let mut json = serde_json::to_value(&info).unwrap();
+        let map = json.as_object_mut().unwrap();
+        map.insert("run_id".into(), "r1".into());
+        map.insert("objective".into(), "o".into());
+        map.insert("max_rounds".into(), 4.into());
+        map.insert("workspace".into(), "/tmp/w".into());
+        map.insert("started_at".into(), "2026-01-01T00:00:00Z".into());
+        let record: RunRecord = serde_json::from_value(json).unwrap();
+        PastRun {
+            dir: PathBuf::from("/tmp/r1"),
+            record,
+            status: None,
+            last_round: 1,
+            last_valid: None,
+        }
+    }
+
+    #[test]
+    fn an_openai_run_resumes_on_the_same_server_model_key_and_timeout() {
+        let options = old_options(&past("openai:http://127.0.0.1:8080/v1", "qwen"));
+        assert_eq!(
+            options.backend,
+            Some(BackendKind::OpenAi("http://127.0.0.1:8080/v1".into()))
+        );
+        assert_eq!(options.model, Some(PathBuf::from("qwen")));
+        assert_eq!(options.api_key_env.as_deref(), Some("SERVER_KEY"));
+        assert_eq!(options.request_timeout, Some(45));
+    }
+
+    #[test]
+    fn llama_and_script_runs_keep_their_backends() {
+        let llama = old_options(&past("llama", "/m/model.gguf"));
+        assert_eq!(llama.backend, Some(BackendKind::Llama));
+        let script = old_options(&past("script:/s/turns.json", "/s/turns.json"));
+        assert_eq!(
+            script.backend,
+            Some(BackendKind::Script(PathBuf::from("/s/turns.json")))
+        );
+        assert_eq!(script.model, None);
+    }
+
+    #[test]
+    fn a_run_from_before_the_openai_settings_reads_their_defaults() {
+        let settings = past("llama", "/m/model.gguf").record.info.settings;
+        let mut json = serde_json::to_value(&settings).unwrap();
+        let map = json.as_object_mut().unwrap();
+        map.remove("api_key_env");
+        map.remove("request_timeout_s");
+        let read: RunSettings = serde_json::from_value(json).unwrap();
+        assert_eq!(read.api_key_env, "OPENAI_API_KEY");
+        assert_eq!(read.request_timeout_s, 120);
     }
 }

@@ -43,6 +43,9 @@ pub fn setup_of(prepared: &Prepared) -> Setup {
             script.info().ctx_size,
         ),
         BackendPlan::Llama(path) => (file_name(path), settings.inference.ctx_size),
+        BackendPlan::OpenAi {
+            model, ctx_size, ..
+        } => (model.clone(), *ctx_size),
     };
     let repo = match &prepared.worktree {
         Some(info) => file_name(&info.user_repo),

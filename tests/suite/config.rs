@@ -147,6 +147,18 @@ const CASES: &[Case] = &[
     ),
     case("seed", &["--seed", "7"], "7", &["--seed", "8"]),
     case(
+        "api_key_env",
+        &["--api-key-env", "SERVER_KEY"],
+        "\"SERVER_KEY\"",
+        &["--api-key-env", "OTHER_KEY"],
+    ),
+    case(
+        "request_timeout",
+        &["--request-timeout", "30"],
+        "30",
+        &["--request-timeout", "31"],
+    ),
+    case(
         "notify",
         &["--notify", "off"],
         "\"off\"",

@@ -55,6 +55,8 @@ fn config(max_rounds: u32) -> RunConfig {
                 command_timeout_s: 120,
                 verify: None,
                 prefix_cache: true,
+                api_key_env: "OPENAI_API_KEY".into(),
+                request_timeout_s: 120,
                 inference: InferenceSettings {
                     ctx_size: 4096,
                     threads: 1,

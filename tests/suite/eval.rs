@@ -15,7 +15,7 @@ use super::common::*;
 const EVAL_BIN: &str = env!("CARGO_BIN_EXE_ralph-eval");
 
 /// Writes one task folder: objective, a one-file repo, a verify script and a script.
-fn task(root: &Path, name: &str, verify: &str, rounds: Vec<Value>) -> PathBuf {
+pub(super) fn task(root: &Path, name: &str, verify: &str, rounds: Vec<Value>) -> PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(dir.join("repo")).unwrap();
     std::fs::write(dir.join("objective.txt"), format!("objective of {name}\n")).unwrap();
@@ -30,7 +30,7 @@ fn task(root: &Path, name: &str, verify: &str, rounds: Vec<Value>) -> PathBuf {
 }
 
 /// Done when done.txt exists.
-const VERIFY_DONE_FILE: &str =
+pub(super) const VERIFY_DONE_FILE: &str =
     "#!/bin/sh\n[ -f done.txt ] || { echo 'done.txt is missing'; exit 1; }\n";
 /// Fails, naming where it ran (the harness must scrub those paths from the results).
 const VERIFY_ALWAYS_FAILS: &str = "#!/bin/sh\necho \"not done in $PWD for $TASK_DIR\"\nexit 1\n";

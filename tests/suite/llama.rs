@@ -23,12 +23,12 @@ use tokio_util::sync::CancellationToken;
 use super::common::{code, events, headless, of_type, TempRepo, BIN};
 
 /// One real-model test at a time, across test processes too: each one uses every core.
-struct Exclusive {
+pub(super) struct Exclusive {
     _thread: MutexGuard<'static, ()>,
     _process: nix::fcntl::Flock<std::fs::File>,
 }
 
-fn exclusive() -> Exclusive {
+pub(super) fn exclusive() -> Exclusive {
     static LOCK: Mutex<()> = Mutex::new(());
     let thread = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let path = std::env::temp_dir().join("ralph-tui-real-model-tests.lock");
@@ -48,7 +48,7 @@ fn exclusive() -> Exclusive {
 }
 
 /// The default model, or the test fails saying how to get it.
-fn model_path() -> PathBuf {
+pub(super) fn model_path() -> PathBuf {
     let path = std::env::var_os("RALPH_TEST_MODEL")
         .map(PathBuf::from)
         .unwrap_or_else(|| Dirs::discover().default_model());
