@@ -10,6 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The llama.cpp tree comes pinned (the same source scripts/bench-llama.sh builds llama-bench from).
+LLAMA_CPP_PYTHON_VERSION=0.3.36
 scratch="target/llama-server"
 bin="$scratch/build/bin/llama-server"
 if [ ! -x "$bin" ]; then
@@ -17,7 +19,7 @@ if [ ! -x "$bin" ]; then
   start=$(date +%s)
   mkdir -p "$scratch"
   if ! ls "$scratch"/llama_cpp_python-*.tar.gz >/dev/null 2>&1; then
-    python3 -m pip download --quiet --no-deps --no-binary=:all: -d "$scratch" llama-cpp-python
+    python3 -m pip download --quiet --no-deps --no-binary=:all: -d "$scratch" "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
   fi
   sdist=$(ls "$scratch"/llama_cpp_python-*.tar.gz | head -n1)
   rm -rf "$scratch/src"
