@@ -117,6 +117,47 @@ fn rand_suffix() -> u128 {
         .as_nanos()
 }
 
+/// One headless scripted run: its output, its events and its run directory.
+pub struct Run {
+    pub out: Output,
+    pub events: Vec<Value>,
+    pub run_dir: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+/// Runs the script `rounds` headless in `repo` with `extra` options.
+pub fn run_script(repo: &TempRepo, rounds: Vec<Value>, extra: &[&str]) -> Run {
+    run_script_with(repo, rounds, json!({}), extra)
+}
+
+/// As [`run_script`], with `extra_script` merged into the script's top-level object.
+pub fn run_script_with(
+    repo: &TempRepo,
+    rounds: Vec<Value>,
+    extra_script: Value,
+    extra: &[&str],
+) -> Run {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut script = json!({"token_delay_ms": 0, "rounds": rounds});
+    if let (Some(obj), Some(more)) = (script.as_object_mut(), extra_script.as_object()) {
+        obj.extend(more.clone());
+    }
+    let path = tmp.path().join("script.json");
+    std::fs::write(&path, serde_json::to_vec(&script).unwrap()).unwrap();
+    let run_dir = tmp.path().join("run");
+    let backend = format!("script:{}", path.display());
+    let mut args = vec!["--backend", backend.as_str()];
+    args.extend_from_slice(extra);
+    let out = headless(repo.path(), &run_dir, &args).output().unwrap();
+    let events = events(&out.stdout);
+    Run {
+        out,
+        events,
+        run_dir,
+        _tmp: tmp,
+    }
+}
+
 pub fn turns(items: &[String]) -> Value {
     json!({"turns": items})
 }

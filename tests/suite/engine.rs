@@ -8,30 +8,6 @@ use serde_json::{json, Value};
 
 use super::common::*;
 
-struct Run {
-    out: std::process::Output,
-    events: Vec<Value>,
-    run_dir: std::path::PathBuf,
-    _tmp: tempfile::TempDir,
-}
-
-fn run_script(repo: &TempRepo, rounds: Vec<Value>, extra: &[&str]) -> Run {
-    let tmp = tempfile::tempdir().unwrap();
-    let script = script(tmp.path(), rounds);
-    let run_dir = tmp.path().join("run");
-    let backend = format!("script:{}", script.display());
-    let mut args = vec!["--backend", backend.as_str()];
-    args.extend_from_slice(extra);
-    let out = headless(repo.path(), &run_dir, &args).output().unwrap();
-    let events = events(&out.stdout);
-    Run {
-        out,
-        events,
-        run_dir,
-        _tmp: tmp,
-    }
-}
-
 fn finished(run: &Run) -> &Value {
     let last = last(&run.events);
     assert_eq!(last["type"], "run_finished", "last event: {last}");

@@ -11,34 +11,9 @@ use ralph_tui::llm::script::pieces;
 
 use super::common::*;
 
-struct Run {
-    out: std::process::Output,
-    events: Vec<Value>,
-    run_dir: std::path::PathBuf,
-    _tmp: tempfile::TempDir,
-}
-
 /// Runs a script (`extra_script` merged into its top-level object) with `args`.
 fn run(repo: &TempRepo, rounds: Vec<Value>, extra_script: Value, args: &[&str]) -> Run {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut script = json!({"token_delay_ms": 0, "rounds": rounds});
-    if let (Some(obj), Some(extra)) = (script.as_object_mut(), extra_script.as_object()) {
-        obj.extend(extra.clone());
-    }
-    let path = tmp.path().join("script.json");
-    std::fs::write(&path, serde_json::to_vec(&script).unwrap()).unwrap();
-    let run_dir = tmp.path().join("run");
-    let backend = format!("script:{}", path.display());
-    let mut all = vec!["--backend", backend.as_str()];
-    all.extend_from_slice(args);
-    let out = headless(repo.path(), &run_dir, &all).output().unwrap();
-    let events = events(&out.stdout);
-    Run {
-        out,
-        events,
-        run_dir,
-        _tmp: tmp,
-    }
+    run_script_with(repo, rounds, extra_script, args)
 }
 
 fn stderr(run: &Run) -> String {

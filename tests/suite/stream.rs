@@ -2,35 +2,11 @@
 //! context count after every tool result, the tree each round starts from (so a round's own
 //! diff can be shown), and the headless summary line that tells the whole truth.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::common::*;
 use ralph_tui::tui::event_loop::round_base;
 use ralph_tui::workspace::Workspace;
-
-struct Run {
-    out: std::process::Output,
-    events: Vec<Value>,
-    run_dir: std::path::PathBuf,
-    _tmp: tempfile::TempDir,
-}
-
-fn run_script(repo: &TempRepo, rounds: Vec<Value>, extra: &[&str]) -> Run {
-    let tmp = tempfile::tempdir().unwrap();
-    let script = script(tmp.path(), rounds);
-    let run_dir = tmp.path().join("run");
-    let backend = format!("script:{}", script.display());
-    let mut args = vec!["--backend", backend.as_str()];
-    args.extend_from_slice(extra);
-    let out = headless(repo.path(), &run_dir, &args).output().unwrap();
-    let events = events(&out.stdout);
-    Run {
-        out,
-        events,
-        run_dir,
-        _tmp: tmp,
-    }
-}
 
 #[test]
 fn every_turn_reports_its_counts_and_the_context_is_counted_after_tool_results() {
