@@ -210,7 +210,7 @@ fn a_headless_round_streams_tokens_through_llama_server() {
 }
 
 #[test]
-fn a_report_only_turn_gives_a_report_the_engine_accepts() {
+fn a_report_only_turn_gives_a_report_of_the_right_shape() {
     let _lock = exclusive();
     let server = start_server();
     let mut backend = OpenAiBackend::connect(config(&server, 300)).unwrap();
