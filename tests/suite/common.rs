@@ -226,3 +226,48 @@ pub fn last(events: &[Value]) -> &Value {
 pub fn code(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
 }
+
+/// `text` cut at `cuts` (character positions, taken modulo the length): the pieces a stream
+/// could deliver it in.
+pub fn split_at_points(text: &str, cuts: &[usize]) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut points: Vec<usize> = cuts.iter().map(|c| c % (chars.len() + 1)).collect();
+    points.sort_unstable();
+    points.dedup();
+    let mut out = Vec::new();
+    let mut start = 0;
+    for p in points.into_iter().chain([chars.len()]) {
+        if p > start {
+            out.push(chars[start..p].iter().collect());
+            start = p;
+        }
+    }
+    out
+}
+
+/// Settings for a scripted run of `objective` in `repo`, with config, data and cache in `tmp`.
+pub fn script_settings(
+    repo: &Path,
+    tmp: &Path,
+    script: &Path,
+    objective: &str,
+) -> ralph_tui::config::Settings {
+    use clap::Parser;
+    let cli = ralph_tui::cli::Cli::try_parse_from([
+        "ralph-tui".to_string(),
+        "-C".into(),
+        repo.display().to_string(),
+        "--backend".into(),
+        format!("script:{}", script.display()),
+        "--run-dir".into(),
+        tmp.join("run").display().to_string(),
+        objective.into(),
+    ])
+    .unwrap();
+    let dirs = ralph_tui::config::Dirs {
+        config: tmp.join("config"),
+        data: tmp.join("data"),
+        cache: tmp.join("cache"),
+    };
+    ralph_tui::config::Settings::resolve(cli, dirs).unwrap()
+}

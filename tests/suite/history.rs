@@ -4,9 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use clap::Parser;
-use ralph_tui::cli::Cli;
-use ralph_tui::config::{Dirs, Settings};
 use ralph_tui::tui::replay::{in_review, Player, Recording};
 use ralph_tui::tui::{event_loop, setup_of};
 use ralph_tui::ui::{State, Theme};
@@ -235,26 +232,6 @@ fn the_word_runs_is_still_an_objective_after_a_double_dash() {
     assert_eq!(of_type(&events, "run_started")[0]["objective"], "runs");
 }
 
-fn settings(repo: &Path, tmp: &Path, script: &Path) -> Settings {
-    let cli = Cli::try_parse_from([
-        "ralph-tui".to_string(),
-        "-C".into(),
-        repo.display().to_string(),
-        "--backend".into(),
-        format!("script:{}", script.display()),
-        "--run-dir".into(),
-        tmp.join("run").display().to_string(),
-        "write the notes".into(),
-    ])
-    .unwrap();
-    let dirs = Dirs {
-        config: tmp.join("config"),
-        data: tmp.join("data"),
-        cache: tmp.join("cache"),
-    };
-    Settings::resolve(cli, dirs).unwrap()
-}
-
 const W: u16 = 100;
 const H: u16 = 30;
 
@@ -284,7 +261,7 @@ fn live_review(repo: &Path, tmp: &Path) -> (String, PathBuf) {
             turns(&[edit, complete_report("notes are there")]),
         ],
     );
-    let settings = settings(repo, tmp, &script);
+    let settings = script_settings(repo, tmp, &script, "write the notes");
     let prepared = ralph_tui::app::prepare(&settings).unwrap();
     let run_dir = prepared.run_dir.clone();
     let state = State::new(

@@ -11,6 +11,7 @@ use ralph_tui::ui::{State, Theme};
 use serde_json::{json, Value};
 
 use super::fixtures::*;
+use crate::suite::common::split_at_points;
 
 /// One kind of card: what the model says, its call, and the tool's answer.
 struct Kind {
@@ -354,22 +355,6 @@ fn turn_text() -> String {
     )
 }
 
-fn split_chars(text: &str, cuts: &[usize]) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (chars.len() + 1)).collect();
-    points.sort_unstable();
-    points.dedup();
-    let mut out = Vec::new();
-    let mut start = 0;
-    for p in points.into_iter().chain([chars.len()]) {
-        if p > start {
-            out.push(chars[start..p].iter().collect());
-            start = p;
-        }
-    }
-    out
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
@@ -381,7 +366,7 @@ proptest! {
     ) {
         let text = turn_text();
         let whole = render_turn(std::slice::from_ref(&text), unfold, raw);
-        let split = render_turn(&split_chars(&text, &cuts), unfold, raw);
+        let split = render_turn(&split_at_points(&text, &cuts), unfold, raw);
         prop_assert_eq!(whole, split);
     }
 }

@@ -2,12 +2,7 @@
 //! a key pressed during a token flood is handled, the flood is drawn in a few frames rather
 //! than one per token, and quitting from the review returns the run's exit code.
 
-use std::path::Path;
-
-use clap::Parser;
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
-use ralph_tui::cli::Cli;
-use ralph_tui::config::{Dirs, Settings};
 use ralph_tui::error::ExitCode;
 use ralph_tui::tui::{event_loop, setup_of};
 use ralph_tui::ui::state::Overlay;
@@ -15,27 +10,7 @@ use ralph_tui::ui::{Phase, State, Theme};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use crate::suite::common::{complete_report, script, turns, TempRepo};
-
-fn settings(repo: &Path, tmp: &Path, script: &Path) -> Settings {
-    let cli = Cli::try_parse_from([
-        "ralph-tui".to_string(),
-        "-C".into(),
-        repo.display().to_string(),
-        "--backend".into(),
-        format!("script:{}", script.display()),
-        "--run-dir".into(),
-        tmp.join("run").display().to_string(),
-        "flood the screen".into(),
-    ])
-    .unwrap();
-    let dirs = Dirs {
-        config: tmp.join("config"),
-        data: tmp.join("data"),
-        cache: tmp.join("cache"),
-    };
-    Settings::resolve(cli, dirs).unwrap()
-}
+use crate::suite::common::{complete_report, script, script_settings, turns, TempRepo};
 
 fn key(c: char) -> std::io::Result<TermEvent> {
     Ok(TermEvent::Key(KeyEvent::new(
@@ -60,7 +35,7 @@ fn a_token_flood_is_coalesced_keys_still_work_and_quit_returns_the_status() {
     let turn = format!("{}{}", "tok ".repeat(40_000), complete_report("flooded"));
     let pieces = ralph_tui::llm::script::pieces(&turn).len() as u64;
     let script = script(tmp.path(), vec![turns(&[turn])]);
-    let settings = settings(repo.path(), tmp.path(), &script);
+    let settings = script_settings(repo.path(), tmp.path(), &script, "flood the screen");
     let prepared = ralph_tui::app::prepare(&settings).unwrap();
     let state = State::new(
         setup_of(&prepared),
@@ -127,7 +102,7 @@ fn when_the_terminal_input_ends_the_run_is_cancelled_and_the_loop_ends() {
         complete_report("never reached")
     );
     let script = crate::suite::common::script_with_delay(tmp.path(), vec![turns(&[turn])], 5);
-    let settings = settings(repo.path(), tmp.path(), &script);
+    let settings = script_settings(repo.path(), tmp.path(), &script, "flood the screen");
     let prepared = ralph_tui::app::prepare(&settings).unwrap();
     let state = State::new(
         setup_of(&prepared),

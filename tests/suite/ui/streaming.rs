@@ -8,6 +8,7 @@ use ralph_tui::ui::{State, Theme};
 use ratatui::layout::Rect;
 
 use super::fixtures::*;
+use crate::suite::common::split_at_points;
 
 fn render_tokens(pieces: &[String], width: u16, height: u16) -> String {
     let mut state = new_state(Theme::default());
@@ -26,22 +27,6 @@ fn render_tokens(pieces: &[String], width: u16, height: u16) -> String {
     let text = screen(&mut state, width, height);
     let lines: Vec<&str> = text.lines().collect();
     lines[..lines.len() - 1].join("\n")
-}
-
-fn split_at_points(text: &str, cuts: &[usize]) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (chars.len() + 1)).collect();
-    points.sort_unstable();
-    points.dedup();
-    let mut out = Vec::new();
-    let mut start = 0;
-    for p in points.into_iter().chain([chars.len()]) {
-        if p > start {
-            out.push(chars[start..p].iter().collect());
-            start = p;
-        }
-    }
-    out
 }
 
 const STREAM_TEXT: &str = "Let me read slug.py.\n<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"slug.py\"}}</tool_call>\n\nThe function raises NotImplementedError; a supercalifragilisticexpialidocious-long-word follows, then tabs\tand ünïcödé 日本語 text.\r\nDone.";
