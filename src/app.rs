@@ -352,6 +352,11 @@ fn run_on_this_thread(
     let format = chat::by_name(&info.chat_format)
         .or_else(|| chat::by_name("hermes"))
         .ok_or_else(|| StartError::Internal("no chat format".into()))?;
+    let format: Box<dyn chat::ChatFormat> = if info.native_tools {
+        Box::new(chat::native::NativeTools(format))
+    } else {
+        format
+    };
     let workspace = open_workspace(&settings.workspace)?;
     let registry = Registry::standard();
     // The round prompt must leave room for the report: refused here, before anything is written.

@@ -16,6 +16,7 @@ mod grammar;
 pub mod hermes;
 pub mod llama3;
 pub mod mistral;
+pub mod native;
 mod scan;
 
 use serde_json::{json, Value};
@@ -129,6 +130,23 @@ pub trait ChatFormat: Send + Sync {
     /// The family skeleton implements it from each family's syntax; `parse` is its
     /// complete-turn view.
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize);
+}
+
+/// Whether the next turn of `messages` must be a call, for a format whose calls open with
+/// `trigger_words`: always for `generic` (the format of small models with no call markup of
+/// their own), and after an assistant turn that opened no call. The llama backend then
+/// samples under a required-call grammar; a server backend sends a call-only turn.
+pub fn call_required(
+    format: &dyn ChatFormat,
+    trigger_words: &[String],
+    messages: &[Message],
+) -> bool {
+    let previous_called_nothing = messages
+        .iter()
+        .rev()
+        .find(|m| m.role == crate::protocol::message::Role::Assistant)
+        .is_some_and(|m| !trigger_words.iter().any(|t| m.content.contains(t.as_str())));
+    format.name() == "generic" || previous_called_nothing
 }
 
 /// The formats `--chat-format` accepts.

@@ -153,6 +153,7 @@ mod tests {
                 ctx_size: 64,
                 max_tokens: 16,
                 chat_format: "hermes".into(),
+                native_tools: false,
             }
         }
 

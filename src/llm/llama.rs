@@ -479,6 +479,7 @@ impl Backend for LlamaBackend {
             ctx_size: self.ctx_size,
             max_tokens: self.settings.max_tokens,
             chat_format: self.format.name().to_string(),
+            native_tools: false,
         }
     }
 

@@ -95,6 +95,10 @@ pub struct BackendInfo {
     pub max_tokens: u32,
     /// The tool-call format this backend's model speaks (`hermes`, `generic`, ...).
     pub chat_format: String,
+    /// The tools reach the model through the server's own chat template (the request's
+    /// native `tools`), so the system prompt names them instead of spelling out their
+    /// schemas and call syntax a second time.
+    pub native_tools: bool,
 }
 
 /// A model for the whole run.

@@ -106,6 +106,7 @@ impl Backend for ScriptBackend {
             ctx_size: self.ctx_size,
             max_tokens: self.longest_turn(),
             chat_format: "hermes".into(),
+            native_tools: false,
         }
     }
 

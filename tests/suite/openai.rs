@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::common::*;
-use super::openai_server::{fixture, FakeServer, Reply};
+use super::openai_server::{fixture, FakeServer, Reply, Seen};
 
 fn config(server: &FakeServer) -> OpenAiConfig {
     OpenAiConfig {
@@ -589,6 +589,148 @@ fn a_headless_run_completes_on_native_calls_and_never_writes_the_key() {
     }
     assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-never-written"));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("sk-never-written"));
+}
+
+/// A call-only turn's content: one `{tool: arguments}` object, as a server sampling inside
+/// the call schema sends it.
+fn sse_json_call(name: &str, arguments: Value) -> String {
+    sse_turn(&json!({ name: arguments }).to_string())
+}
+
+fn system_prompt(seen: &Seen) -> String {
+    seen.body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_turn_that_called_nothing_is_followed_by_a_call_only_turn_whose_call_runs() {
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let run_dir = tmp.path().join("run");
+    let server = FakeServer::start(&["m"]).with_props_ctx(8192);
+    server.push(Reply::sse(&sse_turn("Let me think about the files first.")));
+    server.push(Reply::sse(&sse_json_call(
+        "read_file",
+        json!({"path": "README.md"}),
+    )));
+    server.push(Reply::sse(&sse_calls(&[(
+        "ralph_report",
+        report_args("complete", "read it"),
+    )])));
+    let backend = format!("openai:{}", server.url);
+    let out = headless(
+        repo.path(),
+        &run_dir,
+        &["--backend", &backend, "-n", "1", "Read it"],
+    )
+    .output()
+    .unwrap();
+    let events = events(&out.stdout);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let calls: Vec<&str> = of_type(&events, "tool_call")
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(calls, ["read_file", "ralph_report"]);
+    let results = of_type(&events, "tool_result");
+    assert_eq!(results[0]["ok"], true, "{}", results[0]);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3);
+    // An open turn, then the call-only turn (no tools, one schema branch per tool), then
+    // open again once a call was made.
+    assert!(seen[0].body.get("tools").is_some() && seen[0].body.get("response_format").is_none());
+    assert!(seen[1].body.get("tools").is_none());
+    let branches = seen[1].body["response_format"]["json_schema"]["schema"]["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["required"][0].as_str().unwrap().to_string())
+        .collect::<Vec<_>>();
+    assert!(
+        branches.contains(&"read_file".to_string())
+            && branches.contains(&"ralph_report".to_string()),
+        "{branches:?}"
+    );
+    assert!(seen[2].body.get("tools").is_some() && seen[2].body.get("response_format").is_none());
+    // The call-only turn's call travels back to the server as a native call, answered.
+    let messages = seen[2].body["messages"].as_array().unwrap();
+    let called = messages
+        .iter()
+        .find(|m| m.get("tool_calls").is_some())
+        .expect("a native call in the history");
+    assert_eq!(called["tool_calls"][0]["function"]["name"], "read_file");
+    // The server shows the tools (its template does): the prompt names them, once.
+    let system = system_prompt(&seen[0]);
+    assert!(
+        system.contains("Your tools come with this conversation"),
+        "{system}"
+    );
+    assert!(!system.contains("<tools>"), "{system}");
+}
+
+#[test]
+fn a_template_that_cannot_show_tools_gets_them_in_the_prompt_in_its_own_format() {
+    // llama-server's /props for a model whose template knows no tools (SmolLM2's).
+    let template = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}";
+    let props = json!({
+        "default_generation_settings": {"n_ctx": 8192},
+        "chat_template": template,
+        "chat_template_caps": {"supports_tools": false, "supports_tool_calls": false},
+    });
+    let server = FakeServer::start(&["m"]).with_props(props.clone());
+    let info = connect(&server).info();
+    assert_eq!(
+        (info.chat_format.as_str(), info.native_tools),
+        ("generic", false)
+    );
+    // The same template, but the server says it shows tools: they go natively.
+    let mut showing = props.clone();
+    showing["chat_template_caps"]["supports_tools"] = json!(true);
+    let info = connect(&FakeServer::start(&["m"]).with_props(showing)).info();
+    assert!(info.native_tools);
+    // An explicit --chat-format wins over the template.
+    let mut config = config(&server);
+    config.chat_format = Some("llama3".into());
+    assert_eq!(
+        OpenAiBackend::connect(config).unwrap().info().chat_format,
+        "llama3"
+    );
+
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let run_dir = tmp.path().join("run");
+    server.push(Reply::sse(&sse_json_call(
+        "ralph_report",
+        report_args("complete", "nothing to do"),
+    )));
+    let backend = format!("openai:{}", server.url);
+    let out = headless(
+        repo.path(),
+        &run_dir,
+        &["--backend", &backend, "-n", "1", "Read it"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let seen = server.seen();
+    // generic has no call markup to trigger on: every turn is call-only, as in-process.
+    assert!(seen[0].body.get("response_format").is_some());
+    let system = system_prompt(&seen[0]);
+    assert!(
+        system.contains("read_file") && system.contains("Read a text file"),
+        "the full instructions: {system}"
+    );
+    let prompt: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("rounds/01/prompt.json")).unwrap())
+            .unwrap();
+    assert_eq!(prompt["chat_format"], "generic");
+    assert_eq!(
+        prompt["messages"][0]["content"].as_str(),
+        Some(system.as_str()),
+        "prompt.json records what was sent"
+    );
 }
 
 #[test]

@@ -146,6 +146,12 @@ impl FakeServer {
         self
     }
 
+    /// Serves llama-server's `/props` as given (a chat template and its capabilities, say).
+    pub fn with_props(self, props: Value) -> Self {
+        self.state.lock().unwrap().props = Some(props);
+        self
+    }
+
     /// Serves Ollama's `/api/ps` with this model loaded at this context length.
     pub fn with_ollama_ps(self, model: &str, context_length: u32) -> Self {
         self.state.lock().unwrap().ollama_ps = Some(

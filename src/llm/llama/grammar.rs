@@ -9,8 +9,8 @@
 //! - *report only*: a wrap-up turn, the report call and nothing else from its first token.
 
 use super::sampling::TurnGrammar;
-use crate::chat::{gbnf_not_class, CallGrammar, ChatFormat};
-use crate::protocol::message::{Message, Role};
+use crate::chat::{call_required, gbnf_not_class, CallGrammar, ChatFormat};
+use crate::protocol::message::Message;
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 /// Longest free text allowed before a call in required mode, in characters.
@@ -26,17 +26,7 @@ pub fn for_turn(
     if call.trigger_words.is_empty() {
         return Some(TurnGrammar::Required { gbnf: call.grammar });
     }
-    let previous_called_nothing = messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Assistant)
-        .is_some_and(|m| {
-            !call
-                .trigger_words
-                .iter()
-                .any(|t| m.content.contains(t.as_str()))
-        });
-    if format.name() == "generic" || previous_called_nothing {
+    if call_required(format, &call.trigger_words, messages) {
         Some(TurnGrammar::Required {
             gbnf: required(&call),
         })
@@ -139,6 +129,7 @@ pub fn rename_rule(gbnf: &str, from: &str, to: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::message::Role;
 
     #[test]
     fn renaming_leaves_literals_classes_and_longer_names_alone() {

@@ -30,7 +30,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use self::stream::Assembly;
-use self::wire::{ModelList, Sampling};
+use self::wire::{ModelList, Sampling, TurnShape};
 use super::{Backend, BackendError, BackendInfo, Child, Generation, Request, StopReason};
 use crate::chat::{self, ChatFormat};
 use crate::error::UsageError;
@@ -126,6 +126,15 @@ pub struct OpenAiBackend {
     format: Box<dyn ChatFormat>,
     sampling: Sampling,
     timeout: Duration,
+    native_tools: bool,
+}
+
+/// What llama-server's `/props` tells; every field `None` on other servers.
+#[derive(Debug, Default)]
+struct ServerProps {
+    ctx_size: Option<u32>,
+    template: Option<String>,
+    shows_tools: Option<bool>,
 }
 
 impl std::fmt::Debug for OpenAiBackend {
@@ -184,6 +193,7 @@ impl OpenAiBackend {
             format,
             sampling: config.sampling.clone(),
             timeout: config.request_timeout,
+            native_tools: true,
         };
         let models = backend.block_on_models()?;
         let model = match &config.model {
@@ -208,13 +218,30 @@ impl OpenAiBackend {
             .find(|m| m.id == model)
             .and_then(|m| m.max_model_len);
         backend.model = model;
-        if let Some(n) = listed.or_else(|| backend.discover_ctx()) {
+        let props = backend.props();
+        if let Some(n) = listed.or(props.ctx_size).or_else(|| backend.ollama_ctx()) {
             backend.ctx_size = n;
         }
+        // `--chat-format auto`: the format the server's template shows calls in, where the
+        // server says (llama-server); else hermes, the most common native rendering.
+        if matches!(config.chat_format.as_deref(), None | Some("auto")) {
+            if let Some(format) = props
+                .template
+                .as_deref()
+                .and_then(|t| chat::by_name(chat::detect(Some(t), None)))
+            {
+                backend.format = format;
+            }
+        }
+        // A template that cannot show tools (llama-server says so) needs them spelled out in
+        // the system prompt, and its calls come back as text.
+        backend.native_tools = props.shows_tools != Some(false);
         tracing::info!(
             url = %backend.url,
             model = %backend.model,
             ctx_size = backend.ctx_size,
+            chat_format = backend.format.name(),
+            native_tools = backend.native_tools,
             key = backend.key.is_some(),
             "openai backend connected"
         );
@@ -249,20 +276,38 @@ impl OpenAiBackend {
         })
     }
 
-    /// The context size from the server's own endpoints: llama-server's `/props`, then
-    /// Ollama's `/api/ps` (vLLM's `max_model_len` comes with the model list).
-    fn discover_ctx(&self) -> Option<u32> {
+    /// What llama-server's `/props` says of its model: context size, chat template and
+    /// whether that template shows tools. Other servers have no `/props`: nothing.
+    fn props(&self) -> ServerProps {
+        let origin = self.url.trim_end_matches("/v1").to_string();
+        let Some(props) = self
+            .runtime
+            .block_on(self.probe(&format!("{origin}/props")))
+        else {
+            return ServerProps::default();
+        };
+        ServerProps {
+            ctx_size: props
+                .pointer("/default_generation_settings/n_ctx")
+                .or_else(|| props.get("n_ctx"))
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok()),
+            template: props
+                .get("chat_template")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string),
+            shows_tools: props
+                .pointer("/chat_template_caps/supports_tools")
+                .and_then(Value::as_bool),
+        }
+    }
+
+    /// The context size from Ollama's `/api/ps` (vLLM's `max_model_len` comes with the
+    /// model list, llama-server's with `/props`).
+    fn ollama_ctx(&self) -> Option<u32> {
         let origin = self.url.trim_end_matches("/v1").to_string();
         self.runtime.block_on(async {
-            if let Some(props) = self.probe(&format!("{origin}/props")).await {
-                let n = props
-                    .pointer("/default_generation_settings/n_ctx")
-                    .or_else(|| props.get("n_ctx"))
-                    .and_then(Value::as_u64);
-                if let Some(n) = n.and_then(|n| u32::try_from(n).ok()) {
-                    return Some(n);
-                }
-            }
             let ps = self.probe(&format!("{origin}/api/ps")).await?;
             ps.get("models")?
                 .as_array()?
@@ -437,7 +482,7 @@ impl OpenAiBackend {
                 () = cancel.cancelled() => {
                     // Dropping the stream closes the connection: the server stops.
                     drop(events);
-                    let text = assembly.finish(self.format.as_ref(), false, &mut |_| {});
+                    let text = assembly.finish(self.format.as_ref(), TurnShape::Open, &mut |_| {});
                     return Ok(Streamed::Cancelled(text));
                 }
                 () = tokio::time::sleep(self.timeout) => {
@@ -550,13 +595,14 @@ impl Backend for OpenAiBackend {
             ctx_size: self.ctx_size,
             max_tokens: self.sampling.max_tokens,
             chat_format: self.format.name().to_string(),
+            native_tools: self.native_tools,
         }
     }
 
     fn new_child(&mut self, _round: u32) -> Result<Box<dyn Child + '_>, BackendError> {
         Ok(Box::new(OpenAiChild {
             backend: self,
-            calibration: None,
+            calibration: [None, None],
         }))
     }
 }
@@ -565,22 +611,51 @@ impl Backend for OpenAiBackend {
 /// prompt-size estimate from the last usage the server reported.
 struct OpenAiChild<'a> {
     backend: &'a OpenAiBackend,
-    /// (bytes of messages and generated text, tokens the server counted for them).
-    calibration: Option<(usize, u32)>,
+    /// (bytes of messages and generated text, tokens the server counted for them), kept
+    /// apart for requests without and with the native tools: a template that shows tools
+    /// adds its own tool block to the prompt, so the two do not measure alike.
+    calibration: [Option<(usize, u32)>; 2],
 }
 
 fn message_bytes(request: &Request<'_>) -> usize {
     request.messages.iter().map(|m| m.content.len()).sum()
 }
 
+impl OpenAiChild<'_> {
+    fn shape(&self, request: &Request<'_>) -> TurnShape {
+        TurnShape::of(
+            request.report_only,
+            request.tools,
+            request.messages,
+            self.backend.format.as_ref(),
+        )
+    }
+
+    /// Which calibration a request of `shape` uses: 1 when it carries the native tools.
+    fn slot(shape: TurnShape, request: &Request<'_>) -> usize {
+        usize::from(shape == TurnShape::Open && !request.tools.is_empty())
+    }
+}
+
 impl Child for OpenAiChild<'_> {
     fn count_prompt_tokens(&mut self, request: Request<'_>) -> Result<u32, BackendError> {
+        let shape = self.shape(&request);
+        let slot = Self::slot(shape, &request);
         let bytes = message_bytes(&request);
-        let estimate = match self.calibration {
+        let estimate = match self.calibration[slot] {
             Some((known_bytes, tokens)) if bytes >= known_bytes => tokens.saturating_add(
                 u32::try_from((bytes - known_bytes).div_ceil(4)).unwrap_or(u32::MAX),
             ),
-            _ => u32::try_from(bytes.div_ceil(4)).unwrap_or(u32::MAX),
+            _ => {
+                // Before the server has counted one: four bytes a token, and the tools as
+                // the template will show them.
+                let tools = if slot == 1 && self.backend.native_tools {
+                    serde_json::to_string(request.tools).map_or(0, |t| t.len())
+                } else {
+                    0
+                };
+                u32::try_from((bytes + tools).div_ceil(4)).unwrap_or(u32::MAX)
+            }
         };
         Ok(estimate)
     }
@@ -593,13 +668,23 @@ impl Child for OpenAiChild<'_> {
     ) -> Result<Generation, BackendError> {
         let backend = self.backend;
         let estimate = self.count_prompt_tokens(request)?;
+        let shape = self.shape(&request);
+        // A wrap-up may use all the context that is left (the engine keeps at least the
+        // report's reserve free), so its report is never cut by the per-turn cap: the llama
+        // backend's rule.
+        let mut sampling = backend.sampling.clone();
+        if shape == TurnShape::ReportOnly {
+            sampling.max_tokens = sampling
+                .max_tokens
+                .max(backend.ctx_size.saturating_sub(estimate));
+        }
         let body = wire::request_body(
             &backend.model,
             request.messages,
             request.tools,
-            request.report_only,
+            shape,
             backend.format.as_ref(),
-            &backend.sampling,
+            &sampling,
         );
         let streamed = backend
             .runtime
@@ -617,12 +702,12 @@ impl Child for OpenAiChild<'_> {
         };
         let usage = assembly.usage;
         let pieces = assembly.pieces;
-        let text = assembly.finish(backend.format.as_ref(), request.report_only, on_text);
+        let text = assembly.finish(backend.format.as_ref(), shape, on_text);
         let (prompt_tokens, generated_tokens) = match usage {
             Some(u) => (u.prompt_tokens, u.completion_tokens),
             None => (estimate, pieces),
         };
-        self.calibration = Some((
+        self.calibration[Self::slot(shape, &request)] = Some((
             message_bytes(&request) + text.len(),
             prompt_tokens.saturating_add(generated_tokens),
         ));

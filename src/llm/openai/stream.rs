@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::wire::{Chunk, Usage};
+use super::wire::{call_of, Chunk, TurnShape, Usage};
 use crate::chat::ChatFormat;
 use crate::protocol::tool::REPORT_TOOL;
 
@@ -106,17 +106,27 @@ impl Assembly {
 
     /// The turn's text: its content, then each native call in the chat format's syntax
     /// (shown to the person as it is appended). In a report-only turn the content is the
-    /// report's JSON, which becomes the `ralph_report` call.
+    /// report's JSON, which becomes the `ralph_report` call; in a call-only turn it is one
+    /// `{tool: arguments}` object, which becomes that call. Content that does not parse
+    /// (a turn cut by the token cap) stays text, and the engine sees no call.
     pub fn finish(
         mut self,
         format: &dyn ChatFormat,
-        report_only: bool,
+        shape: TurnShape,
         emit: &mut dyn FnMut(&str),
     ) -> String {
         self.close_thinking(emit);
-        if report_only && self.calls.is_empty() {
-            if let Ok(report) = serde_json::from_str::<Value>(self.text.trim()) {
-                let call = format.render_call(REPORT_TOOL, &report);
+        if shape != TurnShape::Open && self.calls.is_empty() {
+            let call = serde_json::from_str::<Value>(self.text.trim())
+                .ok()
+                .and_then(|value| match shape {
+                    TurnShape::ReportOnly => Some(format.render_call(REPORT_TOOL, &value)),
+                    _ => {
+                        let (name, arguments) = call_of(&value)?;
+                        Some(format.render_call(name, arguments))
+                    }
+                });
+            if let Some(call) = call {
                 emit("\n");
                 emit(&call);
                 return call;
@@ -178,7 +188,7 @@ mod tests {
                 completion_tokens: 5
             })
         );
-        let text = a.finish(&Hermes, false, &mut emit);
+        let text = a.finish(&Hermes, TurnShape::Open, &mut emit);
         assert!(
             !text.contains("hmm"),
             "reasoning stays out of the text: {text}"
@@ -210,7 +220,9 @@ mod tests {
         let mut emit = |_: &str| {};
         a.feed(chunk(r#"{"choices":[{"delta":{"tool_calls":[{"id":"1","function":{"name":"a","arguments":"{\"x\":1}"}},{"id":"2","function":{"name":"b","arguments":{"y":2}}}]}}]}"#), &mut emit);
         a.feed(chunk(r#"{"choices":[{"delta":{"tool_calls":[{"id":"3","function":{"name":"c","arguments":"{}"}}]}}]}"#), &mut emit);
-        let calls = Hermes.parse(&a.finish(&Hermes, false, &mut emit)).calls;
+        let calls = Hermes
+            .parse(&a.finish(&Hermes, TurnShape::Open, &mut emit))
+            .calls;
         let names: Vec<_> = calls
             .iter()
             .filter_map(|c| match c {
@@ -229,7 +241,9 @@ mod tests {
             chunk(r#"{"choices":[{"delta":{"content":"{\"status\": \"continue\"}"}}]}"#),
             &mut emit,
         );
-        let calls = Hermes.parse(&a.finish(&Hermes, true, &mut emit)).calls;
+        let calls = Hermes
+            .parse(&a.finish(&Hermes, TurnShape::ReportOnly, &mut emit))
+            .calls;
         assert_eq!(
             calls,
             vec![ParsedCall::Call {
@@ -237,5 +251,32 @@ mod tests {
                 arguments: serde_json::json!({"status": "continue"})
             }]
         );
+    }
+
+    #[test]
+    fn a_call_only_turn_becomes_its_call_and_a_cut_one_stays_text() {
+        let content = r#"{"list_dir": {"path": "."}}"#;
+        let mut a = Assembly::default();
+        let mut shown = String::new();
+        let mut emit = |s: &str| shown.push_str(s);
+        let piece = serde_json::json!({"choices": [{"delta": {"content": content}}]});
+        a.feed(chunk(&piece.to_string()), &mut emit);
+        let text = a.finish(&Hermes, TurnShape::CallOnly, &mut emit);
+        assert_eq!(
+            Hermes.parse(&text).calls,
+            vec![ParsedCall::Call {
+                name: "list_dir".into(),
+                arguments: serde_json::json!({"path": "."})
+            }]
+        );
+        assert!(shown.starts_with(content), "the JSON streamed as it came");
+        // Cut by the token cap: no call, the text as it came.
+        let mut a = Assembly::default();
+        let mut emit = |_: &str| {};
+        let cut = serde_json::json!({"choices": [{"delta": {"content": &content[..15]}}]});
+        a.feed(chunk(&cut.to_string()), &mut emit);
+        let text = a.finish(&Hermes, TurnShape::CallOnly, &mut emit);
+        assert_eq!(text, &content[..15]);
+        assert!(Hermes.parse(&text).calls.is_empty());
     }
 }

@@ -10,10 +10,11 @@
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::chat::{ChatFormat, ParsedCall};
+use crate::chat::{call_required, ChatFormat, ParsedCall};
 use crate::protocol::message::{Message, Role};
 use crate::protocol::report::{
-    schema_value, REPORT_BLOCKER_MAX, REPORT_ITEMS_MAX, REPORT_ITEM_MAX, REPORT_SUMMARY_MAX,
+    schema_value, Need, ReportStatus, REPORT_BLOCKER_MAX, REPORT_ITEMS_MAX, REPORT_ITEM_MAX,
+    REPORT_SUMMARY_MAX,
 };
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
@@ -26,15 +27,59 @@ pub struct Sampling {
     pub seed: u32,
 }
 
+/// What a turn may produce, and so what its request asks of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnShape {
+    /// Text and calls of any offered tool, through the native `tools` field.
+    Open,
+    /// One call of an offered tool and nothing else, from the first token: the request has
+    /// no `tools` and a `response_format` whose schema is one `{tool: arguments}` branch per
+    /// tool ([`call_schema`]). The server backend's counterpart of the llama backend's required-call grammar:
+    /// sent after a turn that called nothing, and on every turn for a format with no call
+    /// markup to trigger on (`generic`).
+    CallOnly,
+    /// A wrap-up turn: the report alone, as `response_format` with the report's schema.
+    ReportOnly,
+}
+
+impl TurnShape {
+    /// The shape of the next turn of `messages`, as the llama backend decides its grammar:
+    /// the wrap-up is report-only; a format without trigger words, or a conversation whose
+    /// last assistant turn called nothing, gets a call-only turn; anything else is open.
+    pub fn of(
+        report_only: bool,
+        tools: &[ToolSpec],
+        messages: &[Message],
+        format: &dyn ChatFormat,
+    ) -> Self {
+        if report_only {
+            return Self::ReportOnly;
+        }
+        if tools.is_empty() {
+            return Self::Open;
+        }
+        let Some(call) = format.grammar(tools) else {
+            return Self::Open;
+        };
+        if call.trigger_words.is_empty() || call_required(format, &call.trigger_words, messages) {
+            Self::CallOnly
+        } else {
+            Self::Open
+        }
+    }
+}
+
 /// The body of one streamed `POST /chat/completions`.
 ///
-/// A report-only turn has no `tools` and a `response_format` with the report's JSON Schema;
-/// any other turn has the native `tools` and no grammar (llama-server refuses both at once).
+/// An open turn has the native `tools` and no grammar (llama-server refuses both at once); a
+/// call-only or report-only turn has no `tools` and a `response_format` (see [`TurnShape`]).
+/// The report tool's parameters are the report's sampling schema, so a server that
+/// constrains a native call's arguments keeps the report's rules too.
 pub fn request_body(
     model: &str,
     messages: &[Message],
     tools: &[ToolSpec],
-    report_only: bool,
+    shape: TurnShape,
     format: &dyn ChatFormat,
     sampling: &Sampling,
 ) -> Value {
@@ -48,35 +93,98 @@ pub fn request_body(
         "top_p": sampling.top_p,
         "seed": sampling.seed,
     });
+    let schema = |name: &str, schema: Value| {
+        json!({
+            "type": "json_schema",
+            "json_schema": {"name": name, "strict": true, "schema": schema},
+        })
+    };
     if let Some(map) = body.as_object_mut() {
-        if report_only {
-            map.insert(
-                "response_format".into(),
-                json!({
-                    "type": "json_schema",
-                    "json_schema": {"name": REPORT_TOOL, "strict": true, "schema": sampling_schema()},
-                }),
-            );
-        } else if !tools.is_empty() {
-            let tools: Vec<Value> = tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.parameters,
-                    }})
-                })
-                .collect();
-            map.insert("tools".into(), Value::Array(tools));
+        match shape {
+            TurnShape::ReportOnly => {
+                map.insert(
+                    "response_format".into(),
+                    schema(REPORT_TOOL, sampling_schema()),
+                );
+            }
+            TurnShape::CallOnly => {
+                map.insert(
+                    "response_format".into(),
+                    schema("tool_call", call_schema(tools)),
+                );
+            }
+            TurnShape::Open if !tools.is_empty() => {
+                let tools: Vec<Value> = tools
+                    .iter()
+                    .map(|t| {
+                        json!({"type": "function", "function": {
+                            "name": t.name, "description": t.description,
+                            "parameters": parameters(t),
+                        }})
+                    })
+                    .collect();
+                map.insert("tools".into(), Value::Array(tools));
+            }
+            TurnShape::Open => {}
         }
     }
     body
 }
 
-/// The report's schema with every string and list bounded by the report rules: a server
-/// samples inside it, and an unbounded string or list lets a small model loop to the token
-/// cap. The engine still validates against the full schema and rules.
+/// A tool's parameters as sent: the report's sampling schema for the report tool.
+fn parameters(tool: &ToolSpec) -> Value {
+    if tool.name == REPORT_TOOL {
+        sampling_schema()
+    } else {
+        tool.parameters.clone()
+    }
+}
+
+/// The schema of a call-only turn: one branch per tool, each an object whose one key is the
+/// tool's name and whose value is its arguments (`{"read_file": {"path": "a"}}`). The name
+/// comes first whatever order a server writes an object's keys in (llama.cpp writes them
+/// sorted, which would put `arguments` before `name`), so the model picks the tool before it
+/// writes the arguments.
+pub fn call_schema(tools: &[ToolSpec]) -> Value {
+    let branches: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            let mut properties = Map::new();
+            properties.insert(t.name.clone(), parameters(t));
+            json!({
+                "type": "object",
+                "properties": properties,
+                "required": [t.name],
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    json!({ "anyOf": branches })
+}
+
+/// The call a call-only turn's content holds: `(name, arguments)` from its one key.
+pub fn call_of(content: &Value) -> Option<(&str, &Value)> {
+    let map = content.as_object()?;
+    if map.len() != 1 {
+        return None;
+    }
+    map.iter()
+        .next()
+        .map(|(name, arguments)| (name.as_str(), arguments))
+}
+
+/// The report's schema as a server samples it: one branch per status, each with that
+/// status's rules ([`ReportStatus::rule`]: a field it needs empty or non-empty) and every
+/// string and list bounded by the report's limits, so an unbounded field cannot let a small
+/// model loop to the token cap and a status cannot come with the wrong fields. The engine
+/// still validates every report against the full schema and rules.
 pub fn sampling_schema() -> Value {
-    let mut schema = schema_value();
+    let mut base = schema_value();
+    if let Some(map) = base.as_object_mut() {
+        for key in ["$schema", "$id", "title", "description"] {
+            map.remove(key);
+        }
+    }
     let bounds = [
         ("/properties/summary", "maxLength", REPORT_SUMMARY_MAX),
         ("/properties/blocker", "maxLength", REPORT_BLOCKER_MAX),
@@ -86,11 +194,46 @@ pub fn sampling_schema() -> Value {
         ("/properties/next_steps/items", "maxLength", REPORT_ITEM_MAX),
     ];
     for (pointer, key, max) in bounds {
-        if let Some(Value::Object(node)) = schema.pointer_mut(pointer) {
+        if let Some(Value::Object(node)) = base.pointer_mut(pointer) {
             node.insert(key.into(), json!(max));
         }
     }
-    schema
+    let branches: Vec<Value> = ReportStatus::ALL
+        .iter()
+        .map(|status| {
+            let rule = status.rule();
+            let mut branch = base.clone();
+            if let Some(Value::Object(node)) = branch.pointer_mut("/properties/status") {
+                node.insert("enum".into(), json!([status.as_str()]));
+            }
+            for (field, need, is_list) in [
+                ("evidence", rule.evidence, true),
+                ("next_steps", rule.next_steps, true),
+                ("blocker", rule.blocker, false),
+            ] {
+                let pointer = format!("/properties/{field}");
+                let Some(Value::Object(node)) = branch.pointer_mut(&pointer) else {
+                    continue;
+                };
+                let (min, max) = if is_list {
+                    ("minItems", "maxItems")
+                } else {
+                    ("minLength", "maxLength")
+                };
+                match need {
+                    Need::Empty => {
+                        node.insert(max.into(), json!(0));
+                    }
+                    Need::NonEmpty => {
+                        node.insert(min.into(), json!(1));
+                    }
+                    Need::Any => {}
+                }
+            }
+            branch
+        })
+        .collect();
+    json!({ "anyOf": branches })
 }
 
 /// The id given to the `index`-th call of the assistant message at `message`.
@@ -296,36 +439,141 @@ mod tests {
         );
     }
 
-    #[test]
-    fn report_only_turns_carry_a_schema_and_no_tools() {
-        let sampling = Sampling {
+    fn sampling() -> Sampling {
+        Sampling {
             max_tokens: 8,
             temperature: 0.0,
             top_p: 1.0,
             seed: 1,
-        };
-        let tools = vec![ToolSpec {
-            name: "x".into(),
-            description: "d".into(),
-            parameters: json!({}),
-        }];
-        let body = request_body("m", &[], &tools, true, &Hermes, &sampling);
+        }
+    }
+
+    fn tools() -> Vec<ToolSpec> {
+        vec![
+            ToolSpec {
+                name: "x".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object", "properties": {"p": {"type": "string"}},
+                                   "required": ["p"], "additionalProperties": false}),
+            },
+            ToolSpec {
+                name: REPORT_TOOL.into(),
+                description: "r".into(),
+                parameters: schema_value(),
+            },
+        ]
+    }
+
+    #[test]
+    fn each_turn_shape_asks_the_server_for_what_it_may_produce() {
+        let tools = tools();
+        let body = request_body(
+            "m",
+            &[],
+            &tools,
+            TurnShape::ReportOnly,
+            &Hermes,
+            &sampling(),
+        );
         assert!(body.get("tools").is_none());
         assert_eq!(body["response_format"]["type"], "json_schema");
+        assert_eq!(
+            body["response_format"]["json_schema"]["schema"],
+            sampling_schema()
+        );
+        let body = request_body("m", &[], &tools, TurnShape::CallOnly, &Hermes, &sampling());
+        assert!(body.get("tools").is_none());
         let schema = &body["response_format"]["json_schema"]["schema"];
-        assert_eq!(schema["required"], schema_value()["required"]);
-        assert_eq!(
-            schema["properties"]["evidence"]["maxItems"],
-            REPORT_ITEMS_MAX
-        );
-        assert_eq!(
-            schema["properties"]["summary"]["maxLength"],
-            REPORT_SUMMARY_MAX
-        );
-        let body = request_body("m", &[], &tools, false, &Hermes, &sampling);
+        assert_eq!(schema, &call_schema(&tools));
+        assert_eq!(schema["anyOf"][0]["required"], json!(["x"]));
+        let body = request_body("m", &[], &tools, TurnShape::Open, &Hermes, &sampling());
         assert!(body.get("response_format").is_none());
         assert_eq!(body["tools"][0]["function"]["name"], "x");
+        assert_eq!(
+            body["tools"][0]["function"]["parameters"],
+            tools[0].parameters
+        );
+        // The report tool goes out with the rules in its schema.
+        assert_eq!(
+            body["tools"][1]["function"]["parameters"],
+            sampling_schema()
+        );
         assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+
+    #[test]
+    fn a_call_only_turn_follows_a_turn_that_called_nothing() {
+        let tools = tools();
+        let mut messages = vec![
+            Message::new(Role::System, "s"),
+            Message::new(Role::User, "go"),
+        ];
+        let shape = |m: &[Message], f: &dyn ChatFormat| TurnShape::of(false, &tools, m, f);
+        assert_eq!(shape(&messages, &Hermes), TurnShape::Open);
+        messages.push(Message::new(
+            Role::Assistant,
+            "<tool_call>{\"name\": \"x\", \"arguments\": {\"p\": \"a\"}}</tool_call>",
+        ));
+        messages.push(Message::tool("x", "ok"));
+        assert_eq!(shape(&messages, &Hermes), TurnShape::Open);
+        messages.push(Message::new(Role::Assistant, "Just talking."));
+        messages.push(Message::new(Role::User, "call a tool"));
+        assert_eq!(shape(&messages, &Hermes), TurnShape::CallOnly);
+        // A format with nothing to trigger on is always call-only, as its grammar is
+        // always required in the llama backend.
+        let generic = crate::chat::by_name("generic").unwrap();
+        assert_eq!(shape(&messages[..2], generic.as_ref()), TurnShape::CallOnly);
+        assert_eq!(
+            TurnShape::of(true, &tools, &messages, &Hermes),
+            TurnShape::ReportOnly
+        );
+        assert_eq!(
+            TurnShape::of(false, &[], &messages, &Hermes),
+            TurnShape::Open
+        );
+    }
+
+    /// The sampling schema admits a report exactly when the report rules do (within the
+    /// bounds): a server that samples inside it cannot produce a report the engine rejects
+    /// for its status.
+    #[test]
+    fn the_sampling_schema_admits_what_the_report_rules_admit() {
+        use crate::protocol::report::{check_rules, Report};
+        let schema = sampling_schema();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let texts = [json!(""), json!("why")];
+        let lists = [json!([]), json!(["a"]), json!(["a", "b"])];
+        let mut checked = 0;
+        for status in ["continue", "complete", "blocked"] {
+            for evidence in &lists {
+                for next_steps in &lists {
+                    for blocker in &texts {
+                        let report = json!({
+                            "status": status, "summary": "did it", "evidence": evidence,
+                            "next_steps": next_steps, "blocker": blocker,
+                        });
+                        let by_rules = serde_json::from_value::<Report>(report.clone())
+                            .is_ok_and(|r| check_rules(&r).is_ok());
+                        assert_eq!(validator.is_valid(&report), by_rules, "{report}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 54);
+        let call = json!({REPORT_TOOL: {"status": "complete",
+            "summary": "s", "evidence": ["e"], "next_steps": [], "blocker": ""}});
+        let calls = jsonschema::validator_for(&call_schema(&tools())).unwrap();
+        assert!(calls.is_valid(&call));
+        assert!(calls.is_valid(&json!({"x": {"p": "a"}})));
+        assert_eq!(
+            call_of(&json!({"x": {"p": "a"}})),
+            Some(("x", &json!({"p": "a"})))
+        );
+        assert!(!calls.is_valid(&json!({"x": {}})));
+        assert!(!calls.is_valid(&json!({"y": {"p": "a"}})));
+        assert!(!calls.is_valid(&json!({"x": {"p": "a"}, "z": {}})));
+        assert_eq!(call_of(&json!({"x": {}, "z": {}})), None);
     }
 
     #[test]
