@@ -3,6 +3,8 @@
 # issues and the README; each bench measures against a baseline run side by side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The server bench compares against a real llama-server, built once under target/.
+bash scripts/build-llama-server.sh >/dev/null
 for bench in benches/*.rs; do
   name=$(basename "$bench" .rs)
   echo "== bench: $name"

@@ -9,9 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child as Process, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ralph_tui::config::InferenceSettings;
 use ralph_tui::engine::report;
-use ralph_tui::llm::llama::LlamaBackend;
 use ralph_tui::llm::openai::wire::Sampling;
 use ralph_tui::llm::openai::{OpenAiBackend, OpenAiConfig};
 use ralph_tui::llm::{Backend, Request, StopReason};
@@ -457,62 +455,5 @@ fn usage_matches_the_servers_own_count() {
     assert!(
         pieces.abs_diff(generation.generated_tokens) <= 1,
         "{pieces} pieces"
-    );
-}
-
-/// The figures for the closing note: tokens/s and round start latency through llama-server and
-/// in-process, same model, threads and prompt. Printed, not asserted.
-#[test]
-fn figures_server_versus_in_process() {
-    let _lock = exclusive();
-    let messages = story();
-    let gen_tokens = 128u32;
-    let measure = |backend: &mut dyn Backend| -> (Duration, f64) {
-        let mut child = backend.new_child(1).unwrap();
-        let started = Instant::now();
-        let mut first = None;
-        let generation = child
-            .generate(
-                Request {
-                    messages: &messages,
-                    tools: &[],
-                    report_only: false,
-                },
-                &mut |_| {
-                    first.get_or_insert_with(Instant::now);
-                },
-                &CancellationToken::new(),
-            )
-            .unwrap();
-        let first = first.unwrap();
-        let rate = f64::from(generation.generated_tokens.saturating_sub(1))
-            / first.elapsed().as_secs_f64();
-        (first - started, rate)
-    };
-    let server = start_server();
-    let mut remote = OpenAiBackend::connect(config(&server, gen_tokens)).unwrap();
-    measure(&mut remote); // warm-up
-    let (remote_start, remote_rate) = measure(&mut remote);
-    drop(remote);
-    drop(server);
-    let settings = InferenceSettings {
-        ctx_size: 4096,
-        threads: THREADS as i32,
-        gpu_layers: None,
-        batch_size: 512,
-        max_tokens: gen_tokens,
-        temperature: 0.0,
-        top_k: 40,
-        top_p: 1.0,
-        min_p: 0.0,
-        repeat_penalty: 1.0,
-        seed: 1,
-    };
-    let mut local = LlamaBackend::load(&model_path(), &settings, None).unwrap();
-    measure(&mut local);
-    let (local_start, local_rate) = measure(&mut local);
-    eprintln!(
-        "figures: llama-server {remote_rate:.1} tok/s, first token {remote_start:?}; in-process {local_rate:.1} tok/s, first token {local_start:?}; ratio server/in-process {:.2}",
-        remote_rate / local_rate
     );
 }
