@@ -271,12 +271,13 @@ fn a_headless_round_calls_tools_through_llama_server_on_the_models_own_template(
 }
 
 #[test]
-fn a_headless_round_calls_tools_natively_through_a_template_that_shows_them() {
+fn a_headless_round_calls_tools_through_a_template_that_shows_them() {
     let _lock = exclusive();
-    // With a template that shows tools, they travel only natively; the server parses the
-    // model's calls into `tool_calls` and the engine runs them.
+    // With a template that shows tools, they travel only in the native `tools` field and the
+    // prompt names them. (The 135M model never opens a call on its own, through any
+    // template: its calls come from the call-only turns, as the model's own template's do.)
     let server = start_server_with(Some(tool_template()));
-    let (events, tmp) = headless_round(&server, LIST_FIRST);
+    let (events, tmp) = headless_round(&server, "Run the command ls with the run_command tool.");
     let calls = calls_and_results(&events);
     eprintln!("calls through llama-server (tool template): {calls:?}");
     assert!(
@@ -293,10 +294,6 @@ fn a_headless_round_calls_tools_natively_through_a_template_that_shows_them() {
         !system.contains("Read a text file"),
         "named, not spelled out: {system}"
     );
-    // The server's own count of the first turn's prompt holds the tools once: the prompt
-    // ralph-tui sends plus the template's tool block, not two tool blocks.
-    let first_turn = &of_type(&events, "turn_finished")[0];
-    eprintln!("first turn prompt tokens: {}", first_turn["prompt_tokens"]);
 }
 
 #[test]

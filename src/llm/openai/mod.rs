@@ -400,7 +400,7 @@ impl OpenAiBackend {
         cancel: &CancellationToken,
     ) -> Result<Option<reqwest::Response>, ServerError> {
         let url = format!("{}/chat/completions", self.url);
-        let payload = body.to_string();
+        let payload = wire::body_text(body);
         let mut backoff = FIRST_BACKOFF;
         for attempt in 1..=MAX_ATTEMPTS {
             let request = self

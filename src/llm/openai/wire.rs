@@ -13,8 +13,8 @@ use serde_json::{json, Map, Value};
 use crate::chat::{call_required, ChatFormat, ParsedCall};
 use crate::protocol::message::{Message, Role};
 use crate::protocol::report::{
-    schema_value, Need, ReportStatus, REPORT_BLOCKER_MAX, REPORT_ITEMS_MAX, REPORT_ITEM_MAX,
-    REPORT_SUMMARY_MAX,
+    schema_value, Need, ReportStatus, REPORT_BLOCKER_MAX, REPORT_FIELDS, REPORT_ITEMS_MAX,
+    REPORT_ITEM_MAX, REPORT_SUMMARY_MAX,
 };
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
@@ -72,9 +72,8 @@ impl TurnShape {
 /// The body of one streamed `POST /chat/completions`.
 ///
 /// An open turn has the native `tools` and no grammar (llama-server refuses both at once); a
-/// call-only or report-only turn has no `tools` and a `response_format` (see [`TurnShape`]).
-/// The report tool's parameters are the report's sampling schema, so a server that
-/// constrains a native call's arguments keeps the report's rules too.
+/// call-only or report-only turn has no `tools` and a `response_format` (see [`TurnShape`])
+/// whose report schema holds the report's rules.
 pub fn request_body(
     model: &str,
     messages: &[Message],
@@ -119,7 +118,7 @@ pub fn request_body(
                     .map(|t| {
                         json!({"type": "function", "function": {
                             "name": t.name, "description": t.description,
-                            "parameters": parameters(t),
+                            "parameters": t.parameters,
                         }})
                     })
                     .collect();
@@ -131,7 +130,9 @@ pub fn request_body(
     body
 }
 
-/// A tool's parameters as sent: the report's sampling schema for the report tool.
+/// A tool's parameters as a call-only turn samples them: the report's sampling schema for the
+/// report tool. (Native `tools` carry the plain schemas: the template shows them to the model,
+/// and the sampling schema's branches and patterns would cost some 600 tokens a turn there.)
 fn parameters(tool: &ToolSpec) -> Value {
     if tool.name == REPORT_TOOL {
         sampling_schema()
@@ -198,6 +199,15 @@ pub fn sampling_schema() -> Value {
             node.insert(key.into(), json!(max));
         }
     }
+    for (pointer, max) in [
+        ("/properties/summary", REPORT_SUMMARY_MAX),
+        ("/properties/evidence/items", REPORT_ITEM_MAX),
+        ("/properties/next_steps/items", REPORT_ITEM_MAX),
+    ] {
+        if let Some(Value::Object(node)) = base.pointer_mut(pointer) {
+            node.insert("pattern".into(), json!(trimmed_text(max)));
+        }
+    }
     let branches: Vec<Value> = ReportStatus::ALL
         .iter()
         .map(|status| {
@@ -226,6 +236,9 @@ pub fn sampling_schema() -> Value {
                     }
                     Need::NonEmpty => {
                         node.insert(min.into(), json!(1));
+                        if !is_list {
+                            node.insert("pattern".into(), json!(trimmed_text(REPORT_BLOCKER_MAX)));
+                        }
                     }
                     Need::Any => {}
                 }
@@ -234,6 +247,67 @@ pub fn sampling_schema() -> Value {
         })
         .collect();
     json!({ "anyOf": branches })
+}
+
+/// The request's JSON text. An object's keys come sorted out of `serde_json`, and a server
+/// samples inside a JSON Schema in the order its text lists the properties, so sorted keys
+/// would have a model write a report's `blocker` first and its `status` last. Here the
+/// report's fields keep the report's own order (status first) and `name` leads its object;
+/// every other key stays sorted. The text parses back to the same value.
+pub fn body_text(body: &Value) -> String {
+    let mut out = String::new();
+    write_ordered(body, &mut out);
+    out
+}
+
+fn write_ordered(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let rank = |key: &str| {
+                std::iter::once("name")
+                    .chain(REPORT_FIELDS)
+                    .position(|k| k == key)
+                    .unwrap_or(usize::MAX)
+            };
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                if let Some(item) = map.get(key) {
+                    write_ordered(item, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_ordered(item, out);
+            }
+            out.push(']');
+        }
+        leaf => out.push_str(&leaf.to_string()),
+    }
+}
+
+/// A pattern for report text of 1 to `max` characters that neither starts nor ends with
+/// whitespace (the report rules), as the llama backend's report grammar samples it. It also
+/// leaves out control characters, `"` and `\`: llama.cpp turns a pattern into a grammar over
+/// the JSON text, where those would need escapes that the same pattern, read over the decoded
+/// string as other servers read it, cannot express alike. A server that cannot use a pattern
+/// still has `maxLength`, and the engine still validates.
+fn trimmed_text(max: usize) -> String {
+    let edge = r#"[^\x00-\x20"\\]"#;
+    let inner = r#"[^\x00-\x1F"\\]"#;
+    format!("^{edge}({inner}{{0,{}}}{edge})?$", max.saturating_sub(2))
 }
 
 /// The id given to the `index`-th call of the assistant message at `message`.
@@ -493,11 +567,9 @@ mod tests {
             body["tools"][0]["function"]["parameters"],
             tools[0].parameters
         );
-        // The report tool goes out with the rules in its schema.
-        assert_eq!(
-            body["tools"][1]["function"]["parameters"],
-            sampling_schema()
-        );
+        // Native tools go as the model should read them; the rules are sampled where a
+        // turn must be a call.
+        assert_eq!(body["tools"][1]["function"]["parameters"], schema_value());
         assert_eq!(body["stream_options"]["include_usage"], true);
     }
 
@@ -541,8 +613,8 @@ mod tests {
         use crate::protocol::report::{check_rules, Report};
         let schema = sampling_schema();
         let validator = jsonschema::validator_for(&schema).unwrap();
-        let texts = [json!(""), json!("why")];
-        let lists = [json!([]), json!(["a"]), json!(["a", "b"])];
+        let texts = [json!(""), json!("why"), json!(" why")];
+        let lists = [json!([]), json!(["a"]), json!(["a", "b"]), json!(["a "])];
         let mut checked = 0;
         for status in ["continue", "complete", "blocked"] {
             for evidence in &lists {
@@ -560,7 +632,14 @@ mod tests {
                 }
             }
         }
-        assert_eq!(checked, 54);
+        assert_eq!(checked, 144);
+        let padded = json!({"status": "continue", "summary": "did it ", "evidence": [],
+            "next_steps": ["go on"], "blocker": ""});
+        assert!(!validator.is_valid(&padded));
+        assert!(validator.is_valid(
+            &json!({"status": "continue", "summary": "did it, then 'that'.",
+            "evidence": [], "next_steps": ["go on"], "blocker": ""})
+        ));
         let call = json!({REPORT_TOOL: {"status": "complete",
             "summary": "s", "evidence": ["e"], "next_steps": [], "blocker": ""}});
         let calls = jsonschema::validator_for(&call_schema(&tools())).unwrap();
@@ -588,5 +667,38 @@ mod tests {
         );
         assert_eq!(error_message(r#"{"detail":"nope"}"#), "nope");
         assert_eq!(error_message("plain text"), "plain text");
+    }
+
+    #[test]
+    fn the_body_text_lists_the_reports_fields_in_the_reports_order() {
+        let tools = tools();
+        for shape in [TurnShape::ReportOnly, TurnShape::CallOnly] {
+            let body = request_body("m", &[], &tools, shape, &Hermes, &sampling());
+            let text = body_text(&body);
+            let back: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, body, "{shape:?}: the same value");
+            // Every report schema branch: status first, blocker last, as the report reads.
+            let mut from = 0;
+            let mut branches = 0;
+            while let Some(at) = text[from..].find("\"properties\":{\"status\"") {
+                let start = from + at;
+                let branch = &text[start..];
+                let order: Vec<usize> = REPORT_FIELDS
+                    .iter()
+                    .map(|f| branch.find(&format!("\"{f}\":{{")).unwrap())
+                    .collect();
+                assert!(
+                    order.windows(2).all(|w| w[0] < w[1]),
+                    "{shape:?}: {order:?}"
+                );
+                branches += 1;
+                from = start + 1;
+            }
+            assert_eq!(branches, 3, "{shape:?}: one branch per status");
+        }
+        assert_eq!(
+            body_text(&json!({"arguments": {}, "name": "x", "b": [1, "two"], "a": null})),
+            r#"{"name":"x","a":null,"arguments":{},"b":[1,"two"]}"#
+        );
     }
 }
