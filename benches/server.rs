@@ -16,8 +16,7 @@
     reason = "a benchmark aborts on setup errors"
 )]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child as Process, Command, Stdio};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ralph_tui::config::{Dirs, InferenceSettings};
@@ -28,73 +27,19 @@ use ralph_tui::llm::openai::{OpenAiBackend, OpenAiConfig};
 use ralph_tui::llm::{Backend, Request};
 use ralph_tui::protocol::message::{Message, Role};
 use ralph_tui::tools::Registry;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+#[path = "../tests/suite/llama_server_process.rs"]
+mod llama_server_process;
+use llama_server_process::{server_binary, Server};
 
 const ROUNDS: u32 = 5;
 const CTX: u32 = 4096;
 const GEN_TOKENS: u32 = 128;
 
-struct Server {
-    process: Process,
-    origin: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
-
-fn get(url: &str) -> Option<Value> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let response = reqwest::get(url).await.ok()?;
-        serde_json::from_str(&response.text().await.ok()?).ok()
-    })
-}
-
-fn start_server(binary: &Path, model: &Path, threads: i32) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let process = Command::new(binary)
-        .arg("-m")
-        .arg(model)
-        .args([
-            "--jinja",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-        ])
-        .args(["-t", &threads.to_string(), "-c", &CTX.to_string()])
-        .args(["--parallel", "1", "--slots"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start llama-server");
-    let server = Server {
-        process,
-        origin: format!("http://127.0.0.1:{port}"),
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while get(&format!("{}/health", server.origin)).is_none_or(|h| h["status"] != "ok") {
-        assert!(Instant::now() < deadline, "llama-server did not come up");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    server
-}
-
 fn connect(server: &Server, max_tokens: u32) -> OpenAiBackend {
     OpenAiBackend::connect(OpenAiConfig {
-        url: format!("{}/v1", server.origin),
+        url: server.url.clone(),
         model: None,
         api_key_env: "RALPH_BENCH_NO_KEY".into(),
         request_timeout: Duration::from_secs(60),
@@ -110,10 +55,10 @@ fn connect(server: &Server, max_tokens: u32) -> OpenAiBackend {
     .unwrap()
 }
 
-fn settings(threads: i32, max_tokens: u32) -> InferenceSettings {
+fn settings(threads: usize, max_tokens: u32) -> InferenceSettings {
     InferenceSettings {
         ctx_size: CTX,
-        threads,
+        threads: i32::try_from(threads).unwrap_or(2),
         gpu_layers: None,
         batch_size: 512,
         max_tokens,
@@ -223,18 +168,8 @@ fn cancels(backend: &mut OpenAiBackend, server: &Server) -> Vec<(f64, f64)> {
             .unwrap();
         let Some(at) = cancelled_at else { continue };
         let returned = ms(at.elapsed());
-        let slots = format!("{}/slots", server.origin);
         let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let busy = get(&slots)
-                .and_then(|s| {
-                    s.as_array()
-                        .map(|a| a.iter().any(|s| s["is_processing"] == true))
-                })
-                .unwrap_or(true);
-            if !busy || Instant::now() > deadline {
-                break;
-            }
+        while server.busy() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
         }
         out.push((returned, ms(at.elapsed())));
@@ -250,7 +185,7 @@ fn main() {
     let mut model = std::env::var_os("RALPH_TEST_MODEL")
         .map(PathBuf::from)
         .unwrap_or_else(|| Dirs::discover().default_model());
-    let mut threads = 2;
+    let mut threads = 2usize;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         match flag.as_str() {
@@ -259,16 +194,10 @@ fn main() {
             _ => {}
         }
     }
-    let binary = std::env::var_os("RALPH_LLAMA_SERVER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("target/llama-server/build/bin/llama-server")
-        });
-    if !binary.is_file() {
+    if !server_binary().is_file() {
         println!(
             "server bench: no llama-server at {} (scripts/build-llama-server.sh builds it)",
-            binary.display()
+            server_binary().display()
         );
         return;
     }
@@ -281,7 +210,7 @@ fn main() {
     let prompts = round_prompts(&local);
     let (local_first, local_later) = round_starts(&mut local, &prompts);
     drop(local);
-    let server = start_server(&binary, &model, threads);
+    let server = Server::start(&model, threads, None);
     let mut remote = connect(&server, 1);
     let (remote_first, remote_later) = round_starts(&mut remote, &prompts);
     println!(

@@ -5,8 +5,7 @@
 //! 127.0.0.1 port with `--jinja`, and they run one at a time under the real-model lock.
 #![cfg(feature = "llama")]
 
-use std::path::PathBuf;
-use std::process::{Child as Process, Command, Stdio};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ralph_tui::engine::report;
@@ -21,37 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::common::{code, events, headless, last, of_type, TempRepo};
 use super::llama::{exclusive, model_path};
+use super::llama_server_process::Server;
 
 const THREADS: usize = 2;
-
-/// A running llama-server; killed when dropped.
-struct Server {
-    process: Process,
-    url: String,
-    origin: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
-
-fn server_binary() -> PathBuf {
-    let path = std::env::var_os("RALPH_LLAMA_SERVER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("target/llama-server/build/bin/llama-server")
-        });
-    assert!(
-        path.is_file(),
-        "the llama-server tests need {}: run scripts/build-llama-server.sh (make test runs it), or set RALPH_LLAMA_SERVER",
-        path.display()
-    );
-    path
-}
 
 /// The chat template of Qwen2.5 (ChatML, like SmolLM2's, but it shows tools and reads
 /// `<tool_call>` back), from the same llama.cpp tree the server was built from: how a person
@@ -66,20 +37,6 @@ fn tool_template() -> PathBuf {
         path.display()
     );
     path
-}
-
-fn get(url: &str) -> Option<Value> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let response = reqwest::get(url).await.ok()?;
-        if !response.status().is_success() {
-            return None;
-        }
-        serde_json::from_str(&response.text().await.ok()?).ok()
-    })
 }
 
 fn post(url: &str, body: &Value) -> Value {
@@ -103,60 +60,12 @@ fn post(url: &str, body: &Value) -> Value {
 }
 
 fn start_server() -> Server {
-    start_server_with(None)
+    Server::start(&model_path(), THREADS, None)
 }
 
 /// A server on the default model, with `template` in place of the model's own.
-fn start_server_with(template: Option<PathBuf>) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let log = std::env::temp_dir().join(format!("llama-server-{port}.log"));
-    let mut command = Command::new(server_binary());
-    if let Some(template) = template {
-        command.arg("--chat-template-file").arg(template);
-    }
-    let process = command
-        .args(["-m"])
-        .arg(model_path())
-        .args([
-            "--jinja",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-        ])
-        .args([
-            "-t",
-            &THREADS.to_string(),
-            "-c",
-            "4096",
-            "--parallel",
-            "1",
-            "--slots",
-        ])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let origin = format!("http://127.0.0.1:{port}");
-    let server = Server {
-        process,
-        url: format!("{origin}/v1"),
-        origin,
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while get(&format!("{}/health", server.origin)).is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "llama-server did not come up; its log is {}",
-            log.display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    server
+fn start_server_with(template: &Path) -> Server {
+    Server::start(&model_path(), THREADS, Some(template))
 }
 
 fn config(server: &Server, max_tokens: u32) -> OpenAiConfig {
@@ -243,6 +152,19 @@ fn calls_and_results(events: &[Value]) -> Vec<(String, bool)> {
         .collect()
 }
 
+/// A headless round through `server` that must call a workspace tool; its `prompt.json`.
+fn round_with_a_workspace_call(server: &Server, objective: &str, label: &str) -> Value {
+    let (events, tmp) = headless_round(server, objective);
+    let calls = calls_and_results(&events);
+    eprintln!("calls through llama-server ({label}): {calls:?}");
+    assert!(
+        calls.iter().any(|(name, _)| name != "ralph_report"),
+        "{label}: the worker called a workspace tool"
+    );
+    serde_json::from_slice(&std::fs::read(tmp.path().join("run/rounds/01/prompt.json")).unwrap())
+        .unwrap()
+}
+
 const LIST_FIRST: &str = "First call the list_dir tool with path \".\" to list the files.";
 
 #[test]
@@ -251,17 +173,7 @@ fn a_headless_round_calls_tools_through_llama_server_on_the_models_own_template(
     // SmolLM2's template knows no tools: /props says so, the prompt spells them out in the
     // template's own format (generic), and every turn is call-only, as in-process.
     let server = start_server();
-    let (events, tmp) = headless_round(&server, LIST_FIRST);
-    let calls = calls_and_results(&events);
-    eprintln!("calls through llama-server (own template): {calls:?}");
-    assert!(
-        calls.iter().any(|(name, _)| name != "ralph_report"),
-        "the worker called a workspace tool"
-    );
-    let prompt: Value = serde_json::from_slice(
-        &std::fs::read(tmp.path().join("run/rounds/01/prompt.json")).unwrap(),
-    )
-    .unwrap();
+    let prompt = round_with_a_workspace_call(&server, LIST_FIRST, "own template");
     assert_eq!(prompt["chat_format"], "generic");
     let system = prompt["messages"][0]["content"].as_str().unwrap();
     assert!(
@@ -276,18 +188,12 @@ fn a_headless_round_calls_tools_through_a_template_that_shows_them() {
     // With a template that shows tools, they travel only in the native `tools` field and the
     // prompt names them. (The 135M model never opens a call on its own, through any
     // template: its calls come from the call-only turns, as the model's own template's do.)
-    let server = start_server_with(Some(tool_template()));
-    let (events, tmp) = headless_round(&server, "Run the command ls with the run_command tool.");
-    let calls = calls_and_results(&events);
-    eprintln!("calls through llama-server (tool template): {calls:?}");
-    assert!(
-        calls.iter().any(|(name, _)| name != "ralph_report"),
-        "the worker called a workspace tool"
+    let server = start_server_with(&tool_template());
+    let prompt = round_with_a_workspace_call(
+        &server,
+        "Run the command ls with the run_command tool.",
+        "tool template",
     );
-    let prompt: Value = serde_json::from_slice(
-        &std::fs::read(tmp.path().join("run/rounds/01/prompt.json")).unwrap(),
-    )
-    .unwrap();
     assert_eq!(prompt["chat_format"], "hermes");
     let system = prompt["messages"][0]["content"].as_str().unwrap();
     assert!(
@@ -388,27 +294,17 @@ fn cancel_mid_generation_ends_within_a_second_and_the_server_stops() {
     assert!(latency < Duration::from_secs(1), "{latency:?}");
     // The server notices the closed stream and frees its slot.
     let deadline = Instant::now() + Duration::from_secs(3);
-    let slots_url = format!("{}/slots", server.origin);
-    loop {
-        let slots = get(&slots_url).expect("GET /slots");
-        let busy = slots
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|s| s["is_processing"].as_bool().unwrap_or(false));
-        if !busy {
-            eprintln!(
-                "slot idle {:?} after the cancel",
-                cancelled_at.unwrap().elapsed()
-            );
-            break;
-        }
+    while server.busy() {
         assert!(
             Instant::now() < deadline,
-            "the server was still generating: {slots}"
+            "the server was still generating 3 s after the cancel"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    eprintln!(
+        "slot idle {:?} after the cancel",
+        cancelled_at.unwrap().elapsed()
+    );
 }
 
 #[test]

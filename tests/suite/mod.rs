@@ -12,6 +12,7 @@ mod integrity;
 mod layers;
 mod llama;
 mod llama_server;
+pub mod llama_server_process;
 mod notify;
 mod openai;
 pub mod openai_server;

@@ -597,6 +597,21 @@ fn sse_json_call(name: &str, arguments: Value) -> String {
     sse_turn(&json!({ name: arguments }).to_string())
 }
 
+/// A one-round headless run on `server`, in a fresh repository; its output and run dir.
+fn one_round_on(server: &FakeServer) -> (std::process::Output, tempfile::TempDir) {
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let backend = format!("openai:{}", server.url);
+    let out = headless(
+        repo.path(),
+        &tmp.path().join("run"),
+        &["--backend", &backend, "-n", "1", "Read it"],
+    )
+    .output()
+    .unwrap();
+    (out, tmp)
+}
+
 fn system_prompt(seen: &Seen) -> String {
     seen.body["messages"][0]["content"]
         .as_str()
@@ -606,9 +621,6 @@ fn system_prompt(seen: &Seen) -> String {
 
 #[test]
 fn a_turn_that_called_nothing_is_followed_by_a_call_only_turn_whose_call_runs() {
-    let repo = TempRepo::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let run_dir = tmp.path().join("run");
     let server = FakeServer::start(&["m"]).with_props_ctx(8192);
     server.push(Reply::sse(&sse_turn("Let me think about the files first.")));
     server.push(Reply::sse(&sse_json_call(
@@ -619,14 +631,7 @@ fn a_turn_that_called_nothing_is_followed_by_a_call_only_turn_whose_call_runs() 
         "ralph_report",
         report_args("complete", "read it"),
     )])));
-    let backend = format!("openai:{}", server.url);
-    let out = headless(
-        repo.path(),
-        &run_dir,
-        &["--backend", &backend, "-n", "1", "Read it"],
-    )
-    .output()
-    .unwrap();
+    let (out, _tmp) = one_round_on(&server);
     let events = events(&out.stdout);
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     let calls: Vec<&str> = of_type(&events, "tool_call")
@@ -698,21 +703,12 @@ fn a_template_that_cannot_show_tools_gets_them_in_the_prompt_in_its_own_format()
         "llama3"
     );
 
-    let repo = TempRepo::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let run_dir = tmp.path().join("run");
     server.push(Reply::sse(&sse_json_call(
         "ralph_report",
         report_args("complete", "nothing to do"),
     )));
-    let backend = format!("openai:{}", server.url);
-    let out = headless(
-        repo.path(),
-        &run_dir,
-        &["--backend", &backend, "-n", "1", "Read it"],
-    )
-    .output()
-    .unwrap();
+    let (out, tmp) = one_round_on(&server);
+    let run_dir = tmp.path().join("run");
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     let seen = server.seen();
     // generic has no call markup to trigger on: every turn is call-only, as in-process.
