@@ -21,7 +21,7 @@ mod scan;
 
 use serde_json::{json, Value};
 
-use crate::protocol::message::Message;
+use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 pub(crate) use grammar::not_class as gbnf_not_class;
@@ -144,7 +144,7 @@ pub fn call_required(
     let previous_called_nothing = messages
         .iter()
         .rev()
-        .find(|m| m.role == crate::protocol::message::Role::Assistant)
+        .find(|m| m.role == Role::Assistant)
         .is_some_and(|m| !trigger_words.iter().any(|t| m.content.contains(t.as_str())));
     format.name() == "generic" || previous_called_nothing
 }

@@ -213,6 +213,12 @@ fn a_report_only_turn_sends_the_report_schema_and_no_tools() {
         sent["response_format"]["json_schema"]["name"],
         "ralph_report"
     );
+    // Not cut at --max-tokens (64 here): up to twice the report's reserve, the context
+    // allowing.
+    assert_eq!(
+        sent["max_tokens"],
+        2 * ralph_tui::protocol::report::REPORT_RESERVE_TOKENS
+    );
 }
 
 #[test]

@@ -34,6 +34,7 @@ use self::wire::{ModelList, Sampling, TurnShape};
 use super::{Backend, BackendError, BackendInfo, Child, Generation, Request, StopReason};
 use crate::chat::{self, ChatFormat};
 use crate::error::UsageError;
+use crate::protocol::report::REPORT_RESERVE_TOKENS;
 
 /// Most attempts at one request when the server answers 429 or 5xx.
 const MAX_ATTEMPTS: u32 = 4;
@@ -637,18 +638,18 @@ impl OpenAiChild<'_> {
     }
 }
 
-impl Child for OpenAiChild<'_> {
-    fn count_prompt_tokens(&mut self, request: Request<'_>) -> Result<u32, BackendError> {
-        let shape = self.shape(&request);
-        let slot = Self::slot(shape, &request);
-        let bytes = message_bytes(&request);
-        let estimate = match self.calibration[slot] {
+impl OpenAiChild<'_> {
+    /// The prompt's size in tokens for a request of `shape`: the server's last count plus
+    /// four bytes a token for what was added since; before any count, four bytes a token and
+    /// the tools as the template will show them.
+    fn estimate(&self, request: &Request<'_>, shape: TurnShape) -> u32 {
+        let slot = Self::slot(shape, request);
+        let bytes = message_bytes(request);
+        match self.calibration[slot] {
             Some((known_bytes, tokens)) if bytes >= known_bytes => tokens.saturating_add(
                 u32::try_from((bytes - known_bytes).div_ceil(4)).unwrap_or(u32::MAX),
             ),
             _ => {
-                // Before the server has counted one: four bytes a token, and the tools as
-                // the template will show them.
                 let tools = if slot == 1 && self.backend.native_tools {
                     serde_json::to_string(request.tools).map_or(0, |t| t.len())
                 } else {
@@ -656,8 +657,13 @@ impl Child for OpenAiChild<'_> {
                 };
                 u32::try_from((bytes + tools).div_ceil(4)).unwrap_or(u32::MAX)
             }
-        };
-        Ok(estimate)
+        }
+    }
+}
+
+impl Child for OpenAiChild<'_> {
+    fn count_prompt_tokens(&mut self, request: Request<'_>) -> Result<u32, BackendError> {
+        Ok(self.estimate(&request, self.shape(&request)))
     }
 
     fn generate(
@@ -667,16 +673,17 @@ impl Child for OpenAiChild<'_> {
         cancel: &CancellationToken,
     ) -> Result<Generation, BackendError> {
         let backend = self.backend;
-        let estimate = self.count_prompt_tokens(request)?;
         let shape = self.shape(&request);
-        // A wrap-up may use all the context that is left (the engine keeps at least the
-        // report's reserve free), so its report is never cut by the per-turn cap: the llama
-        // backend's rule.
+        let estimate = self.estimate(&request, shape);
+        // A wrap-up's report is never cut by the per-turn cap: it may take up to twice the
+        // report's reserve (a report inside the sampling schema's bounds needs less), as far
+        // as the context left allows. Not all of the context left, as the llama backend
+        // allows: the prompt's size is an estimate here, and some servers (vLLM) refuse a
+        // request whose prompt and `max_tokens` together pass the context.
         let mut sampling = backend.sampling.clone();
         if shape == TurnShape::ReportOnly {
-            sampling.max_tokens = sampling
-                .max_tokens
-                .max(backend.ctx_size.saturating_sub(estimate));
+            let room = backend.ctx_size.saturating_sub(estimate);
+            sampling.max_tokens = sampling.max_tokens.max(room.min(2 * REPORT_RESERVE_TOKENS));
         }
         let body = wire::request_body(
             &backend.model,
