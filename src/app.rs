@@ -327,6 +327,30 @@ pub fn start_with_live(
     })
 }
 
+/// A new run's worktree while the run has not started: dropped before [`started`], as when
+/// the run is refused (backend, workspace, a prompt that cannot fit), it is discarded, branch
+/// and all, so a refused run leaves nothing behind. A resumed run's worktree is never held.
+///
+/// [`started`]: UnstartedWorktree::started
+struct UnstartedWorktree<'a>(Option<&'a WorktreeInfo>);
+
+impl UnstartedWorktree<'_> {
+    /// The run has its log: its worktree is the run's from here on.
+    fn started(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for UnstartedWorktree<'_> {
+    fn drop(&mut self) {
+        if let Some(info) = self.0.take() {
+            if let Err(e) = info.discard() {
+                tracing::warn!("cannot remove the refused run's worktree: {e}");
+            }
+        }
+    }
+}
+
 /// Takes back what was written for a run refused before it started: the log file this
 /// program opened in the run directory, and the directory itself when this run created it.
 fn unwrite_run_dir(prepared: &Prepared) {
@@ -347,6 +371,12 @@ fn run_on_this_thread(
     cancel: CancellationToken,
 ) -> Result<RunSummary, StartError> {
     let settings = &prepared.settings;
+    let unstarted = UnstartedWorktree(
+        prepared
+            .worktree
+            .as_ref()
+            .filter(|_| prepared.resume.is_none()),
+    );
     let mut backend = load_backend(&prepared)?;
     let info = backend.info();
     let format = chat::by_name(&info.chat_format)
@@ -375,6 +405,7 @@ fn run_on_this_thread(
     }
     let mut log = RunLog::create(&prepared.run_dir)
         .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
+    unstarted.started();
     log.stop_run_on_failure(cancel.clone());
     let log_failure = log.failure();
     // A file is made absolute, so `--resume` finds it from any directory; a server's model

@@ -624,3 +624,35 @@ fn the_header_names_the_branch_the_worker_works_on() {
         .collect();
     assert!(text.contains("demo ⎇ ralph/20260101-000000-abcd"), "{text}");
 }
+
+#[test]
+fn a_worktree_run_refused_before_it_starts_leaves_no_worktree_and_no_branch() {
+    let repo = busy_repo();
+    let home = tempfile::tempdir().unwrap();
+    let before = porcelain(repo.path());
+    let files_before = tree_files(repo.path());
+    // A context too small for the round prompt: refused after the worktree was made.
+    let path = home.path().join("small.json");
+    std::fs::write(
+        &path,
+        serde_json::to_vec(&json!({"ctx_size": 700,
+            "rounds": [turns(&[complete_report("never")])]}))
+        .unwrap(),
+    )
+    .unwrap();
+    let out = ralph(home.path(), repo.path(), &path, &["objective"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(stderr.contains("--ctx-size"), "{stderr}");
+    assert_eq!(porcelain(repo.path()), before, "no ralph/ branch is left");
+    assert_eq!(tree_files(repo.path()), files_before);
+    let worktrees = data_dir(home.path()).join("worktrees");
+    let left: Vec<_> = std::fs::read_dir(&worktrees)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "worktrees left: {left:?}");
+    let r = git2::Repository::open(repo.path()).unwrap();
+    assert!(r.worktrees().unwrap().is_empty());
+}
