@@ -2,8 +2,9 @@
 //! budget-limited, or killed) in a new run directory.
 //!
 //! The objective and the workspace are the old run's and cannot change. Every other option
-//! comes from the old run's `run.json` unless the command line gives it; `config.toml` is not
-//! read, so a resumed run goes on as it was started (a token budget counts this run's tokens).
+//! comes from the old run's `run.json` unless the command line gives it, so a resumed run goes
+//! on as it was started (a token budget counts this run's tokens). Of `config.toml` only the
+//! person's own settings are read, notifications and `[hooks]`: they are not the run's.
 //! The next round follows the old run's last started round and is given its last valid
 //! report, exactly as an uninterrupted run's next round would have been; `max_rounds` counts
 //! those absolute round numbers, so `-n` raises the cap (never past 64).
@@ -79,7 +80,15 @@ pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), 
         )));
     }
     let next = past.last_round + 1;
-    let options = cli.options.clone().over(old_options(past));
+    // Notifications and hooks are the person's, not the run's: they come from config.toml,
+    // as for any run, beneath the old run's settings.
+    let config = crate::config::load_config(&dirs.config.join("config.toml"), false)?;
+    let personal = Options {
+        notify: config.notify,
+        hooks: config.hooks,
+        ..Options::default()
+    };
+    let options = cli.options.clone().over(old_options(past)).over(personal);
     let cap = options
         .max_rounds
         .map_or(past.record.max_rounds, RoundCount::get);

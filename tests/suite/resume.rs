@@ -280,6 +280,54 @@ fn resume_after_round_failed_goes_on_from_the_next_round() {
 }
 
 #[test]
+fn a_resumed_run_runs_the_hooks_of_config_toml() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let script = script(
+        home.path(),
+        vec![
+            turns(&[continue_report("round one")]),
+            turns(&["no tool call, and then the script ends".to_string()]),
+            turns(&[complete_report("all done")]),
+        ],
+    );
+    let (out, _) = run(
+        home.path(),
+        &[
+            "-C",
+            repo.path().to_str().unwrap(),
+            "--backend",
+            &backend(&script),
+            "obj",
+        ],
+    );
+    assert_eq!(code(&out), 5);
+    // Hooks set up after the run stopped still hear the resumed run: they are the person's.
+    let seen = home.path().join("seen");
+    std::fs::create_dir_all(&seen).unwrap();
+    let config = home.path().join("config").join("ralph-tui");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[hooks]\non_finish = \"cat > {}/finish.json\"\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    let (out, events) = run(home.path(), &["--resume", "last"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let finish = read_json(&seen.join("finish.json"));
+    assert_eq!(finish["type"], "run_finished");
+    assert_eq!(finish["status"], "complete");
+    let finished = of_type(&events, "run_finished");
+    assert_eq!(
+        finish, *finished[0],
+        "the hook got the resumed run's own event"
+    );
+}
+
+#[test]
 fn resumed_round_prompt_equals_an_uninterrupted_runs_next_round() {
     let repo = TempRepo::new();
     let home = tempfile::tempdir().unwrap();
