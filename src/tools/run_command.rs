@@ -1,10 +1,10 @@
 //! `run_command`: a shell command in the workspace, under the sandbox and approval policy.
 //!
 //! The command runs as `sh -c` with the workspace as its working directory, with stdin from
-//! /dev/null and (sandboxed) in a session of its own with no terminal, under the sandbox
-//! supervisor that the round's `ProcessTracker` remembers: anything it leaves running in the
-//! background, even after `setsid` or a double fork, is killed at the end of the round (with
-//! `--sandbox off`, its process group is). It is bounded in time (the call's
+//! /dev/null and in a session of its own with no terminal, under the sandbox supervisor that
+//! the round's `ProcessTracker` remembers (also with `--sandbox off`, which only lifts the
+//! confinement): anything it leaves running in the background, even after `setsid` or a
+//! double fork, is killed at the end of the round. It is bounded in time (the call's
 //! `timeout_s`, else the run's default) and in output (head and tail kept). The exit code is
 //! always reported; a non-zero exit, a timeout or a refusal comes back as a tool error.
 //! It also names the per-round scratch directories and cleans those of dead runs.

@@ -228,29 +228,28 @@ pub fn git_dirs(root: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// The command that runs `shell_command` under `policy`: `sh -c` directly when the sandbox is
-/// off, otherwise through the helper. Working directory = `root`; `TMPDIR` = `round_tmp`.
+/// The command that runs `shell_command` under `policy`, always through the helper: confined
+/// as the mode says, and with the sandbox off still supervised (its own session with no
+/// terminal, every descendant killed at the round's end), only unconfined. Working directory
+/// = `root`; `TMPDIR` = `round_tmp`.
 pub fn command(policy: &ToolPolicy, root: &Path, round_tmp: &Path, shell_command: &str) -> Command {
-    let mut cmd = match policy.sandbox {
-        SandboxMode::Off => Command::new("sh"),
-        mode => {
-            let mut cmd = Command::new(&policy.sandbox_exe);
-            cmd.arg(EXEC_ARG).args(["--mode", mode_name(mode)]);
-            if mode == SandboxMode::WorkspaceWrite {
-                cmd.arg("--write").arg(root);
-                for dir in git_dirs(root) {
-                    cmd.arg("--read-only").arg(dir);
-                }
-            }
-            cmd.arg("--write").arg(round_tmp);
-            if !policy.network {
-                cmd.arg("--no-network");
-            }
-            cmd.args(["--", "sh"])
-                .env(PARENT_ENV, std::process::id().to_string());
-            cmd
+    let mode = policy.sandbox;
+    let mut cmd = Command::new(&policy.sandbox_exe);
+    cmd.arg(EXEC_ARG).args(["--mode", mode_name(mode)]);
+    if mode == SandboxMode::WorkspaceWrite {
+        cmd.arg("--write").arg(root);
+        for dir in git_dirs(root) {
+            cmd.arg("--read-only").arg(dir);
         }
-    };
+    }
+    if mode != SandboxMode::Off {
+        cmd.arg("--write").arg(round_tmp);
+        if !policy.network {
+            cmd.arg("--no-network");
+        }
+    }
+    cmd.args(["--", "sh"])
+        .env(PARENT_ENV, std::process::id().to_string());
     cmd.arg("-c")
         .arg(shell_command)
         .current_dir(root)
@@ -530,9 +529,19 @@ mod tests {
                 "ls"
             ])
         );
+        // Off: unconfined (no write, network or read-only flags), still supervised.
         policy.sandbox = SandboxMode::Off;
         let cmd = command(&policy, Path::new("/w"), Path::new("/t"), "ls");
-        assert_eq!(cmd.get_program(), "sh");
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(cmd.get_program(), "/bin/ralph");
+        assert_eq!(
+            args,
+            strings(&[EXEC_ARG, "--mode", "off", "--", "sh", "-c", "ls"])
+        );
+        assert!(is_supervised(&cmd));
         assert_eq!(cmd.get_current_dir(), Some(Path::new("/w")));
     }
 

@@ -242,6 +242,57 @@ fn commands_have_no_controlling_terminal() {
     assert!(!out.contains("tty=0") && !out.contains("stty=0"), "{out}");
 }
 
+/// With `--sandbox off` nothing is confined, but commands still get their own session (no
+/// terminal to write over the screen) and nothing they start outlives the round.
+#[test]
+fn unconfined_commands_still_have_no_terminal_and_die_with_the_round() {
+    let bench = Bench::with(SandboxMode::Off, ApprovalPolicy::Auto, true);
+    let out = bench.ok(
+        "run_command",
+        json!({"command": "cat /proc/self/stat; echo; echo hi > /dev/tty; echo tty=$?", "timeout_s": 30}),
+    );
+    let stat = out.lines().find(|l| l.contains(") ")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let session: i32 = fields[3].parse().unwrap();
+    let ours = nix::unistd::getsid(None).unwrap().as_raw();
+    assert_ne!(session, ours, "the command shares ralph-tui's session");
+    assert_eq!(fields[4], "0", "the command has a controlling terminal");
+    assert!(!out.contains("tty=0"), "{out}");
+    // Unconfined: it may write outside the workspace (its own scratch file here).
+    let outside = bench.scratch.path().join("outside.txt");
+    bench.ok(
+        "run_command",
+        json!({"command": format!("echo free > {}", outside.display())}),
+    );
+    assert!(outside.is_file());
+
+    let (build, needle) = marker();
+    let out = bench.ok(
+        "run_command",
+        json!({"command": format!(
+            "{build}; setsid sh -c \"sleep 300; : ${{m}}-{rest}\" >/dev/null 2>&1 & echo started",
+            rest = needle.trim_start_matches("rtmark-")
+        )}),
+    );
+    assert!(out.contains("started"), "{out}");
+    assert!(
+        wait_until(Duration::from_secs(10), || with_marker(&needle).len() == 1),
+        "the escapee should run until the round ends: {:?}",
+        with_marker(&needle)
+    );
+    bench.processes.kill_all();
+    assert!(
+        wait_until(Duration::from_secs(10), || with_marker(&needle).is_empty()),
+        "survived the round: {:?}",
+        with_marker(&needle)
+    );
+}
+
 fn sandbox_args() -> Option<Vec<&'static str>> {
     let support = sandbox::probe_with(Path::new(BIN));
     support.check(SandboxMode::WorkspaceWrite, false).ok()?;
