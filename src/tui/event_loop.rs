@@ -260,12 +260,12 @@ impl Driver {
             None => worker,
         };
         // A worktree run commits on the person's branch: apply the run's changes, then
-        // commit exactly those paths (all of them: the choice is the worktree's branch).
+        // commit the chosen paths among them (the rest stays in the work tree).
         let worktree = self.prepared.worktree.clone();
         tokio::task::spawn_blocking(move || {
             let result = match worktree {
                 Some(info) => info
-                    .commit_on_current(&message)
+                    .commit_chosen_on_current(&message, Some(&only))
                     .map_err(WorkspaceError::from),
                 None => Workspace::open(&root)
                     .and_then(|ws| ws.commit_run_only(&baseline, &last, &message, &only)),

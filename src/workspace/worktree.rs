@@ -16,7 +16,7 @@
 //! branches of runs that are not running (by git alone; `ralph-tui runs` lists them from the
 //! runs' `run.json`), and `remove` takes one away by run id.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use git2::{BranchType, Index, Oid, Repository, WorktreeAddOptions, WorktreePruneOptions};
@@ -257,6 +257,18 @@ impl WorktreeInfo {
     /// (as they are in the work tree after applying, so also after an earlier `apply`), then
     /// removes the worktree and the branch.
     pub fn commit_on_current(&self, message: &str) -> Result<CommitOutcome, WorktreeError> {
+        self.commit_chosen_on_current(message, None)
+    }
+
+    /// `commit_on_current` limited to `only` (paths relative to the work tree's top), as the
+    /// review chose them: every run change is applied, the chosen ones are committed, the
+    /// others stay in the work tree uncommitted (as for a run without a worktree), and the
+    /// worktree and branch go, since nothing is left only there.
+    pub fn commit_chosen_on_current(
+        &self,
+        message: &str,
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<CommitOutcome, WorktreeError> {
         let user = Workspace::open(&self.user_repo)?;
         let mut before = user.baseline()?;
         let applied = self.apply()?;
@@ -266,7 +278,10 @@ impl WorktreeInfo {
         before.snapshot = Snapshot {
             tree: with_head_entries(user.repo(), after.tree, &applied.raw)?,
         };
-        let outcome = user.commit_run(&before, &after, message)?;
+        let outcome = match only {
+            Some(only) => user.commit_run_only(&before, &after, message, only)?,
+            None => user.commit_run(&before, &after, message)?,
+        };
         self.discard()?;
         Ok(outcome)
     }

@@ -356,6 +356,39 @@ fn commit_on_the_current_branch_commits_the_runs_files_and_removes_the_worktree(
 }
 
 #[test]
+fn committing_the_chosen_files_leaves_the_others_applied_and_uncommitted() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", "one\ntwo\nthree\nstaged four\n");
+    repo.commit_all("a");
+    let home = tempfile::tempdir().unwrap();
+    let info = finished_run(repo.path(), home.path());
+
+    let only: std::collections::BTreeSet<String> = ["b.txt".to_string()].into();
+    let outcome = info
+        .commit_chosen_on_current("only b", Some(&only))
+        .unwrap();
+    assert_eq!(outcome.files_changed, 1);
+    let r = git2::Repository::open(repo.path()).unwrap();
+    let tree = r.head().unwrap().peel_to_commit().unwrap().tree().unwrap();
+    assert!(tree.get_path(Path::new("b.txt")).is_ok());
+    assert!(tree.get_path(Path::new("new.txt")).is_err(), "not chosen");
+    // The others are in the work tree, uncommitted: nothing of the run is lost.
+    let read = |p: &str| std::fs::read_to_string(repo.path().join(p)).unwrap();
+    assert_eq!(read("new.txt"), "made by the run\n");
+    assert!(read("a.txt").contains("five by the run"));
+    let status = String::from_utf8(git(repo.path(), &["status", "--porcelain"]).stdout).unwrap();
+    assert!(
+        status.contains("new.txt") && status.contains("a.txt"),
+        "{status}"
+    );
+    assert!(!status.contains("b.txt"), "{status}");
+    assert!(!info.path.exists());
+    assert!(r
+        .find_branch(&info.branch, git2::BranchType::Local)
+        .is_err());
+}
+
+#[test]
 fn discard_removes_the_worktree_and_the_branch() {
     let repo = busy_repo();
     let home = tempfile::tempdir().unwrap();
