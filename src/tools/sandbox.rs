@@ -508,14 +508,15 @@ mod tests {
     fn builds_the_wrapped_command() {
         let mut policy = ToolPolicy::new(SandboxMode::ReadOnly, ApprovalPolicy::Auto, false);
         policy.sandbox_exe = PathBuf::from("/bin/ralph");
+        let args_of = |cmd: &Command| -> Vec<String> {
+            cmd.get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
         let cmd = command(&policy, Path::new("/w"), Path::new("/t"), "ls");
-        let args: Vec<String> = cmd
-            .get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
         assert_eq!(cmd.get_program(), "/bin/ralph");
         assert_eq!(
-            args,
+            args_of(&cmd),
             strings(&[
                 EXEC_ARG,
                 "--mode",
@@ -532,13 +533,9 @@ mod tests {
         // Off: unconfined (no write, network or read-only flags), still supervised.
         policy.sandbox = SandboxMode::Off;
         let cmd = command(&policy, Path::new("/w"), Path::new("/t"), "ls");
-        let args: Vec<String> = cmd
-            .get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
         assert_eq!(cmd.get_program(), "/bin/ralph");
         assert_eq!(
-            args,
+            args_of(&cmd),
             strings(&[EXEC_ARG, "--mode", "off", "--", "sh", "-c", "ls"])
         );
         assert!(is_supervised(&cmd));

@@ -232,12 +232,10 @@ fn resume_after_kill_9_mid_round_reads_the_event_log() {
     assert_resumed(repo.path(), (&id, &dir), &before, &resumed, 3);
 }
 
-#[test]
-fn resume_after_round_failed_goes_on_from_the_next_round() {
-    let repo = TempRepo::new();
-    let home = tempfile::tempdir().unwrap();
+/// A three-round script run whose round 2 ends without a report (exit 5); its events.
+fn round_failed_run(home: &Path, repo: &TempRepo) -> Vec<Value> {
     let script = script(
-        home.path(),
+        home,
         vec![
             turns(&[continue_report("round one")]),
             turns(&["no tool call, and then the script ends".to_string()]),
@@ -245,7 +243,7 @@ fn resume_after_round_failed_goes_on_from_the_next_round() {
         ],
     );
     let (out, events) = run(
-        home.path(),
+        home,
         &[
             "-C",
             repo.path().to_str().unwrap(),
@@ -255,6 +253,14 @@ fn resume_after_round_failed_goes_on_from_the_next_round() {
         ],
     );
     assert_eq!(code(&out), 5);
+    events
+}
+
+#[test]
+fn resume_after_round_failed_goes_on_from_the_next_round() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let events = round_failed_run(home.path(), &repo);
     let (id, dir) = started(&events);
     // What a later resume checks is recorded: the repository, HEAD, the script's own path.
     let info = read_json(&dir.join("run.json"));
@@ -283,25 +289,7 @@ fn resume_after_round_failed_goes_on_from_the_next_round() {
 fn a_resumed_run_runs_the_hooks_of_config_toml() {
     let repo = TempRepo::new();
     let home = tempfile::tempdir().unwrap();
-    let script = script(
-        home.path(),
-        vec![
-            turns(&[continue_report("round one")]),
-            turns(&["no tool call, and then the script ends".to_string()]),
-            turns(&[complete_report("all done")]),
-        ],
-    );
-    let (out, _) = run(
-        home.path(),
-        &[
-            "-C",
-            repo.path().to_str().unwrap(),
-            "--backend",
-            &backend(&script),
-            "obj",
-        ],
-    );
-    assert_eq!(code(&out), 5);
+    round_failed_run(home.path(), &repo);
     // Hooks set up after the run stopped still hear the resumed run: they are the person's.
     let seen = home.path().join("seen");
     std::fs::create_dir_all(&seen).unwrap();

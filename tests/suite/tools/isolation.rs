@@ -197,6 +197,12 @@ fn commands_cannot_signal_processes_outside_the_sandbox() {
 #[test]
 fn processes_that_leave_the_group_die_with_the_round() {
     let Some(bench) = sandboxed() else { return };
+    assert_escapees_die_with_the_round(&bench);
+}
+
+/// A command leaves two processes behind, one after `setsid`, one after a double fork: both
+/// run until the round ends, and none is left after.
+fn assert_escapees_die_with_the_round(bench: &Bench) {
     let (build, needle) = marker();
     let out = bench.ok(
         "run_command",
@@ -223,6 +229,12 @@ fn processes_that_leave_the_group_die_with_the_round() {
 #[test]
 fn commands_have_no_controlling_terminal() {
     let Some(bench) = sandboxed() else { return };
+    assert_no_terminal(&bench);
+}
+
+/// A command runs in a session of its own, with no controlling terminal: `/dev/tty` cannot
+/// be written nor its settings read.
+fn assert_no_terminal(bench: &Bench) {
     let out = bench.ok(
         "run_command",
         json!({"command": "cat /proc/self/stat; echo; echo hi > /dev/tty; echo tty=$?; stty -a < /dev/tty; echo stty=$?", "timeout_s": 30}),
@@ -247,22 +259,7 @@ fn commands_have_no_controlling_terminal() {
 #[test]
 fn unconfined_commands_still_have_no_terminal_and_die_with_the_round() {
     let bench = Bench::with(SandboxMode::Off, ApprovalPolicy::Auto, true);
-    let out = bench.ok(
-        "run_command",
-        json!({"command": "cat /proc/self/stat; echo; echo hi > /dev/tty; echo tty=$?", "timeout_s": 30}),
-    );
-    let stat = out.lines().find(|l| l.contains(") ")).unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .unwrap()
-        .1
-        .split_whitespace()
-        .collect();
-    let session: i32 = fields[3].parse().unwrap();
-    let ours = nix::unistd::getsid(None).unwrap().as_raw();
-    assert_ne!(session, ours, "the command shares ralph-tui's session");
-    assert_eq!(fields[4], "0", "the command has a controlling terminal");
-    assert!(!out.contains("tty=0"), "{out}");
+    assert_no_terminal(&bench);
     // Unconfined: it may write outside the workspace (its own scratch file here).
     let outside = bench.scratch.path().join("outside.txt");
     bench.ok(
@@ -270,27 +267,7 @@ fn unconfined_commands_still_have_no_terminal_and_die_with_the_round() {
         json!({"command": format!("echo free > {}", outside.display())}),
     );
     assert!(outside.is_file());
-
-    let (build, needle) = marker();
-    let out = bench.ok(
-        "run_command",
-        json!({"command": format!(
-            "{build}; setsid sh -c \"sleep 300; : ${{m}}-{rest}\" >/dev/null 2>&1 & echo started",
-            rest = needle.trim_start_matches("rtmark-")
-        )}),
-    );
-    assert!(out.contains("started"), "{out}");
-    assert!(
-        wait_until(Duration::from_secs(10), || with_marker(&needle).len() == 1),
-        "the escapee should run until the round ends: {:?}",
-        with_marker(&needle)
-    );
-    bench.processes.kill_all();
-    assert!(
-        wait_until(Duration::from_secs(10), || with_marker(&needle).is_empty()),
-        "survived the round: {:?}",
-        with_marker(&needle)
-    );
+    assert_escapees_die_with_the_round(&bench);
 }
 
 fn sandbox_args() -> Option<Vec<&'static str>> {
