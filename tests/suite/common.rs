@@ -245,15 +245,17 @@ pub fn split_at_points(text: &str, cuts: &[usize]) -> Vec<String> {
     out
 }
 
-/// Settings for a scripted run of `objective` in `repo`, with config, data and cache in `tmp`.
+/// Settings for a scripted run of `objective` in `repo` with the options `extra`, with
+/// config, data and cache in `tmp`.
 pub fn script_settings(
     repo: &Path,
     tmp: &Path,
     script: &Path,
+    extra: &[&str],
     objective: &str,
 ) -> ralph_tui::config::Settings {
     use clap::Parser;
-    let cli = ralph_tui::cli::Cli::try_parse_from([
+    let mut args = vec![
         "ralph-tui".to_string(),
         "-C".into(),
         repo.display().to_string(),
@@ -261,9 +263,10 @@ pub fn script_settings(
         format!("script:{}", script.display()),
         "--run-dir".into(),
         tmp.join("run").display().to_string(),
-        objective.into(),
-    ])
-    .unwrap();
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.push(objective.into());
+    let cli = ralph_tui::cli::Cli::try_parse_from(args).unwrap();
     let dirs = ralph_tui::config::Dirs {
         config: tmp.join("config"),
         data: tmp.join("data"),

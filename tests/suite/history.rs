@@ -261,7 +261,7 @@ fn live_review(repo: &Path, tmp: &Path) -> (String, PathBuf) {
             turns(&[edit, complete_report("notes are there")]),
         ],
     );
-    let settings = script_settings(repo, tmp, &script, "write the notes");
+    let settings = script_settings(repo, tmp, &script, &[], "write the notes");
     let prepared = ralph_tui::app::prepare(&settings).unwrap();
     let run_dir = prepared.run_dir.clone();
     let state = State::new(

@@ -3,20 +3,17 @@
 //! the run's end; the same run in a focused terminal writes nothing.
 
 use std::io::Write;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use clap::Parser;
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
-use ralph_tui::cli::Cli;
-use ralph_tui::config::{Dirs, NotifyMode, Settings};
+use ralph_tui::config::NotifyMode;
 use ralph_tui::tui::notify::{Notifier, Osc};
 use ralph_tui::tui::{event_loop, setup_of};
 use ralph_tui::ui::{State, Theme};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use super::common::{continue_report, script, turns, TempRepo};
+use super::common::{continue_report, script, script_settings, turns, TempRepo};
 
 #[derive(Clone, Default)]
 struct Shared(Arc<Mutex<Vec<u8>>>);
@@ -32,28 +29,6 @@ impl Write for Shared {
     }
 }
 
-fn settings(repo: &Path, tmp: &Path, script: &Path) -> Settings {
-    let cli = Cli::try_parse_from([
-        "ralph-tui".to_string(),
-        "-C".into(),
-        repo.display().to_string(),
-        "--backend".into(),
-        format!("script:{}", script.display()),
-        "--run-dir".into(),
-        tmp.join("run").display().to_string(),
-        "-n".into(),
-        "2".into(),
-        "fail the second round".into(),
-    ])
-    .unwrap();
-    let dirs = Dirs {
-        config: tmp.join("config"),
-        data: tmp.join("data"),
-        cache: tmp.join("cache"),
-    };
-    Settings::resolve(cli, dirs).unwrap()
-}
-
 /// The bytes the notifier wrote during a run whose second round fails, with the terminal
 /// reporting `focus` first.
 fn notified(focus: TermEvent) -> String {
@@ -66,7 +41,13 @@ fn notified(focus: TermEvent) -> String {
             serde_json::json!({"fail": "simulated child failure"}),
         ],
     );
-    let settings = settings(repo.path(), tmp.path(), &script);
+    let settings = script_settings(
+        repo.path(),
+        tmp.path(),
+        &script,
+        &["-n", "2"],
+        "fail the second round",
+    );
     assert_eq!(settings.notify, NotifyMode::Auto);
     let prepared = ralph_tui::app::prepare(&settings).unwrap();
     let state = State::new(

@@ -1,37 +1,13 @@
 //! The shared types' contracts seen from a real run: approval questions reach `events.jsonl`
 //! with the id the approver answers by, and `run.json` keeps its fields (now typed).
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use clap::Parser;
-use ralph_tui::cli::Cli;
-use ralph_tui::config::{Dirs, Settings};
 use ralph_tui::tools::approval::{ApprovalDecision, ApprovalRequest, Approver, DenyAll};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::common::*;
-
-fn settings(repo: &Path, tmp: &Path, script: &Path, extra: &[&str]) -> Settings {
-    let mut args = vec![
-        "ralph-tui".to_string(),
-        "-C".into(),
-        repo.display().to_string(),
-        "--backend".into(),
-        format!("script:{}", script.display()),
-        "--run-dir".into(),
-        tmp.join("run").display().to_string(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args.push("run a command".into());
-    let dirs = Dirs {
-        config: tmp.join("config"),
-        data: tmp.join("data"),
-        cache: tmp.join("cache"),
-    };
-    Settings::resolve(Cli::try_parse_from(args).unwrap(), dirs).unwrap()
-}
 
 /// Approves everything and remembers the ids it was asked about.
 #[derive(Default)]
@@ -60,11 +36,12 @@ fn run_asking(approver: Arc<dyn Approver>) -> (Vec<Value>, Value, tempfile::Temp
             complete_report("ran it"),
         ])],
     );
-    let settings = settings(
+    let settings = script_settings(
         repo.path(),
         tmp.path(),
         &script,
         &["--approval", "ask", "--sandbox", "off"],
+        "run a command",
     );
     let prepared = ralph_tui::app::prepare(&settings).unwrap();
     let handle =

@@ -35,7 +35,7 @@ fn a_token_flood_is_coalesced_keys_still_work_and_quit_returns_the_status() {
     let turn = format!("{}{}", "tok ".repeat(40_000), complete_report("flooded"));
     let pieces = ralph_tui::llm::script::pieces(&turn).len() as u64;
     let script = script(tmp.path(), vec![turns(&[turn])]);
-    let settings = script_settings(repo.path(), tmp.path(), &script, "flood the screen");
+    let settings = script_settings(repo.path(), tmp.path(), &script, &[], "flood the screen");
     let prepared = ralph_tui::app::prepare(&settings).unwrap();
     let state = State::new(
         setup_of(&prepared),
@@ -102,7 +102,7 @@ fn when_the_terminal_input_ends_the_run_is_cancelled_and_the_loop_ends() {
         complete_report("never reached")
     );
     let script = crate::suite::common::script_with_delay(tmp.path(), vec![turns(&[turn])], 5);
-    let settings = script_settings(repo.path(), tmp.path(), &script, "flood the screen");
+    let settings = script_settings(repo.path(), tmp.path(), &script, &[], "flood the screen");
     let prepared = ralph_tui::app::prepare(&settings).unwrap();
     let state = State::new(
         setup_of(&prepared),

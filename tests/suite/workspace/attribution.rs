@@ -5,10 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use clap::Parser;
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
-use ralph_tui::cli::Cli;
-use ralph_tui::config::{Dirs, Settings};
+use ralph_tui::config::Settings;
 use ralph_tui::protocol::event::{ChangedFile, Event, RunStatus, Stamped};
 use ralph_tui::tools::approval::DenyAll;
 use ralph_tui::tui::{event_loop, setup_of};
@@ -23,27 +21,14 @@ use super::super::common::*;
 use super::git;
 
 fn settings(repo: &Path, tmp: &Path, script: &Path) -> Settings {
-    let mut args = vec![
-        "ralph-tui".to_string(),
-        "-C".into(),
-        repo.display().to_string(),
-        "--backend".into(),
-        format!("script:{}", script.display()),
-        "--run-dir".into(),
-        tmp.join("run").display().to_string(),
-    ];
     let sandbox = ralph_tui::tools::sandbox::probe_with(Path::new(BIN));
     let mode = ralph_tui::protocol::policy::SandboxMode::WorkspaceWrite;
-    if sandbox.check(mode, false).is_err() {
-        args.extend(["--sandbox".into(), "off".into()]);
-    }
-    args.push("write some files".into());
-    let dirs = Dirs {
-        config: tmp.join("config"),
-        data: tmp.join("data"),
-        cache: tmp.join("cache"),
+    let extra: &[&str] = if sandbox.check(mode, false).is_err() {
+        &["--sandbox", "off"]
+    } else {
+        &[]
     };
-    Settings::resolve(Cli::try_parse_from(args).unwrap(), dirs).unwrap()
+    script_settings(repo, tmp, script, extra, "write some files")
 }
 
 fn marks(files: &[ChangedFile]) -> Vec<(String, bool)> {
