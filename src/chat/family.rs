@@ -124,6 +124,10 @@ impl<F: Family> ChatFormat for F {
         self.instructions(tools)
     }
 
+    fn call_triggers(&self) -> &'static [&'static str] {
+        self.trigger_words()
+    }
+
     fn render_call(&self, name: &str, arguments: &Value) -> String {
         self.write_call(name, arguments)
     }

@@ -120,6 +120,12 @@ pub trait ChatFormat: Send + Sync {
         Message::tool(name, output)
     }
 
+    /// The words that open a call in this syntax (what a lazy grammar triggers on, the same
+    /// words [`ChatFormat::grammar`] gives); empty when nothing opens a call.
+    fn call_triggers(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The grammar that constrains sampling to this syntax, where the family has one.
     fn grammar(&self, _tools: &[ToolSpec]) -> Option<CallGrammar> {
         None
@@ -132,20 +138,17 @@ pub trait ChatFormat: Send + Sync {
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize);
 }
 
-/// Whether the next turn of `messages` must be a call, for a format whose calls open with
-/// `trigger_words`: always for `generic` (the format of small models with no call markup of
-/// their own), and after an assistant turn that opened no call. The llama backend then
+/// Whether the next turn of `messages` must be a call: always for `generic` (the format of
+/// small models with no call markup of their own), and after an assistant turn that opened
+/// no call (none of the format's [`ChatFormat::call_triggers`]). The llama backend then
 /// samples under a required-call grammar; a server backend sends a call-only turn.
-pub fn call_required(
-    format: &dyn ChatFormat,
-    trigger_words: &[String],
-    messages: &[Message],
-) -> bool {
+pub fn call_required(format: &dyn ChatFormat, messages: &[Message]) -> bool {
+    let triggers = format.call_triggers();
     let previous_called_nothing = messages
         .iter()
         .rev()
         .find(|m| m.role == Role::Assistant)
-        .is_some_and(|m| !trigger_words.iter().any(|t| m.content.contains(t.as_str())));
+        .is_some_and(|m| !triggers.iter().any(|t| m.content.contains(t)));
     format.name() == "generic" || previous_called_nothing
 }
 
@@ -373,6 +376,26 @@ pub fn example_report() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn call_triggers_are_the_words_each_grammar_triggers_on() {
+        let tools = vec![ToolSpec {
+            name: "read_file".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }];
+        for name in FORMAT_NAMES {
+            let format = by_name(name).unwrap();
+            let grammar = format.grammar(&tools).unwrap();
+            let triggers: Vec<String> = format
+                .call_triggers()
+                .iter()
+                .map(|t| (*t).to_string())
+                .collect();
+            assert_eq!(triggers, grammar.trigger_words, "{name}");
+            assert!(!triggers.is_empty(), "{name}");
+        }
+    }
 
     #[test]
     fn every_format_name_resolves_to_itself() {

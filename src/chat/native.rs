@@ -46,6 +46,10 @@ impl ChatFormat for NativeTools {
         self.0.grammar(tools)
     }
 
+    fn call_triggers(&self) -> &'static [&'static str] {
+        self.0.call_triggers()
+    }
+
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {
         self.0.parse_partial(text)
     }
@@ -82,6 +86,7 @@ mod tests {
         assert_eq!(native.parse_partial(&call), Hermes.parse_partial(&call));
         assert_eq!(native.name(), "hermes");
         assert_eq!(native.grammar(&tools), Hermes.grammar(&tools));
+        assert_eq!(native.call_triggers(), Hermes.call_triggers());
         assert_eq!(native.tool_result("x", "y"), Hermes.tool_result("x", "y"));
     }
 }

@@ -681,6 +681,62 @@ fn a_turn_that_called_nothing_is_followed_by_a_call_only_turn_whose_call_runs() 
     assert!(!system.contains("<tools>"), "{system}");
 }
 
+/// The prompt estimate keeps the server's counts for requests with and without the native
+/// tools apart: a template's tool block makes them differ, and a call-only turn (no tools)
+/// measured by an open turn's count would be over-counted by the whole block.
+#[test]
+fn the_prompt_estimate_is_calibrated_apart_for_turns_with_and_without_tools() {
+    let server = FakeServer::start(&["m"]).with_props_ctx(8192);
+    let talk = format!(
+        "data: {}\n\ndata: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": "Thinking it over."}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        json!({"choices": [], "usage": {"prompt_tokens": 2000, "completion_tokens": 7}}),
+    );
+    server.push(Reply::sse(&talk));
+    let mut backend = connect(&server);
+    let tools = tools();
+    let mut messages = messages();
+    let bytes: usize = messages.iter().map(|m| m.content.len()).sum();
+    let mut child = backend.new_child(1).unwrap();
+    let before = child
+        .count_prompt_tokens(Request::new(&messages, &tools))
+        .unwrap();
+    let tools_json = serde_json::to_string(&tools).unwrap().len();
+    assert_eq!(
+        before as usize,
+        (bytes + tools_json).div_ceil(4),
+        "before any count: the messages and the tools as the template shows them"
+    );
+    let generation = child
+        .generate(
+            Request::new(&messages, &tools),
+            &mut |_| {},
+            &CancellationToken::new(),
+        )
+        .unwrap();
+    messages.push(Message::new(Role::Assistant, generation.text));
+    messages.push(Message::new(Role::User, "Call a tool."));
+    // The next turn is call-only (no tools): the open turn's 2,000 do not apply to it.
+    let call_only = child
+        .count_prompt_tokens(Request::new(&messages, &tools))
+        .unwrap();
+    let bytes: usize = messages.iter().map(|m| m.content.len()).sum();
+    assert_eq!(call_only as usize, bytes.div_ceil(4));
+    // After a call the turn is open again and starts from the server's own count.
+    messages.push(Message::new(
+        Role::Assistant,
+        chat::by_name("hermes")
+            .unwrap()
+            .render_call("read_file", &json!({"path": "a"})),
+    ));
+    messages.push(Message::tool("read_file", "contents"));
+    let open = child
+        .count_prompt_tokens(Request::new(&messages, &tools))
+        .unwrap();
+    assert!(open >= 2007, "{open}");
+}
+
 #[test]
 fn a_template_that_cannot_show_tools_gets_them_in_the_prompt_in_its_own_format() {
     // llama-server's /props for a model whose template knows no tools (SmolLM2's).

@@ -26,7 +26,7 @@ pub fn for_turn(
     if call.trigger_words.is_empty() {
         return Some(TurnGrammar::Required { gbnf: call.grammar });
     }
-    if call_required(format, &call.trigger_words, messages) {
+    if call_required(format, messages) {
         Some(TurnGrammar::Required {
             gbnf: required(&call),
         })

@@ -58,10 +58,7 @@ impl TurnShape {
         if tools.is_empty() {
             return Self::Open;
         }
-        let Some(call) = format.grammar(tools) else {
-            return Self::Open;
-        };
-        if call.trigger_words.is_empty() || call_required(format, &call.trigger_words, messages) {
+        if format.call_triggers().is_empty() || call_required(format, messages) {
             Self::CallOnly
         } else {
             Self::Open
@@ -636,6 +633,10 @@ mod tests {
         let padded = json!({"status": "continue", "summary": "did it ", "evidence": [],
             "next_steps": ["go on"], "blocker": ""});
         assert!(!validator.is_valid(&padded));
+        // The limit the README names: no `"` or `\` in sampled text.
+        let quoted = json!({"status": "continue", "summary": "ran \"ls\"", "evidence": [],
+            "next_steps": ["go on"], "blocker": ""});
+        assert!(!validator.is_valid(&quoted));
         assert!(validator.is_valid(
             &json!({"status": "continue", "summary": "did it, then 'that'.",
             "evidence": [], "next_steps": ["go on"], "blocker": ""})
