@@ -239,7 +239,7 @@ fn file_sha256(path: &Path) -> Option<String> {
 }
 
 /// Loads the backend, its turns bounded to [`MAX_TURN_BYTES`].
-fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
+pub fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
     let backend = load_unbounded(prepared)?;
     Ok(Box::new(Bounded::new(backend, MAX_TURN_BYTES)))
 }

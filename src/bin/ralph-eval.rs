@@ -1,5 +1,6 @@
-//! `ralph-eval`: runs the eval tasks through the real `ralph-tui` binary in two arms (a bounded
-//! Ralph run and one ordinary session with the same token budget) and writes the results.
+//! `ralph-eval`: runs the eval tasks in three arms (a bounded Ralph run and one ordinary
+//! session with the same token budget, both through the real `ralph-tui` binary, and one
+//! answer of whole files without tools) and writes the results.
 //!
 //! Parse the command line, hand off to `ralph_tui::eval`, print progress and the summary.
 #![allow(
@@ -17,8 +18,12 @@ use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ArmArg {
+    /// A bounded Ralph run (`-n ROUNDS`).
     Ralph,
+    /// One ordinary session with the Ralph arm's generated tokens as its budget.
     Single,
+    /// No agent: one generation, whole files in one answer, written by the harness.
+    Oneshot,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -27,12 +32,20 @@ enum BackendArg {
     Script,
 }
 
-/// Runs the eval tasks in fresh repositories through ralph-tui, in two arms, and judges each
-/// final tree with the task's hidden verify script.
+/// Runs the eval tasks in fresh repositories, in three arms, and judges each final tree with
+/// the task's hidden verify script.
 ///
-/// Per task and seed the Ralph arm runs first (`-n ROUNDS`), then the single arm: one session
-/// (`-n 1`, many turns) whose token budget is what the Ralph arm generated. Results go to
-/// OUT/<date>-<model>.json and .md; a summary line per arm is printed at the end.
+/// Per task and seed the Ralph arm runs first (ralph-tui `-n ROUNDS`), then the single arm:
+/// one ralph-tui session (`-n 1`, many turns) whose token budget is what the Ralph arm
+/// generated, then the oneshot arm: no agent, no tools, no rounds. The oneshot arm loads the
+/// same backend with the same settings (model, seed, sampling, the arguments after `--`) and
+/// makes one generation that sees the objective and the repository's files; it answers with
+/// each file it changes written out whole (the path alone on a line, then the file in a
+/// fenced block), and the harness writes those files (never outside the workspace, never
+/// into .git) before the verify script runs. Its token cap is --oneshot-max-tokens, else the
+/// Ralph arm's generated tokens, at least room for the task's files. With --backend script
+/// its answer is the task's oneshot.txt. Results go to OUT/<date>-<model>.json and .md; a
+/// summary line per arm is printed at the end.
 #[derive(Debug, Parser)]
 #[command(name = "ralph-eval", version, about, long_about)]
 struct Args {
@@ -66,11 +79,12 @@ struct Args {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "ralph,single"
+        default_value = "ralph,single,oneshot"
     )]
     arms: Vec<ArmArg>,
 
-    /// `llama` (the real model) or `script` (each task's script.json: deterministic).
+    /// `llama` (the real model) or `script` (each task's script.json and oneshot.txt:
+    /// deterministic).
     #[arg(long, value_enum, default_value = "llama")]
     backend: BackendArg,
 
@@ -86,7 +100,8 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 8)]
     max_turns: u32,
 
-    /// Most tokens the model generates in one turn, both arms (ralph-tui's --max-tokens).
+    /// Most tokens the model generates in one turn, in the agent arms (ralph-tui's
+    /// --max-tokens); the oneshot arm's answer gets at least this beyond its files.
     #[arg(long, value_name = "N", default_value_t = 384)]
     max_tokens: u32,
 
@@ -98,7 +113,12 @@ struct Args {
     #[arg(long, value_name = "N")]
     single_budget: Option<u64>,
 
-    /// Longest a single ralph-tui run may take, in seconds.
+    /// The oneshot arm's cap on its one answer [default: the Ralph arm's generated tokens for
+    /// the task and seed, at least room for the task's files plus --max-tokens].
+    #[arg(long, value_name = "N")]
+    oneshot_max_tokens: Option<u32>,
+
+    /// Longest a single run (a ralph-tui run, the oneshot answer) may take, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 900)]
     run_timeout: u64,
 
@@ -145,6 +165,19 @@ fn cancel_on_ctrl_c(cancel: CancellationToken) {
 }
 
 fn describe(record: &eval::results::RunRecord) -> String {
+    if let Some(oneshot) = &record.oneshot {
+        return format!(
+            "verify {} · answer {} · {} file(s) written, {} refused, {} block(s) unread · {}+{} tok · {:.1} s",
+            if record.completed { "pass" } else { "fail" },
+            record.status,
+            oneshot.written.len(),
+            oneshot.refused.len(),
+            oneshot.problems.len(),
+            record.prompt_tokens,
+            record.generated_tokens,
+            record.wall_ms as f64 / 1000.0
+        );
+    }
     let mut parts = vec![
         format!("verify {}", if record.completed { "pass" } else { "fail" }),
         format!("worker {}", record.status),
@@ -184,12 +217,14 @@ fn main() {
         .map(|a| match a {
             ArmArg::Ralph => Arm::Ralph,
             ArmArg::Single => Arm::Single,
+            ArmArg::Oneshot => Arm::Oneshot,
         })
         .collect();
     options.max_turns = Some(args.max_turns);
     options.max_tokens = Some(args.max_tokens);
     options.single_max_turns = args.single_max_turns;
     options.single_budget = args.single_budget;
+    options.oneshot_max_tokens = args.oneshot_max_tokens;
     options.run_timeout = Duration::from_secs(args.run_timeout);
     options.label = args.label;
     options.keep_in = args.keep.clone();

@@ -1,18 +1,24 @@
 //! Evals: does a bounded Ralph run finish repository tasks more often, and more honestly, than
-//! one ordinary session with the same token budget?
+//! one ordinary session with the same token budget, and more often than no agent at all (one
+//! answer of whole files, the floor an agent loop must beat)?
 //!
 //! The harness drives the real `ralph-tui` binary headless, exactly as a person runs it, on
 //! fresh copies of small task repositories, and judges each final tree with the task's own
 //! verify script, which the worker never sees. Per task × seed it runs the Ralph arm first
 //! (`-n ROUNDS`), then the single arm (`-n 1`, many turns, a token budget equal to what the
-//! Ralph arm generated), and records the independent verdict beside the worker's own claim.
-//! The engine's events are the only thing measured; nothing here reaches into its internals.
+//! Ralph arm generated), then the oneshot arm (one generation through the same backend and
+//! settings, no tools: the files it writes in full are written by the harness, see
+//! `oneshot`), and records the independent verdict beside the worker's own claim. For the
+//! agent arms the engine's events are the only thing measured; nothing here reaches into its
+//! internals.
 
 pub mod metrics;
+mod oneshot;
 pub mod process;
 pub mod results;
 pub mod task;
 mod trial;
+pub mod whole_file;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use results::{ArmSummary, EvalResults, ModelInfo, RunRecord};
 use trial::Setup;
 
-/// The two ways of spending the same work.
+/// The ways of spending the same work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Arm {
@@ -32,6 +38,9 @@ pub enum Arm {
     Ralph,
     /// One ordinary session: one child, the same tools, the Ralph arm's token total.
     Single,
+    /// No agent: one generation that sees the objective and the repository's files and
+    /// answers with whole files, which the harness writes. No tools, no rounds.
+    Oneshot,
 }
 
 impl Arm {
@@ -39,6 +48,7 @@ impl Arm {
         match self {
             Self::Ralph => "ralph",
             Self::Single => "single",
+            Self::Oneshot => "oneshot",
         }
     }
 
@@ -46,6 +56,7 @@ impl Arm {
         match text.trim() {
             "ralph" => Some(Self::Ralph),
             "single" => Some(Self::Single),
+            "oneshot" => Some(Self::Oneshot),
             _ => None,
         }
     }
@@ -121,6 +132,9 @@ pub struct EvalOptions {
     pub single_max_turns: u32,
     /// The single arm's token budget when there is no Ralph arm to take it from.
     pub single_budget: Option<u64>,
+    /// The oneshot arm's cap on its one generation (`None`: the Ralph arm's generated tokens
+    /// for the task and seed, but at least room for the task's files; see `oneshot`).
+    pub oneshot_max_tokens: Option<u32>,
     pub run_timeout: Duration,
     pub verify_timeout: Duration,
     /// Passed to every ralph-tui run (e.g. `--ctx-size 8192`).
@@ -156,12 +170,13 @@ impl EvalOptions {
             model: None,
             rounds: 3,
             seeds: vec![1],
-            arms: vec![Arm::Ralph, Arm::Single],
+            arms: vec![Arm::Ralph, Arm::Single, Arm::Oneshot],
             ralph_bin,
             max_turns: Some(8),
             max_tokens: Some(384),
             single_max_turns: 200,
             single_budget: None,
+            oneshot_max_tokens: None,
             run_timeout: Duration::from_secs(900),
             verify_timeout: Duration::from_secs(300),
             extra_args: Vec::new(),
@@ -179,15 +194,18 @@ impl EvalOptions {
             return usage("give at least one seed");
         }
         if self.arms.is_empty() {
-            return usage("give at least one arm: ralph, single");
+            return usage("give at least one arm: ralph, single, oneshot");
         }
         if self.single_max_turns == 0 || self.max_turns == Some(0) {
             return usage("turn limits must be at least 1");
         }
-        if self.max_tokens == Some(0) {
-            return usage("--max-tokens must be at least 1");
+        if self.max_tokens == Some(0) || self.oneshot_max_tokens == Some(0) {
+            return usage("--max-tokens and --oneshot-max-tokens must be at least 1");
         }
-        if self.arms == [Arm::Single] && self.single_budget.is_none() {
+        if self.arms.contains(&Arm::Single)
+            && !self.arms.contains(&Arm::Ralph)
+            && self.single_budget.is_none()
+        {
             return usage(
                 "the single arm's token budget comes from the Ralph arm: run both arms, or give --single-budget N",
             );
@@ -264,10 +282,20 @@ pub fn run(
     let tasks = task::discover(&options.tasks_dir, &options.filters)?;
     let server = options.server_backend();
     if server.is_none() && options.backend == BackendChoice::Script {
-        if let Some(task) = tasks.iter().find(|t| t.script.is_none()) {
+        let agents = options.arms.iter().any(|&a| a != Arm::Oneshot);
+        if let Some(task) = tasks.iter().find(|t| agents && t.script.is_none()) {
             return Err(EvalError::Task {
                 task: task.name.clone(),
                 message: "it has no script.json, which the script backend needs".into(),
+            });
+        }
+        let oneshot = options.arms.contains(&Arm::Oneshot);
+        if let Some(task) = tasks.iter().find(|t| oneshot && t.oneshot.is_none()) {
+            return Err(EvalError::Task {
+                task: task.name.clone(),
+                message:
+                    "it has no oneshot.txt, which the oneshot arm needs with the script backend"
+                        .into(),
             });
         }
     }
@@ -310,7 +338,7 @@ pub fn run(
     };
 
     let started = chrono::Utc::now();
-    let arms: Vec<Arm> = [Arm::Ralph, Arm::Single]
+    let arms: Vec<Arm> = [Arm::Ralph, Arm::Single, Arm::Oneshot]
         .into_iter()
         .filter(|a| options.arms.contains(a))
         .collect();
@@ -334,11 +362,15 @@ pub fn run(
                     arm,
                     seed,
                 });
-                let budget = match arm {
-                    Arm::Ralph => None,
-                    Arm::Single => options.single_budget.or(ralph_generated),
+                let outcome = match arm {
+                    Arm::Ralph => trial::run_one(&setup, task, arm, seed, None, cancel)?,
+                    Arm::Single => {
+                        let budget = options.single_budget.or(ralph_generated);
+                        trial::run_one(&setup, task, arm, seed, budget, cancel)?
+                    }
+                    Arm::Oneshot => oneshot::run_one(&setup, task, seed, ralph_generated, cancel)?,
                 };
-                let Some(record) = trial::run_one(&setup, task, arm, seed, budget, cancel)? else {
+                let Some(record) = outcome else {
                     interrupted = true;
                     break 'all;
                 };
@@ -373,6 +405,7 @@ pub fn run(
         max_turns: options.max_turns,
         max_tokens: options.max_tokens,
         single_max_turns: options.single_max_turns,
+        oneshot_max_tokens: options.oneshot_max_tokens,
         extra_args: options.extra_args.clone(),
         tasks: tasks.iter().map(|t| t.name.clone()).collect(),
         interrupted,

@@ -56,6 +56,27 @@ pub struct RunRecord {
     /// `run_finished.error`, or why there was no result.
     pub error: Option<String>,
     pub verify: VerifyResult,
+    /// What the oneshot arm's answer held and what became of it (that arm only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oneshot: Option<OneshotRecord>,
+}
+
+/// The oneshot arm's prompt and answer: which files it showed, which the answer wrote, and
+/// why anything was left out. Paths are as the answer wrote them, cut and stripped of control
+/// characters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OneshotRecord {
+    /// Files of the repository shown whole in the prompt.
+    pub files_shown: u32,
+    /// Files named in the prompt but not shown, with why (binary, too large, no room).
+    pub files_not_shown: Vec<String>,
+    /// Files the answer wrote, in answer order.
+    pub written: Vec<String>,
+    /// Files the answer gave that were not written, with why (a path outside the
+    /// repository, into `.git`, through a symlink).
+    pub refused: Vec<String>,
+    /// Blocks of the answer that were not files (no path line, a fence never closed).
+    pub problems: Vec<String>,
 }
 
 /// Totals for one arm.
@@ -112,7 +133,7 @@ impl ArmSummary {
     /// One line a person reads at the end of an eval.
     pub fn line(&self) -> String {
         format!(
-            "{:<6} completed {}/{} ({}) · false completions {}/{} claims ({}) · repeated discovery {}/{} ({}) · tokens {} prompt + {} generated · {} rounds · wall {:.1} s",
+            "{:<7} completed {}/{} ({}) · false completions {}/{} claims ({}) · repeated discovery {}/{} ({}) · tokens {} prompt + {} generated · {} rounds · wall {:.1} s",
             self.arm.as_str(),
             self.completed,
             self.runs,
@@ -161,6 +182,10 @@ pub struct EvalResults {
     /// Tokens per turn, both arms (`None`: ralph-tui's default).
     pub max_tokens: Option<u32>,
     pub single_max_turns: u32,
+    /// `--oneshot-max-tokens` (`None`: the Ralph arm's generated tokens, at least room for the
+    /// task's files).
+    #[serde(default)]
+    pub oneshot_max_tokens: Option<u32>,
     /// Extra arguments every ralph-tui run got.
     pub extra_args: Vec<String>,
     pub tasks: Vec<String>,
@@ -226,6 +251,16 @@ impl EvalResults {
             self.max_tokens
                 .map_or_else(|| "default".to_string(), |t| t.to_string()),
         );
+        if self.arms.contains(&Arm::Oneshot) {
+            let _ = writeln!(
+                md,
+                "- oneshot arm: one generation, no tools, whole files written by the harness · token cap {}",
+                self.oneshot_max_tokens.map_or_else(
+                    || "= the Ralph arm's generated tokens, at least room for the task's files".to_string(),
+                    |t| t.to_string()
+                ),
+            );
+        }
         let _ = writeln!(md, "- ran {} → {}", self.started_at, self.finished_at);
         if !self.extra_args.is_empty() {
             let _ = writeln!(
@@ -262,6 +297,7 @@ impl EvalResults {
                 seconds(s.wall_ms),
             );
         }
+        self.arms_side_by_side(&mut md);
         let _ = writeln!(
             md,
             "\n| task | arm | seed | verify | worker status | false completion | repeated discovery | rounds | prompt tok | gen tok | budget | wall |"
@@ -291,6 +327,60 @@ impl EvalResults {
             );
         }
         md
+    }
+}
+
+impl EvalResults {
+    /// One row per task and seed, one column per arm: the verify verdict, and for the agent
+    /// arms the worker's claim, so the arms compare at a glance.
+    fn arms_side_by_side(&self, md: &mut String) {
+        let mut header = String::from("\n| task | seed |");
+        let mut rule = String::from("|---|---:|");
+        for arm in &self.arms {
+            header.push_str(&format!(" {} |", arm.as_str()));
+            rule.push_str("---|");
+        }
+        let _ = writeln!(md, "{header}\n{rule}");
+        let mut rows: Vec<(&str, u32)> = Vec::new();
+        for r in &self.runs {
+            if !rows.contains(&(r.task.as_str(), r.seed)) {
+                rows.push((r.task.as_str(), r.seed));
+            }
+        }
+        for (task, seed) in rows {
+            let mut line = format!("| {task} | {seed} |");
+            for &arm in &self.arms {
+                let run = self
+                    .runs
+                    .iter()
+                    .find(|r| r.task == task && r.seed == seed && r.arm == arm);
+                let cell = match run {
+                    None => "–".to_string(),
+                    Some(r) => cell(r),
+                };
+                line.push_str(&format!(" {cell} |"));
+            }
+            let _ = writeln!(md, "{line}");
+        }
+    }
+}
+
+/// A run in the side-by-side table: `pass`/`fail`, then what the worker said (its status,
+/// or for the oneshot arm the files its answer wrote).
+fn cell(r: &RunRecord) -> String {
+    let verdict = if r.completed { "pass" } else { "fail" };
+    match &r.oneshot {
+        Some(o) => format!(
+            "{verdict} · {} written{}",
+            o.written.len(),
+            if o.refused.is_empty() {
+                String::new()
+            } else {
+                format!(", {} refused", o.refused.len())
+            }
+        ),
+        None if r.false_completion => format!("{verdict} · {} (**false**)", r.status),
+        None => format!("{verdict} · {}", r.status),
     }
 }
 

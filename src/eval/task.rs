@@ -2,7 +2,8 @@
 //!
 //! A task is a folder: `objective.txt`, `repo/` (the starting repository's files), `verify`
 //! (a POSIX shell script, exit 0 = done, kept outside `repo/` so the worker never sees it) and,
-//! for the script backend, `script.json`. Every run starts from a fresh copy of `repo/` with
+//! for the script backend, `script.json` (the agent arms' scripted worker) and `oneshot.txt`
+//! (the oneshot arm's canned answer). Every run starts from a fresh copy of `repo/` with
 //! one commit made under a fixed identity and date, so the starting tree and commit are the
 //! same for every run.
 
@@ -26,6 +27,8 @@ pub struct Task {
     pub verify: PathBuf,
     /// `script.json`, when the task has one.
     pub script: Option<PathBuf>,
+    /// `oneshot.txt`, the oneshot arm's answer under the script backend, when there is one.
+    pub oneshot: Option<PathBuf>,
 }
 
 impl Task {
@@ -58,6 +61,7 @@ impl Task {
             return Err(bad("it has no verify script"));
         }
         let script = Some(dir.join("script.json")).filter(|p| p.is_file());
+        let oneshot = Some(dir.join("oneshot.txt")).filter(|p| p.is_file());
         Ok(Self {
             name,
             dir: dir.to_path_buf(),
@@ -65,6 +69,7 @@ impl Task {
             repo,
             verify,
             script,
+            oneshot,
         })
     }
 

@@ -4,6 +4,7 @@
 //! file, reads what the events add up to, runs the task's verify script on the final tree, and
 //! scrubs this machine's paths out of everything that goes into the results.
 
+use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,6 +30,77 @@ pub(super) struct Setup<'a> {
     pub scratch: &'a Path,
 }
 
+/// What differs between the ralph-tui runs of one eval.
+pub(super) struct Invocation<'a> {
+    pub workspace: &'a Path,
+    pub run_dir: PathBuf,
+    pub seed: u32,
+    pub max_rounds: u32,
+    pub max_turns: Option<u32>,
+    pub max_tokens: Option<u32>,
+    pub token_budget: Option<u64>,
+    /// The script for the script backend.
+    pub script: Option<&'a Path>,
+}
+
+impl Setup<'_> {
+    /// The ralph-tui arguments of one run (after the program's name), so every arm runs under
+    /// the same settings: the backend, the model, the seed, the extra arguments.
+    pub(super) fn ralph_args(
+        &self,
+        task: &Task,
+        run: &Invocation<'_>,
+    ) -> Result<Vec<OsString>, EvalError> {
+        let options = self.options;
+        let mut args: Vec<OsString> = vec![
+            "--headless".into(),
+            "-C".into(),
+            run.workspace.into(),
+            "--run-dir".into(),
+            run.run_dir.clone().into(),
+            "--config".into(),
+            self.config.clone().into(),
+            "--seed".into(),
+            run.seed.to_string().into(),
+            "-n".into(),
+            run.max_rounds.to_string().into(),
+        ];
+        match (&self.model, run.script) {
+            // A model server named in the extra arguments, which carry `--backend` and `-m`.
+            _ if options.server_backend().is_some() => {}
+            (Some(model), _) => {
+                args.extend(["--backend".into(), "llama".into(), "--model".into()]);
+                args.push(model.into());
+            }
+            (None, Some(script)) => {
+                args.push("--backend".into());
+                let mut value = OsString::from("script:");
+                value.push(script);
+                args.push(value);
+            }
+            (None, None) => {
+                return Err(EvalError::Task {
+                    task: task.name.clone(),
+                    message: "it has no script.json, which the script backend needs".into(),
+                })
+            }
+        }
+        if let Some(turns) = run.max_turns {
+            args.extend(["--max-turns".into(), turns.to_string().into()]);
+        }
+        if let Some(tokens) = run.max_tokens {
+            args.extend(["--max-tokens".into(), tokens.to_string().into()]);
+        }
+        if let Some(budget) = run.token_budget {
+            args.extend(["--token-budget".into(), budget.to_string().into()]);
+        }
+        args.extend(options.extra_args.iter().map(OsString::from));
+        args.push("--objective-file".into());
+        args.push(task.objective_file.clone().into());
+        Ok(args)
+    }
+}
+
 /// One task × arm × seed. `None` when the eval was cancelled during it.
 pub(super) fn run_one(
     setup: &Setup<'_>,
@@ -47,55 +119,24 @@ pub(super) fn run_one(
     let (max_rounds, max_turns) = match arm {
         Arm::Ralph => (options.rounds, options.max_turns),
         Arm::Single => (1, Some(options.single_max_turns)),
+        // The oneshot arm has its own trial (`oneshot`); as an agent run it would be one turn.
+        Arm::Oneshot => (1, Some(1)),
     };
+    let args = setup.ralph_args(
+        task,
+        &Invocation {
+            workspace: &workspace,
+            run_dir: dir.join("run"),
+            seed,
+            max_rounds,
+            max_turns,
+            max_tokens: options.max_tokens,
+            token_budget,
+            script: task.script.as_deref(),
+        },
+    )?;
     let mut command = Command::new(&options.ralph_bin);
-    command
-        .arg("--headless")
-        .arg("-C")
-        .arg(&workspace)
-        .arg("--run-dir")
-        .arg(dir.join("run"))
-        .arg("--config")
-        .arg(&setup.config)
-        .arg("--seed")
-        .arg(seed.to_string())
-        .arg("-n")
-        .arg(max_rounds.to_string());
-    match (&setup.model, &task.script) {
-        // A model server named in the extra arguments, which carry `--backend` and `-m`.
-        _ if options.server_backend().is_some() => {}
-        (Some(model), _) => {
-            command
-                .arg("--backend")
-                .arg("llama")
-                .arg("--model")
-                .arg(model);
-        }
-        (None, Some(script)) => {
-            command
-                .arg("--backend")
-                .arg(format!("script:{}", script.display()));
-        }
-        (None, None) => {
-            return Err(EvalError::Task {
-                task: task.name.clone(),
-                message: "it has no script.json, which the script backend needs".into(),
-            })
-        }
-    }
-    if let Some(turns) = max_turns {
-        command.arg("--max-turns").arg(turns.to_string());
-    }
-    if let Some(tokens) = options.max_tokens {
-        command.arg("--max-tokens").arg(tokens.to_string());
-    }
-    if let Some(budget) = token_budget {
-        command.arg("--token-budget").arg(budget.to_string());
-    }
-    command
-        .args(&options.extra_args)
-        .arg("--objective-file")
-        .arg(&task.objective_file);
+    command.args(args);
 
     let events_path = dir.join("events.jsonl");
     let stderr_path = dir.join("stderr.txt");
@@ -128,14 +169,8 @@ pub(super) fn run_one(
     let Some(mut verify) = verify(task, &workspace, &dir, options.verify_timeout, cancel)? else {
         return Ok(None);
     };
-    // The results are meant to be committed: no paths of this machine in them.
-    let places = [
-        (workspace.as_path(), "<workspace>"),
-        (dir.as_path(), "<run>"),
-        (setup.scratch, "<scratch>"),
-        (task.dir.as_path(), "<task>"),
-    ];
-    verify.output_tail = scrub_paths(&verify.output_tail, &places);
+    let scrub = |text: &str| scrub_run(text, setup, task, &dir);
+    verify.output_tail = scrub(&verify.output_tail);
     let claimed_complete = metrics.status.as_deref() == Some("complete");
     let error = metrics.error.clone().or_else(|| {
         metrics.status.is_none().then(|| {
@@ -150,7 +185,7 @@ pub(super) fn run_one(
             )
         })
     });
-    let error = error.map(|e| scrub_paths(&e, &places));
+    let error = error.map(|e| scrub(&e));
     Ok(Some(RunRecord {
         task: task.name.clone(),
         arm,
@@ -173,11 +208,12 @@ pub(super) fn run_one(
         timed_out: finished.timed_out,
         error,
         verify,
+        oneshot: None,
     }))
 }
 
 /// Runs the task's verify script on the final tree. `None` when cancelled.
-fn verify(
+pub(super) fn verify(
     task: &Task,
     workspace: &Path,
     dir: &Path,
@@ -210,6 +246,19 @@ fn verify(
     }))
 }
 
+/// A run's text with this machine's paths replaced by placeholders: the results are meant
+/// to be committed.
+pub(super) fn scrub_run(text: &str, setup: &Setup<'_>, task: &Task, dir: &Path) -> String {
+    let workspace = dir.join("workspace");
+    let places = [
+        (workspace.as_path(), "<workspace>"),
+        (dir, "<run>"),
+        (setup.scratch, "<scratch>"),
+        (task.dir.as_path(), "<task>"),
+    ];
+    scrub_paths(text, &places)
+}
+
 /// Replaces each path (as given and canonical) with its placeholder, in the order given.
 pub fn scrub_paths(text: &str, places: &[(&Path, &str)]) -> String {
     let mut out = text.to_string();
@@ -225,6 +274,6 @@ pub fn scrub_paths(text: &str, places: &[(&Path, &str)]) -> String {
     out
 }
 
-fn millis(d: Duration) -> u64 {
+pub(super) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

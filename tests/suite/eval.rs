@@ -250,18 +250,20 @@ fn a_spent_token_budget_ends_the_single_arm_budget_limited() {
 fn the_binary_writes_json_and_markdown_and_prints_a_line_per_arm() {
     let tmp = tempfile::tempdir().unwrap();
     let tasks = tmp.path().join("tasks");
-    task(
+    let easy = task(
         &tasks,
         "easy",
         VERIFY_DONE_FILE,
         vec![turns(&[create_done(false), complete_report("done")])],
     );
-    task(
+    oneshot_answer(&easy, "done.txt\n```\nok\n```\n");
+    let liar = task(
         &tasks,
         "liar",
         VERIFY_ALWAYS_FAILS,
         vec![turns(&[complete_report("done")])],
     );
+    oneshot_answer(&liar, "Nothing to change.\n");
     let out_dir = tmp.path().join("out");
     let out = Command::new(EVAL_BIN)
         .args(["--backend", "script", "--rounds", "2", "--seeds", "3"])
@@ -289,7 +291,18 @@ fn the_binary_writes_json_and_markdown_and_prints_a_line_per_arm() {
             .any(|l| l.starts_with("single") && l.contains("false completions 1/2")),
         "{stdout}"
     );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("oneshot") && l.contains("completed 1/2")),
+        "{stdout}"
+    );
     assert!(stderr.contains("FALSE COMPLETION"), "{stderr}");
+    assert!(
+        stderr
+            .contains("easy · oneshot · seed 3: verify pass · answer answered · 1 file(s) written"),
+        "{stderr}"
+    );
 
     let mut written: Vec<String> = std::fs::read_dir(&out_dir)
         .unwrap()
@@ -303,7 +316,8 @@ fn the_binary_writes_json_and_markdown_and_prints_a_line_per_arm() {
     assert_eq!(results.backend, "script");
     assert_eq!(results.model, None);
     assert_eq!(results.seeds, [3]);
-    assert_eq!(results.runs.len(), 4);
+    assert_eq!(results.runs.len(), 6);
+    assert_eq!(results.arms, [Arm::Ralph, Arm::Single, Arm::Oneshot]);
     assert!(results.ralph_version.starts_with("ralph-tui "));
     let md = std::fs::read_to_string(out_dir.join(&written[1])).unwrap();
     assert!(
@@ -312,6 +326,19 @@ fn the_binary_writes_json_and_markdown_and_prints_a_line_per_arm() {
     );
     assert!(
         md.contains("| easy | single | 3 | pass | complete | no |"),
+        "{md}"
+    );
+    // The arms side by side: one column each.
+    assert!(
+        md.contains("| task | seed | ralph | single | oneshot |\n|---|---:|---|---|---|\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| easy | 3 | pass · complete | pass · complete | pass · 1 written |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| liar | 3 | fail · complete (**false**) | fail · complete (**false**) | fail · 0 written |"),
         "{md}"
     );
     let text = std::fs::read_to_string(&json_path).unwrap();
@@ -433,4 +460,167 @@ fn the_shipped_tasks_play_their_scripts_as_documented() {
         .find(|r| r.task.contains("config-port"))
         .map(|r| (r.discovery.repeated, r.discovery.calls));
     assert_eq!(repeated, Some((1, 3)));
+}
+
+/// Gives a task folder the oneshot arm's canned answer.
+fn oneshot_answer(task_dir: &Path, answer: &str) {
+    std::fs::write(task_dir.join("oneshot.txt"), answer).unwrap();
+}
+
+/// The shipped tasks' canned oneshot answers solve them: each answer is parsed, its files are
+/// written into the workspace and the task's own verify script passes (the Rust task is left
+/// out: it would run cargo inside the test run).
+#[test]
+fn the_shipped_oneshot_answers_are_written_and_pass_verify() {
+    let tasks = Path::new(env!("CARGO_MANIFEST_DIR")).join("evals/tasks");
+    let mut o = options(&tasks, 3, &[Arm::Oneshot]);
+    o.filters = [
+        "create-file",
+        "fix-typo",
+        "config-port",
+        "shell-greet",
+        "py-slugify",
+        "py-median",
+        "py-inventory",
+        "rename-api",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let results = run(&o);
+    assert_eq!(results.runs.len(), 8);
+    for r in &results.runs {
+        let oneshot = r.oneshot.as_ref().unwrap();
+        assert!(r.completed, "{r:?}");
+        assert_eq!(r.status, "answered");
+        assert!(
+            oneshot.refused.is_empty() && oneshot.problems.is_empty(),
+            "{r:?}"
+        );
+        assert!(oneshot.files_shown > 0 && oneshot.files_not_shown.is_empty());
+        assert!(r.prompt_tokens > 0 && r.generated_tokens > 0);
+        assert!(!r.claimed_complete && !r.false_completion && r.tool_calls == 0);
+    }
+    let written = |name: &str| {
+        let r = results.runs.iter().find(|r| r.task.contains(name)).unwrap();
+        r.oneshot.as_ref().unwrap().written.clone()
+    };
+    assert_eq!(written("create-file"), ["hello.txt"]);
+    // `**config/app.ini**` and a language tag are read as the plain listing.
+    assert_eq!(written("config-port"), ["config/app.ini"]);
+    assert_eq!(
+        written("rename-api"),
+        [
+            "shop/users.py",
+            "shop/orders.py",
+            "shop/billing.py",
+            "shop/cli.py"
+        ]
+    );
+    let s = &results.summary[0];
+    assert_eq!(
+        (s.arm, s.runs, s.completed, s.claims),
+        (Arm::Oneshot, 8, 8, 0)
+    );
+}
+
+/// A hostile or broken answer: paths that leave the workspace, go into .git or are absolute
+/// are refused and named; a block without a path and a block cut off are not written; the
+/// one good file is written and verify judges the tree.
+#[test]
+fn a_hostile_oneshot_answer_writes_only_inside_the_workspace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    let dir = task(&tasks, "hostile", VERIFY_DONE_FILE, vec![]);
+    let outside = tmp.path().join("outside.txt");
+    let answer = format!(
+        "Here goes.\n\n../../../../outside.txt\n```\nescaped\n```\n\n{abs}\n```\nabsolute\n```\n\n\
+.git/hooks/post-commit\n```sh\n#!/bin/sh\necho owned\n```\n\nsub/../../x.txt\n```\nx\n```\n\n\
+Then run:\n```sh\nrm -rf /\n```\n\ndone.txt\n```\nok\n```\n\nREADME.md\n```\ncut off mid-way",
+        abs = outside.display()
+    );
+    oneshot_answer(&dir, &answer);
+    let keep = tmp.path().join("kept");
+    let mut o = options(&tasks, 1, &[Arm::Oneshot]);
+    o.keep_in = Some(keep.clone());
+    let results = run(&o);
+    let r = only(&results, "hostile", Arm::Oneshot);
+    let oneshot = r.oneshot.as_ref().unwrap();
+    assert!(r.completed, "{r:?}");
+    assert_eq!(oneshot.written, ["done.txt"]);
+    assert_eq!(oneshot.refused.len(), 4, "{oneshot:?}");
+    assert!(
+        oneshot.refused[0].contains("'..' leads outside"),
+        "{oneshot:?}"
+    );
+    assert!(
+        oneshot.refused[1].contains("an absolute path"),
+        "{oneshot:?}"
+    );
+    assert!(oneshot.refused[2].contains("inside .git"), "{oneshot:?}");
+    assert!(
+        oneshot.refused[3].contains("'..' leads outside"),
+        "{oneshot:?}"
+    );
+    assert_eq!(oneshot.problems.len(), 2, "{oneshot:?}");
+    assert!(oneshot.problems[0].contains("has no path line"));
+    assert!(oneshot.problems[1].starts_with("'README.md': its block"));
+    assert!(!outside.exists());
+    let scratch = std::fs::read_dir(&keep)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let workspace = scratch.join("hostile-oneshot-s1/workspace");
+    assert!(!workspace.join(".git/hooks/post-commit").exists());
+    assert!(!tmp.path().join("x.txt").exists() && !scratch.join("x.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("README.md")).unwrap(),
+        "# task\n",
+        "a block cut off leaves the file as it was"
+    );
+    // What the model saw and said is kept beside the workspace.
+    let prompt = std::fs::read_to_string(scratch.join("hostile-oneshot-s1/prompt.txt")).unwrap();
+    assert!(
+        prompt.contains("objective of hostile") && prompt.contains("README.md\n```\n# task\n```")
+    );
+    // The answer's own absolute path is the model's text; the harness's paths are scrubbed.
+    let json = serde_json::to_string(&results).unwrap();
+    assert!(!json.contains(&*keep.to_string_lossy()), "{json}");
+    assert!(!json.contains(&*tasks.to_string_lossy()), "{json}");
+}
+
+/// Without a Ralph arm to take it from, the answer's cap is room for the repository's text
+/// plus --max-tokens; --oneshot-max-tokens overrides it. A task without oneshot.txt cannot run
+/// the arm on the script backend.
+#[test]
+fn the_oneshot_cap_and_a_missing_answer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    let dir = task(&tasks, "cap", VERIFY_DONE_FILE, vec![]);
+    oneshot_answer(&dir, "done.txt\n```\nok\n```\n");
+    let mut o = options(&tasks, 1, &[Arm::Oneshot]);
+    let r = run(&o).runs.remove(0);
+    // README.md is 7 bytes: 384 + ceil(7 / 3).
+    assert_eq!(r.token_budget, Some(387));
+    assert!(r.completed);
+    o.oneshot_max_tokens = Some(1000);
+    assert_eq!(run(&o).runs[0].token_budget, Some(1000));
+
+    std::fs::remove_file(dir.join("oneshot.txt")).unwrap();
+    let e = eval::run(&o, &CancellationToken::new(), &mut |_| {}).unwrap_err();
+    assert!(e.is_usage() && e.to_string().contains("oneshot.txt"), "{e}");
+}
+
+#[test]
+fn ralph_eval_help_explains_the_oneshot_arm() {
+    let out = Command::new(EVAL_BIN).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(code(&out), 0);
+    assert!(help.contains("[default: ralph,single,oneshot]"), "{help}");
+    assert!(
+        help.contains("whole files") && help.contains("--oneshot-max-tokens"),
+        "{help}"
+    );
 }
