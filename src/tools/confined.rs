@@ -109,6 +109,10 @@ impl Root {
 
     /// Writes `bytes` as the whole content of the regular file `rel`, creating it and its
     /// missing parent directories beneath the root. Returns whether the file existed.
+    ///
+    /// Atomic: the bytes go to a new file in the same directory, which is synced and then
+    /// renamed over `rel` (keeping an existing file's permission bits). When anything fails
+    /// (a full disk, a quota) the temporary file is removed and `rel` is as it was.
     pub fn write(&self, rel: &Path, bytes: &[u8]) -> Result<bool, Refusal> {
         let (parents, name) = split_last(rel)?;
         let mut dir = rfs::openat(
@@ -124,24 +128,72 @@ impl Root {
             }
             dir = step(&dir, part)?;
         }
-        let base = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let (fd, existed) = match rfs::openat(
+        let old_mode = match rfs::openat(
             &dir,
             name,
-            base | OFlags::CREATE | OFlags::EXCL,
-            Mode::from_raw_mode(0o666),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
         ) {
-            Ok(fd) => (fd, false),
-            Err(Errno::EXIST) => (rfs::openat(&dir, name, base, Mode::empty())?, true),
+            Ok(fd) => match classify(fd)? {
+                Opened::File { file, .. } => Some(rfs::fstat(&file)?.st_mode & 0o7777),
+                Opened::Dir(_) => return Err(Refusal::Directory),
+            },
+            Err(Errno::NOENT) => None,
             Err(e) => return Err(e.into()),
         };
-        let Opened::File { file, .. } = classify(fd)? else {
-            return Err(Refusal::Directory);
-        };
-        rfs::ftruncate(&file, 0)?;
-        let mut file = file;
-        file.write_all(bytes).map_err(Refusal::Io)?;
-        Ok(existed)
+        let (temp_name, file) = create_temp(&dir, name)?;
+        let written = (|| {
+            if let Some(mode) = old_mode {
+                rfs::fchmod(&file, Mode::from_raw_mode(mode))?;
+            }
+            let mut file = File::from(file);
+            file.write_all(bytes).map_err(Refusal::Io)?;
+            file.sync_all().map_err(Refusal::Io)?;
+            rfs::renameat(&dir, &temp_name, &dir, name)?;
+            Ok(())
+        })();
+        if let Err(e) = written {
+            let _ = rfs::unlinkat(&dir, &temp_name, AtFlags::empty());
+            return Err(e);
+        }
+        // The rename itself is durable once the directory is synced; a failure here loses
+        // nothing that was there before, so it is not an error.
+        if let Ok(d) = rfs::openat(
+            &dir,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            let _ = rfs::fsync(&d);
+        }
+        Ok(old_mode.is_some())
+    }
+}
+
+/// Creates a new, empty file beside `name` in `dir` for an atomic replace: a dot-name that
+/// says what it is, with the process id and a counter, made with `O_EXCL`.
+fn create_temp(
+    dir: &OwnedFd,
+    name: &std::ffi::OsStr,
+) -> Result<(std::ffi::OsString, OwnedFd), Refusal> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = name.to_string_lossy();
+    let stem = crate::text::cut_at_char_boundary(&name, 64);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let temp =
+            std::ffi::OsString::from(format!(".{stem}.ralph-tmp-{}-{n}", std::process::id()));
+        match rfs::openat(
+            dir,
+            temp.as_os_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        ) {
+            Ok(fd) => return Ok((temp, fd)),
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 

@@ -319,6 +319,16 @@ pub(super) fn write_files(top: &Path, tree: Oid, paths: &[Vec<u8>]) -> Result<()
     if paths.is_empty() {
         return Ok(());
     }
+    // libgit2 follows a symlinked directory on the way to a path; never write through one.
+    for path in paths {
+        if let Some(link) = super::unsafe_parent(top, &path_from_bytes(path)) {
+            return Err(git2::Error::from_str(&format!(
+                "{} is not a directory in the work tree (a symlink?), so {} is not written through it",
+                link.display(),
+                String::from_utf8_lossy(path)
+            )));
+        }
+    }
     let repo = Repository::open(top)?;
     let mut scratch = Index::new()?;
     repo.set_index(&mut scratch)?;

@@ -202,6 +202,24 @@ pub(crate) fn path_to_bytes(path: &Path) -> Vec<u8> {
     path.to_string_lossy().replace('\\', "/").into_bytes()
 }
 
+/// The first directory on the way to `rel` (relative to the work tree's top) that is a
+/// symlink, or anything else but a directory, in the work tree as it is now: writing or
+/// removing `rel` would then go through it, possibly outside the work tree. `None` when every
+/// parent is a real directory or missing (missing ones are made as directories).
+pub(crate) fn unsafe_parent(top: &Path, rel: &Path) -> Option<PathBuf> {
+    let mut at = PathBuf::new();
+    let parent = rel.parent()?;
+    for part in parent.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(top.join(&at)) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Some(at),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
 /// An index entry with blank stat data (git looks at the file when it next compares).
 pub(crate) fn index_entry(path: Vec<u8>, id: Oid, mode: u32) -> git2::IndexEntry {
     let zero = git2::IndexTime::new(0, 0);

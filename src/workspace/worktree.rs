@@ -213,8 +213,8 @@ impl WorktreeInfo {
         let ours = repo.find_tree(snapshot::take(&self.user_repo)?.0.tree)?;
         let run_paths = commit::changes(&repo, base.id(), theirs.id(), "")?;
         let mut merged = repo.merge_trees(&base, &ours, &theirs, None)?;
-        if merged.has_conflicts() {
-            let mut files = Vec::new();
+        let mut files = through_symlinks(&self.user_repo, &ours, run_paths.keys());
+        if merged.has_conflicts() || !files.is_empty() {
             for conflict in merged.conflicts()? {
                 let conflict = conflict?;
                 if let Some(entry) = conflict.our.or(conflict.their).or(conflict.ancestor) {
@@ -298,6 +298,38 @@ impl WorktreeInfo {
     pub fn discard(&self) -> Result<(), WorktreeError> {
         remove_in(&self.user_repo, &self.path, self.run_id())
     }
+}
+
+/// The run's paths that writing or removing in the user's work tree would do through a
+/// symlink: a parent that is a symlink (an ignored `vendor -> /elsewhere`), or the path itself
+/// a symlink the snapshot does not hold as one. Each is a conflict, named with the reason.
+fn through_symlinks<'a>(
+    top: &Path,
+    ours: &git2::Tree<'_>,
+    paths: impl Iterator<Item = &'a Vec<u8>>,
+) -> Vec<String> {
+    const SYMLINK: i32 = 0o120000;
+    let mut out = Vec::new();
+    for path in paths {
+        let rel = path_from_bytes(path);
+        let shown = String::from_utf8_lossy(path);
+        if let Some(link) = super::unsafe_parent(top, &rel) {
+            out.push(format!(
+                "{shown} ({} is a symlink or not a directory in your work tree)",
+                link.display()
+            ));
+            continue;
+        }
+        let is_link = std::fs::symlink_metadata(top.join(&rel))
+            .is_ok_and(|meta| meta.file_type().is_symlink());
+        let known_link = ours
+            .get_path(&rel)
+            .is_ok_and(|entry| entry.filemode() == SYMLINK);
+        if is_link && !known_link {
+            out.push(format!("{shown} (a symlink in your work tree)"));
+        }
+    }
+    out
 }
 
 /// `tree` with `paths` set to HEAD's entries (removed where HEAD has none).

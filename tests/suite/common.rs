@@ -274,3 +274,45 @@ pub fn script_settings(
     };
     ralph_tui::config::Settings::resolve(cli, dirs).unwrap()
 }
+
+/// A small tmpfs mounted for one test, unmounted when dropped.
+pub struct TinyFs {
+    pub dir: tempfile::TempDir,
+    mounted: PathBuf,
+}
+
+impl TinyFs {
+    /// `None` where mounting is not allowed (not root, or no CAP_SYS_ADMIN).
+    pub fn mount(size: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        Self::mount_on(dir, &path, size)
+    }
+
+    /// A tmpfs of `size` on `at` (made if missing), for a full disk inside a workspace.
+    pub fn mount_at(at: &Path, size: &str) -> Option<Self> {
+        std::fs::create_dir_all(at).unwrap();
+        Self::mount_on(tempfile::tempdir().unwrap(), at, size)
+    }
+
+    fn mount_on(dir: tempfile::TempDir, at: &Path, size: &str) -> Option<Self> {
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Self {
+            dir,
+            mounted: at.to_path_buf(),
+        })
+    }
+}
+
+impl Drop for TinyFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(&self.mounted)
+            .status();
+    }
+}

@@ -193,31 +193,6 @@ fn a_log_that_cannot_be_written_stops_the_run_with_whole_lines() {
     assert_eq!(last(&streamed)["status"], "cancelled");
 }
 
-/// A small tmpfs mounted for one test, unmounted when dropped.
-struct TinyFs {
-    dir: tempfile::TempDir,
-}
-
-impl TinyFs {
-    /// `None` where mounting is not allowed (not root, or no CAP_SYS_ADMIN).
-    fn mount(size: &str) -> Option<Self> {
-        let dir = tempfile::tempdir().unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then_some(Self { dir })
-    }
-}
-
-impl Drop for TinyFs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
-    }
-}
-
 /// A real full disk (a 64 KiB tmpfs) under the run directory: the run stops with exit 1 and
 /// one line naming the error, and every file of the log holds whole lines only. Skipped where
 /// this process may not mount (the file size limit test above covers the same path).

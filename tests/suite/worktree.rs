@@ -689,3 +689,55 @@ fn a_worktree_run_refused_before_it_starts_leaves_no_worktree_and_no_branch() {
     let r = git2::Repository::open(repo.path()).unwrap();
     assert!(r.worktrees().unwrap().is_empty());
 }
+
+/// An ignored `vendor -> <elsewhere>` symlink in the person's checkout; the worker empties
+/// `.gitignore` and writes `vendor/evil.txt`. Apply and commit list it as a conflict (naming
+/// the symlink) and write nothing, neither through the link nor anywhere else.
+#[test]
+fn apply_and_commit_never_write_through_a_symlink_in_the_checkout() {
+    let repo = TempRepo::new();
+    repo.write(".gitignore", "vendor\n");
+    repo.commit_all("ignore vendor");
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), repo.path().join("vendor")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let script = script(
+        home.path(),
+        vec![turns(&[
+            call("write_file", json!({"path": ".gitignore", "content": ""})),
+            call(
+                "write_file",
+                json!({"path": "vendor/evil.txt", "content": "planted\n"}),
+            ),
+            complete_report("vendor/evil.txt written"),
+        ])],
+    );
+    let out = ralph(home.path(), repo.path(), &script, &["plant it"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let info = info_of(&run_dir_of(&events(&out.stdout)));
+    let gitignore = repo.read(".gitignore");
+
+    match info.apply() {
+        Err(WorktreeError::Conflicts(files)) => {
+            assert_eq!(files.len(), 1, "{files:?}");
+            assert!(
+                files[0].starts_with("vendor/evil.txt (vendor is a symlink"),
+                "{files:?}"
+            );
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    match info.commit_on_current("commit it") {
+        Err(WorktreeError::Conflicts(files)) => assert!(files[0].starts_with("vendor/evil.txt")),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read_dir(elsewhere.path()).unwrap().count(),
+        0,
+        "written through the symlink"
+    );
+    assert_eq!(repo.read(".gitignore"), gitignore, "half applied");
+    assert!(info.tip().is_ok(), "the branch is kept for later");
+}

@@ -221,6 +221,38 @@ fn write_file_creates_parents_inside_the_workspace() {
     assert!(out.contains("directory"), "{out}");
 }
 
+/// A write that runs out of space (a 64 KiB tmpfs inside the workspace) fails and leaves the
+/// old file whole, with no temporary file beside it; the same for `edit_file`. Skipped, with
+/// a message, where this process may not mount.
+#[test]
+fn a_write_that_fails_leaves_the_old_file_intact() {
+    let bench = Bench::new();
+    let Some(_disk) = TinyFs::mount_at(&bench.repo.path().join("disk"), "64k") else {
+        eprintln!("skipped: mounting a tmpfs is not permitted here");
+        return;
+    };
+    let old = "print('old')\n".repeat(100);
+    bench.ok("write_file", json!({"path": "disk/a.py", "content": old}));
+    let big = "x".repeat(256 * 1024);
+    let out = bench.err("write_file", json!({"path": "disk/a.py", "content": big}));
+    assert!(out.contains("cannot write 'disk/a.py'"), "{out}");
+    assert_eq!(bench.repo.read("disk/a.py"), old);
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "disk/a.py", "old": "print('old')\n", "new": "y".repeat(1024), "count": 100}),
+    );
+    assert!(out.contains("disk/a.py"), "{out}");
+    assert_eq!(bench.repo.read("disk/a.py"), old);
+    let names: Vec<_> = std::fs::read_dir(bench.repo.path().join("disk"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["a.py"]);
+    // A new file that does not fit is not left behind half written either.
+    bench.err("write_file", json!({"path": "disk/new.py", "content": big}));
+    assert!(!bench.repo.path().join("disk/new.py").exists());
+}
+
 #[test]
 fn edit_file_needs_the_exact_match_count() {
     let bench = Bench::new();
