@@ -135,21 +135,24 @@ fn open_workspace(dir: &Path) -> Result<Workspace, UsageError> {
 /// Checks everything that depends on input before a run starts.
 pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
     open_workspace(&settings.workspace)?;
-    let backend = match &settings.backend {
-        BackendKind::Script(path) => BackendPlan::Script(ScriptBackend::load(path)?, path.clone()),
+    let mut settings = settings.clone();
+    let backend = match settings.backend.clone() {
+        BackendKind::Script(path) => BackendPlan::Script(ScriptBackend::load(&path)?, path),
         BackendKind::Llama => {
             let path = settings.model_path();
             if settings.model.is_none() && !path.exists() {
                 return Err(UsageError::NoModel);
             }
             crate::llm::model_file::check(&path)?;
+            take_model_defaults(&mut settings, &path);
             BackendPlan::Llama(path)
         }
         BackendKind::OpenAi(url) => {
-            let backend = crate::llm::openai::OpenAiBackend::connect(openai_config(url, settings))?;
+            let backend =
+                crate::llm::openai::OpenAiBackend::connect(openai_config(&url, &settings))?;
             let info = backend.info();
             BackendPlan::OpenAi {
-                url: url.clone(),
+                url,
                 model: backend.model().to_string(),
                 ctx_size: info.ctx_size,
             }
@@ -163,7 +166,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
     let fresh_run_dir = !run_dir.exists();
     intake::check_run_dir(&run_dir)?;
     Ok(Prepared {
-        settings: settings.clone(),
+        settings,
         backend,
         run_id,
         run_dir,
@@ -171,6 +174,17 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         resume: None,
         worktree: None,
     })
+}
+
+/// Fills the settings nobody set from the model file's metadata (see `model_defaults`). A
+/// header this program cannot read leaves the built-in defaults: loading the model judges
+/// the file.
+fn take_model_defaults(settings: &mut Settings, model: &Path) {
+    let Ok(meta) = crate::llm::model_file::ModelMeta::read(model) else {
+        return;
+    };
+    let bytes = std::fs::metadata(model).map_or(0, |m| m.len());
+    settings.take_model_defaults(&meta, bytes, crate::model_defaults::mem_available());
 }
 
 /// Moves a `--worktree` run into its own worktree: a new one (snapshot commit, branch
@@ -472,6 +486,7 @@ fn run_on_this_thread(
                 api_key_env: settings.api_key_env.clone(),
                 request_timeout_s: settings.request_timeout_s,
                 inference: settings.inference.clone(),
+                sources: settings.sources.clone(),
             },
             repo_root,
             resumed_from,

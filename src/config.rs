@@ -10,13 +10,19 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::Cli;
 use crate::error::UsageError;
+use crate::llm::model_file::ModelMeta;
 pub use crate::options::BackendKind;
 use crate::options::{ApprovalPolicyArg, Options, SandboxModeArg};
 pub use crate::options::{Hooks, NotifyMode};
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
-/// The default model's file name inside the cache dir (see `make model`).
-pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+/// The default model's file name inside the cache dir (see `make model`): Qwen2.5-Coder-1.5B
+/// Instruct, Q4_K_M.
+pub const DEFAULT_MODEL_FILE: &str = "Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf";
+
+/// The test suite's model inside the cache dir (`make model` fetches it too): SmolLM2-135M
+/// Instruct, Q4_1, small enough for real-model tests to stay quick.
+pub const TEST_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
 /// Reads a config file into the options it sets; a missing default file sets none, a
 /// malformed one (bad syntax, unknown key, bad value) is an error naming the file and line.
@@ -84,6 +90,11 @@ impl Dirs {
     pub fn default_model(&self) -> PathBuf {
         self.cache.join("models").join(DEFAULT_MODEL_FILE)
     }
+
+    /// The test suite's model (see [`TEST_MODEL_FILE`]).
+    pub fn test_model(&self) -> PathBuf {
+        self.cache.join("models").join(TEST_MODEL_FILE)
+    }
 }
 
 impl From<SandboxModeArg> for SandboxMode {
@@ -122,6 +133,28 @@ pub struct InferenceSettings {
     pub seed: u32,
 }
 
+/// Where a setting's value came from, as `run.json`'s `settings.sources` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Given on the command line.
+    CommandLine,
+    /// Set in the config file.
+    ConfigFile,
+    /// Taken from the run a resumed run continues (its `run.json`).
+    ResumedRun,
+    /// Read from the model file's metadata (for the context: its trained context, at most
+    /// 16,384 tokens).
+    Model,
+    /// The model's context, lowered to what free memory holds for the KV cache.
+    MemoryCap,
+    /// The built-in default.
+    Default,
+}
+
+/// Where each inference setting came from, by option name (`ctx_size`, `temperature`, ...).
+pub type Sources = std::collections::BTreeMap<String, Source>;
+
 /// Everything one run needs, resolved and validated.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -144,6 +177,8 @@ pub struct Settings {
     pub token_budget: Option<u64>,
     pub chat_format: Option<String>,
     pub inference: InferenceSettings,
+    /// Where each of `inference`'s values came from.
+    pub sources: Sources,
     /// With `openai:URL`: the variable holding the API key (never the key itself).
     pub api_key_env: String,
     /// With `openai:URL`: how long a request may wait for the server, in seconds.
@@ -189,6 +224,7 @@ impl Settings {
     /// Validates `options` (already layered) with what only the command line says; `--resume`
     /// layers the command line over the old run's settings instead of over the config file.
     pub fn layered(cli: Cli, options: Options, dirs: Dirs) -> Result<Self, UsageError> {
+        let sources = inference_sources(&cli.options, &options);
         let options = options.resolve();
 
         let objective = match (&cli.objective, &cli.objective_file) {
@@ -219,17 +255,20 @@ impl Settings {
             ));
         }
 
+        let builtin = crate::model_defaults::CODING;
         let inference = InferenceSettings {
-            ctx_size: options.ctx_size,
+            ctx_size: options
+                .ctx_size
+                .unwrap_or(crate::model_defaults::FALLBACK_CTX),
             threads: options.threads.unwrap_or_else(default_threads),
             gpu_layers: options.gpu_layers,
             batch_size: options.batch_size,
             max_tokens: options.max_tokens,
-            temperature: options.temperature,
-            top_k: options.top_k,
-            top_p: options.top_p,
-            min_p: options.min_p,
-            repeat_penalty: options.repeat_penalty,
+            temperature: options.temperature.unwrap_or(builtin.temperature),
+            top_k: options.top_k.unwrap_or(builtin.top_k),
+            top_p: options.top_p.unwrap_or(builtin.top_p),
+            min_p: options.min_p.unwrap_or(builtin.min_p),
+            repeat_penalty: options.repeat_penalty.unwrap_or(builtin.repeat_penalty),
             seed: options.seed,
         };
         if inference.ctx_size < 256 {
@@ -270,6 +309,7 @@ impl Settings {
             token_budget: options.token_budget,
             chat_format: options.chat_format.map(String::from),
             inference,
+            sources,
             api_key_env: options.api_key_env,
             request_timeout_s: options.request_timeout,
             prefix_cache: !options.no_prefix_cache,
@@ -286,4 +326,103 @@ impl Settings {
             .clone()
             .unwrap_or_else(|| self.dirs.default_model())
     }
+
+    /// Fills the settings nobody set (source [`Source::Default`]) from the model's metadata:
+    /// the context size from its trained context, capped by `available` memory (bytes, where
+    /// known) less the model's `model_bytes`; sampling from its `general.sampling.*` keys.
+    /// Values set on the command line, in the config file or by a resumed run stay as set.
+    pub fn take_model_defaults(
+        &mut self,
+        meta: &ModelMeta,
+        model_bytes: u64,
+        available: Option<u64>,
+    ) {
+        use crate::model_defaults as defaults;
+        if self.sources.get("ctx_size") == Some(&Source::Default) {
+            let choice = defaults::context_size(
+                meta.trained_context(),
+                meta.kv_bytes_per_token(defaults::KV_BYTES_PER_VALUE),
+                available.map(|a| defaults::kv_budget(a, model_bytes)),
+            );
+            self.inference.ctx_size = choice.ctx_size;
+            self.sources.insert("ctx_size".into(), choice.source);
+        }
+        let hints = defaults::model_sampling(meta);
+        let (sources, inference) = (&mut self.sources, &mut self.inference);
+        fill(
+            sources,
+            "temperature",
+            &mut inference.temperature,
+            hints.temperature,
+        );
+        fill(sources, "top_k", &mut inference.top_k, hints.top_k);
+        fill(sources, "top_p", &mut inference.top_p, hints.top_p);
+        fill(sources, "min_p", &mut inference.min_p, hints.min_p);
+        fill(
+            sources,
+            "repeat_penalty",
+            &mut inference.repeat_penalty,
+            hints.repeat_penalty,
+        );
+    }
+}
+
+/// Sets `value` to the model's `hint` when nobody set it (its source is the default).
+fn fill<T>(sources: &mut Sources, key: &str, value: &mut T, hint: Option<T>) {
+    if let Some(hint) = hint {
+        if sources.get(key) == Some(&Source::Default) {
+            *value = hint;
+            sources.insert(key.to_string(), Source::Model);
+        }
+    }
+}
+
+/// Where each inference option comes from: the command line where `cli` sets it, else the
+/// config file where `layered` (the layers together) does, else the built-in default.
+fn inference_sources(cli: &Options, layered: &Options) -> Sources {
+    let pick = |on_cli: bool, set: bool| match (on_cli, set) {
+        (true, _) => Source::CommandLine,
+        (false, true) => Source::ConfigFile,
+        (false, false) => Source::Default,
+    };
+    [
+        (
+            "ctx_size",
+            cli.ctx_size.is_some(),
+            layered.ctx_size.is_some(),
+        ),
+        ("threads", cli.threads.is_some(), layered.threads.is_some()),
+        (
+            "gpu_layers",
+            cli.gpu_layers.is_some(),
+            layered.gpu_layers.is_some(),
+        ),
+        (
+            "batch_size",
+            cli.batch_size.is_some(),
+            layered.batch_size.is_some(),
+        ),
+        (
+            "max_tokens",
+            cli.max_tokens.is_some(),
+            layered.max_tokens.is_some(),
+        ),
+        (
+            "temperature",
+            cli.temperature.is_some(),
+            layered.temperature.is_some(),
+        ),
+        ("top_k", cli.top_k.is_some(), layered.top_k.is_some()),
+        ("top_p", cli.top_p.is_some(), layered.top_p.is_some()),
+        ("min_p", cli.min_p.is_some(), layered.min_p.is_some()),
+        (
+            "repeat_penalty",
+            cli.repeat_penalty.is_some(),
+            layered.repeat_penalty.is_some(),
+        ),
+        ("seed", cli.seed.is_some(), layered.seed.is_some()),
+    ]
+    .into_iter()
+    .map(|(key, on_cli, set)| (key.to_string(), pick(on_cli, set)))
+    .collect()
 }

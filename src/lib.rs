@@ -19,6 +19,7 @@ pub mod hooks;
 pub mod intake;
 pub mod llm;
 pub mod logging;
+pub mod model_defaults;
 pub mod options;
 pub mod protocol;
 pub mod runlock;

@@ -125,9 +125,10 @@ options! {
     /// Tool-call format: a family or alias, or auto from the model's template [default: auto].
     #[arg(long, value_name = "FORMAT", value_parser = ChatFormatName::parse)]
     chat_format: ChatFormatName;
-    /// Context size in tokens, at least 256.
+    /// Context size in tokens, at least 256 [default: the model's trained context, at most
+    /// 16384 and what free memory holds; 4096 without a model file].
     #[arg(long, value_name = "N")]
-    ctx_size: u32 = 4096;
+    ctx_size: u32;
     /// CPU threads [default: the machine's cores].
     #[arg(long, value_name = "N")]
     threads: i32;
@@ -144,21 +145,21 @@ options! {
     /// Most tokens generated in one turn.
     #[arg(long, value_name = "N")]
     max_tokens: u32 = 1024;
-    /// Sampling temperature; 0 is greedy.
+    /// Sampling temperature; 0 is greedy [default: the model's, else 0.2].
     #[arg(long, value_name = "T")]
-    temperature: f32 = 0.7;
-    /// Top-k sampling.
+    temperature: f32;
+    /// Top-k sampling [default: the model's, else 40].
     #[arg(long, value_name = "K")]
-    top_k: i32 = 40;
-    /// Top-p sampling.
+    top_k: i32;
+    /// Top-p sampling [default: the model's, else 0.95].
     #[arg(long, value_name = "P")]
-    top_p: f32 = 0.95;
-    /// Min-p sampling.
+    top_p: f32;
+    /// Min-p sampling [default: the model's, else 0.05].
     #[arg(long, value_name = "P")]
-    min_p: f32 = 0.05;
-    /// Repeat penalty.
+    min_p: f32;
+    /// Repeat penalty; 1 is none [default: the model's, else 1.0].
     #[arg(long, value_name = "X")]
-    repeat_penalty: f32 = 1.1;
+    repeat_penalty: f32;
     /// Sampling seed; fixes a run's randomness.
     #[arg(long, value_name = "N")]
     seed: u32 = 1234;

@@ -2,12 +2,13 @@
 //! run was started with, the repository it ran in and, for a resumed run, where it came from.
 //! Typed both ways, so a field cannot go missing or change shape silently and a later run can
 //! read an earlier one's back; the engine writes these fields beside its own (run id, status,
-//! times, HEAD). Sampling settings are written as the numbers the user gave: an `f32` goes out
-//! as its shortest decimal form (`0.05`), not as the `f64` it widens to (`0.05000000074505806`).
+//! times, HEAD). The settings say where each inference value came from (`sources`). Sampling
+//! settings are written as the numbers the user gave: an `f32` goes out as its shortest
+//! decimal form (`0.05`), not as the `f64` it widens to (`0.05000000074505806`).
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::config::InferenceSettings;
+use crate::config::{InferenceSettings, Sources};
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 use crate::protocol::report::Report;
 use crate::workspace::WorktreeInfo;
@@ -64,6 +65,10 @@ pub struct RunSettings {
     pub request_timeout_s: u64,
     #[serde(serialize_with = "inference_as_given")]
     pub inference: InferenceSettings,
+    /// Where each inference value came from (command line, config file, resumed run, model,
+    /// memory cap, built-in default), by option name; empty in runs recorded before it was.
+    #[serde(default)]
+    pub sources: Sources,
 }
 
 fn prefix_cache_default() -> bool {
@@ -158,5 +163,25 @@ mod tests {
             assert!(text.contains(given), "{given} not in {text}");
         }
         assert!(!text.contains("0.0500000"), "{text}");
+    }
+
+    #[test]
+    fn a_run_recorded_before_sources_reads_with_none_and_they_round_trip() {
+        let old = serde_json::json!({
+            "max_turns": 8, "token_budget": null, "sandbox": "off", "approval": "auto",
+            "network": false, "command_timeout_s": 120, "verify": null,
+            "inference": {
+                "ctx_size": 4096, "threads": 2, "gpu_layers": null, "batch_size": 512,
+                "max_tokens": 1024, "temperature": 0.7, "top_k": 40, "top_p": 0.95,
+                "min_p": 0.05, "repeat_penalty": 1.1, "seed": 1234
+            }
+        });
+        let mut read: RunSettings = serde_json::from_value(old).unwrap();
+        assert!(read.sources.is_empty());
+        read.sources
+            .insert("ctx_size".into(), crate::config::Source::MemoryCap);
+        let json = serde_json::to_value(&read).unwrap();
+        assert_eq!(json["sources"]["ctx_size"], "memory_cap");
+        assert_eq!(serde_json::from_value::<RunSettings>(json).unwrap(), read);
     }
 }

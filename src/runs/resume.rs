@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use super::{find, runs_dir, PastRun};
 use crate::cli::Cli;
-use crate::config::{Dirs, Settings};
+use crate::config::{Dirs, Settings, Source};
 use crate::engine::run_info;
 use crate::engine::StartAt;
 use crate::error::UsageError;
@@ -103,7 +103,13 @@ pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), 
         workspace: Some(workspace.root().to_path_buf()),
         ..cli
     };
-    let settings = Settings::layered(cli, options, dirs)?;
+    let mut settings = Settings::layered(cli, options, dirs)?;
+    // What the command line does not set comes from the old run, not from a config file.
+    for source in settings.sources.values_mut() {
+        if *source == Source::ConfigFile {
+            *source = Source::ResumedRun;
+        }
+    }
     if let Some(run_dir) = &settings.run_dir {
         let canonical = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
         if canonical(run_dir) == canonical(&past.dir) {
@@ -280,6 +286,7 @@ mod tests {
                     repeat_penalty: 1.0,
                     seed: 1,
                 },
+                sources: Default::default(),
             },
             repo_root: None,
             resumed_from: None,

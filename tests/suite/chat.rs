@@ -798,7 +798,7 @@ mod llama_grammar {
     fn model_path() -> PathBuf {
         std::env::var_os(CHILD_ENV)
             .map(PathBuf::from)
-            .unwrap_or_else(|| ralph_tui::config::Dirs::discover().default_model())
+            .unwrap_or_else(|| ralph_tui::config::Dirs::discover().test_model())
     }
 
     /// llama.cpp's backend initialises once per process, so the check runs in a process of

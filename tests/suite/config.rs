@@ -186,7 +186,10 @@ fn settings(args: &[&str], toml: &str) -> String {
     let dirs = dirs(home.path());
     std::fs::create_dir_all(&dirs.config).unwrap();
     std::fs::write(dirs.config.join("config.toml"), toml).unwrap();
-    let settings = Settings::resolve(cli(args), dirs).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    let mut settings =
+        Settings::resolve(cli(args), dirs).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    // Where a value came from differs by design (tests/suite/model_defaults.rs checks it).
+    settings.sources.clear();
     format!("{settings:?}").replace(&home.path().display().to_string(), "<home>")
 }
 
@@ -348,7 +351,7 @@ fn help_gives_each_option_its_default_and_each_mode_its_values() {
         "Commands may write nowhere",
         "Ask a person before each command (TUI only)",
         "[default: 120]",
-        "[default: 0.7]",
+        "[default: the model's, else 0.2]",
         "[default: 1234]",
         "Exit codes: 0 complete",
     ] {

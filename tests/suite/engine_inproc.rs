@@ -70,6 +70,7 @@ fn config(max_rounds: u32) -> RunConfig {
                     repeat_penalty: 1.0,
                     seed: 1,
                 },
+                sources: Default::default(),
             },
             repo_root: None,
             resumed_from: None,

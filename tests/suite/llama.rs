@@ -47,14 +47,15 @@ pub(super) fn exclusive() -> Exclusive {
     }
 }
 
-/// The default model, or the test fails saying how to get it.
+/// The test suite's model (SmolLM2-135M, not the default model), or the test fails saying
+/// how to get it.
 pub(super) fn model_path() -> PathBuf {
     let path = std::env::var_os("RALPH_TEST_MODEL")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Dirs::discover().default_model());
+        .unwrap_or_else(|| Dirs::discover().test_model());
     assert!(
         path.is_file(),
-        "the real-model tests need the default model at {}: run `make model` (make test fetches it first), or set RALPH_TEST_MODEL to a GGUF file",
+        "the real-model tests need the test model at {}: run `make model` (make test fetches it first), or set RALPH_TEST_MODEL to a GGUF file",
         path.display()
     );
     path

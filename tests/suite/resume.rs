@@ -213,6 +213,12 @@ fn resume_after_cancel_goes_on_from_the_next_round() {
     // Written as the number given (run.json keeps sampling settings as typed).
     assert_eq!(new_settings["inference"]["temperature"].as_f64(), Some(0.2));
     new_settings["inference"]["temperature"] = old_settings["inference"]["temperature"].clone();
+    // Each value says where it came from: the command line, else the run resumed.
+    let sources = new_settings["sources"].take();
+    assert_eq!(sources["temperature"], "command_line", "{sources}");
+    assert_eq!(sources["top_k"], "resumed_run", "{sources}");
+    assert_eq!(old_settings["sources"]["top_k"], "default");
+    new_settings["sources"] = old_settings["sources"].clone();
     assert_eq!(new_settings, old_settings);
 }
 
@@ -298,7 +304,7 @@ fn a_resumed_run_runs_the_hooks_of_config_toml() {
     std::fs::write(
         config.join("config.toml"),
         format!(
-            "[hooks]\non_finish = \"cat > {}/finish.json\"\n",
+            "[hooks]\non_finish = {{ command = \"cat > {}/finish.json\", sandbox = \"off\" }}\n",
             seen.display()
         ),
     )
