@@ -12,8 +12,9 @@ use clap::{Parser, Subcommand};
 use crate::options::Options;
 
 const AFTER_HELP: &str = "\
-Exit codes: 0 complete · 3 blocked · 4 budget-limited · 5 round-failed · 130 cancelled ·
-            2 usage, config or input error · 1 internal error.
+Exit codes: 0 complete · 3 blocked · 4 budget-limited · 5 round-failed ·
+            6 complete but --verify failed · 130 cancelled · 2 usage, config or input error ·
+            1 internal error.
 Completion and blockers are the worker's own report, never an independent certification.
 Past runs: `ralph-tui runs`, `ralph-tui show RUN`, `ralph-tui replay RUN` (each has --help);
         an objective that is one of these words goes after `--` or in -f FILE.

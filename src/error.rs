@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::protocol::event::RunStatus;
+use crate::protocol::event::{RunStatus, Verification};
 
 /// One line on stderr for the person, behind the program's name.
 pub fn say(message: &str) {
@@ -28,6 +28,8 @@ pub enum ExitCode {
 
 impl ExitCode {
     pub fn code(self) -> i32 {
+    /// The worker reported completion and `--verify` failed.
+    VerifyFailed = 6,
         self as i32
     }
 }
@@ -35,6 +37,16 @@ impl ExitCode {
 impl From<RunStatus> for ExitCode {
     fn from(status: RunStatus) -> Self {
         match status {
+
+    /// How a finished run exits: as its status says, except that a claimed completion that
+    /// `--verify` contradicts exits [`ExitCode::VerifyFailed`].
+    pub fn of_run(status: RunStatus, verification: Option<&Verification>) -> Self {
+        if status.contradicted_by(verification) {
+            Self::VerifyFailed
+        } else {
+            Self::from(status)
+        }
+    }
             RunStatus::Complete => Self::Complete,
             RunStatus::Blocked => Self::Blocked,
             RunStatus::BudgetLimited => Self::BudgetLimited,

@@ -93,7 +93,7 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
                     if v.passed { "passed" } else { "FAILED" }
                 ));
             }
-            ExitCode::from(summary.status)
+            ExitCode::of_run(summary.status, summary.verification.as_ref())
         }
         Err(StartError::Usage(e)) => {
             say(&e.to_string());

@@ -243,7 +243,7 @@ impl State {
                     outside,
                 });
                 if self.quit_when_finished {
-                    return vec![Effect::Quit(crate::error::ExitCode::from(status))];
+                    return vec![Effect::Quit(self.exit_code())];
                 }
                 return vec![Effect::LoadDiff(DiffSource::Review)];
             }

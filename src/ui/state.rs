@@ -247,7 +247,7 @@ impl State {
     /// The exit code if the program ended now.
     pub fn exit_code(&self) -> ExitCode {
         match &self.review {
-            Some(review) => ExitCode::from(review.status),
+            Some(review) => ExitCode::of_run(review.status, review.verification.as_ref()),
             None => ExitCode::Cancelled,
         }
     }

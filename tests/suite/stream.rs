@@ -120,6 +120,9 @@ fn the_headless_summary_says_claim_and_verify_in_one_sentence() {
         text.contains("the worker's claim; verify FAILED (exit 1) — the claimed completion did not pass verification"),
         "{text}"
     );
+    // The claim stands as the run's status; the exit code says verification contradicted it.
+    assert_eq!(code(&failed.out), 6, "{text}");
+    assert_eq!(last(&failed.events)["status"], "complete");
     let passed = run_script(
         &repo,
         vec![turns(&[complete_report("done")])],
@@ -130,6 +133,7 @@ fn the_headless_summary_says_claim_and_verify_in_one_sentence() {
         text.contains("the worker's claim; verify passed (exit 0)"),
         "{text}"
     );
+    assert_eq!(code(&passed.out), 0, "{text}");
     assert!(!text.contains("claimed completion"), "{text}");
     let none = run_script(
         &repo,
@@ -141,4 +145,5 @@ fn the_headless_summary_says_claim_and_verify_in_one_sentence() {
         text.contains("complete — not independently verified"),
         "{text}"
     );
+    assert_eq!(code(&none.out), 0, "{text}");
 }

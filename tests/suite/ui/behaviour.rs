@@ -319,3 +319,17 @@ fn the_review_shows_the_runs_warnings() {
         .any(|l| l.contains("! round 2 changed git hooks"));
     assert!(in_report_pane, "{text}");
 }
+
+#[test]
+fn a_claimed_completion_that_verify_contradicts_quits_with_exit_6() {
+    let contradicted = finished(RunStatus::Complete, Some(verification(false)));
+    assert_eq!(contradicted.exit_code(), ExitCode::VerifyFailed);
+    assert_eq!(ExitCode::VerifyFailed.code(), 6);
+    let passed = finished(RunStatus::Complete, Some(verification(true)));
+    assert_eq!(passed.exit_code(), ExitCode::Complete);
+    let unverified = finished(RunStatus::Complete, None);
+    assert_eq!(unverified.exit_code(), ExitCode::Complete);
+    // A failed verification never turns another ending into 6.
+    let blocked = finished(RunStatus::Blocked, Some(verification(false)));
+    assert_eq!(blocked.exit_code(), ExitCode::Blocked);
+}
