@@ -14,6 +14,7 @@ use super::grammar::Gbnf;
 use super::scan::{skip_think, TurnBuilder};
 use super::{example_call, tools_json, CallGrammar, ChatFormat, ParsedCall, ParsedTurn};
 use crate::protocol::message::Message;
+use crate::protocol::report::ReportBounds;
 use crate::protocol::tool::ToolSpec;
 
 /// The last line of most instructions.
@@ -113,6 +114,11 @@ pub(crate) trait Family: Send + Sync {
     fn result_message(&self, name: &str, output: &str) -> Message {
         Message::tool(name, output)
     }
+
+    /// Whether a turn ends at its first complete call.
+    fn one_call_per_turn(&self) -> bool {
+        false
+    }
 }
 
 impl<F: Family> ChatFormat for F {
@@ -128,6 +134,10 @@ impl<F: Family> ChatFormat for F {
         self.trigger_words()
     }
 
+    fn one_call_per_turn(&self) -> bool {
+        Family::one_call_per_turn(self)
+    }
+
     fn render_call(&self, name: &str, arguments: &Value) -> String {
         self.write_call(name, arguments)
     }
@@ -141,6 +151,15 @@ impl<F: Family> ChatFormat for F {
             return None;
         }
         let mut g = Gbnf::default();
+        let root = self.grammar_root(&mut g, tools);
+        Some(g.finish(&root, self.trigger_words()))
+    }
+
+    fn report_grammar(&self, tools: &[ToolSpec], bounds: ReportBounds) -> Option<CallGrammar> {
+        if tools.is_empty() {
+            return None;
+        }
+        let mut g = Gbnf::for_report(bounds);
         let root = self.grammar_root(&mut g, tools);
         Some(g.finish(&root, self.trigger_words()))
     }

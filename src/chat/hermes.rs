@@ -10,6 +10,7 @@
 use serde_json::{Map, Value};
 
 use super::family::{scan_blocks, Ending, Family, Tagged, Teaching, ONE_OBJECT_PER_LINE};
+use super::fence::{first_loose_call, scan_loose};
 use super::grammar::{json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
 use super::scan::{self, malformed, with_hint, TurnBuilder};
 use super::ParsedCall;
@@ -124,11 +125,16 @@ impl Family for Hermes {
     }
 
     fn first_marker(&self, text: &str) -> Option<usize> {
-        text.find(OPEN)
+        [text.find(OPEN), first_loose_call(text)]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
+    /// Tagged calls, and in the prose between them fenced or bare call objects (which Qwen
+    /// models write whatever their template says).
     fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
-        scan_tagged(body, turn, HINT, |prose, turn| turn.text(prose));
+        scan_tagged(body, turn, HINT, |prose, turn| scan_loose(prose, turn, HINT));
     }
 
     fn write_call(&self, name: &str, arguments: &Value) -> String {

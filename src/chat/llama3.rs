@@ -33,7 +33,7 @@ pub(crate) fn looks_like_call(text: &str) -> bool {
 }
 
 /// Whether a complete JSON value is a call rather than data in the prose.
-fn is_call_object(value: &Value) -> bool {
+pub(crate) fn is_call_object(value: &Value) -> bool {
     value.as_object().is_some_and(|map| {
         map.get("name").is_some_and(Value::is_string)
             && map.keys().all(|k| CALL_KEYS.contains(&k.as_str()))
@@ -148,11 +148,12 @@ impl Family for Llama3 {
     }
 
     fn first_marker(&self, text: &str) -> Option<usize> {
-        first_candidate(text)
+        super::fence::first_loose_call(text)
     }
 
+    /// Bare calls, and calls in ```json fences.
     fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
-        scan_bare(body, turn, HINT);
+        super::fence::scan_loose(body, turn, HINT);
     }
 
     fn write_call(&self, name: &str, arguments: &Value) -> String {

@@ -155,7 +155,10 @@ impl Family for Mistral {
     }
 
     fn first_marker(&self, text: &str) -> Option<usize> {
-        text.find(TOOL_CALLS)
+        [text.find(TOOL_CALLS), super::fence::first_loose_call(text)]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Magistral's `[THINK]` block, else a `<think>` block.
@@ -176,7 +179,7 @@ impl Family for Mistral {
         let hint = self.hint();
         let mut rest = body;
         while let Some(start) = rest.find(TOOL_CALLS) {
-            turn.text(&rest[..start]);
+            super::fence::scan_loose(&rest[..start], turn, hint);
             let after = &rest[start + TOOL_CALLS.len()..];
             let gap = after.len() - after.trim_start().len();
             let call_text = &after[gap..];
@@ -190,7 +193,7 @@ impl Family for Mistral {
                 None => "",
             };
         }
-        turn.text(rest);
+        super::fence::scan_loose(rest, turn, hint);
     }
 
     fn write_call(&self, name: &str, arguments: &Value) -> String {

@@ -46,8 +46,20 @@ impl ChatFormat for NativeTools {
         self.0.grammar(tools)
     }
 
+    fn report_grammar(
+        &self,
+        tools: &[ToolSpec],
+        bounds: crate::protocol::report::ReportBounds,
+    ) -> Option<CallGrammar> {
+        self.0.report_grammar(tools, bounds)
+    }
+
     fn call_triggers(&self) -> &'static [&'static str] {
         self.0.call_triggers()
+    }
+
+    fn one_call_per_turn(&self) -> bool {
+        self.0.one_call_per_turn()
     }
 
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize) {

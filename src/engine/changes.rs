@@ -119,19 +119,28 @@ impl RunChanges {
         self.tool_snapshot(ws, rec, round)
     }
 
-    /// Records what changed while the tool ran as the worker's.
+    /// Records what changed while the tool ran as the worker's; whether anything did.
     pub(super) fn after_tool(
         &mut self,
         ws: &Workspace,
         rec: &mut Recorder,
         round: u32,
         before: Option<Snapshot>,
-    ) {
+    ) -> bool {
         let after = self.tool_snapshot(ws, rec, round);
-        if let (Some(before), Some(after)) = (before, after) {
-            match ws.changed_paths(&before, &after) {
-                Ok(paths) => self.worker.add(paths),
-                Err(e) => tracing::error!("changed paths: {e}"),
+        let (Some(before), Some(after)) = (before, after) else {
+            // Without both snapshots nobody can say: count it as a change.
+            return true;
+        };
+        match ws.changed_paths(&before, &after) {
+            Ok(paths) => {
+                let changed = !paths.is_empty();
+                self.worker.add(paths);
+                changed
+            }
+            Err(e) => {
+                tracing::error!("changed paths: {e}");
+                true
             }
         }
     }

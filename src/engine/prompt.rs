@@ -113,6 +113,9 @@ pub fn wrap_up(reason: WrapUpReason) -> String {
         WrapUpReason::Turns => "This round has used its turns",
         WrapUpReason::Context => "This round's context window is nearly full",
         WrapUpReason::Budget => "The run's token budget is nearly spent",
+        WrapUpReason::Repetition => {
+            "You made the same call three times with no file changed in between"
+        }
     };
     format!(
         "{why}, so this is your last turn: file your report now, and do nothing else. Call \

@@ -20,13 +20,14 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::changes::RunChanges;
+use super::guard::{CallLog, Repeat, REPEATS_BEFORE_WRAP_UP};
 use super::record::Recorder;
 use super::wrapup::{self, WrapUp};
 use super::{prompt, report, Engine, RoundEnd, RunConfig, Toolbox};
 use super::{MAX_ARGUMENT_BYTES, MAX_REPORT_ATTEMPTS};
 use crate::chat::{ChatFormat, ParsedCall};
 use crate::llm::{BackendError, Child, Generation, Request, StopReason};
-use crate::protocol::event::Event;
+use crate::protocol::event::{Event, WrapUpReason};
 use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::process::ProcessTracker;
@@ -83,6 +84,7 @@ impl Engine<'_> {
             messages,
             rejections: 0,
             wrap_up: None,
+            calls: CallLog::default(),
             tally,
         };
         turns.run(child.as_mut())
@@ -105,6 +107,8 @@ pub(super) struct ChildTurns<'t, 'a> {
     rejections: u32,
     /// The round's wrap-up, once it has begun.
     pub(super) wrap_up: Option<WrapUp>,
+    /// The round's calls so far (the loop guard and the claims check read it).
+    calls: CallLog,
     tally: &'t mut RoundTally,
 }
 
@@ -280,7 +284,16 @@ impl ChildTurns<'_, '_> {
                     self.push(message);
                     None
                 } else {
-                    self.handle_tool_call(child, &name, &arguments);
+                    match self.calls.check(&name, &arguments) {
+                        Repeat::Fresh => self.handle_tool_call(child, &name, &arguments),
+                        Repeat::Refused { result, times } => {
+                            let message = self.tool_message(&name, result);
+                            self.push(message);
+                            if times >= REPEATS_BEFORE_WRAP_UP {
+                                self.begin_wrap_up(WrapUpReason::Repetition);
+                            }
+                        }
+                    }
                     None
                 }
             }
@@ -291,7 +304,13 @@ impl ChildTurns<'_, '_> {
     /// one goes back to the child to correct, up to `MAX_REPORT_ATTEMPTS` times a round.
     fn handle_report_call(&mut self, arguments: &Value) -> Option<RoundEnd> {
         let round = self.scope.round;
-        match report::validate(arguments) {
+        let checked = report::validate(arguments).and_then(|report| {
+            match self.calls.contradiction(&report) {
+                Some(reason) => Err(crate::protocol::report::Rejection(reason)),
+                None => Ok(report),
+            }
+        });
+        match checked {
             Ok(report) => {
                 self.emit_tool_result(
                     REPORT_TOOL,
@@ -371,14 +390,18 @@ impl ChildTurns<'_, '_> {
                 approver: &approver,
             };
             let result = self.tools.registry.call(name, arguments, &ctx);
-            match writes {
-                Writes::Nothing => {}
-                Writes::Files(files) => self.changes.wrote(self.workspace, &files),
+            let changed = match writes {
+                Writes::Nothing => false,
+                Writes::Files(files) => {
+                    self.changes.wrote(self.workspace, &files);
+                    result.ok && !files.is_empty()
+                }
                 Writes::Anything => {
                     self.changes
-                        .after_tool(self.workspace, self.rec, round, before);
+                        .after_tool(self.workspace, self.rec, round, before)
                 }
-            }
+            };
+            self.calls.record(name, arguments, &result, changed);
             result
         };
         let outcome = self.fit_tool_result(child, name, outcome);

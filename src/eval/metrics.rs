@@ -111,6 +111,13 @@ pub struct RunMetrics {
     /// Every tool call, `ralph_report` and malformed calls included.
     pub tool_calls: u32,
     pub discovery: Discovery,
+    /// Turns generated (`turn_finished`), and those after which no call came.
+    pub turns: u32,
+    pub turns_without_call: u32,
+    /// Identical calls the loop guard refused to run again.
+    pub repeats_refused: u32,
+    /// Rounds whose wrap-up began for repetition.
+    pub repetition_wrap_ups: u32,
     /// Lines that were not JSON objects.
     pub bad_lines: u32,
 }
@@ -133,6 +140,7 @@ pub fn parse_events(text: &str) -> RunMetrics {
     let mut tracker = DiscoveryTracker::new();
     let mut rounds_started = 0;
     let mut finished_rounds = None;
+    let mut turn_open = false;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let event: Value = match serde_json::from_str(line) {
             Ok(v @ Value::Object(_)) => v,
@@ -141,15 +149,40 @@ pub fn parse_events(text: &str) -> RunMetrics {
                 continue;
             }
         };
-        match event.get("type").and_then(Value::as_str) {
+        let kind = event.get("type").and_then(Value::as_str);
+        // A turn's calls come after its `turn_finished`: a turn that is followed by another
+        // turn, or by the round's end, with no call in between called nothing.
+        if matches!(kind, Some("turn_finished" | "round_finished")) && turn_open {
+            metrics.turns_without_call += 1;
+        }
+        match kind {
             Some("round_started") => rounds_started += 1,
+            Some("turn_finished") => {
+                metrics.turns += 1;
+                turn_open = true;
+            }
+            Some("tool_result")
+                if event
+                    .get("output")
+                    .and_then(Value::as_str)
+                    .is_some_and(|o| o.starts_with("not run again")) =>
+            {
+                metrics.repeats_refused += 1;
+            }
+            Some("wrap_up")
+                if event.get("reason").and_then(Value::as_str) == Some("repetition") =>
+            {
+                metrics.repetition_wrap_ups += 1;
+            }
             Some("tool_call") => {
+                turn_open = false;
                 metrics.tool_calls += 1;
                 let name = event.get("name").and_then(Value::as_str).unwrap_or("");
                 let arguments = event.get("arguments").unwrap_or(&Value::Null);
                 tracker.record(u32_field(&event, "round"), name, arguments);
             }
             Some("round_finished") => {
+                turn_open = false;
                 metrics.prompt_tokens += u64_field(&event, "prompt_tokens");
                 metrics.generated_tokens += u64_field(&event, "generated_tokens");
             }
@@ -174,6 +207,27 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn turns_without_a_call_and_refused_repeats_are_counted() {
+        let lines = [
+            json!({"type": "round_started", "round": 1}),
+            json!({"type": "turn_finished", "round": 1}),
+            json!({"type": "turn_finished", "round": 1}),
+            json!({"type": "tool_call", "round": 1, "name": "read_file", "arguments": {"path": "a"}}),
+            json!({"type": "tool_result", "round": 1, "name": "read_file", "ok": false, "output": "no such file"}),
+            json!({"type": "turn_finished", "round": 1}),
+            json!({"type": "tool_call", "round": 1, "name": "read_file", "arguments": {"path": "a"}}),
+            json!({"type": "tool_result", "round": 1, "name": "read_file", "ok": false, "output": "not run again: ..."}),
+            json!({"type": "wrap_up", "round": 1, "reason": "repetition"}),
+            json!({"type": "turn_finished", "round": 1}),
+            json!({"type": "round_finished", "round": 1}),
+        ];
+        let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+        let m = parse_events(&text.join("\n"));
+        assert_eq!((m.turns, m.turns_without_call), (4, 2));
+        assert_eq!((m.repeats_refused, m.repetition_wrap_ups), (1, 1));
+    }
 
     #[test]
     fn only_earlier_rounds_make_a_call_repeated() {

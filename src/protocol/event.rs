@@ -154,6 +154,8 @@ pub enum WrapUpReason {
     Context,
     /// The next turn could cross the run's token budget.
     Budget,
+    /// The worker made the same call three times with no file changed in between.
+    Repetition,
 }
 
 impl WrapUpReason {
@@ -162,6 +164,7 @@ impl WrapUpReason {
             Self::Turns => "turns",
             Self::Context => "context",
             Self::Budget => "budget",
+            Self::Repetition => "repetition",
         }
     }
 
@@ -171,6 +174,7 @@ impl WrapUpReason {
             Self::Turns => "the round's turns ran out",
             Self::Context => "the context window is nearly full",
             Self::Budget => "the run's token budget is nearly spent",
+            Self::Repetition => "the worker repeated the same call three times",
         }
     }
 }
@@ -302,15 +306,28 @@ impl Stamped {
         Self { ts, event }
     }
 
-    /// One JSON line, without the newline.
+    /// One JSON line, without the newline (U+2028 and U+2029 escaped, see [`json_line`]).
     pub fn to_line(&self) -> String {
-        serde_json::to_string(self).unwrap_or_else(|e| {
-            format!(
+        match serde_json::to_string(self) {
+            Ok(line) => json_line(line),
+            Err(e) => format!(
                 r#"{{"type":"warning","ts":"{}","message":"unserializable event: {e}"}}"#,
                 self.ts
-            )
-        })
+            ),
+        }
     }
+}
+
+/// A serialized JSON value made safe as one line for every reader: serde_json leaves U+2028
+/// and U+2029 raw inside strings, and readers that split on Unicode line breaks (Python's
+/// `splitlines`, JavaScript) would cut the line there. They can only occur inside strings,
+/// where `\u2028` and `\u2029` mean the same.
+pub fn json_line(line: String) -> String {
+    if !line.contains(['\u{2028}', '\u{2029}']) {
+        return line;
+    }
+    line.replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
 }
 
 #[cfg(test)]

@@ -412,14 +412,22 @@ fn detect_reads_the_template_markup() {
         ("{% if tools %}<|tool|>{{ tools | tojson }}<|/tool|>{% endif %}", Some("phi3"), "generic"),
     ];
     for (template, arch, want) in cases {
-        assert_eq!(detect(Some(template), arch), want, "{template}");
+        assert_eq!(detect(Some(template), arch, None), want, "{template}");
         assert!(FORMAT_NAMES.contains(&want));
     }
-    assert_eq!(detect(None, Some("qwen2")), "hermes");
-    assert_eq!(detect(None, Some("glm4moe")), "glm");
-    assert_eq!(detect(None, Some("deepseek2")), "deepseek");
-    assert_eq!(detect(None, Some("llama")), "generic");
-    assert_eq!(detect(None, None), "generic");
+    assert_eq!(detect(None, Some("qwen2"), None), "hermes");
+    assert_eq!(detect(None, Some("glm4moe"), None), "glm");
+    assert_eq!(detect(None, Some("deepseek2"), None), "deepseek");
+    assert_eq!(detect(None, Some("llama"), None), "generic");
+    assert_eq!(detect(None, None, None), "generic");
+    // A Qwen Coder model writes fenced calls whatever its template teaches.
+    let qwen = "{% if tools %}<tools>{{ tools | tojson }}</tools><tool_call>{% endif %}";
+    assert_eq!(detect(Some(qwen), Some("qwen2"), Some("Qwen2.5-Coder")), "qwen-coder");
+    assert_eq!(detect(Some(qwen), Some("qwen2"), Some("Qwen2.5")), "hermes");
+    assert_eq!(detect(None, Some("qwen2"), Some("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")), "qwen-coder");
+    // Qwen3-Coder's XML calls keep hermes, which reads them.
+    let xml = "<tool_call>\n<function={{ tc.name }}>";
+    assert_eq!(detect(Some(xml), Some("qwen3moe"), Some("Qwen3-Coder")), "hermes");
 }
 
 // ---------------------------------------------------------------------------- grammars

@@ -1,0 +1,172 @@
+//! Qwen2.5-Coder: calls in a ```` ```json ```` fence, the shape the model writes.
+//!
+//! Its chat template teaches Hermes `<tool_call>` tags, but the Coder models answer with a
+//! Markdown fence holding `{"name": ..., "arguments": {...}}`, or the bare object, whatever
+//! the template says (a habit reported across servers and agents, and measured here). So this
+//! format teaches the fence it follows anyway, with short worked examples, and reads all
+//! three shapes: a fence, a bare object, and the template's own tags. Its lazy grammar
+//! triggers on each opening, so a call once started is well-formed. The model tends to go on
+//! writing after a call (imagined results, the same call again): a turn ends at its first
+//! complete call ([`ChatFormat::one_call_per_turn`](super::ChatFormat::one_call_per_turn)).
+//!
+//! Tools are listed as signatures with the first sentence of each description, not as JSON
+//! schemas, which keeps the system prompt within what a small model reads well.
+
+use serde_json::{json, Value};
+
+use super::family::Family;
+use super::fence::{first_loose_call, scan_loose, FENCE, JSON_FENCE};
+use super::grammar::{json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
+use super::hermes::{scan_tagged, tagged_call, OPEN};
+use super::scan::{self, TurnBuilder};
+use super::tool_signatures_brief;
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
+
+const HINT: &str = "write the call as a ```json block holding {\"name\": \"TOOL\", \"arguments\": {...}} with valid JSON";
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QwenCoder;
+
+/// The worked examples the instructions show, for the tools that are offered: what each is
+/// for, then the call.
+fn examples(tools: &[ToolSpec]) -> Vec<(&'static str, &'static str, Value)> {
+    let offered = |name: &str| tools.iter().any(|t| t.name == name);
+    let mut out = Vec::new();
+    if offered("list_dir") {
+        out.push(("See the files:", "list_dir", json!({"path": "."})));
+    }
+    if offered("read_file") {
+        out.push(("Read a file:", "read_file", json!({"path": "app.py"})));
+    }
+    if offered("edit_file") {
+        out.push((
+            "Change exact text in a file:",
+            "edit_file",
+            json!({"path": "app.py", "old": "return a - b", "new": "return a + b"}),
+        ));
+    }
+    if offered("run_command") {
+        out.push((
+            "Run the tests:",
+            "run_command",
+            json!({"command": "python3 -m unittest"}),
+        ));
+    }
+    if offered(REPORT_TOOL) {
+        out.push((
+            "When the objective is met and checked, report (evidence: what you ran and its result):",
+            REPORT_TOOL,
+            json!({
+                "status": "complete",
+                "summary": "Fixed add() in app.py.",
+                "evidence": ["python3 -m unittest: exit code 0"],
+                "next_steps": [],
+                "blocker": ""
+            }),
+        ));
+    }
+    out
+}
+
+impl Family for QwenCoder {
+    fn format_name(&self) -> &'static str {
+        "qwen-coder"
+    }
+
+    fn first_marker(&self, text: &str) -> Option<usize> {
+        [text.find(OPEN), first_loose_call(text)]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
+        scan_tagged(body, turn, HINT, |prose, turn| scan_loose(prose, turn, HINT));
+    }
+
+    fn write_call(&self, name: &str, arguments: &Value) -> String {
+        format!(
+            "{JSON_FENCE}\n{}\n{FENCE}",
+            scan::call_object_json(name, "arguments", arguments)
+        )
+    }
+
+    fn instructions(&self, tools: &[ToolSpec]) -> String {
+        let mut out = format!(
+            "# Tools\n\nYou work only by calling tools. To call one, write a {JSON_FENCE} block with the tool's \"name\" and its \"arguments\", then stop: the result comes back in the next message. One call per message. Never write a result yourself, and never repeat a call that already gave its result.\n\nThe tools, as name(arguments): what it does (an argument marked ? may be left out):\n{}",
+            tool_signatures_brief(tools)
+        );
+        let examples = examples(tools);
+        if !examples.is_empty() {
+            out.push_str("\n\nExamples:");
+            for (what, name, args) in examples {
+                out.push_str(&format!("\n{what}\n{}", self.write_call(name, &args)));
+            }
+        }
+        if tools.iter().any(|t| t.name == REPORT_TOOL) {
+            out.push_str(&format!(
+                "\nIf work remains, report status \"continue\" with next_steps instead; if you cannot go on, \"blocked\" with the blocker. {REPORT_TOOL} is always your last call."
+            ));
+        }
+        out
+    }
+
+    fn grammar_root(&self, g: &mut Gbnf, tools: &[ToolSpec]) -> String {
+        let tagged = tagged_call(g, tools);
+        let bare = json_call(g, tools, "arguments");
+        let fenced = g.rule(
+            "fenced-call",
+            format!("{} ws {bare} ws {}", lit(JSON_FENCE), lit(FENCE)),
+        );
+        let call = g.rule("any-call", format!("{fenced} | {tagged} | {bare}"));
+        repeat_sep(&call, "ws", MAX_CALLS)
+    }
+
+    fn trigger_words(&self) -> &'static [&'static str] {
+        &[JSON_FENCE, OPEN, "{\"name\""]
+    }
+
+    fn one_call_per_turn(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::{assert_malformed, list_then_read, round_trip, ChatFormat, ParsedCall};
+
+    #[test]
+    fn fenced_bare_and_tagged_calls_are_all_read() {
+        let t = QwenCoder.parse("Let me look.\n```json\n{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}\n```\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n</tool_call>");
+        assert_eq!(t.calls, list_then_read());
+        assert_eq!(t.content, "Let me look.");
+        let t = QwenCoder.parse("{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}");
+        assert_eq!(t.calls, vec![ParsedCall::call("list_dir", json!({"path": "."}))]);
+    }
+
+    #[test]
+    fn a_fence_with_invalid_json_goes_back_with_the_hint() {
+        let t = QwenCoder.parse("```json\n{\"name\": \"read_file\", \"arguments\": {path: \"a\"}}\n```");
+        assert_malformed(&t.calls[0], "not valid JSON");
+        assert_malformed(&t.calls[0], "```json block");
+    }
+
+    #[test]
+    fn render_then_parse_round_trips() {
+        let text = round_trip(&QwenCoder, "run_command", json!({"command": "make test"}));
+        assert_eq!(
+            text,
+            "```json\n{\"name\": \"run_command\", \"arguments\": {\"command\": \"make test\"}}\n```"
+        );
+    }
+
+    #[test]
+    fn the_instructions_show_only_offered_tools_in_examples() {
+        let tools = vec![crate::tools::report_spec()];
+        let text = QwenCoder.tool_instructions(&tools);
+        assert!(text.contains("```json\n{\"name\": \"ralph_report\""));
+        assert!(!text.contains("run_command"));
+        assert!(text.contains("- ralph_report(status: \"continue\" | \"complete\" | \"blocked\""));
+    }
+}

@@ -1,0 +1,328 @@
+//! The round's own record of its tool calls, and the two checks the engine makes against it.
+//!
+//! - **The loop guard.** Small models repeat a call that already gave its answer (the same
+//!   `read_file` of a missing file, eight times in one turn). A call identical to an earlier
+//!   one of the round (same name, same arguments) with no file change since is not run
+//!   again: its result says so and repeats the earlier one. The third such call ends the
+//!   round's work: the engine begins the wrap-up (reason `repetition`).
+//! - **Claims against the record.** A `complete` report is refused, as a tool error the worker
+//!   can correct within its turns, when the round's log contradicts it: an evidence item
+//!   names a command whose last run in this round failed, or the round called no tool at
+//!   all. Completion stays the worker's claim; the engine only refuses what its own log
+//!   contradicts.
+
+use serde_json::Value;
+
+use crate::protocol::report::{Report, ReportStatus};
+use crate::tools::ToolResult;
+
+/// The identical call that begins the wrap-up (the first ran, the second was refused).
+pub const REPEATS_BEFORE_WRAP_UP: u32 = 3;
+
+/// The tool whose calls are commands.
+const COMMAND_TOOL: &str = "run_command";
+
+/// One distinct call of the round.
+#[derive(Debug)]
+struct SeenCall {
+    name: String,
+    arguments: String,
+    /// The file-change epoch right after it last ran.
+    epoch: u64,
+    result: ToolResult,
+    /// Identical calls since it last ran, that one included.
+    times: u32,
+}
+
+/// One run of a command: what ran and how it ended.
+#[derive(Debug, Clone)]
+struct CommandRun {
+    command: String,
+    ok: bool,
+    /// How it failed, as its result's first line says (`exit code 1`, a timeout, ...).
+    failure: String,
+}
+
+/// What the loop guard says of a call about to run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Repeat {
+    /// Run it.
+    Fresh,
+    /// Do not run it: the result to give instead, and how many times the call has now been
+    /// made with nothing changed (2 or more).
+    Refused { result: ToolResult, times: u32 },
+}
+
+/// The calls of one round.
+#[derive(Debug, Default)]
+pub struct CallLog {
+    calls: Vec<SeenCall>,
+    /// Bumped whenever a call changes a file.
+    epoch: u64,
+    commands: Vec<CommandRun>,
+    /// Workspace tool calls made (the report excluded), run or refused.
+    tool_calls: u32,
+}
+
+/// A call's arguments in one canonical text (keys sorted, as serde_json's map keeps them).
+fn canonical(arguments: &Value) -> String {
+    arguments.to_string()
+}
+
+impl CallLog {
+    /// Checks a workspace tool call before it runs (and counts it).
+    pub fn check(&mut self, name: &str, arguments: &Value) -> Repeat {
+        self.tool_calls = self.tool_calls.saturating_add(1);
+        let arguments = canonical(arguments);
+        let epoch = self.epoch;
+        let Some(seen) = self
+            .calls
+            .iter_mut()
+            .find(|c| c.name == name && c.arguments == arguments && c.epoch == epoch)
+        else {
+            return Repeat::Fresh;
+        };
+        seen.times = seen.times.saturating_add(1);
+        let earlier = &seen.result;
+        let output = format!(
+            "not run again: this exact {name} call already ran in this round and no file has changed since. Do something different. Its result was:\n{}",
+            earlier.output
+        );
+        Repeat::Refused {
+            result: ToolResult { ok: false, output },
+            times: seen.times,
+        }
+    }
+
+    /// Records a call that ran: its result, and whether it changed a file (which lets every
+    /// earlier call run again).
+    pub fn record(&mut self, name: &str, arguments: &Value, result: &ToolResult, changed: bool) {
+        if changed {
+            self.epoch = self.epoch.saturating_add(1);
+        }
+        let arguments_text = canonical(arguments);
+        self.calls
+            .retain(|c| !(c.name == name && c.arguments == arguments_text));
+        self.calls.push(SeenCall {
+            name: name.to_string(),
+            arguments: arguments_text,
+            epoch: self.epoch,
+            result: result.clone(),
+            times: 1,
+        });
+        if name == COMMAND_TOOL {
+            if let Some(command) = arguments.get("command").and_then(Value::as_str) {
+                self.commands.push(CommandRun {
+                    command: normalize(command),
+                    ok: result.ok,
+                    failure: result.output.lines().next().unwrap_or("").to_string(),
+                });
+            }
+        }
+    }
+
+    /// Why the round's record contradicts `report`, if it does (only `complete` is checked).
+    pub fn contradiction(&self, report: &Report) -> Option<String> {
+        if report.status != ReportStatus::Complete {
+            return None;
+        }
+        if self.tool_calls == 0 {
+            return Some(
+                "status \"complete\" needs work checked in this round, and this round has called no tool: inspect the files and check the objective with the tools first".into(),
+            );
+        }
+        report.evidence.iter().find_map(|item| {
+            let run = self
+                .commands
+                .iter()
+                .rev()
+                .find(|run| names_command(item, &run.command))?;
+            (!run.ok).then(|| {
+                format!(
+                    "the evidence \"{}\" cites `{}`, but its last run in this round failed ({}): fix the cause and run it again, or report status \"continue\"",
+                    clip(item, 120),
+                    clip(&run.command, 120),
+                    clip(&run.failure, 120),
+                )
+            })
+        })
+    }
+}
+
+/// At most `max` bytes of `text` (at a character boundary), marked when cut.
+fn clip(text: &str, max: usize) -> String {
+    let cut = crate::text::cut_at_char_boundary(text, max);
+    if cut.len() < text.len() {
+        format!("{cut}…")
+    } else {
+        cut.to_string()
+    }
+}
+
+/// Whitespace runs as one space, trimmed.
+fn normalize(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether the evidence `item` names `command` (normalized): the whole command appears in it
+/// as words, or a `code span` in it is the command or the start of it (a span of one word
+/// must be the whole command).
+fn names_command(item: &str, command: &str) -> bool {
+    if command.is_empty() {
+        return false;
+    }
+    let item = normalize(item);
+    if contains_words(&item, command) {
+        return true;
+    }
+    item.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(normalize)
+        .filter(|span| !span.is_empty())
+        .any(|span| {
+            span == command
+                || (span.contains(' ')
+                    && command.starts_with(&span)
+                    && command[span.len()..].starts_with(' '))
+        })
+}
+
+/// Whether `needle` appears in `hay` with no word character right before or after it.
+fn contains_words(hay: &str, needle: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    hay.match_indices(needle).any(|(at, _)| {
+        let before = hay[..at].chars().next_back();
+        let after = hay[at + needle.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ok(output: &str) -> ToolResult {
+        ToolResult {
+            ok: true,
+            output: output.into(),
+        }
+    }
+
+    fn failed(output: &str) -> ToolResult {
+        ToolResult {
+            ok: false,
+            output: output.into(),
+        }
+    }
+
+    fn complete(evidence: &[&str]) -> Report {
+        Report {
+            status: ReportStatus::Complete,
+            summary: "done".into(),
+            evidence: evidence.iter().map(|e| (*e).to_string()).collect(),
+            next_steps: vec![],
+            blocker: String::new(),
+        }
+    }
+
+    #[test]
+    fn an_identical_call_with_nothing_changed_is_refused_with_the_earlier_result() {
+        let mut log = CallLog::default();
+        let args = json!({"path": "README.md"});
+        assert_eq!(log.check("read_file", &args), Repeat::Fresh);
+        log.record("read_file", &args, &failed("no such file: README.md"), false);
+        match log.check("read_file", &args) {
+            Repeat::Refused { result, times } => {
+                assert_eq!(times, 2);
+                assert!(!result.ok);
+                assert!(result.output.contains("not run again"));
+                assert!(result.output.ends_with("no such file: README.md"));
+            }
+            Repeat::Fresh => panic!("the repeat ran"),
+        }
+        assert!(matches!(
+            log.check("read_file", &args),
+            Repeat::Refused { times: 3, .. }
+        ));
+        // Other arguments are another call.
+        assert_eq!(
+            log.check("read_file", &json!({"path": "a.py"})),
+            Repeat::Fresh
+        );
+    }
+
+    #[test]
+    fn a_file_change_in_between_lets_the_call_run_again() {
+        let mut log = CallLog::default();
+        let test = json!({"command": "python3 -m unittest"});
+        log.check("run_command", &test);
+        log.record("run_command", &test, &failed("exit code 1\nFAILED"), false);
+        let edit = json!({"path": "a.py", "old": "-", "new": "+"});
+        log.check("edit_file", &edit);
+        log.record("edit_file", &edit, &ok("edited a.py"), true);
+        assert_eq!(log.check("run_command", &test), Repeat::Fresh);
+        log.record("run_command", &test, &ok("exit code 0\nOK"), false);
+        assert!(matches!(
+            log.check("run_command", &test),
+            Repeat::Refused { times: 2, .. }
+        ));
+    }
+
+    #[test]
+    fn a_complete_report_citing_a_failed_command_is_refused_with_its_exit_code() {
+        let mut log = CallLog::default();
+        let test = json!({"command": "python3  -m unittest"});
+        log.check("run_command", &test);
+        log.record("run_command", &test, &failed("exit code 1\nFAILED (failures=1)"), false);
+        let why = log
+            .contradiction(&complete(&["`python3 -m unittest` passed all tests"]))
+            .unwrap();
+        assert!(why.contains("exit code 1"), "{why}");
+        assert!(why.contains("python3 -m unittest"), "{why}");
+        // Unrelated evidence, and other statuses, are not checked against it.
+        assert_eq!(log.contradiction(&complete(&["slug.py handles spaces"])), None);
+        let mut report = complete(&["python3 -m unittest passed"]);
+        report.status = ReportStatus::Continue;
+        assert_eq!(log.contradiction(&report), None);
+    }
+
+    #[test]
+    fn the_last_run_of_the_named_command_decides() {
+        let mut log = CallLog::default();
+        let plain = json!({"command": "python3 -m unittest"});
+        let verbose = json!({"command": "python3 -m unittest -v"});
+        log.record("run_command", &plain, &failed("exit code 1"), false);
+        log.record("run_command", &verbose, &ok("exit code 0"), false);
+        log.tool_calls = 2;
+        assert_eq!(
+            log.contradiction(&complete(&["`python3 -m unittest` passes"])),
+            None
+        );
+        log.record("run_command", &plain, &failed("exit code 2"), false);
+        assert!(log
+            .contradiction(&complete(&["python3 -m unittest passes"]))
+            .unwrap()
+            .contains("exit code 2"));
+    }
+
+    #[test]
+    fn a_round_without_tool_calls_cannot_report_complete() {
+        let log = CallLog::default();
+        assert!(log
+            .contradiction(&complete(&["it works"]))
+            .unwrap()
+            .contains("called no tool"));
+    }
+
+    #[test]
+    fn commands_are_named_as_whole_words() {
+        assert!(names_command("ran make test: ok", "make test"));
+        assert!(!names_command("ran make tests", "make test"));
+        assert!(!names_command("the tools are fine", "ls"));
+        assert!(names_command("`ls` shows slug.py", "ls"));
+        assert!(names_command("`cargo test` passes", "cargo test --quiet"));
+        assert!(!names_command("`cargo` works", "cargo test"));
+    }
+}

@@ -1,0 +1,214 @@
+//! A worker that does the work, through the real binary and the script backend: calls in
+//! the shapes small coder models write (```json fences, bare objects) run; an identical call
+//! with nothing changed is not run again and the third begins the wrap-up (`repetition`);
+//! a `complete` report that the round's own record contradicts is refused.
+
+use serde_json::{json, Value};
+
+use super::common::*;
+
+/// A call the way Qwen2.5-Coder writes it: a ```json fence.
+fn fenced(name: &str, arguments: Value) -> String {
+    format!(
+        "```json\n{}\n```",
+        json!({"name": name, "arguments": arguments})
+    )
+}
+
+fn tool_results<'a>(run: &'a Run, name: &str) -> Vec<&'a Value> {
+    of_type(&run.events, "tool_result")
+        .into_iter()
+        .filter(|e| e["name"] == name)
+        .collect()
+}
+
+#[test]
+fn fenced_and_bare_calls_run_in_every_json_format() {
+    for format in ["hermes", "qwen-coder", "generic", "llama3"] {
+        let repo = TempRepo::new();
+        repo.write("a.txt", "alpha\n");
+        let run = run_script(
+            &repo,
+            vec![turns(&[
+                format!("I will read it.\n{}", fenced("read_file", json!({"path": "a.txt"}))),
+                "{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}".to_string(),
+                fenced(
+                    "ralph_report",
+                    json!({"status": "complete", "summary": "read a.txt", "evidence": ["read_file a.txt shows alpha"], "next_steps": [], "blocker": ""}),
+                ),
+            ])],
+            &["--chat-format", format, "-n", "1", "read a.txt"],
+        );
+        assert_eq!(
+            code(&run.out),
+            0,
+            "{format}: {}",
+            String::from_utf8_lossy(&run.out.stderr)
+        );
+        let read = tool_results(&run, "read_file");
+        assert_eq!(read.len(), 1, "{format}");
+        assert_eq!(read[0]["ok"], true, "{format}");
+        assert!(read[0]["output"].as_str().unwrap().contains("alpha"));
+        assert_eq!(tool_results(&run, "list_dir").len(), 1, "{format}");
+        assert_eq!(of_type(&run.events, "report_accepted").len(), 1, "{format}");
+    }
+}
+
+#[test]
+fn a_fence_with_broken_json_or_an_unknown_tool_is_a_tool_error_not_a_crash() {
+    let repo = TempRepo::new();
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            "```json\n{\"name\": \"read_file\", \"arguments\": {path: \"a\"}}\n```".to_string(),
+            fenced("delete_everything", json!({"path": "."})),
+            continue_report("tried"),
+        ])],
+        &["-n", "1", "x"],
+    );
+    assert_eq!(code(&run.out), 4, "{}", String::from_utf8_lossy(&run.out.stderr));
+    let results = of_type(&run.events, "tool_result");
+    assert_eq!(results[0]["name"], "(malformed)");
+    assert!(results[0]["output"].as_str().unwrap().contains("not valid JSON"));
+    assert_eq!(results[1]["name"], "delete_everything");
+    assert_eq!(results[1]["ok"], false);
+    assert!(results[1]["output"].as_str().unwrap().contains("unknown tool"));
+}
+
+#[test]
+fn a_code_block_that_is_not_a_call_stays_prose() {
+    let repo = TempRepo::new();
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            "Here is the fix:\n```python\nprint({\"name\": \"read_file\", \"arguments\": {}})\n```\n```json\n{\"name\": \"slug\", \"version\": 2}\n```".to_string(),
+            continue_report("explained"),
+        ])],
+        &["-n", "1", "x"],
+    );
+    assert_eq!(code(&run.out), 4, "{}", String::from_utf8_lossy(&run.out.stderr));
+    let calls: Vec<&str> = of_type(&run.events, "tool_call")
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(calls, ["ralph_report"]);
+}
+
+#[test]
+fn an_identical_call_is_refused_and_the_third_begins_the_wrap_up() {
+    let repo = TempRepo::new();
+    let read = call("read_file", json!({"path": "missing.md"}));
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            read.clone(),
+            read.clone(),
+            format!("{read}\n{read}"),
+            continue_report("the file is missing"),
+        ])],
+        &["-n", "1", "x"],
+    );
+    assert_eq!(code(&run.out), 4, "{}", String::from_utf8_lossy(&run.out.stderr));
+    let results = tool_results(&run, "read_file");
+    assert_eq!(results.len(), 4);
+    let first = results[0]["output"].as_str().unwrap();
+    assert!(!first.contains("not run again"), "{first}");
+    let second = results[1]["output"].as_str().unwrap();
+    assert!(second.starts_with("not run again"), "{second}");
+    assert!(second.ends_with(first), "the earlier result is repeated: {second}");
+    // The third identical call begins the wrap-up; the fourth, in the same turn, is refused
+    // as a wrap-up refusal, never run.
+    let wrap = of_type(&run.events, "wrap_up");
+    assert_eq!(wrap.len(), 1);
+    assert_eq!(wrap[0]["reason"], "repetition");
+    assert!(results[3]["output"]
+        .as_str()
+        .unwrap()
+        .contains("wrap-up turn"));
+    assert_eq!(of_type(&run.events, "report_accepted").len(), 1);
+}
+
+#[test]
+fn a_file_change_lets_an_identical_call_run_again() {
+    let repo = TempRepo::new();
+    let check = call("run_command", json!({"command": "cat a.txt"}));
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            call("write_file", json!({"path": "a.txt", "content": "one\n"})),
+            check.clone(),
+            call("write_file", json!({"path": "a.txt", "content": "two\n"})),
+            check.clone(),
+            continue_report("wrote twice"),
+        ])],
+        &["-n", "1", "x"],
+    );
+    assert_eq!(code(&run.out), 4, "{}", String::from_utf8_lossy(&run.out.stderr));
+    let results = tool_results(&run, "run_command");
+    assert_eq!(results.len(), 2);
+    assert!(results[0]["output"].as_str().unwrap().contains("one"));
+    assert!(results[1]["output"].as_str().unwrap().contains("two"));
+    assert!(of_type(&run.events, "wrap_up").is_empty());
+}
+
+#[test]
+fn a_complete_report_citing_a_failed_command_is_refused_with_its_exit_code() {
+    let repo = TempRepo::new();
+    let claim = report(
+        "complete",
+        "tests pass",
+        &["`sh -c 'exit 3'` passed all tests"],
+        &[],
+        "",
+    );
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            call("run_command", json!({"command": "sh -c 'exit 3'"})),
+            claim.clone(),
+            continue_report("the tests still fail"),
+        ])],
+        &["-n", "1", "x"],
+    );
+    assert_eq!(code(&run.out), 4, "{}", String::from_utf8_lossy(&run.out.stderr));
+    let rejected = of_type(&run.events, "report_rejected");
+    assert_eq!(rejected.len(), 1);
+    let reason = rejected[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("exit code 3"), "{reason}");
+    let accepted = of_type(&run.events, "report_accepted");
+    assert_eq!(accepted[0]["report"]["status"], "continue");
+}
+
+#[test]
+fn a_complete_report_whose_command_passed_is_accepted() {
+    let repo = TempRepo::new();
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            call("run_command", json!({"command": "sh -c 'exit 3'"})),
+            call("run_command", json!({"command": "true"})),
+            report("complete", "done", &["`true` exits 0"], &[], ""),
+        ])],
+        &["-n", "1", "x"],
+    );
+    assert_eq!(code(&run.out), 0, "{}", String::from_utf8_lossy(&run.out.stderr));
+    assert!(of_type(&run.events, "report_rejected").is_empty());
+}
+
+#[test]
+fn a_complete_report_from_a_round_without_tool_calls_is_refused() {
+    let repo = TempRepo::new();
+    let claim = report("complete", "done", &["it works"], &[], "");
+    let run = run_script(
+        &repo,
+        vec![turns(&[claim.clone(), continue_report("nothing checked yet")])],
+        &["-n", "1", "x"],
+    );
+    assert_eq!(code(&run.out), 4, "{}", String::from_utf8_lossy(&run.out.stderr));
+    let rejected = of_type(&run.events, "report_rejected");
+    assert_eq!(rejected.len(), 1);
+    assert!(rejected[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("called no tool"));
+}
