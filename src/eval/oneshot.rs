@@ -229,10 +229,9 @@ fn answer_cap(
         .map(|t| t.len() as u64)
         .sum();
     let floor = u64::from(room) + text_bytes.div_ceil(BYTES_PER_TOKEN);
-    explicit.map_or_else(
-        || u32::try_from(ralph_generated.unwrap_or(0).max(floor)).unwrap_or(u32::MAX),
-        |cap| cap,
-    )
+    explicit.unwrap_or_else(|| {
+        u32::try_from(ralph_generated.unwrap_or(0).max(floor)).unwrap_or(u32::MAX)
+    })
 }
 
 /// Cancels a token when a time is up, unless stopped first.
@@ -391,8 +390,9 @@ pub(super) fn run_one(
         tool_calls: 0,
         prompt_tokens: u64::from(prompt_tokens),
         generated_tokens: u64::from(generated_tokens),
-        rounds_used: 1,
-        max_rounds: 1,
+        // No rounds: one generation in one context.
+        rounds_used: 0,
+        max_rounds: 0,
         max_turns: Some(1),
         token_budget: Some(u64::from(answered.cap)),
         wall_ms: trial::millis(wall),
