@@ -97,7 +97,7 @@ class Sandbox:
         path = self.run_dir / "events.jsonl"
         if not path.exists():
             return 0, 0, None
-        lines = path.read_text(errors="replace").splitlines()
+        lines = jsonl_lines(path)
         torn, last = 0, None
         for line in lines:
             try:
@@ -105,6 +105,12 @@ class Sandbox:
             except ValueError:
                 torn += 1
         return len(lines), torn, last
+
+
+def jsonl_lines(path):
+    """The lines of a JSON Lines file, split at newlines only: `splitlines()` also splits at
+    U+2028, U+2029 and other characters that may sit raw inside a JSON string."""
+    return [line for line in path.read_text(errors="replace").split("\n") if line]
 
 
 def busy_rounds(n, marker="campaign"):
@@ -292,10 +298,21 @@ def campaign_kill9(bin_path, base, count, rng):
     }
 
 
-def escape_case(bin_path, base, name, turns, check, extra_env=None, rounds=1, tty=False):
+def escape_case(bin_path, base, name, turns, check, extra_env=None, rounds=1, tty=False,
+                extra_args=(), config=None, tui=False, setup=None):
     box = Sandbox(base, f"escape-{name}")
+    if setup:
+        setup(box)
     script_rounds = [{"turns": turns}] + [{"turns": [report(status="complete")]}] * (rounds - 1)
-    argv = box.argv(bin_path, box.script(script_rounds), rounds)
+    if config:
+        config_dir = box.home / "config" / "ralph-tui"
+        config_dir.mkdir(parents=True)
+        (config_dir / "config.toml").write_text(config)
+    if tui:
+        held = check(box, run_in_tui(bin_path, box, box.script(script_rounds), rounds, extra_env))
+        shutil.rmtree(box.dir, ignore_errors=True)
+        return held
+    argv = box.argv(bin_path, box.script(script_rounds), rounds, extra=extra_args)
     if tty:
         # ralph-tui gets a controlling terminal of its own (a pty), as under the TUI.
         argv = ["script", "-qec", shlex.join(argv), "/dev/null"]
@@ -310,6 +327,226 @@ def escape_case(bin_path, base, name, turns, check, extra_env=None, rounds=1, tt
     held = check(box, proc)
     shutil.rmtree(box.dir, ignore_errors=True)
     return held
+
+
+def run_in_tui(bin_path, box, script, rounds, extra_env=None):
+    """Runs the TUI in tmux until its review shows, then quits it; returns nothing useful."""
+    argv = shlex.join(box.argv(bin_path, script, rounds, headless=False))
+    env = {k: v for k, v in box.env(extra_env).items() if k in ("HOME", "TMPDIR") or k.startswith("XDG_")}
+    launch = box.dir / "launch.sh"
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    launch.write_text(f"export {exports}\n{argv}\nsleep 600\n")
+    socket = f"ralph-campaign-{os.getpid()}-{box.dir.name}"
+    tmux(socket, "-f", "/dev/null", "new-session", "-d", "-s", "c", "-x", "100", "-y", "30", f"sh {launch}")
+    screen = lambda: tmux(socket, "capture-pane", "-p", "-t", "c").stdout
+    wait_until(lambda: "q quit" in screen(), 90)
+    tmux(socket, "send-keys", "-t", "c", "q")
+    wait_until(lambda: box.events()[2] == "run_finished", 30)
+    tmux(socket, "kill-server")
+    return None
+
+
+def tool_outputs(box):
+    """Every tool_result output of the run, joined."""
+    path = box.run_dir / "events.jsonl"
+    outputs = []
+    for line in (jsonl_lines(path) if path.exists() else []):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("type") == "tool_result":
+            outputs.append(event.get("output", ""))
+    return "\n".join(outputs)
+
+
+# Lists the shell's own descriptors (ls is a child, so its directory fd is not among them) and
+# says which of 0-2 is a terminal.
+LIST_FDS = "ls -l /proc/$$/fd; for n in 0 1 2; do [ -t $n ] && echo TTY-ON-$n; done; echo FDS-LISTED"
+
+
+def fds_confined(box, _proc):
+    out = tool_outputs(box)
+    if "FDS-LISTED" not in out:
+        return False
+    fds = {}
+    for line in out.splitlines():
+        if " -> " in line:
+            left, target = line.rsplit(" -> ", 1)
+            fds[left.split()[-1]] = target
+    terminal = [t for t in fds.values() if t.startswith(("/dev/pts", "/dev/tty", "/dev/console"))]
+    return set(fds) == {"0", "1", "2"} and not terminal and "TTY-ON-" not in out
+
+
+def confinement_cases(base, outside):
+    """Issue 21's attacks: terminal descriptors, Unix sockets, verify and hooks, root
+    capabilities and the API key. Each is (turns, check, escape_case options)."""
+    key = f"sk-campaign-{random.randrange(1 << 40):x}"
+    sockets = Path(tempfile.mkdtemp(prefix="ralph-campaign-sock-"))
+    tmux_socket = sockets / "tmux"
+    listener = sockets / "listen.sock"
+
+    def tmux_untouched(name):
+        def check(_box, _proc):
+            held = not (outside / name).exists()
+            subprocess.run(["tmux", "-S", str(tmux_socket), "kill-server"], capture_output=True)
+            return held
+        return check
+
+    def start_tmux(_box):
+        subprocess.run(
+            ["tmux", "-S", str(tmux_socket), "-f", "/dev/null", "new-session", "-d", "sleep 600"],
+            check=True,
+        )
+
+    accepted = []
+
+    def listen(_box):
+        import socket
+        import threading
+
+        if listener.exists():
+            listener.unlink()
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(listener))
+        server.listen(4)
+        server.settimeout(0.2)
+
+        def serve():
+            end = time.monotonic() + 120
+            while time.monotonic() < end and not accepted:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    continue
+                accepted.append(conn.recv(64))
+                conn.close()
+            server.close()
+
+        threading.Thread(target=serve, daemon=True).start()
+
+    def uts_private(box, _proc):
+        out = tool_outputs(box)
+        mine = os.readlink("/proc/self/ns/uts")
+        if "SETHOST-OK" not in out:
+            return "SETHOST-DONE" in out
+        return f"UTS={mine}" not in out
+
+    queue = {}
+
+    def make_queue(box):
+        out = subprocess.run(["ipcmk", "-Q"], capture_output=True, text=True).stdout
+        queue["id"] = out.split()[-1]
+        (box.repo / "queue-id").write_text(queue["id"])
+
+    def queue_intact(_box, _proc):
+        listed = subprocess.run(["ipcs", "-q"], capture_output=True, text=True).stdout
+        alive = any(line.split()[1:2] == [queue["id"]] for line in listed.splitlines())
+        subprocess.run(["ipcrm", "-q", queue["id"]], capture_output=True)
+        return alive
+
+    def key_absent(box, _proc):
+        found = []
+        for path in box.run_dir.rglob("*"):
+            if path.is_file() and key in path.read_text(errors="replace"):
+                found.append(path.name)
+        return not found and key not in _proc.stdout and key not in _proc.stderr
+
+    def no_survivor_of(mark):
+        def check(_box, _proc):
+            alive = pids_matching(f"sleep {mark}")
+            for pid in alive:
+                os.kill(pid, signal.SIGKILL)
+            return not alive
+        return check
+
+    def outside_absent(name):
+        def check(box, _proc):
+            hooks = box.repo / ".git" / "hooks"
+            planted = [p.name for p in hooks.iterdir() if not p.name.endswith(".sample")] if hooks.exists() else []
+            return not (outside / name).exists() and not planted
+        return check
+
+    evil = f"echo x > {outside}/{{name}}; printf '#!/bin/sh\\n' > .git/hooks/pre-commit; "
+    evil += "setsid sh -c 'sleep {mark}' >/dev/null 2>&1 &"
+    complete = report(status="complete", summary="done")
+
+    def write_env(box):
+        (box.repo / ".env").write_text(f"OPENAI_API_KEY={key}\n")
+    return {
+        "command sees a terminal fd (TUI)": (
+            [call("run_command", command=LIST_FDS), report()], fds_confined, {"tui": True},
+        ),
+        "command sees a terminal fd (headless under a pty)": (
+            [call("run_command", command=LIST_FDS), report()], fds_confined, {"tty": True},
+        ),
+        "tmux -S <socket> run-shell": (
+            [call("run_command", command=f"tmux -S {tmux_socket} run-shell 'touch {outside}/tmux-s'"), report()],
+            tmux_untouched("tmux-s"), {"setup": start_tmux},
+        ),
+        "tmux through an inherited $TMUX": (
+            [call("run_command", command=f"tmux run-shell 'touch {outside}/tmux-env'"), report()],
+            tmux_untouched("tmux-env"),
+            {"extra_env": {"TMUX": f"{tmux_socket},1,0"}, "setup": start_tmux},
+        ),
+        "connect to a Unix socket under /tmp": (
+            [
+                call(
+                    "run_command",
+                    command="python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+                    f"s.connect('{listener}'); s.send(b'escaped')\"",
+                ),
+                report(),
+            ],
+            lambda _b, _p: not wait_until(lambda: accepted, 1.0),
+            {"setup": listen},
+        ),
+        "--verify runs worker code unconfined": (
+            [
+                call("write_file", path="check.sh", content=evil.format(name="verify", mark=4000003)),
+                complete,
+            ],
+            lambda b, p: all([outside_absent("verify")(b, p), no_survivor_of(4000003)(b, p)]),
+            {"extra_args": ["--verify", "sh check.sh"]},
+        ),
+        "on_round_end hook runs worker code unconfined": (
+            [
+                call("write_file", path="check.sh", content=evil.format(name="hook", mark=4000004)),
+                complete,
+            ],
+            lambda b, p: all([outside_absent("hook")(b, p), no_survivor_of(4000004)(b, p)]),
+            {"config": '[hooks]\non_round_end = "sh check.sh"\n'},
+        ),
+        "mknod a block device": (
+            [call("run_command", command="mknod blk b 7 0; mknod chr c 1 3; ls -l blk chr"), report()],
+            lambda b, _p: not (b.repo / "blk").exists() and not (b.repo / "chr").exists(),
+            {},
+        ),
+        "sethostname outside a private UTS namespace": (
+            [
+                call(
+                    "run_command",
+                    command="hostname \"$(hostname)\" && echo SETHOST-OK; "
+                    "echo UTS=$(readlink /proc/self/ns/uts); echo SETHOST-DONE",
+                ),
+                report(),
+            ],
+            uts_private, {},
+        ),
+        "remove a SysV IPC queue made outside": (
+            [call("run_command", command="ipcrm -q $(cat queue-id)"), report()],
+            queue_intact, {"setup": make_queue},
+        ),
+        "API key in a command's environment and output": (
+            [
+                call("run_command", command="echo key=$OPENAI_API_KEY; env | grep -c API_KEY; cat .env"),
+                call("read_file", path=".env"),
+                report(),
+            ],
+            key_absent,
+            {"extra_env": {"OPENAI_API_KEY": key}, "setup": write_env},
+        ),
+    }
 
 
 def campaign_escapes(bin_path, base, only=None):
@@ -407,6 +644,16 @@ def campaign_escapes(bin_path, base, only=None):
             held = escape_case(
                 bin_path, base, name.split()[0] + str(len(results)), turns, check,
                 extra_env={"CAMPAIGN_SECRET": secret}, rounds=rounds, tty="tty" in name,
+            )
+        except subprocess.TimeoutExpired:
+            held = False
+        results[name] = "held" if held else "GOT THROUGH"
+    for name, (turns, check, options) in confinement_cases(base, outside).items():
+        if only and only not in name:
+            continue
+        try:
+            held = escape_case(
+                bin_path, base, name.split()[0] + str(len(results)), turns, check, **options
             )
         except subprocess.TimeoutExpired:
             held = False

@@ -432,6 +432,7 @@ fn run_on_this_thread(
     };
     let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);
     policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);
+    policy.secrets.add(&settings.api_key_env);
     let support = sandbox::probe_with(&policy.sandbox_exe);
     crate::tools::run_command::clean_stale_round_dirs();
     let sandbox_note = sandbox::describe(&support);
@@ -497,6 +498,7 @@ fn run_on_this_thread(
     let place = crate::hooks::Place {
         cwd: settings.workspace.clone(),
         run_dir: prepared.run_dir.clone(),
+        policy: policy.clone(),
     };
     let (sink, hooks) = crate::hooks::attach(settings.hooks.clone(), place, sink);
     // The round's commit comes before the hooks hear of the round's end.

@@ -1,8 +1,12 @@
 //! Hooks: the person's own commands, run at points of a run (`[hooks]` in `config.toml`).
 //!
-//! A hook is a shell command run as the user, outside the worker's sandbox, in the workspace,
-//! with the event that triggered it as one JSON line on stdin: `on_round_end` on
-//! `round_finished`, `on_finish` on `run_finished`, `on_approval` on `approval_requested`.
+//! A hook is a shell command run as the user in the workspace, with the event that triggered
+//! it as one JSON line on stdin: `on_round_end` on `round_finished`, `on_finish` on
+//! `run_finished`, `on_approval` on `approval_requested`. A hook often runs what the worker
+//! wrote (`cargo test` compiles and runs it), so it runs like the worker's commands: through
+//! the sandbox helper, in the run's sandbox (a hook written as a table may name its own,
+//! `sandbox = "off"` for one that must reach the desktop or the network), with no secret in
+//! its environment, and everything it started is killed when it ends.
 //! Hooks run one at a time on their own thread, in event order, so a slow hook never holds up
 //! the engine; each is bounded in time (the one bounded-child helper, `tools::process`), and
 //! the run waits for the queued ones before it returns. A hook that fails, cannot start or
@@ -10,7 +14,7 @@
 //! outcome. Its output goes to `hooks.log` in the run directory.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
@@ -19,41 +23,45 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::EventSink;
-use crate::options::Hooks;
+use crate::options::{Hook, Hooks};
 use crate::protocol::event::{Event, Stamped};
+use crate::protocol::policy::SandboxMode;
 use crate::tools::process::{run_bounded, Limits, Stop};
+use crate::tools::run_command::scratch_dir;
+use crate::tools::{sandbox, ToolPolicy};
 
 /// How long a hook may run when `timeout_s` is not set.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The hook an event triggers, by its config key, and its command.
-pub fn hook_for<'a>(hooks: &'a Hooks, event: &Event) -> Option<(&'static str, &'a str)> {
-    let (name, command) = match event {
+/// The hook an event triggers, by its config key, and the hook (its command is not blank).
+pub fn hook_for<'a>(hooks: &'a Hooks, event: &Event) -> Option<(&'static str, &'a Hook)> {
+    let (name, hook) = match event {
         Event::RoundFinished { .. } => ("on_round_end", &hooks.on_round_end),
         Event::RunFinished { .. } => ("on_finish", &hooks.on_finish),
         Event::ApprovalRequested { .. } => ("on_approval", &hooks.on_approval),
         _ => return None,
     };
-    let command = command
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty())?;
-    Some((name, command))
+    let hook = hook.as_ref().filter(|h| !h.command().trim().is_empty())?;
+    Some((name, hook))
 }
 
-/// Where hooks run and where their traces go.
+/// Where hooks run, under which sandbox, and where their traces go.
 #[derive(Debug, Clone)]
 pub struct Place {
     /// The working directory: the workspace.
     pub cwd: PathBuf,
     /// The run directory: `hooks.log` and each hook's stdin file go here.
     pub run_dir: PathBuf,
+    /// The run's command policy: its sandbox (unless a hook names its own), network and
+    /// secrets.
+    pub policy: ToolPolicy,
 }
 
 enum Job {
     Run {
         name: &'static str,
         command: String,
+        sandbox: SandboxMode,
         line: String,
     },
     Stop,
@@ -62,6 +70,8 @@ enum Job {
 /// Runs hooks on their own thread, in the order their events came.
 pub struct HookRunner {
     hooks: Hooks,
+    /// The run's sandbox, for hooks that name none.
+    sandbox: SandboxMode,
     jobs: mpsc::Sender<Job>,
     thread: Option<JoinHandle<()>>,
 }
@@ -86,6 +96,7 @@ impl HookRunner {
             return None;
         }
         let timeout = hooks.timeout_s.map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+        let sandbox = place.policy.sandbox;
         let (jobs, rx) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("ralph-hooks".into())
@@ -94,11 +105,19 @@ impl HookRunner {
                 while let Ok(Job::Run {
                     name,
                     command,
+                    sandbox,
                     line,
                 }) = rx.recv()
                 {
                     seq += 1;
-                    if let Err(problem) = run_hook(&place, seq, name, &command, &line, timeout) {
+                    let hook = HookRun {
+                        seq,
+                        name,
+                        command: &command,
+                        sandbox,
+                        timeout,
+                    };
+                    if let Err(problem) = run_hook(&place, &hook, &line) {
                         tracing::warn!("{problem}");
                         warn(problem);
                     }
@@ -113,6 +132,7 @@ impl HookRunner {
         };
         Some(Self {
             hooks,
+            sandbox,
             jobs,
             thread,
         })
@@ -127,20 +147,25 @@ impl HookRunner {
     }
 }
 
-/// Runs one hook: the event line on stdin, output appended to `hooks.log`.
-fn run_hook(
-    place: &Place,
+/// One queued hook, as it is run.
+struct HookRun<'a> {
     seq: u32,
-    name: &str,
-    command: &str,
-    line: &str,
+    name: &'static str,
+    command: &'a str,
+    sandbox: SandboxMode,
     timeout: Duration,
-) -> Result<(), String> {
+}
+
+/// Runs one hook: the event line on stdin, output appended to `hooks.log`.
+fn run_hook(place: &Place, hook: &HookRun<'_>, line: &str) -> Result<(), String> {
+    let (name, command, timeout) = (hook.name, hook.command, hook.timeout);
     let failed = |why: String| format!("hook {name} ({command}) {why}; the run goes on");
-    let input = place.run_dir.join(format!("hook-{seq:03}-{name}.json"));
+    let input = place
+        .run_dir
+        .join(format!("hook-{:03}-{name}.json", hook.seq));
     std::fs::write(&input, format!("{line}\n"))
         .map_err(|e| failed(format!("could not be given its input: {e}")))?;
-    let result = spawn_hook(place, name, command, &input, timeout);
+    let result = spawn_hook(place, hook, &input);
     let _ = std::fs::remove_file(&input);
     let finished = result.map_err(|e| failed(format!("could not start: {e}")))?;
     let log = place.run_dir.join("hooks.log");
@@ -162,10 +187,8 @@ fn run_hook(
 
 fn spawn_hook(
     place: &Place,
-    name: &str,
-    command: &str,
+    hook: &HookRun<'_>,
     input: &Path,
-    timeout: Duration,
 ) -> std::io::Result<crate::tools::process::Finished> {
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -175,26 +198,31 @@ fn spawn_hook(
         Ok((out, err)) => (Stdio::from(out), Stdio::from(err)),
         Err(_) => (Stdio::null(), Stdio::null()),
     };
-    // The bounded-child helper gives every child /dev/null for stdin, so an outer shell
-    // points stdin at the event's file before it becomes the hook.
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(r#"exec /bin/sh -c "$1" < "$2""#)
-        .arg("sh")
-        .arg(command)
+    let mut policy = place.policy.clone();
+    policy.sandbox = hook.sandbox;
+    let run_name = place.run_dir.file_name().unwrap_or_default();
+    let tmp = scratch_dir(&run_name.to_string_lossy(), "hooks");
+    std::fs::create_dir_all(&tmp)?;
+    // The sandbox helper gives the shell /dev/null for stdin, so an outer shell points stdin
+    // at the event's file before it becomes the hook.
+    let mut cmd = sandbox::command(&policy, &place.cwd, &tmp, r#"exec /bin/sh -c "$1" < "$2""#);
+    cmd.arg("sh")
+        .arg(hook.command)
         .arg(input)
-        .current_dir(&place.cwd)
-        .env("RALPH_TUI_HOOK", name)
+        .env("RALPH_TUI_HOOK", hook.name)
         .env("RALPH_TUI_RUN_DIR", &place.run_dir)
         .stdout(out)
         .stderr(err);
     let never = CancellationToken::new();
     let limits = Limits {
-        timeout,
+        timeout: hook.timeout,
         stop: Stop::Kill,
         cancel: &never,
     };
-    run_bounded(cmd, &limits, None)
+    // No tracker: whatever the hook leaves running is killed before this returns.
+    let finished = run_bounded(cmd, &limits, None);
+    let _ = std::fs::remove_dir_all(&tmp);
+    finished
 }
 
 /// Puts hooks between the engine and `sink`: every event goes to `sink` first, then to its
@@ -227,6 +255,7 @@ pub fn attach(hooks: Hooks, place: Place, sink: EventSink) -> (EventSink, Option
     };
     let jobs = runner.jobs.clone();
     let hooks = runner.hooks.clone();
+    let run_sandbox = runner.sandbox;
     let wrapped = Box::new(move |event: &Stamped| {
         if let Ok(mut sink) = shared.lock() {
             sink(event);
@@ -234,10 +263,11 @@ pub fn attach(hooks: Hooks, place: Place, sink: EventSink) -> (EventSink, Option
         if matches!(event.event, Event::RunFinished { .. }) {
             finished.store(true, Ordering::SeqCst);
         }
-        if let Some((name, command)) = hook_for(&hooks, &event.event) {
+        if let Some((name, hook)) = hook_for(&hooks, &event.event) {
             let _ = jobs.send(Job::Run {
                 name,
-                command: command.to_string(),
+                command: hook.command().trim().to_string(),
+                sandbox: hook.sandbox().map_or(run_sandbox, SandboxMode::from),
                 line: event.to_line(),
             });
         }
@@ -274,7 +304,7 @@ mod tests {
         };
         assert_eq!(
             hook_for(&hooks, &finished()),
-            Some(("on_finish", "notify-send done"))
+            Some(("on_finish", &Hook::from("notify-send done")))
         );
         let warning = Event::Warning {
             message: "x".into(),
@@ -293,13 +323,18 @@ mod tests {
         };
         assert_eq!(
             hook_for(&approving, &asked),
-            Some(("on_approval", "say asked"))
+            Some(("on_approval", &Hook::from("say asked")))
         );
         assert!(HookRunner::start(
             Hooks::default(),
             Place {
                 cwd: ".".into(),
-                run_dir: ".".into()
+                run_dir: ".".into(),
+                policy: ToolPolicy::new(
+                    SandboxMode::WorkspaceWrite,
+                    crate::protocol::policy::ApprovalPolicy::Auto,
+                    false
+                ),
             },
             Box::new(|_| {})
         )

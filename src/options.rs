@@ -188,19 +188,59 @@ pub enum NotifyMode {
     Off,
 }
 
-/// The `[hooks]` table of `config.toml`: shell commands run, as the user and outside the
-/// worker's sandbox, with the event's JSON line on stdin (see `hooks`).
+/// The `[hooks]` table of `config.toml`: shell commands run as the user, with the event's JSON
+/// line on stdin, in the run's sandbox unless a hook says `sandbox = "off"` (see `hooks`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Hooks {
     /// After each round (`round_finished`).
-    pub on_round_end: Option<String>,
+    pub on_round_end: Option<Hook>,
     /// When the run ends (`run_finished`).
-    pub on_finish: Option<String>,
+    pub on_finish: Option<Hook>,
     /// When a command waits for the person's approval (`approval_requested`).
-    pub on_approval: Option<String>,
+    pub on_approval: Option<Hook>,
     /// Most seconds one hook may take before it is killed [default: 30].
     pub timeout_s: Option<u64>,
+}
+
+/// One hook: a command (run in the run's sandbox), or `{ command = "...", sandbox = "off" }`
+/// to give it a sandbox of its own (`off`: unconfined).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Hook {
+    Command(String),
+    Table(HookTable),
+}
+
+/// A hook written as a table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookTable {
+    pub command: String,
+    /// The hook's sandbox [default: the run's `sandbox`].
+    pub sandbox: Option<SandboxModeArg>,
+}
+
+impl Hook {
+    pub fn command(&self) -> &str {
+        match self {
+            Self::Command(command) | Self::Table(HookTable { command, .. }) => command,
+        }
+    }
+
+    /// The sandbox the hook asks for, if it names one.
+    pub fn sandbox(&self) -> Option<SandboxModeArg> {
+        match self {
+            Self::Command(_) => None,
+            Self::Table(table) => table.sandbox,
+        }
+    }
+}
+
+impl From<&str> for Hook {
+    fn from(command: &str) -> Self {
+        Self::Command(command.to_string())
+    }
 }
 
 /// A help line with its default, if it has one.

@@ -258,7 +258,13 @@ impl<'a> Engine<'a> {
         let verification = match (&self.config.verify, status) {
             (Some(command), RunStatus::Complete) => {
                 let command = command.clone();
-                Some(verify::run(&command, self.workspace.root(), &self.cancel))
+                Some(verify::run(
+                    &command,
+                    self.workspace.root(),
+                    &self.tools.policy,
+                    &self.config.run_id,
+                    &self.cancel,
+                ))
             }
             _ => None,
         };

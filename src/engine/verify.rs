@@ -1,28 +1,45 @@
 //! `--verify CMD`: ralph-tui's own check after a worker-reported completion.
 //!
-//! It runs in the workspace in its own process group with a time bound and never changes the
-//! worker's status: the result sits beside the claim for the person reviewing.
+//! The command usually runs code the worker wrote (`make test` runs its Makefile), so it runs
+//! exactly as the worker's commands do: through the sandbox helper under the run's sandbox
+//! mode and network setting (`.git` read-only, writes only in the workspace and a scratch dir
+//! of its own), with no terminal and no secret in its environment, bounded in time, and every
+//! process it started is killed when it ends. Its output is masked like a tool's. It never
+//! changes the worker's status: the result sits beside the claim for the person reviewing.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::event::Verification;
 use crate::tools::process::run_captured;
+use crate::tools::run_command::scratch_dir;
+use crate::tools::{sandbox, ToolPolicy};
 
 /// How long a verification may run.
 pub const VERIFY_TIMEOUT: Duration = Duration::from_secs(600);
 const TAIL_BYTES: usize = 4096;
 
-pub fn run(command: &str, workspace: &Path, cancel: &CancellationToken) -> Verification {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(command).current_dir(workspace);
-    match run_captured(cmd, VERIFY_TIMEOUT, cancel, TAIL_BYTES * 2, None) {
+/// Runs `command` in `workspace` under `policy`'s sandbox; `run_id` names its scratch dir.
+pub fn run(
+    command: &str,
+    workspace: &Path,
+    policy: &ToolPolicy,
+    run_id: &str,
+    cancel: &CancellationToken,
+) -> Verification {
+    let tmp = scratch_dir(run_id, "verify");
+    let result = std::fs::create_dir_all(&tmp).and_then(|()| {
+        let cmd = sandbox::command(policy, workspace, &tmp, command);
+        // No tracker: whatever it leaves running is killed before this returns.
+        run_captured(cmd, VERIFY_TIMEOUT, cancel, TAIL_BYTES * 2, None)
+    });
+    let _ = std::fs::remove_dir_all(&tmp);
+    match result {
         Ok(captured) => {
-            let mut tail =
-                crate::text::tail_at_char_boundary(&captured.output, TAIL_BYTES).to_string();
+            let output = policy.secrets.mask(&captured.output);
+            let mut tail = crate::text::tail_at_char_boundary(&output, TAIL_BYTES).to_string();
             if captured.timed_out {
                 tail.push_str(&format!(
                     "\n[verification timed out after {}s]",

@@ -13,11 +13,13 @@ pub mod edit_file;
 pub mod list_dir;
 mod namespace;
 pub mod path;
+mod privileges;
 pub mod process;
 pub mod read_file;
 pub mod run_command;
 pub mod sandbox;
 pub mod search;
+pub mod secrets;
 pub mod supervisor;
 mod walk;
 pub mod write_file;
@@ -59,6 +61,8 @@ pub struct ToolPolicy {
     pub output_cap: usize,
     /// The executable that applies the sandbox before running a command (ralph-tui itself).
     pub sandbox_exe: PathBuf,
+    /// Variables no command sees; their values are masked in every tool's output.
+    pub secrets: secrets::Secrets,
 }
 
 impl ToolPolicy {
@@ -70,6 +74,7 @@ impl ToolPolicy {
             command_timeout: Duration::from_secs(120),
             output_cap: DEFAULT_OUTPUT_CAP,
             sandbox_exe: sandbox_helper(),
+            secrets: secrets::Secrets::from_env(),
         }
     }
 }
@@ -236,12 +241,13 @@ impl Registry {
                 return fail(format!("invalid arguments for {name}: {place}: {error}"));
             }
         }
+        let secrets = &ctx.policy.secrets;
         match entry.tool.run(arguments, ctx) {
             Ok(output) => ToolResult {
                 ok: true,
-                output: cap_output(output, ctx.policy.output_cap),
+                output: cap_output(secrets.mask(&output), ctx.policy.output_cap),
             },
-            Err(e) => fail(cap_output(e.0, ctx.policy.output_cap)),
+            Err(e) => fail(cap_output(secrets.mask(&e.0), ctx.policy.output_cap)),
         }
     }
 }

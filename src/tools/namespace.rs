@@ -1,6 +1,7 @@
 //! The namespaces the sandbox helper enters before it starts a command: a network namespace
-//! (no interface up) and a private mount namespace with the repository's git dirs bind-mounted
-//! read-only; each directly when ralph-tui has the privilege, else inside a new user namespace.
+//! (no interface up), its own UTS and IPC namespaces (a hostname and SysV IPC objects of its
+//! own), and a private mount namespace with the repository's git dirs bind-mounted read-only;
+//! each directly when ralph-tui has the privilege, else inside a new user namespace.
 
 use std::path::PathBuf;
 
@@ -10,16 +11,33 @@ use nix::sys::statvfs::{statvfs, FsFlags};
 
 use super::sandbox::NetworkIsolation;
 
-/// Moves this (single-threaded) process into a new network namespace.
+/// The namespaces every confined command gets: a hostname and SysV IPC objects of its own.
+const HOST: CloneFlags = CloneFlags::CLONE_NEWUTS.union(CloneFlags::CLONE_NEWIPC);
+
+/// Moves this (single-threaded) process into new network, UTS and IPC namespaces.
 pub(crate) fn isolate_network() -> Result<NetworkIsolation, String> {
-    let direct = match unshare(CloneFlags::CLONE_NEWNET) {
+    let flags = CloneFlags::CLONE_NEWNET | HOST;
+    let direct = match unshare(flags) {
         Ok(()) => return Ok(NetworkIsolation::Namespace),
         Err(e) => e,
     };
-    enter_user_namespace(CloneFlags::CLONE_NEWNET).map_err(|e| {
+    enter_user_namespace(flags).map_err(|e| {
         format!("new network namespace: {direct}; new user + network namespace: {e}")
     })?;
     Ok(NetworkIsolation::UserNamespace)
+}
+
+/// Moves this process into new UTS and IPC namespaces (for a command that keeps the
+/// network); returns whether that took a new user namespace.
+pub(crate) fn isolate_host() -> Result<bool, String> {
+    let direct = match unshare(HOST) {
+        Ok(()) => return Ok(false),
+        Err(e) => e,
+    };
+    enter_user_namespace(HOST).map_err(|e| {
+        format!("new UTS + IPC namespace: {direct}; new user + UTS + IPC namespace: {e}")
+    })?;
+    Ok(true)
 }
 
 /// Unshares a new user namespace together with `also`, mapping our own ids (or files the

@@ -108,8 +108,14 @@ const ROUND_DIR_PREFIX: &str = "ralph-tui-pid";
 
 /// The scratch directory of `round` of run `run_id` in this process.
 pub fn round_tmp_dir(run_id: &str, round: u32) -> PathBuf {
+    scratch_dir(run_id, &format!("round-{round:02}"))
+}
+
+/// A scratch directory of run `run_id` in this process for `what` (a round, the verification,
+/// the hooks); cleaned like a round's when the process dies before removing it.
+pub fn scratch_dir(run_id: &str, what: &str) -> PathBuf {
     std::env::temp_dir().join(format!(
-        "{ROUND_DIR_PREFIX}{}-{run_id}-round-{round:02}",
+        "{ROUND_DIR_PREFIX}{}-{run_id}-{what}",
         std::process::id()
     ))
 }

@@ -35,7 +35,8 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 
-use super::namespace::{isolate_network, mount_read_only};
+use super::namespace::{isolate_host, isolate_network, mount_read_only};
+use super::privileges;
 use super::supervisor::{self, PARENT_ENV};
 use super::ToolPolicy;
 use crate::protocol::policy::SandboxMode;
@@ -60,6 +61,36 @@ const WRITABLE_DEVICES: &[&str] = &[
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
+];
+
+/// Variables that name a service listening on a socket (a terminal multiplexer, a session
+/// bus, an agent, a container engine, a display, an editor): confined commands do not get
+/// them (nor could they reach the socket).
+pub const SOCKET_ENV: &[&str] = &[
+    "TMUX",
+    "TMUX_PANE",
+    "TMUX_TMPDIR",
+    "STY",
+    "ZELLIJ",
+    "ZELLIJ_SESSION_NAME",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "DOCKER_HOST",
+    "CONTAINER_HOST",
+    "XDG_RUNTIME_DIR",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
+    "KITTY_LISTEN_ON",
+    "WEZTERM_UNIX_SOCKET",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "VSCODE_IPC_HOOK_CLI",
+    "VSCODE_GIT_IPC_HANDLE",
+    "PULSE_SERVER",
 ];
 
 /// How a command can be cut off from the network.
@@ -250,6 +281,14 @@ pub fn command(policy: &ToolPolicy, root: &Path, round_tmp: &Path, shell_command
     }
     cmd.args(["--", "sh"])
         .env(PARENT_ENV, std::process::id().to_string());
+    for name in policy.secrets.names() {
+        cmd.env_remove(name);
+    }
+    if mode != SandboxMode::Off {
+        for name in SOCKET_ENV {
+            cmd.env_remove(name);
+        }
+    }
     cmd.arg("-c")
         .arg(shell_command)
         .current_dir(root)
@@ -324,6 +363,10 @@ fn parse(args: &[String]) -> Result<ExecArgs, String> {
 /// command under supervision, or exits with [`SETUP_FAILED`] saying why. Call it first thing
 /// in `main`, before any thread exists.
 pub fn exec_main(args: &[String]) -> ! {
+    // Whatever ralph-tui (or a library in it) left open without close-on-exec goes first.
+    if let Err(e) = privileges::close_inherited_fds() {
+        fail(&format!("cannot close the descriptors it inherited ({e})"));
+    }
     let parsed = match parse(args) {
         Ok(p) => p,
         Err(e) => fail(&format!("bad helper arguments: {e}")),
@@ -344,6 +387,15 @@ pub fn exec_main(args: &[String]) -> ! {
             Err(e) => fail(&format!(
                 "cannot cut this command off the network ({e}); run with --network to allow it, or --sandbox off"
             )),
+        }
+    } else if parsed.mode.is_some_and(|m| m != SandboxMode::Off) {
+        match isolate_host() {
+            Ok(user_ns) => in_user_ns = user_ns,
+            // Only root could change the hostname or others' IPC objects; it must not fail.
+            Err(e) if nix::unistd::geteuid().is_root() => fail(&format!(
+                "cannot give this command its own hostname and IPC namespace ({e}); run with --sandbox off to run commands unconfined"
+            )),
+            Err(_) => {}
         }
     }
     if !parsed.read_only.is_empty() {
@@ -381,6 +433,13 @@ fn confine_and_exec(parsed: &ExecArgs) -> ! {
         if let Err(e) = restrict_writes(&parsed.writable) {
             fail(&format!(
                 "cannot confine this command's writes ({e}); run with --sandbox off to run commands unconfined"
+            ));
+        }
+        if let Err(e) =
+            privileges::drop_capabilities().and_then(|()| privileges::refuse_unix_sockets())
+        {
+            fail(&format!(
+                "cannot take this command's privileges away ({e}); run with --sandbox off to run commands unconfined"
             ));
         }
     }
@@ -430,6 +489,9 @@ fn run_probe() -> ! {
 /// kernel's Landlock ABI version and whether signals are scoped.
 fn restrict_writes(writable: &[PathBuf]) -> Result<(u32, bool), String> {
     let access = AccessFs::from_write(TARGET_ABI);
+    // Handled but never granted: no device nodes (a block device is a way around every
+    // path rule) and no socket files.
+    let granted = access & !(AccessFs::MakeBlock | AccessFs::MakeChar | AccessFs::MakeSock);
     let mut ruleset = Ruleset::default()
         .handle_access(access)
         .and_then(|r| r.scope(Scope::Signal))
@@ -439,11 +501,11 @@ fn restrict_writes(writable: &[PathBuf]) -> Result<(u32, bool), String> {
         let fd = PathFd::new(dir)
             .map_err(|e| format!("cannot open {} for the sandbox: {e}", dir.display()))?;
         ruleset = ruleset
-            .add_rule(PathBeneath::new(fd, access))
+            .add_rule(PathBeneath::new(fd, granted))
             .map_err(|e| format!("Landlock rule for {}: {e}", dir.display()))?;
     }
     let status = ruleset
-        .add_rules(path_beneath_rules(WRITABLE_DEVICES, access))
+        .add_rules(path_beneath_rules(WRITABLE_DEVICES, granted))
         .and_then(|r| r.restrict_self())
         .map_err(|e| format!("Landlock: {e}"))?;
     let abi = match status.landlock {

@@ -80,7 +80,10 @@ impl StderrToFile {
             std::fs::create_dir_all(parent)?;
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        let saved = nix::unistd::dup(2).map_err(io::Error::from)?;
+        // Close-on-exec, or every child would inherit the terminal (and could write to it,
+        // read keys from it or push keys into it).
+        let saved = nix::fcntl::fcntl(2, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(3))
+            .map_err(io::Error::from)?;
         if let Err(e) = nix::unistd::dup2(file.as_raw_fd(), 2) {
             let _ = nix::unistd::close(saved);
             return Err(io::Error::from(e));

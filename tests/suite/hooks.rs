@@ -1,6 +1,6 @@
-//! `[hooks]` in config.toml: each hook gets its event's JSON line on stdin, runs outside the
-//! worker's sandbox in the workspace, and a failing or hanging one only warns; the run's
-//! outcome and exit code stay what they were.
+//! `[hooks]` in config.toml: each hook gets its event's JSON line on stdin, runs in the
+//! workspace under the run's sandbox unless it opts out, and a failing or hanging one only
+//! warns; the run's outcome and exit code stay what they were.
 
 use std::path::Path;
 
@@ -49,7 +49,7 @@ fn hooks_receive_their_events_json_on_stdin() {
     let home = tempfile::tempdir().unwrap();
     let seen = home.path().join("seen");
     let hooks = format!(
-        "on_round_end = \"cat >> {0}/rounds.jsonl\"\non_finish = \"cat > {0}/finish.json; echo $RALPH_TUI_HOOK >> {0}/names\"\n",
+        "on_round_end = {{ command = \"cat >> {0}/rounds.jsonl\", sandbox = \"off\" }}\non_finish = {{ command = \"cat > {0}/finish.json; echo $RALPH_TUI_HOOK >> {0}/names\", sandbox = \"off\" }}\n",
         seen.display()
     );
     std::fs::create_dir_all(&seen).unwrap();
@@ -111,4 +111,58 @@ fn an_unknown_hook_is_a_config_error() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("line 3") && err.contains("on_start"), "{err}");
+}
+
+#[test]
+fn hooks_run_in_the_sandbox_unless_they_opt_out() {
+    let support = ralph_tui::tools::sandbox::probe_with(Path::new(BIN));
+    if support
+        .check(
+            ralph_tui::protocol::policy::SandboxMode::WorkspaceWrite,
+            false,
+        )
+        .is_err()
+    {
+        return;
+    }
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let outside = home.path().join("outside.txt");
+    let opted_out = home.path().join("opted-out.txt");
+    let nonce = format!("{}-{}", std::process::id(), line!());
+    // What the worker wrote and the person's `cargo test`-like hook runs.
+    repo.write(
+        "check.sh",
+        &format!(
+            "echo x > {outside}; echo outside=$?\n\
+             echo planted > .git/hooks/pre-commit; echo hook=$?\n\
+             m=hookmark; setsid sh -c \"sleep 300; : $m-{nonce}\" >/dev/null 2>&1 &\n",
+            outside = outside.display()
+        ),
+    );
+    let hooks = format!(
+        "on_round_end = \"sh check.sh\"\non_finish = {{ command = \"echo off > {}\", sandbox = \"off\" }}\n",
+        opted_out.display()
+    );
+    let (out, _events) = hooked_run(home.path(), repo.path(), &hooks);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let log = std::fs::read_to_string(home.path().join("run").join("hooks.log")).unwrap();
+    assert!(
+        log.contains("outside=") && !log.contains("outside=0"),
+        "{log}"
+    );
+    assert!(log.contains("hook=") && !log.contains("hook=0"), "{log}");
+    assert!(!outside.exists());
+    assert!(!repo.path().join(".git/hooks/pre-commit").exists());
+    assert_eq!(std::fs::read_to_string(&opted_out).unwrap(), "off\n");
+    // Whatever a hook leaves running is killed when it ends.
+    let needle = format!("hookmark-{nonce}");
+    let alive: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).into_owned())
+        .filter(|c| c.contains(&needle))
+        .collect();
+    assert!(alive.is_empty(), "{alive:?}");
 }

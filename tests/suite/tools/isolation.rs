@@ -22,7 +22,7 @@ use super::super::common::*;
 use super::Bench;
 
 /// A bench whose sandbox works here, or `None` after checking that commands are refused.
-fn sandboxed() -> Option<Bench> {
+pub(super) fn sandboxed() -> Option<Bench> {
     let bench = Bench::new();
     if let Err(why) = bench.sandbox_available() {
         let out = bench.err("run_command", json!({"command": "true"}));
@@ -33,7 +33,7 @@ fn sandboxed() -> Option<Bench> {
 }
 
 /// A marker no command line contains literally (commands build it from two halves).
-fn marker() -> (String, String) {
+pub(super) fn marker() -> (String, String) {
     let nonce = format!(
         "{}x{}",
         std::process::id(),
@@ -49,7 +49,7 @@ fn marker() -> (String, String) {
 }
 
 /// Live processes whose command line contains `needle`.
-fn with_marker(needle: &str) -> Vec<i32> {
+pub(super) fn with_marker(needle: &str) -> Vec<i32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
@@ -72,7 +72,7 @@ fn with_marker(needle: &str) -> Vec<i32> {
 }
 
 /// Waits (bounded) until `done` holds; returns whether it did.
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+pub(super) fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if done() {
