@@ -9,9 +9,14 @@ use std::path::PathBuf;
 
 use crate::protocol::event::{RunStatus, Verification};
 
-/// One line on stderr for the person, behind the program's name.
+/// One line on stderr for the person, behind the program's name. Sanitized here, the one
+/// stderr sink: messages quote file names, worker text and server answers.
 pub fn say(message: &str) {
-    let _ = writeln!(std::io::stderr(), "ralph-tui: {message}");
+    let _ = writeln!(
+        std::io::stderr(),
+        "ralph-tui: {}",
+        crate::text::sanitize(message)
+    );
 }
 
 /// The process exit codes from the CLI contract.

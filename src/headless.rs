@@ -77,6 +77,7 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
                 summary.status,
                 summary.rounds_started,
                 summary.verification.as_ref(),
+                summary.error.as_deref(),
                 &summary.run_dir.display().to_string(),
             ));
             if let Some(w) = &worktree {
@@ -106,12 +107,14 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
     }
 }
 
-/// The closing line on stderr: the outcome in one sentence (claim and verify result), and a
-/// verify failure after a claimed completion said plainly.
+/// The closing line on stderr: the outcome in one sentence (claim and verify result), a
+/// verify failure after a claimed completion said plainly, and the reason a run failed
+/// (`run_finished.error`, sanitized: it may quote the server or the worker).
 pub fn summary_line(
     status: RunStatus,
     rounds_started: u32,
     verification: Option<&Verification>,
+    error: Option<&str>,
     run_dir: &str,
 ) -> String {
     let warning = if status.contradicted_by(verification) {
@@ -119,8 +122,11 @@ pub fn summary_line(
     } else {
         ""
     };
+    let reason = error
+        .map(|e| format!(": {}", crate::text::sanitize_line(e)))
+        .unwrap_or_default();
     format!(
-        "{} after {} round(s) — {}{warning}; run log: {run_dir}",
+        "{} after {} round(s) — {}{reason}{warning}; run log: {run_dir}",
         status.as_str(),
         rounds_started,
         status.describe_with(verification),

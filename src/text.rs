@@ -1,6 +1,7 @@
 //! Small text and hash helpers every layer uses: SHA-256 as lower-case hex, cutting a
-//! string at a byte bound without splitting a character, and JSON spaced the way Python's
-//! `json.dumps` writes it (chat templates and the models trained on them).
+//! string at a byte bound without splitting a character, JSON spaced the way Python's
+//! `json.dumps` writes it (chat templates and the models trained on them), and the one
+//! sanitizer for text that came from the worker or the repository on its way to a terminal.
 //!
 //! A leaf: std, `sha2` and `serde_json` only, so any module may import it.
 
@@ -96,6 +97,61 @@ impl serde_json::ser::Formatter for PythonJson {
     }
 }
 
+/// Makes text from the worker or the repository (file names, reports, command output, error
+/// messages) safe to put on a terminal: every C0 and C1 control (ESC, CSI, BEL, DEL, ...),
+/// the bidirectional overrides and isolates that reorder what is shown, and the Unicode line
+/// and paragraph separators become U+FFFD; `\n` stays, a tab becomes four spaces, `\r`
+/// disappears. Every terminal sink (the TUI, `show`, `runs`, stderr) goes through it or
+/// [`sanitize_line`].
+pub fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        push_sanitized(&mut out, c);
+    }
+    out
+}
+
+/// [`sanitize`] for text that must stay on one line (a file name, a stderr line): a newline
+/// becomes `↵`, a tab one space.
+pub fn sanitize_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push('↵'),
+            '\t' => out.push(' '),
+            c => push_sanitized(&mut out, c),
+        }
+    }
+    out
+}
+
+/// Appends one character the way [`sanitize`] would.
+pub fn push_sanitized(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push('\n'),
+        '\t' => out.push_str("    "),
+        '\r' => {}
+        c if is_unsafe_on_a_terminal(c) => out.push('\u{fffd}'),
+        c => out.push(c),
+    }
+}
+
+/// Controls (C0, DEL, C1), bidi marks, embeddings, overrides and isolates, and the line and
+/// paragraph separators.
+fn is_unsafe_on_a_terminal(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +175,27 @@ mod tests {
             python_json(&value).ok().as_deref(),
             Some(r#"{"a": [1, "x"], "b": {"c": null}, "d": "ü"}"#)
         );
+    }
+
+    #[test]
+    fn sanitize_leaves_no_control_bidi_or_separator() {
+        let mut hostile: String = (0u32..0x20)
+            .chain(0x7f..0xa0)
+            .filter_map(char::from_u32)
+            .collect();
+        hostile.push_str("\u{1b}]52;c;aGk=\u{7}\u{1b}[2J\u{9b}31m\u{202e}\u{2066}\u{200f}\u{2028}\u{2029}\u{061c}ok");
+        for clean in [sanitize(&hostile), sanitize_line(&hostile)] {
+            assert!(clean.ends_with("ok"), "{clean:?}");
+            for c in clean.chars() {
+                assert!(
+                    c == '\n' || c == ' ' || !is_unsafe_on_a_terminal(c),
+                    "{c:?} in {clean:?}"
+                );
+            }
+        }
+        assert!(!sanitize_line(&hostile).contains('\n'));
+        assert_eq!(sanitize("a\x1b[2Jb\r\n\tc"), "a\u{fffd}[2Jb\n    c");
+        assert_eq!(sanitize_line("a\nb\tc"), "a↵b c");
     }
 
     #[test]

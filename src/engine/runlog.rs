@@ -187,7 +187,7 @@ impl RunLog {
             return Ok(());
         }
         let result = match &mut self.transcript {
-            Some(file) => file.append(&value.to_string()),
+            Some(file) => file.append(&crate::protocol::event::json_line(value.to_string())),
             None => Ok(()),
         };
         self.check(result)

@@ -379,9 +379,11 @@ pub fn parse_picks(answer: &str, count: usize) -> Result<Vec<usize>, String> {
     Ok(picks)
 }
 
+/// The subcommands' one stdout sink: sanitized, since runs, reports, warnings and file names
+/// come from the worker and the repository.
 fn out(text: &str) {
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.write_all(crate::text::sanitize(text).as_bytes());
     let _ = stdout.flush();
 }
 

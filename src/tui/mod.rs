@@ -7,6 +7,7 @@
 //! objective editor before any run started exits 130, like a cancelled run, since nothing was
 //! done.
 
+pub mod clean;
 pub mod event_loop;
 pub mod frames;
 pub mod notify;
@@ -98,7 +99,9 @@ pub fn run(prepared: Prepared, objective: Option<String>, log_file: &Path) -> Ex
             return ExitCode::Internal;
         }
     };
-    let backend = ratatui::backend::CrosstermBackend::new(std::io::stdout());
+    let backend = clean::CleanBackend::new(ratatui::backend::CrosstermBackend::new(
+        std::io::stdout(),
+    ));
     let ended = match ratatui::Terminal::new(backend) {
         Ok(mut terminal) => {
             let _ = terminal.clear();

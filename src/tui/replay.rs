@@ -435,7 +435,9 @@ pub fn run(dir: &Path, speed: f64) -> ExitCode {
             return ExitCode::Internal;
         }
     };
-    let backend = ratatui::backend::CrosstermBackend::new(std::io::stdout());
+    let backend = super::clean::CleanBackend::new(ratatui::backend::CrosstermBackend::new(
+        std::io::stdout(),
+    ));
     let code = match Terminal::new(backend) {
         Ok(mut terminal) => {
             let _ = terminal.clear();

@@ -28,7 +28,10 @@ fn file_line(theme: Theme, file: &ChangedFile, width: usize) -> Line<'static> {
     let room = width.saturating_sub(head.len() + tail_width);
     let mut spans = vec![
         Span::styled(head, theme.bold()),
-        Span::raw(wrap::truncate(&file.path, room)),
+        Span::raw(wrap::truncate(
+            &crate::text::sanitize_line(&file.path),
+            room,
+        )),
     ];
     spans.extend(tail);
     Line::from(spans)

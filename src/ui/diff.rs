@@ -101,11 +101,18 @@ pub fn file_rows(file: Option<&FileDiff>, _width: u16) -> usize {
 /// The rows of one file's diff.
 pub fn file_lines(theme: Theme, file: &FileDiff) -> Vec<Line<'static>> {
     let mut head = vec![Span::styled(
-        format!("{} {}", file.status.letter(), file.path),
+        format!(
+            "{} {}",
+            file.status.letter(),
+            crate::text::sanitize_line(&file.path)
+        ),
         theme.file_header(),
     )];
     if let Some(old) = &file.old_path {
-        head.push(Span::styled(format!(" (from {old})"), theme.dim()));
+        head.push(Span::styled(
+            format!(" (from {})", crate::text::sanitize_line(old)),
+            theme.dim(),
+        ));
     }
     head.extend(counts(theme, file.insertions, file.deletions, file.binary));
     let mut lines = vec![Line::from(head)];
@@ -251,7 +258,7 @@ impl View for DiffView {
             .enumerate()
             .map(|(i, f)| {
                 let mark = if i == view.file { "▸" } else { " " };
-                format!("{mark}{}", f.path)
+                format!("{mark}{}", crate::text::sanitize_line(&f.path))
             })
             .collect();
         let list = wrap::truncate(&files.join("  "), usize::from(inner.width));

@@ -78,7 +78,7 @@ impl View for DiscardQuestion {
             lines.push(Line::from(vec![
                 Span::styled(format!("{} ", file.letter), theme.bold()),
                 Span::raw(wrap::truncate(
-                    &format!("{}{tag}", file.path),
+                    &format!("{}{tag}", crate::text::sanitize_line(&file.path)),
                     room.saturating_sub(2),
                 )),
             ]));

@@ -99,12 +99,14 @@ fn render_report(theme: Theme, review: &Review, area: Rect, buf: &mut Buffer) {
     block.render(area, buf);
     let mut lines = Vec::new();
     for warning in &review.warnings {
-        for row in wrap::rows_multiline(&format!("! {warning}"), usize::from(inner.width)) {
+        let warning = wrap::sanitize(&format!("! {warning}"));
+        for row in wrap::rows_multiline(&warning, usize::from(inner.width)) {
             lines.push(Line::styled(row.to_string(), theme.warning()));
         }
     }
     if let Some(error) = &review.error {
-        for row in wrap::rows_multiline(&format!("error: {error}"), usize::from(inner.width)) {
+        let error = wrap::sanitize(&format!("error: {error}"));
+        for row in wrap::rows_multiline(&error, usize::from(inner.width)) {
             lines.push(Line::styled(row.to_string(), theme.error()));
         }
     }
@@ -239,7 +241,10 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         let room = width.saturating_sub(head.len() + tail_width);
         let mut spans = vec![
             Span::styled(head, theme.bold()),
-            Span::raw(wrap::truncate(&file.path, room)),
+            Span::raw(wrap::truncate(
+                &crate::text::sanitize_line(&file.path),
+                room,
+            )),
         ];
         spans.extend(tail);
         let mut line = Line::from(spans);
@@ -262,7 +267,10 @@ fn render_diff(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
     let title = match &review.diff {
         Loadable::Ready(d) => match d.files.get(review.file) {
-            Some(f) => format!(" Diff since the run started · {} ", f.path),
+            Some(f) => format!(
+                " Diff since the run started · {} ",
+                crate::text::sanitize_line(&f.path)
+            ),
             None => " Diff since the run started ".to_string(),
         },
         _ => " Diff since the run started ".to_string(),

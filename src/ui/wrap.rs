@@ -112,26 +112,7 @@ pub fn truncate(text: &str, width: usize) -> String {
     out
 }
 
-/// Makes text safe to put on the terminal: control characters other than `\n` become
-/// visible replacements, tabs become four spaces, `\r` disappears.
-pub fn sanitize(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        push_sanitized(&mut out, c);
-    }
-    out
-}
-
-/// Appends one character the way [`sanitize`] would.
-pub fn push_sanitized(out: &mut String, c: char) {
-    match c {
-        '\n' => out.push('\n'),
-        '\t' => out.push_str("    "),
-        '\r' => {}
-        c if c.is_control() => out.push('\u{fffd}'),
-        c => out.push(c),
-    }
-}
+pub use crate::text::{push_sanitized, sanitize};
 
 #[cfg(test)]
 mod tests {

@@ -19,6 +19,7 @@ mod openai;
 pub mod openai_server;
 mod protocol;
 mod resume;
+mod sinks;
 mod stream;
 mod tools;
 mod ui;

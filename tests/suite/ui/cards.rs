@@ -492,7 +492,7 @@ fn the_outcome_sentence_tells_claim_and_verify() {
             contradicted,
             "the error colour only for a contradicted claim ({sentence})"
         );
-        let line = summary_line(RunStatus::Complete, 3, verify.as_ref(), "RUN");
+        let line = summary_line(RunStatus::Complete, 3, verify.as_ref(), None, "RUN");
         assert_eq!(
             line.contains("the claimed completion did not pass verification"),
             contradicted,
@@ -504,7 +504,13 @@ fn the_outcome_sentence_tells_claim_and_verify() {
         );
     }
     // Another status keeps its own words beside the verify result.
-    let line = summary_line(RunStatus::Blocked, 2, Some(&verification(false)), "RUN");
+    let line = summary_line(
+        RunStatus::Blocked,
+        2,
+        Some(&verification(false)),
+        None,
+        "RUN",
+    );
     assert!(
         line.contains("blocked — its own account; verify FAILED (exit 1)"),
         "{line}"
