@@ -349,8 +349,8 @@ fn verification_sits_beside_the_claim_and_never_changes_it() {
     );
     assert_eq!(
         code(&run.out),
-        0,
-        "a failed verification does not change the worker's status"
+        6,
+        "a failed verification exits 6, and does not change the worker's status"
     );
     let end = finished(&run);
     assert_eq!(end["status"], "complete");
@@ -697,30 +697,41 @@ fn token_budget_ends_the_run_budget_limited_between_turns() {
     assert!(of_type(&run.events, "report_accepted").is_empty());
 }
 
+/// A turn that would fill the context window is stopped where the report's reserve is
+/// still free, and the round wraps up and hands off instead of failing.
 #[test]
-fn a_full_context_window_ends_the_round_cleanly() {
+fn a_turn_that_would_fill_the_context_is_stopped_and_the_round_still_hands_off() {
     let repo = TempRepo::new();
-    // The script backend estimates 4 bytes a token in a 131,072-token window.
+    // The script backend estimates 4 bytes a token in a 131,072-token window: this turn
+    // would take some 144,000.
     let flood = "lorem ipsum ".repeat(48_000);
     let run = run_script(
         &repo,
         vec![
             turns(&[continue_report("r1")]),
-            turns(&[flood, complete_report("never reached")]),
+            turns(&[flood.clone(), continue_report("handed off")]),
         ],
-        &["objective"],
+        &["-n", "2", "objective"],
     );
-    assert_eq!(code(&run.out), 5);
+    assert_eq!(code(&run.out), 4, "{:?}", finished(&run));
     let end = finished(&run);
-    assert_eq!(end["status"], "round-failed");
-    assert!(
-        end["error"]
-            .as_str()
-            .unwrap()
-            .contains("context window is full"),
-        "{end}"
+    assert_eq!(end["status"], "budget-limited");
+    assert_eq!(end["last_valid_report"]["summary"], "handed off");
+    let wrap_up = of_type(&run.events, "wrap_up");
+    assert_eq!(
+        (wrap_up[0]["round"].as_u64(), wrap_up[0]["reason"].as_str()),
+        (Some(2), Some("context"))
     );
-    assert_eq!(end["last_valid_report"]["summary"], "r1");
+    let flood_turn = of_type(&run.events, "turn_finished")
+        .into_iter()
+        .find(|t| t["round"] == 2)
+        .unwrap();
+    let pieces = u64::try_from(ralph_tui::llm::script::pieces(&flood).len()).unwrap();
+    assert!(flood_turn["generated_tokens"].as_u64().unwrap() < pieces);
+    assert!(
+        flood_turn["context_tokens"].as_u64().unwrap()
+            <= u64::from(131_072 - ralph_tui::protocol::report::REPORT_RESERVE_TOKENS)
+    );
 }
 
 #[test]
