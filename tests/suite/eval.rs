@@ -624,3 +624,45 @@ fn ralph_eval_help_explains_the_oneshot_arm() {
         "{help}"
     );
 }
+
+/// Through a model server named after `--`, the oneshot arm sends one plain request (no
+/// tools, the files in the prompt, the answer's cap as max_tokens) and writes what comes back.
+#[test]
+fn the_oneshot_arm_runs_on_a_model_server_too() {
+    use super::openai_server::{FakeServer, Reply};
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    task(&tasks, "served", VERIFY_DONE_FILE, vec![]);
+    let server = FakeServer::start(&["served-model"]).with_props_ctx(16_384);
+    server.push(Reply::sse(&super::openai::sse_turn(
+        "done.txt\n```\nok\n```\n",
+    )));
+    let mut o = EvalOptions::new(tasks, PathBuf::from(BIN));
+    o.arms = vec![Arm::Oneshot];
+    let backend = format!("openai:{}", server.url);
+    o.extra_args = vec![
+        "--backend".into(),
+        backend,
+        "-m".into(),
+        "served-model".into(),
+    ];
+    let results = run(&o);
+    let r = only(&results, "served", Arm::Oneshot);
+    assert!(r.completed, "{r:?}");
+    assert_eq!(r.oneshot.as_ref().unwrap().written, ["done.txt"]);
+    let chats: Vec<_> = server
+        .seen()
+        .into_iter()
+        .filter(|s| s.path.ends_with("/chat/completions"))
+        .collect();
+    assert_eq!(chats.len(), 1);
+    let body = &chats[0].body;
+    assert!(body.get("tools").is_none(), "{body}");
+    assert_eq!(body["max_tokens"], json!(387), "{body}");
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert!(messages[1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("README.md\n```\n# task\n```"));
+}

@@ -491,7 +491,7 @@ fn a_cancel_during_a_stall_and_a_stall_past_the_timeout_each_end_within_a_second
 
 // ---- headless runs through the binary ----
 
-fn sse_turn(text: &str) -> String {
+pub(super) fn sse_turn(text: &str) -> String {
     format!(
         "data: {}\n\ndata: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
         json!({"choices": [{"index": 0, "delta": {"content": text}}]}),
