@@ -9,16 +9,19 @@
 //! ```
 //!
 //! That hidden entry point ([`exec_main`]) runs before anything else in `main`, while the
-//! process is still single-threaded. It becomes the command's *supervisor*: it starts a new
-//! session (no controlling terminal), asks for SIGTERM when ralph-tui dies, becomes a child
-//! subreaper (see [`super::supervisor`]), moves into a new network namespace (no interfaces
-//! up, not even loopback) unless the run allows the network, and bind-mounts the repository's
-//! `.git` (and a `.git` file's target) read-only in a private mount namespace. It then starts
-//! itself once more as `__sandbox-exec --inner`, which restricts itself with Landlock (writes
-//! only beneath the `--write` directories and a few harmless devices; reads and execution stay
-//! allowed everywhere; no signals to processes outside the Landlock domain, which includes
-//! the supervisor and ralph-tui) and `exec`s the shell. The restrictions are inherited by
-//! everything the command starts.
+//! process is still single-threaded. It first closes every descriptor above 2 it inherited.
+//! It becomes the command's *supervisor*: it starts a new session (no controlling terminal),
+//! asks for SIGTERM when ralph-tui dies, becomes a child subreaper (see
+//! [`super::supervisor`]), moves into new UTS and IPC namespaces and a new network namespace
+//! (no interfaces up, not even loopback) unless the run allows the network, and bind-mounts
+//! the repository's `.git` (and a `.git` file's target) read-only in a private mount
+//! namespace. It then starts itself once more as `__sandbox-exec --inner`, which restricts
+//! itself with Landlock (writes only beneath the `--write` directories and a few harmless
+//! devices, no device node or socket file made anywhere; reads and execution stay allowed
+//! everywhere; no signals to processes outside the Landlock domain, which includes the
+//! supervisor and ralph-tui), drops every capability and installs a seccomp filter that
+//! refuses Unix sockets (see [`super::privileges`]), and `exec`s the shell. The restrictions
+//! are inherited by everything the command starts.
 //!
 //! Modes: `workspace-write` writes the workspace (never its `.git`) and the round's scratch
 //! dir; `read-only` writes only the round's scratch dir; `off` runs `sh -c` directly with no
@@ -173,7 +176,9 @@ pub fn describe(support: &SandboxSupport) -> String {
     } else {
         "this kernel cannot stop commands signalling processes outside the sandbox (Landlock ABI 6 needed)"
     };
-    format!("Sandbox: {files}; {net}; {git}; {signals}.")
+    // Set up per command, failing it closed when the kernel refuses.
+    let rest = "commands hold no capability and reach no Unix socket";
+    format!("Sandbox: {files}; {net}; {git}; {signals}; {rest}.")
 }
 
 /// Probes by running `exe __sandbox-exec --probe`, which tries exactly what a command gets.
@@ -262,7 +267,8 @@ pub fn git_dirs(root: &Path) -> Vec<PathBuf> {
 /// The command that runs `shell_command` under `policy`, always through the helper: confined
 /// as the mode says, and with the sandbox off still supervised (its own session with no
 /// terminal, every descendant killed at the round's end), only unconfined. Working directory
-/// = `root`; `TMPDIR` = `round_tmp`.
+/// = `root`; `TMPDIR` = `round_tmp`. The policy's secret variables are removed from the
+/// environment, and, when confined, the variables naming a socket ([`SOCKET_ENV`]).
 pub fn command(policy: &ToolPolicy, root: &Path, round_tmp: &Path, shell_command: &str) -> Command {
     let mode = policy.sandbox;
     let mut cmd = Command::new(&policy.sandbox_exe);
@@ -592,7 +598,22 @@ mod tests {
                 "ls"
             ])
         );
-        // Off: unconfined (no write, network or read-only flags), still supervised.
+        // The secrets and the variables that lead to a socket are taken out.
+        let removed: Vec<String> = cmd
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| name.to_string_lossy().into_owned())
+            .collect();
+        for name in [
+            "OPENAI_API_KEY",
+            "TMUX",
+            "SSH_AUTH_SOCK",
+            "DBUS_SESSION_BUS_ADDRESS",
+        ] {
+            assert!(removed.iter().any(|r| r == name), "{name}: {removed:?}");
+        }
+        // Off: unconfined (no write, network or read-only flags), still supervised; the
+        // secrets stay out, the socket variables are the person's to use.
         policy.sandbox = SandboxMode::Off;
         let cmd = command(&policy, Path::new("/w"), Path::new("/t"), "ls");
         assert_eq!(cmd.get_program(), "/bin/ralph");
@@ -602,6 +623,13 @@ mod tests {
         );
         assert!(is_supervised(&cmd));
         assert_eq!(cmd.get_current_dir(), Some(Path::new("/w")));
+        let removed: Vec<String> = cmd
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| name.to_string_lossy().into_owned())
+            .collect();
+        assert!(removed.iter().any(|r| r == "OPENAI_API_KEY"), "{removed:?}");
+        assert!(!removed.iter().any(|r| r == "TMUX"), "{removed:?}");
     }
 
     #[test]

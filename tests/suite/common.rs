@@ -316,3 +316,31 @@ impl Drop for TinyFs {
             .status();
     }
 }
+
+/// Lists the shell's own descriptors (`ls` is a child, so its directory's fd is not among
+/// them) and says which of 0-2 is a terminal.
+pub const LIST_FDS: &str =
+    "ls -l /proc/$$/fd; for n in 0 1 2; do [ -t $n ] && echo TTY-ON-$n; done; echo FDS-LISTED";
+
+/// Asserts that `output` (of [`LIST_FDS`]) shows exactly 0, 1 and 2, none of them a terminal.
+pub fn assert_only_stdio(output: &str) {
+    assert!(output.contains("FDS-LISTED"), "{output}");
+    let mut fds: Vec<(&str, &str)> = output
+        .lines()
+        .filter_map(|line| {
+            let (left, target) = line.rsplit_once(" -> ")?;
+            Some((left.split_whitespace().last()?, target))
+        })
+        .collect();
+    fds.sort_unstable();
+    let numbers: Vec<&str> = fds.iter().map(|(fd, _)| *fd).collect();
+    assert_eq!(numbers, ["0", "1", "2"], "{output}");
+    assert_eq!(fds[0].1, "/dev/null", "{output}");
+    for (fd, target) in &fds {
+        assert!(
+            !target.starts_with("/dev/pts") && !target.starts_with("/dev/tty"),
+            "fd {fd} is a terminal: {output}"
+        );
+    }
+    assert!(!output.contains("TTY-ON-"), "{output}");
+}

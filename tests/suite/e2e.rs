@@ -602,3 +602,40 @@ fn files_changed_show_live_while_the_round_runs() {
     tmux.keys(&["q"]);
     launch.assert_restored(&tmux, 130);
 }
+
+/// Under the TUI, a command inherits no descriptor of ralph-tui's: not the terminal (which
+/// it could write escape sequences to, read keys from, or push keys into), only 0, 1 and 2.
+#[test]
+fn a_command_under_the_tui_holds_no_terminal_descriptor() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let rounds = vec![turns(&[
+        call("run_command", json!({ "command": LIST_FDS })),
+        complete_report("listed the descriptors"),
+    ])];
+    let script = script_with_delay(launch.tmp.path(), rounds, 0);
+    let mut args = vec!["list descriptors"];
+    let support = ralph_tui::tools::sandbox::probe_with(Path::new(BIN));
+    if support
+        .check(
+            ralph_tui::protocol::policy::SandboxMode::WorkspaceWrite,
+            false,
+        )
+        .is_err()
+    {
+        args.splice(0..0, ["--sandbox", "off"]);
+    }
+    let sh = launch.script(repo.path(), &script, &args);
+    let tmux = Tmux::start(&sh);
+    tmux.wait_for("the review", |s| s.contains("complete after"));
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+    let log = std::fs::read_to_string(launch.run_dir.join("events.jsonl")).unwrap();
+    let output = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["type"] == "tool_result")
+        .and_then(|e| e["output"].as_str().map(str::to_string))
+        .unwrap();
+    assert_only_stdio(&output);
+}
