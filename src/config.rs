@@ -71,19 +71,40 @@ pub struct Dirs {
     pub cache: PathBuf,
 }
 
+/// Why a run without a home directory is refused, and the way out.
+pub const NO_HOME: &str = "no home directory (HOME is unset, empty or relative, and this user has no passwd entry), so there is no safe place for the config and the run logs: set HOME, or pass both --run-dir DIR and --config FILE";
+
 impl Dirs {
-    pub fn discover() -> Self {
-        match directories::ProjectDirs::from("", "", "ralph-tui") {
-            Some(p) => Self {
-                config: p.config_dir().to_path_buf(),
-                data: p.data_dir().to_path_buf(),
-                cache: p.cache_dir().to_path_buf(),
-            },
-            None => Self {
-                config: PathBuf::from(".ralph-tui"),
-                data: PathBuf::from(".ralph-tui"),
-                cache: PathBuf::from(".ralph-tui"),
-            },
+    /// The platform's directories (XDG on Linux), or `None` without a home directory, or
+    /// when they would be relative (a relative `HOME`): never a directory beside the
+    /// current one, which is usually the workspace the worker writes to.
+    pub fn discover() -> Option<Self> {
+        let p = directories::ProjectDirs::from("", "", "ralph-tui")?;
+        let dirs = Self {
+            config: p.config_dir().to_path_buf(),
+            data: p.data_dir().to_path_buf(),
+            cache: p.cache_dir().to_path_buf(),
+        };
+        [&dirs.config, &dirs.data, &dirs.cache]
+            .iter()
+            .all(|d| d.is_absolute())
+            .then_some(dirs)
+    }
+
+    /// Without a home directory, what the command line names: the config file's directory,
+    /// and the run directory's parent for the data (run locks, worktrees) and the cache.
+    pub fn without_home(config_file: &Path, run_dir: &Path) -> Self {
+        let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let parent = |p: &Path| {
+            absolute(p)
+                .parent()
+                .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
+        };
+        let data = parent(run_dir);
+        Self {
+            config: parent(config_file),
+            cache: data.clone(),
+            data,
         }
     }
 

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use clap::Parser;
 use ralph_tui::cli::Cli;
-use ralph_tui::config::Dirs;
+use ralph_tui::config::{Dirs, NO_HOME};
 use ralph_tui::error::{say, ExitCode, UsageError};
 use ralph_tui::{app, headless, logging, runlock, runs, signals};
 
@@ -41,7 +41,10 @@ fn main() {
             }
         };
         let replay = ralph_tui::tui::replay::run;
-        let code = runs::history::run(history.command, Dirs::discover(), &replay);
+        let Some(dirs) = Dirs::discover() else {
+            fail(NO_HOME, ExitCode::Usage);
+        };
+        let code = runs::history::run(history.command, dirs, &replay);
         std::process::exit(code.code());
     }
     let cli = match Cli::try_parse_from(&args) {
@@ -55,7 +58,14 @@ fn main() {
             fail(&ralph_tui::cli::error_line(&e), ExitCode::Usage);
         }
     };
-    let (settings, resume) = match runs::resume::resolve(cli, Dirs::discover()) {
+    // Without a home, nothing falls back to the current directory (usually the workspace,
+    // which the worker writes): the command line must name both places.
+    let dirs = match (Dirs::discover(), &cli.options.run_dir, &cli.config) {
+        (Some(dirs), _, _) => dirs,
+        (None, Some(run_dir), Some(config)) => Dirs::without_home(config, run_dir),
+        (None, _, _) => fail(NO_HOME, ExitCode::Usage),
+    };
+    let (settings, resume) = match runs::resume::resolve(cli, dirs) {
         Ok(resolved) => resolved,
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };

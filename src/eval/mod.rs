@@ -419,7 +419,8 @@ fn model_path(options: &EvalOptions) -> Result<PathBuf, EvalError> {
     let path = options
         .model
         .clone()
-        .unwrap_or_else(|| crate::config::Dirs::discover().default_model());
+        .or_else(|| crate::config::Dirs::discover().map(|d| d.default_model()))
+        .ok_or_else(|| EvalError::Usage(crate::config::NO_HOME.to_string()))?;
     if path.is_file() {
         Ok(path)
     } else {

@@ -457,8 +457,10 @@ fn generate(
     let cli =
         crate::cli::Cli::try_parse_from(std::iter::once(OsString::from("ralph-tui")).chain(args))
             .map_err(|e| refused(crate::cli::error_line(&e)))?;
-    let settings = crate::config::Settings::resolve(cli, crate::config::Dirs::discover())
-        .map_err(|e| refused(e.to_string()))?;
+    let dirs =
+        crate::config::Dirs::discover().ok_or_else(|| refused(crate::config::NO_HOME.into()))?;
+    let settings =
+        crate::config::Settings::resolve(cli, dirs).map_err(|e| refused(e.to_string()))?;
     let objective = settings.objective.clone().unwrap_or_default();
     let prepared = crate::app::prepare(&settings).map_err(|e| refused(e.to_string()))?;
     let mut backend = crate::app::load_backend(&prepared).map_err(|e| refused(e.to_string()))?;

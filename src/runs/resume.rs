@@ -9,7 +9,7 @@
 //! report, exactly as an uninterrupted run's next round would have been; `max_rounds` counts
 //! those absolute round numbers, so `-n` raises the cap (never past 64).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{find, runs_dir, PastRun};
 use crate::cli::Cli;
@@ -73,6 +73,7 @@ pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), 
         }
     }
     let workspace = check_workspace(past)?;
+    refuse_log_in_reach(past, &workspace)?;
     if past.last_round >= RoundCount::CEILING {
         return Err(refuse(format!(
             "run {id} already started {} rounds, the most a run may have: start a new run",
@@ -155,6 +156,27 @@ fn short(commit: Option<&str>) -> &str {
     match commit {
         Some(id) => id.get(..12).unwrap_or(id),
         None => "no commit",
+    }
+}
+
+/// A run directory inside the work tree (or, for a worktree run, inside the person's
+/// checkout or the worktree) was writable by the worker: its `run.json` (settings such as
+/// the sandbox) and `events.jsonl` may be forged, so it is never resumed from.
+fn refuse_log_in_reach(past: &PastRun, workspace: &Workspace) -> Result<(), UsageError> {
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let dir = canonical(&past.dir);
+    let mut reach = vec![workspace.top().to_path_buf()];
+    if let Some(w) = &past.record.info.worktree {
+        reach.extend([w.path.clone(), w.user_repo.clone()]);
+    }
+    match reach.iter().map(|p| canonical(p)).find(|p| dir.starts_with(p)) {
+        Some(tree) => Err(refuse(format!(
+            "run {}'s directory {} is inside the work tree {}, where the worker could rewrite its log and settings: it cannot be resumed",
+            past.id(),
+            past.dir.display(),
+            tree.display()
+        ))),
+        None => Ok(()),
     }
 }
 

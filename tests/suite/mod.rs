@@ -12,6 +12,7 @@ mod integrity;
 mod layers;
 mod llama;
 mod llama_server;
+mod no_home;
 mod model_defaults;
 pub mod llama_server_process;
 mod notify;
