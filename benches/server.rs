@@ -43,7 +43,7 @@ fn connect(server: &Server, max_tokens: u32) -> OpenAiBackend {
         model: None,
         api_key_env: "RALPH_BENCH_NO_KEY".into(),
         request_timeout: Duration::from_secs(60),
-        ctx_fallback: CTX,
+        ctx_fallback: Some(CTX),
         chat_format: None,
         sampling: Sampling {
             max_tokens,

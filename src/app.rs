@@ -297,7 +297,10 @@ pub fn openai_config(url: &str, settings: &Settings) -> crate::llm::openai::Open
             .map(|m| m.to_string_lossy().into_owned()),
         api_key_env: settings.api_key_env.clone(),
         request_timeout: std::time::Duration::from_secs(settings.request_timeout_s),
-        ctx_fallback: inference.ctx_size,
+        // Only a context size the person gave: a default is no knowledge of the server's.
+        ctx_fallback: (settings.sources.get("ctx_size")
+            != Some(&crate::config::Source::Default))
+        .then_some(inference.ctx_size),
         chat_format: settings.chat_format.clone(),
         sampling: crate::llm::openai::wire::Sampling {
             max_tokens: inference.max_tokens,

@@ -14,21 +14,42 @@
 use serde_json::Value;
 
 use super::CallGrammar;
-use crate::protocol::report::{
-    Need, ReportStatus, REPORT_BLOCKER_MAX, REPORT_ITEMS_MAX, REPORT_ITEM_MAX, REPORT_SUMMARY_MAX,
-};
+use crate::protocol::report::{Need, ReportBounds, ReportStatus};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 /// Most calls one constrained turn may hold.
 pub const MAX_CALLS: usize = 8;
 
-/// A grammar under construction: named rules, each added once.
-#[derive(Debug, Default)]
+/// A grammar under construction: named rules, each added once, and the bounds its report
+/// call is written within.
+#[derive(Debug)]
 pub(crate) struct Gbnf {
     rules: Vec<(String, String)>,
+    report: ReportBounds,
+}
+
+impl Default for Gbnf {
+    fn default() -> Self {
+        Self {
+            rules: Vec::new(),
+            report: ReportBounds::FULL,
+        }
+    }
 }
 
 impl Gbnf {
+    /// A wrap-up's grammar: one report call within `report`, with little whitespace between
+    /// the call's JSON tokens (a few bytes, not [`json`]'s sixteen), so the markup around the
+    /// report leaves the report most of the room.
+    pub(crate) fn for_report(report: ReportBounds) -> Self {
+        let mut g = Self {
+            rules: Vec::new(),
+            report,
+        };
+        g.rule("ws", "[ \\t\\n]{0,2}");
+        g
+    }
+
     /// Adds `name ::= body` unless a rule of that name exists; returns the name.
     pub(crate) fn rule(&mut self, name: &str, body: impl Into<String>) -> String {
         if !self.rules.iter().any(|(n, _)| n == name) {
@@ -189,9 +210,9 @@ pub(crate) enum ReportValue {
     Summary,
     Blocker,
     NoBlocker,
-    /// A list of 0..=REPORT_ITEMS_MAX items.
+    /// A list of 0 to the bounds' `items` items.
     List,
-    /// A list of 1..=REPORT_ITEMS_MAX items.
+    /// A list of 1 to the bounds' `items` items.
     List1,
     NoList,
 }
@@ -232,64 +253,76 @@ pub(crate) fn report_shapes() -> [[(&'static str, ReportValue); 5]; 3] {
     })
 }
 
-/// The JSON form of a report value (a GBNF sequence).
+/// The JSON form of a report value (a GBNF sequence). Report text is printable ASCII
+/// without `"` and `\` (so one character is one byte, and no escapes), trimmed, and bounded
+/// by the grammar's [`ReportBounds`]; whitespace between its JSON tokens is one space at
+/// most. Every part of a report call thus has a known longest length (see `gbnf_len`).
 pub(crate) fn report_json_value(g: &mut Gbnf, value: ReportValue) -> String {
     json(g);
-    g.rule(
-        "report-first",
-        "[^\"\\\\\\x7F\\x00-\\x20] | \"\\\\\" [\"\\\\/] | \"\\\\u\" [0-9a-fA-F]{4}",
-    );
+    let bounds = g.report;
+    g.rule("report-ws", "\" \"?");
+    g.rule("report-first", REPORT_EDGE_CHAR);
+    g.rule("report-char", REPORT_INNER_CHAR);
     let text = |g: &mut Gbnf, name: &str, max: usize| {
         g.rule(
             name,
             format!(
-                "\"\\\"\" report-first ( json-char{{0,{}}} report-first )? \"\\\"\"",
-                max - 2
+                "\"\\\"\" report-first ( report-char{{0,{}}} report-first )? \"\\\"\"",
+                max.saturating_sub(2)
             ),
         )
     };
-    let item = text(g, "report-item", REPORT_ITEM_MAX);
+    let item = text(g, "report-item", bounds.item);
+    let items = repeat_sep(&item, "report-ws \",\" report-ws", bounds.items);
     match value {
         ReportValue::Status(s) => lit(&format!("\"{s}\"")),
-        ReportValue::Summary => text(g, "report-summary", REPORT_SUMMARY_MAX),
-        ReportValue::Blocker => text(g, "report-blocker", REPORT_BLOCKER_MAX),
+        ReportValue::Summary => text(g, "report-summary", bounds.summary),
+        ReportValue::Blocker => text(g, "report-blocker", bounds.blocker),
         ReportValue::NoBlocker => lit("\"\""),
         ReportValue::List => g.rule(
             "report-list",
-            format!(
-                "\"[\" ws ( {} )? ws \"]\"",
-                repeat_sep(&item, "ws \",\" ws", REPORT_ITEMS_MAX)
-            ),
+            format!("\"[\" report-ws ( {items} )? report-ws \"]\""),
         ),
         ReportValue::List1 => g.rule(
             "report-list1",
-            format!(
-                "\"[\" ws {} ws \"]\"",
-                repeat_sep(&item, "ws \",\" ws", REPORT_ITEMS_MAX)
-            ),
+            format!("\"[\" report-ws {items} report-ws \"]\""),
         ),
-        ReportValue::NoList => g.rule("report-none", "\"[\" ws \"]\""),
+        ReportValue::NoList => g.rule("report-none", "\"[\" report-ws \"]\""),
     }
 }
 
-/// The raw-text form of a report value (XML-like families), lists still JSON. The empty
+/// The first and last character of report text: printable ASCII but space, `"` and `\`.
+const REPORT_EDGE_CHAR: &str = "[!#-\\[\\]-~]";
+/// Any other character of report text: printable ASCII but `"` and `\`.
+const REPORT_INNER_CHAR: &str = "[ !#-\\[\\]-~]";
+
+/// The raw-text form of a report value (XML-like families), lists still JSON. Raw text is
+/// printable ASCII (and line breaks inside) without `<`, bounded as in JSON. The empty
 /// blocker is the empty sequence.
 pub(crate) fn report_raw_value(g: &mut Gbnf, value: ReportValue) -> String {
-    g.rule("raw-first", "[^< \\t\\n\\r]");
+    let bounds = g.report;
+    g.rule("raw-first", "[!-;=-~]");
+    g.rule("raw-char", "[\\t\\n -;=-~]");
     let text = |g: &mut Gbnf, name: &str, max: usize| {
         g.rule(
             name,
-            format!("raw-first ( [^<]{{0,{}}} raw-first )?", max - 2),
+            format!(
+                "raw-first ( raw-char{{0,{}}} raw-first )?",
+                max.saturating_sub(2)
+            ),
         )
     };
     match value {
         ReportValue::Status(s) => lit(s),
-        ReportValue::Summary => text(g, "raw-summary", REPORT_SUMMARY_MAX),
-        ReportValue::Blocker => text(g, "raw-blocker", REPORT_BLOCKER_MAX),
+        ReportValue::Summary => text(g, "raw-summary", bounds.summary),
+        ReportValue::Blocker => text(g, "raw-blocker", bounds.blocker),
         ReportValue::NoBlocker => String::new(),
         other => report_json_value(g, other),
     }
 }
+
+/// The rules that mark a report call in a grammar: every report call has a summary.
+pub(crate) const REPORT_MARKERS: [&str; 2] = ["report-summary", "raw-summary"];
 
 /// The report as a JSON object: one alternative per status.
 pub(crate) fn report_json(g: &mut Gbnf) -> String {
@@ -299,15 +332,15 @@ pub(crate) fn report_json(g: &mut Gbnf) -> String {
             .iter()
             .map(|(key, value)| {
                 format!(
-                    "{} ws \":\" ws {}",
+                    "{} report-ws \":\" report-ws {}",
                     lit(&format!("\"{key}\"")),
                     report_json_value(g, *value)
                 )
             })
             .collect();
         shapes.push(format!(
-            "\"{{\" ws {} ws \"}}\"",
-            fields.join(" ws \",\" ws ")
+            "\"{{\" report-ws {} report-ws \"}}\"",
+            fields.join(" report-ws \",\" report-ws ")
         ));
     }
     g.rule("report-args", shapes.join(" | "))

@@ -10,6 +10,7 @@
 pub mod deepseek;
 pub mod dsml;
 mod family;
+mod gbnf_len;
 pub mod generic;
 pub mod glm;
 mod grammar;
@@ -22,6 +23,7 @@ mod scan;
 use serde_json::{json, Value};
 
 use crate::protocol::message::{Message, Role};
+use crate::protocol::report::ReportBounds;
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 pub(crate) use grammar::not_class as gbnf_not_class;
@@ -131,11 +133,51 @@ pub trait ChatFormat: Send + Sync {
         None
     }
 
+    /// [`ChatFormat::grammar`] with the report call kept within `bounds` (a wrap-up whose
+    /// context is short writes a shorter report).
+    fn report_grammar(&self, tools: &[ToolSpec], bounds: ReportBounds) -> Option<CallGrammar> {
+        let _ = bounds;
+        self.grammar(tools)
+    }
+
     /// Parses a turn that may still be growing: the parse of `text` so far, and how many of
     /// its calls are final (closed by their own markup, so no continuation can change them).
     /// The family skeleton implements it from each family's syntax; `parse` is its
     /// complete-turn view.
     fn parse_partial(&self, text: &str) -> (ParsedTurn, usize);
+}
+
+/// A wrap-up's report call grammar in `format` for the report tool alone (`report_tools`),
+/// with the widest [`ReportBounds`] whose longest text, markup included, takes at most
+/// `max_bytes` bytes (and so, under the grammar, at most that many tokens: every sampled
+/// token writes a byte at least). Returns the grammar, its bounds and its longest text;
+/// the longest text is `None` where it has no bound, and the bounds are
+/// [`ReportBounds::MIN`] when even they do not fit. `None` when the format has no grammar.
+pub fn report_grammar_within(
+    format: &dyn ChatFormat,
+    report_tools: &[ToolSpec],
+    max_bytes: usize,
+) -> Option<(CallGrammar, ReportBounds, Option<usize>)> {
+    let measure = |bounds: ReportBounds| {
+        let grammar = format.report_grammar(report_tools, bounds)?;
+        let longest = gbnf_len::max_bytes(&grammar.grammar, "root", &grammar::REPORT_MARKERS);
+        Some((grammar, bounds, longest))
+    };
+    let mut chars = max_bytes;
+    for _ in 0..64 {
+        let bounds = ReportBounds::within(chars);
+        let measured = measure(bounds)?;
+        let Some(length) = measured.2.filter(|&n| n > max_bytes) else {
+            return Some(measured);
+        };
+        if bounds == ReportBounds::MIN {
+            return Some(measured);
+        }
+        // Take the excess off the text, at least one character.
+        let text = bounds.text_chars().min(chars);
+        chars = text.saturating_sub(length - max_bytes).min(text.saturating_sub(1));
+    }
+    measure(ReportBounds::MIN)
 }
 
 /// Whether the next turn of `messages` must be a call: always for `generic` (the format of

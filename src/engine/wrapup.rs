@@ -7,10 +7,21 @@
 //! that yields no valid report within [`MAX_REPORT_ATTEMPTS`] report-only turns fails the
 //! round.
 //!
-//! The reserve is [`REPORT_RESERVE_TOKENS`] (derived from the report grammar's bounds in
-//! `protocol::report`). Two more things keep it free: a tool result that would eat into it is
-//! cut to what fits ([`ChildTurns::fit_tool_result`]), and a round prompt that leaves no room
-//! for it is refused before a run starts ([`check_prompt_fits`]).
+//! The reserve is [`REPORT_RESERVE_TOKENS`], a promise: nothing but the report spends it.
+//! - An ordinary turn runs only when its whole `--max-tokens`, the reserve and
+//!   [`TURN_MARGIN_TOKENS`] (the wrap-up's instruction and the short messages before it) fit
+//!   beside the prompt; the backends also cap its generation there (`report::turn_cap`).
+//! - A tool result that would eat into the reserve and margin is cut to what fits
+//!   ([`ChildTurns::fit_tool_result`]).
+//! - Before every wrap-up turn, whatever still stands between the prompt and the reserve (an
+//!   error echo, a reminder, a cut result's note, an earlier report attempt) is cut, largest
+//!   first and the messages since the last turn before older ones, and as a last resort the
+//!   round's oldest turns are left out ([`ChildTurns::make_room_for_report`]); a `warning`
+//!   says so.
+//! - The report fits whatever is left by construction: the backend bounds the report's
+//!   strings and lists by the room (`chat::report_grammar_within`, the server's schema).
+//! - A round prompt that leaves no room for the reserve and margin is refused before a run
+//!   starts ([`check_prompt_fits`]).
 
 use std::path::Path;
 
@@ -18,16 +29,16 @@ use crate::chat::ChatFormat;
 use crate::llm::{Backend, Child, Request};
 use crate::protocol::event::{Event, WrapUpReason};
 use crate::protocol::message::{Message, Role};
-use crate::protocol::report::REPORT_RESERVE_TOKENS;
+use crate::protocol::report::{REPORT_RESERVE_TOKENS, TURN_MARGIN_TOKENS};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::{cap_output, ToolResult};
 
 use super::turn::ChildTurns;
 use super::{prompt, RoundEnd, MAX_REPORT_ATTEMPTS};
 
-/// Tokens kept beside the reserve when a tool result is cut: the reminder or wrap-up message
-/// that may follow it, and the chat template's markup around each.
-const MESSAGE_MARGIN_TOKENS: u32 = 96;
+/// Messages no longer than this are not cut to make room for the report: the note of the
+/// cut would be about as long.
+const CUT_MIN_BYTES: usize = 120;
 
 /// A round's wrap-up once it has begun.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,14 +66,16 @@ pub struct NextTurn {
 
 impl NextTurn {
     /// Why the next turn must be the wrap-up, if it must: it is the round's last, or it might
-    /// not fit (prompt + `--max-tokens` + the reserve > the context), or it could cross the
-    /// token budget.
+    /// not fit (prompt + `--max-tokens` + the reserve + the turn margin > the context), or it
+    /// could cross the token budget.
     pub fn wrap_up_reason(&self) -> Option<WrapUpReason> {
         if self.turn >= self.max_turns {
             return Some(WrapUpReason::Turns);
         }
         if self.prompt_tokens.is_some_and(|used| {
-            u64::from(used) + u64::from(self.max_tokens) + u64::from(REPORT_RESERVE_TOKENS)
+            u64::from(used)
+                + u64::from(self.max_tokens)
+                + u64::from(REPORT_RESERVE_TOKENS + TURN_MARGIN_TOKENS)
                 > u64::from(self.ctx_size)
         }) {
             return Some(WrapUpReason::Context);
@@ -95,9 +108,10 @@ impl ChildTurns<'_, '_> {
             .ok()
     }
 
-    /// Runs before turn `turn`: ends the round when the budget is spent, the context cannot
-    /// take another turn or the wrap-up has had its attempts; otherwise starts the wrap-up
-    /// when the next turn must be it (`wrap_up`, then the instruction to report now).
+    /// Runs before turn `turn`: ends the round when the budget is spent or the wrap-up has had
+    /// its attempts; otherwise starts the wrap-up when the next turn must be it (`wrap_up`,
+    /// then the instruction to report now). Before every wrap-up turn the report's reserve is
+    /// made free ([`ChildTurns::make_room_for_report`]).
     pub(super) fn before_turn(&mut self, child: &mut dyn Child, turn: u32) -> Result<(), RoundEnd> {
         if self
             .config
@@ -105,13 +119,6 @@ impl ChildTurns<'_, '_> {
             .is_some_and(|budget| *self.generated_total >= budget)
         {
             return Err(RoundEnd::OutOfBudget);
-        }
-        let used = self.prompt_tokens(child);
-        let ctx_size = self.scope.ctx_size;
-        if let Some(used) = used.filter(|&used| used >= ctx_size) {
-            return Err(RoundEnd::Failed(format!(
-                "the context window is full ({used} of {ctx_size} tokens) before a valid report"
-            )));
         }
         if let Some(wrap_up) = &mut self.wrap_up {
             if wrap_up.turns >= MAX_REPORT_ATTEMPTS {
@@ -122,8 +129,10 @@ impl ChildTurns<'_, '_> {
                 )));
             }
             wrap_up.turns += 1;
-            return Ok(());
+            return self.make_room_for_report(child);
         }
+        let used = self.prompt_tokens(child);
+        let ctx_size = self.scope.ctx_size;
         let next = NextTurn {
             turn,
             max_turns: self.config.max_turns,
@@ -134,19 +143,104 @@ impl ChildTurns<'_, '_> {
             token_budget: self.config.token_budget,
         };
         if let Some(reason) = next.wrap_up_reason() {
-            self.rec.emit(Event::WrapUp {
-                round: self.scope.round,
-                reason,
-            });
-            self.push(Message::new(Role::User, prompt::wrap_up(reason)));
-            self.wrap_up = Some(WrapUp { reason, turns: 1 });
+            self.begin_wrap_up(reason);
+            if let Some(wrap_up) = &mut self.wrap_up {
+                wrap_up.turns = 1;
+            }
+            return self.make_room_for_report(child);
         }
         Ok(())
     }
 
-    /// Cuts a tool result that would leave less than the report's reserve (and a small margin
-    /// for the messages that may follow) for the next turn, keeping its start and saying how
-    /// to ask for the rest. A result that fits, or a backend that cannot count, is left alone.
+    /// Begins the wrap-up: `wrap_up`, then the instruction to report now. The next turn is
+    /// its first report-only turn.
+    pub(super) fn begin_wrap_up(&mut self, reason: WrapUpReason) {
+        self.rec.emit(Event::WrapUp {
+            round: self.scope.round,
+            reason,
+        });
+        self.push(Message::new(Role::User, prompt::wrap_up(reason)));
+        self.wrap_up = Some(WrapUp { reason, turns: 0 });
+    }
+
+    /// Frees the report's reserve before a wrap-up turn: while the prompt leaves less than
+    /// [`REPORT_RESERVE_TOKENS`], the largest message that is neither the round prompt, a
+    /// generated turn nor the last message (the instruction the child reads now) is cut,
+    /// those since the last turn first; when none is left to cut, the round's oldest turns
+    /// are left out behind one note. A `warning` says what was done. The round fails only if
+    /// the round prompt itself leaves no room, which the run's start already refuses.
+    pub(super) fn make_room_for_report(&mut self, child: &mut dyn Child) -> Result<(), RoundEnd> {
+        let ctx_size = self.scope.ctx_size;
+        let limit = ctx_size.saturating_sub(REPORT_RESERVE_TOKENS);
+        let Some(mut used) = self.prompt_tokens(child) else {
+            return Ok(());
+        };
+        // The round prompt: everything before the first generated turn.
+        let start = self
+            .messages
+            .iter()
+            .position(|m| m.role == Role::Assistant)
+            .unwrap_or(self.messages.len());
+        let mut cut = 0usize;
+        let mut left_out = 0usize;
+        while used > limit {
+            let end = self.messages.len().saturating_sub(1);
+            let pending = self
+                .messages
+                .iter()
+                .rposition(|m| m.role == Role::Assistant)
+                .map_or(start, |i| i + 1);
+            let excess = usize::try_from(used - limit).unwrap_or(usize::MAX);
+            if let Some(i) = largest_cuttable(&self.messages, pending, end)
+                .or_else(|| largest_cuttable(&self.messages, start, end))
+            {
+                // About four bytes a token; the loop cuts again if that was not enough.
+                let content = &self.messages[i].content;
+                let keep = content
+                    .len()
+                    .saturating_sub(excess.saturating_mul(4).saturating_add(CUT_MIN_BYTES));
+                let kept = crate::text::cut_at_char_boundary(content, keep);
+                let note = format!(
+                    "\n[{} bytes cut to keep room for the report]",
+                    content.len() - kept.len()
+                );
+                self.messages[i].content = format!("{kept}{note}");
+                cut += 1;
+            } else if start + usize::from(left_out > 0) < end {
+                // Leave out the round's oldest message, behind one note.
+                if left_out == 0 {
+                    self.messages
+                        .insert(start, Message::new(Role::User, LEFT_OUT_NOTE));
+                }
+                self.messages.remove(start + 1);
+                left_out += 1;
+            } else {
+                break;
+            }
+            match self.prompt_tokens(child) {
+                Some(now) => used = now,
+                None => break,
+            }
+        }
+        if cut + left_out > 0 {
+            self.rec.emit(Event::Warning {
+                message: format!(
+                    "round {}: to keep the report's reserve free, {cut} message(s) were cut and {left_out} left out of what the child reads",
+                    self.scope.round
+                ),
+            });
+        }
+        if used >= ctx_size {
+            return Err(RoundEnd::Failed(format!(
+                "the context window is full ({used} of {ctx_size} tokens) before a valid report"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Cuts a tool result that would leave less than the report's reserve and the turn margin
+    /// (the messages that may follow) for the next turn, keeping its start and saying how to
+    /// ask for the rest. A result that fits, or a backend that cannot count, is left alone.
     pub(super) fn fit_tool_result(
         &mut self,
         child: &mut dyn Child,
@@ -156,7 +250,7 @@ impl ChildTurns<'_, '_> {
         let limit = self
             .scope
             .ctx_size
-            .saturating_sub(REPORT_RESERVE_TOKENS + MESSAGE_MARGIN_TOKENS);
+            .saturating_sub(REPORT_RESERVE_TOKENS + TURN_MARGIN_TOKENS);
         let Some(full) = self.tokens_with(child, name, &outcome.output) else {
             return outcome;
         };
@@ -200,6 +294,20 @@ impl ChildTurns<'_, '_> {
         self.messages.pop();
         tokens
     }
+}
+
+/// What stands where the round's earliest turns were left out to make room for the report.
+const LEFT_OUT_NOTE: &str =
+    "[the round's earliest turns were left out here to keep room for the report]";
+
+/// The largest message in `from..to` that may be cut to make room for the report: not a
+/// generated turn, and longer than a note of the cut would be.
+fn largest_cuttable(messages: &[Message], from: usize, to: usize) -> Option<usize> {
+    (from..to)
+        .filter(|&i| {
+            messages[i].role != Role::Assistant && messages[i].content.len() > CUT_MIN_BYTES
+        })
+        .max_by_key(|&i| messages[i].content.len())
 }
 
 /// The round prompt's size against the context, checked before a run writes anything.
@@ -257,7 +365,7 @@ pub fn check_prompt_fits(
         .ok()?;
     Some(PromptFit {
         prompt_tokens,
-        reserve: REPORT_RESERVE_TOKENS,
+        reserve: REPORT_RESERVE_TOKENS + TURN_MARGIN_TOKENS,
         ctx_size,
     })
 }
@@ -283,7 +391,7 @@ mod tests {
         assert_eq!(next().wrap_up_reason(), None);
         let last = NextTurn { turn: 24, ..next() };
         assert_eq!(last.wrap_up_reason(), Some(WrapUpReason::Turns));
-        let edge = 4096 - 1024 - REPORT_RESERVE_TOKENS;
+        let edge = 4096 - 1024 - REPORT_RESERVE_TOKENS - TURN_MARGIN_TOKENS;
         let fits = NextTurn {
             prompt_tokens: Some(edge),
             ..next()

@@ -296,7 +296,7 @@ impl LlamaBackend {
     /// The GBNF a wrap-up turn is sampled under (root `root`): the report call alone, in this
     /// backend's chat format. `None` when `tools` offer no report or the format has no grammar.
     pub fn wrap_up_grammar(&self, tools: &[crate::protocol::tool::ToolSpec]) -> Option<String> {
-        match grammar::for_report(self.format(), tools)? {
+        match grammar::for_report(self.format(), tools, u32::MAX)? {
             sampling::TurnGrammar::Required { gbnf } | sampling::TurnGrammar::Lazy { gbnf, .. } => {
                 Some(gbnf)
             }

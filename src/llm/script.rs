@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Backend, BackendError, BackendInfo, Child, Generation, Request, StopReason};
 use crate::error::UsageError;
+use crate::protocol::report::turn_cap;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -140,6 +141,7 @@ struct ScriptChild<'a> {
 pub fn pieces(text: &str) -> Vec<&str> {
     piece_iter(text).collect()
 }
+                ctx_size: self.ctx_size,
 
 /// [`pieces`] one at a time, so a long turn streams without a list of all its pieces.
 fn piece_iter(text: &str) -> impl Iterator<Item = &str> {
@@ -150,6 +152,7 @@ fn piece_iter(text: &str) -> impl Iterator<Item = &str> {
                 return None;
             }
             let cut = rest
+    ctx_size: u32,
                 .char_indices()
                 .nth(8)
                 .map(|(i, _)| i)
@@ -213,9 +216,33 @@ impl Child for ScriptChild<'_> {
             wait(self.token_delay, cancel);
         }
         Ok(Generation {
+        // As a model's: an ordinary turn stops where the report's reserve would no longer be
+        // free, a wrap-up turn where the context is full; the text is measured as the prompt
+        // is (four bytes a token), so what a turn adds to the context is what its cap allows.
+        let (cap, stop_at_cap) = if request.report_only {
+            (
+                self.ctx_size.saturating_sub(prompt_tokens),
+                StopReason::ContextFull,
+            )
+        } else {
+            (
+                turn_cap(self.ctx_size, prompt_tokens, u32::MAX),
+                StopReason::MaxTokens,
+            )
+        };
             text,
             prompt_tokens,
             generated_tokens: generated,
+            let in_context =
+                u32::try_from((text.len() + piece.len()).div_ceil(4)).unwrap_or(u32::MAX);
+            if in_context > cap {
+                return Ok(Generation {
+                    text,
+                    prompt_tokens,
+                    generated_tokens: generated,
+                    stop: stop_at_cap,
+                });
+            }
             stop: StopReason::EndOfTurn,
         })
     }

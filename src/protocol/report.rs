@@ -47,6 +47,82 @@ pub const REPORT_CHARS_PER_TOKEN: usize = 4;
 /// may also use whatever else is left of the context.
 pub const REPORT_RESERVE_TOKENS: u32 = REPORT_MAX_CHARS.div_ceil(REPORT_CHARS_PER_TOKEN) as u32;
 
+/// Tokens kept free beside the report's reserve after every ordinary turn: the wrap-up's
+/// instruction and the short messages that may come before it (a cut result's note, an error
+/// echo, a reminder). A normal turn's generation is capped so that the reserve and this
+/// margin are still free when it ends ([`turn_cap`]).
+pub const TURN_MARGIN_TOKENS: u32 = 256;
+
+/// Most tokens an ordinary turn may generate: `--max-tokens`, and never so many that the
+/// report's reserve and the turn margin would not be free afterwards (0: no ordinary turn
+/// fits, the next turn must be the wrap-up).
+pub fn turn_cap(ctx_size: u32, prompt_tokens: u32, max_tokens: u32) -> u32 {
+    ctx_size
+        .saturating_sub(prompt_tokens)
+        .saturating_sub(REPORT_RESERVE_TOKENS + TURN_MARGIN_TOKENS)
+        .min(max_tokens)
+}
+
+/// How long each part of a report may be under the sampling grammar or schema of one
+/// wrap-up: [`ReportBounds::FULL`] when the context has room, shorter strings and fewer items
+/// when it is short ([`ReportBounds::within`]), so the whole report call fits what is left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportBounds {
+    /// Most characters of the summary.
+    pub summary: usize,
+    /// Most characters of one evidence item or next step.
+    pub item: usize,
+    /// Most evidence items, and most next steps.
+    pub items: usize,
+    /// Most characters of the blocker.
+    pub blocker: usize,
+}
+
+impl ReportBounds {
+    /// The bounds of a report with room to spare.
+    pub const FULL: Self = Self {
+        summary: REPORT_SUMMARY_MAX,
+        item: REPORT_ITEM_MAX,
+        items: REPORT_ITEMS_MAX,
+        blocker: REPORT_BLOCKER_MAX,
+    };
+    /// The smallest bounds: still a sentence of summary and one item of each list.
+    pub const MIN: Self = Self {
+        summary: 40,
+        item: 24,
+        items: 1,
+        blocker: 24,
+    };
+
+    /// Most characters of report text within these bounds (every string of the widest
+    /// status at its bound: summary, both lists full, blocker).
+    pub fn text_chars(&self) -> usize {
+        self.summary + 2 * self.items * self.item + self.blocker
+    }
+
+    /// The widest bounds whose text takes at most `chars` characters, never below
+    /// [`ReportBounds::MIN`]: full when they fit; else a third for the summary, a sixth for
+    /// the blocker, and the rest for as many items of about 100 characters as it holds (one
+    /// at least, for the statuses that need one).
+    pub fn within(chars: usize) -> Self {
+        if chars >= Self::FULL.text_chars() {
+            return Self::FULL;
+        }
+        let min = Self::MIN;
+        let summary = (chars / 3).clamp(min.summary, REPORT_SUMMARY_MAX);
+        let blocker = (chars / 6).clamp(min.blocker, REPORT_BLOCKER_MAX);
+        let rest = chars.saturating_sub(summary + blocker);
+        let items = (rest / 200).clamp(min.items, REPORT_ITEMS_MAX);
+        let item = (rest / (2 * items)).clamp(min.item, REPORT_ITEM_MAX);
+        Self {
+            summary,
+            item,
+            items,
+            blocker,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportStatus {

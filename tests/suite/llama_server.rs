@@ -74,7 +74,7 @@ fn config(server: &Server, max_tokens: u32) -> OpenAiConfig {
         model: None,
         api_key_env: "RALPH_TEST_UNSET_KEY".into(),
         request_timeout: Duration::from_secs(60),
-        ctx_fallback: 1024,
+        ctx_fallback: Some(1024),
         chat_format: None,
         sampling: Sampling {
             max_tokens,

@@ -22,7 +22,7 @@ fn config(server: &FakeServer) -> OpenAiConfig {
         model: None,
         api_key_env: "RALPH_TEST_NO_SUCH_KEY_VAR".into(),
         request_timeout: Duration::from_secs(5),
-        ctx_fallback: 4096,
+        ctx_fallback: Some(4096),
         chat_format: None,
         sampling: Sampling {
             max_tokens: 64,
@@ -213,12 +213,120 @@ fn a_report_only_turn_sends_the_report_schema_and_no_tools() {
         sent["response_format"]["json_schema"]["name"],
         "ralph_report"
     );
-    // Not cut at --max-tokens (64 here): up to twice the report's reserve, the context
-    // allowing.
-    assert_eq!(
-        sent["max_tokens"],
-        2 * ralph_tui::protocol::report::REPORT_RESERVE_TOKENS
+    // Not cut at --max-tokens (64 here): the context left, up to what the widest report
+    // takes, and the schema's bounds are the full ones.
+    assert_eq!(sent["max_tokens"], 3072);
+    let summary =
+        &sent["response_format"]["json_schema"]["schema"]["anyOf"][0]["properties"]["summary"];
+    assert_eq!(summary["maxLength"], 400);
+}
+
+/// Where the context is short, a wrap-up asks for what is left and no more, and the report
+/// schema asks for a report that fits it (shorter strings, fewer items); an ordinary turn
+/// stops where the report's reserve and the turn margin stay free.
+#[test]
+fn a_short_context_bounds_the_report_schema_and_caps_every_turn() {
+    use ralph_tui::protocol::report::{REPORT_RESERVE_TOKENS, TURN_MARGIN_TOKENS};
+    let server = FakeServer::start(&["m"]).with_props_ctx(4096);
+    let report = json!({"status": "continue", "summary": "s", "evidence": [], "next_steps": ["n"], "blocker": ""});
+    for _ in 0..2 {
+        server.push(Reply::sse(&format!(
+            "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+            json!({"choices": [{"index": 0, "delta": {"content": report.to_string()}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        )));
+    }
+    let mut backend = connect(&server);
+    // About 3,400 tokens of prompt at four bytes a token: 696 left of 4,096.
+    let mut messages = messages();
+    messages.push(Message::tool("read_file", "x".repeat(4 * 3_380)));
+    let tools = tools();
+    let mut child = backend.new_child(1).unwrap();
+    let prompt = child
+        .count_prompt_tokens(Request::new(&messages, &tools))
+        .unwrap();
+    // A wrap-up's request carries no tools: its prompt is the smaller.
+    let report_prompt = child
+        .count_prompt_tokens(Request {
+            messages: &messages,
+            tools: &tools,
+            report_only: true,
+        })
+        .unwrap();
+    let room = 4096 - report_prompt;
+    assert!(room > REPORT_RESERVE_TOKENS && room < 1_000, "{room}");
+    for report_only in [true, false] {
+        child
+            .generate(
+                Request {
+                    messages: &messages,
+                    tools: &tools,
+                    report_only,
+                },
+                &mut |_| {},
+                &CancellationToken::new(),
+            )
+            .unwrap();
+    }
+    let seen = server.seen();
+    let wrap_up = &seen[0].body;
+    assert!(wrap_up["max_tokens"].as_u64().unwrap() <= u64::from(room));
+    let branch = &wrap_up["response_format"]["json_schema"]["schema"]["anyOf"][0]["properties"];
+    let summary = branch["summary"]["maxLength"].as_u64().unwrap();
+    let items = branch["evidence"]["maxItems"].as_u64().unwrap();
+    let item = branch["evidence"]["items"]["maxLength"].as_u64().unwrap();
+    let blocker = branch["blocker"]["maxLength"].as_u64().unwrap();
+    assert!(summary < 400 && items < 5, "{branch}");
+    // Every string at its bound, both lists full, and the JSON around them: within the room.
+    let widest = summary + 2 * items * (item + 3) + blocker + 110;
+    assert!(widest <= u64::from(room), "{widest} > {room}");
+    // The ordinary turn: --max-tokens (64) is more than is left beside the reserve.
+    let ordinary = seen[1].body["max_tokens"].as_u64().unwrap();
+    assert!(
+        u64::from(prompt) + ordinary + u64::from(REPORT_RESERVE_TOKENS + TURN_MARGIN_TOKENS)
+            <= 4096
+            || ordinary == 1,
+        "{ordinary}"
     );
+    assert!(ordinary < 64, "{ordinary}");
+}
+
+/// A server that does not say its context size, with no --ctx-size given, is refused before
+/// the run: the report's reserve cannot be kept in a context of unknown size.
+#[test]
+fn a_server_of_unknown_context_size_is_refused_without_ctx_size() {
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let server = FakeServer::start(&["m"]);
+    let backend = format!("openai:{}", server.url);
+    let out = headless(
+        repo.path(),
+        &tmp.path().join("run"),
+        &["--backend", &backend, "Go"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--ctx-size") && stderr.contains("context size"),
+        "{stderr}"
+    );
+    assert!(server.seen().is_empty(), "no turn was sent");
+    let server = FakeServer::start(&["m"]);
+    server.push(Reply::sse(&sse_calls(&[(
+        "ralph_report",
+        report_args("continue", "on a given context"),
+    )])));
+    let backend = format!("openai:{}", server.url);
+    let out = headless(
+        repo.path(),
+        &tmp.path().join("run2"),
+        &["--backend", &backend, "--ctx-size", "8192", "-n", "1", "Go"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 4, "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
@@ -796,7 +904,7 @@ fn a_server_failure_mid_run_fails_the_round_and_keeps_the_last_valid_report() {
     let repo = TempRepo::new();
     let tmp = tempfile::tempdir().unwrap();
     let run_dir = tmp.path().join("run");
-    let server = FakeServer::start(&["m"]);
+    let server = FakeServer::start(&["m"]).with_props_ctx(8192);
     server.push(Reply::sse(&sse_calls(&[(
         "ralph_report",
         report_args("continue", "half way"),
@@ -876,7 +984,7 @@ fn the_backend_can_be_set_in_config_toml() {
     std::fs::write(
         &config,
         format!(
-            "backend = \"openai:{}\"\nrequest_timeout = 30\napi_key_env = \"RALPH_TEST_UNSET\"\n",
+            "backend = \"openai:{}\"\nrequest_timeout = 30\napi_key_env = \"RALPH_TEST_UNSET\"\nctx_size = 8192\n",
             server.url
         ),
     )
@@ -911,7 +1019,7 @@ fn the_evals_run_on_a_model_server_named_after_the_double_dash() {
     let tmp = tempfile::tempdir().unwrap();
     let tasks = tmp.path().join("tasks");
     super::eval::task(&tasks, "a-server", super::eval::VERIFY_DONE_FILE, vec![]);
-    let server = FakeServer::start(&["served"]);
+    let server = FakeServer::start(&["served"]).with_props_ctx(8192);
     server.push(Reply::sse(&sse_calls(&[(
         "write_file",
         json!({"path": "done.txt", "content": "ok\n"}),

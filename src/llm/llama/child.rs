@@ -23,6 +23,7 @@ use super::prefix::{Prefix, Restore};
 use super::sampling::{TurnSampler, Utf8Stream};
 use super::LlamaBackend;
 use crate::llm::{BackendError, Child, Generation, Request, StopReason};
+use crate::protocol::report::turn_cap;
 
 /// What llama.cpp's decode returns when the abort callback stopped it.
 const DECODE_ABORTED: i32 = 2;
@@ -399,20 +400,23 @@ impl Child for LlamaChild<'_> {
             u32::try_from(tokens.len() - usize::try_from(self.stats.reused_tokens).unwrap_or(0))
                 .unwrap_or(0);
 
-        let grammar = if request.report_only {
-            grammar::for_report(backend.format(), request.tools)
-        } else {
-            grammar::for_turn(backend.format(), request.tools, request.messages)
-        };
         let settings = backend.settings();
+        let n_ctx_tokens = u32::try_from(n_ctx).unwrap_or(u32::MAX);
         // A wrap-up turn may use all the context that is left (the engine keeps at least the
-        // report's reserve free), so its report is never cut by the per-turn cap.
-        let cap = if request.report_only {
-            u32::try_from(n_ctx.saturating_sub(tokens.len()))
-                .unwrap_or(u32::MAX)
-                .max(settings.max_tokens)
+        // report's reserve free), and its grammar bounds the report to fit that room, so the
+        // report can never be cut. An ordinary turn stops where the report's reserve and the
+        // turn margin would still be free.
+        let (grammar, cap) = if request.report_only {
+            let room = n_ctx_tokens.saturating_sub(prompt_tokens);
+            (
+                grammar::for_report(backend.format(), request.tools, room),
+                room,
+            )
         } else {
-            settings.max_tokens
+            (
+                grammar::for_turn(backend.format(), request.tools, request.messages),
+                turn_cap(n_ctx_tokens, prompt_tokens, settings.max_tokens),
+            )
         };
         let mut sampler =
             TurnSampler::new(backend.model(), settings, self.seed(), grammar.as_ref());

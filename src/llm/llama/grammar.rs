@@ -9,7 +9,7 @@
 //! - *report only*: a wrap-up turn, the report call and nothing else from its first token.
 
 use super::sampling::TurnGrammar;
-use crate::chat::{call_required, gbnf_not_class, CallGrammar, ChatFormat};
+use crate::chat::{call_required, gbnf_not_class, report_grammar_within, CallGrammar, ChatFormat};
 use crate::protocol::message::Message;
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
@@ -40,9 +40,11 @@ pub fn for_turn(
 
 /// The grammar of a wrap-up turn: the format's call grammar for `ralph_report` alone, from
 /// the first token (no preamble, no other tool), so the turn can only be a report call whose
-/// arguments are a report that passes validation. `None` when the request offers no report
-/// tool or the format has no grammar.
-pub fn for_report(format: &dyn ChatFormat, tools: &[ToolSpec]) -> Option<TurnGrammar> {
+/// arguments are a report that passes validation. Its strings and lists are bounded so that
+/// the longest call it allows takes at most `room` bytes, and so at most `room` tokens (each
+/// sampled token writes one byte at least): the context left can always hold the report.
+/// `None` when the request offers no report tool or the format has no grammar.
+pub fn for_report(format: &dyn ChatFormat, tools: &[ToolSpec], room: u32) -> Option<TurnGrammar> {
     let report: Vec<ToolSpec> = tools
         .iter()
         .filter(|t| t.name == REPORT_TOOL)
@@ -51,7 +53,16 @@ pub fn for_report(format: &dyn ChatFormat, tools: &[ToolSpec]) -> Option<TurnGra
     if report.is_empty() {
         return None;
     }
-    let call = format.grammar(&report)?;
+    let room = usize::try_from(room).unwrap_or(usize::MAX);
+    let (call, bounds, longest) = report_grammar_within(format, &report, room)?;
+    if longest.is_none_or(|n| n > room) {
+        tracing::warn!(
+            room,
+            ?longest,
+            ?bounds,
+            "the report grammar may not fit the context left"
+        );
+    }
     Some(TurnGrammar::Required { gbnf: call.grammar })
 }
 
@@ -181,7 +192,9 @@ mod tests {
         let tools = crate::tools::Registry::standard().specs();
         for name in crate::chat::FORMAT_NAMES {
             let format = crate::chat::by_name(name).unwrap();
-            let Some(TurnGrammar::Required { gbnf }) = for_report(format.as_ref(), &tools) else {
+            let Some(TurnGrammar::Required { gbnf }) =
+                for_report(format.as_ref(), &tools, u32::MAX)
+            else {
                 assert!(format.grammar(&tools).is_none(), "{name}");
                 continue;
             };
@@ -197,7 +210,8 @@ mod tests {
         }
         assert!(for_report(
             crate::chat::by_name("hermes").unwrap().as_ref(),
-            &tools[..1]
+            &tools[..1],
+            u32::MAX
         )
         .is_none());
     }

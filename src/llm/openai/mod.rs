@@ -34,7 +34,7 @@ use self::wire::{ModelList, Sampling, TurnShape};
 use super::{Backend, BackendError, BackendInfo, Child, Generation, Request, StopReason};
 use crate::chat::{self, ChatFormat};
 use crate::error::UsageError;
-use crate::protocol::report::REPORT_RESERVE_TOKENS;
+use crate::protocol::report::{turn_cap, ReportBounds};
 
 /// Most attempts at one request when the server answers 429 or 5xx.
 const MAX_ATTEMPTS: u32 = 4;
@@ -44,6 +44,10 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// How long the context-size probes may take each.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Bytes a token assumed for what a conversation gained since the server last counted it.
+const ADDED_BYTES_PER_TOKEN: usize = 3;
+/// Most tokens a wrap-up turn asks for: what the widest report's JSON can take.
+const REPORT_MAX_TOKENS: u32 = 3072;
 
 /// What `--backend openai:URL` and its options ask for.
 #[derive(Debug, Clone)]
@@ -56,8 +60,11 @@ pub struct OpenAiConfig {
     /// anywhere but the request header).
     pub api_key_env: String,
     pub request_timeout: Duration,
-    /// `--ctx-size`, used when the server does not tell its context size.
-    pub ctx_fallback: u32,
+    /// `--ctx-size` where the person gave one (command line, config file or the resumed
+    /// run), used when the server does not tell its context size. A server that does not
+    /// tell, with no `--ctx-size`, is refused: the report's reserve cannot be kept in a
+    /// context of unknown size.
+    pub ctx_fallback: Option<u32>,
     /// `--chat-format`: the syntax native calls are rendered in and text calls parsed with.
     pub chat_format: Option<String>,
     pub sampling: Sampling,
@@ -190,7 +197,7 @@ impl OpenAiBackend {
             key_var: config.api_key_env.clone(),
             model: String::new(),
             host,
-            ctx_size: config.ctx_fallback,
+            ctx_size: 0,
             format,
             sampling: config.sampling.clone(),
             timeout: config.request_timeout,
@@ -220,9 +227,16 @@ impl OpenAiBackend {
             .and_then(|m| m.max_model_len);
         backend.model = model;
         let props = backend.props();
-        if let Some(n) = listed.or(props.ctx_size).or_else(|| backend.ollama_ctx()) {
-            backend.ctx_size = n;
-        }
+        backend.ctx_size = listed
+            .or(props.ctx_size)
+            .or_else(|| backend.ollama_ctx())
+            .or(config.ctx_fallback)
+            .ok_or_else(|| {
+                UsageError::Invalid(format!(
+                    "the server at {} does not say its context size (no /props, max_model_len or /api/ps): give it with --ctx-size",
+                    backend.url
+                ))
+            })?;
         // `--chat-format auto`: the format the server's template shows calls in, where the
         // server says (llama-server); else hermes, the most common native rendering.
         if matches!(config.chat_format.as_deref(), None | Some("auto")) {
@@ -640,14 +654,16 @@ impl OpenAiChild<'_> {
 
 impl OpenAiChild<'_> {
     /// The prompt's size in tokens for a request of `shape`: the server's last count plus
-    /// four bytes a token for what was added since; before any count, four bytes a token and
-    /// the tools as the template will show them.
+    /// three bytes a token for what was added since (tool output, code and JSON run denser
+    /// than prose; counting them high keeps the report's reserve free); before any count,
+    /// four bytes a token and the tools as the template will show them.
     fn estimate(&self, request: &Request<'_>, shape: TurnShape) -> u32 {
         let slot = Self::slot(shape, request);
         let bytes = message_bytes(request);
         match self.calibration[slot] {
             Some((known_bytes, tokens)) if bytes >= known_bytes => tokens.saturating_add(
-                u32::try_from((bytes - known_bytes).div_ceil(4)).unwrap_or(u32::MAX),
+                u32::try_from((bytes - known_bytes).div_ceil(ADDED_BYTES_PER_TOKEN))
+                    .unwrap_or(u32::MAX),
             ),
             _ => {
                 let tools = if slot == 1 && self.backend.native_tools {
@@ -675,17 +691,20 @@ impl Child for OpenAiChild<'_> {
         let backend = self.backend;
         let shape = self.shape(&request);
         let estimate = self.estimate(&request, shape);
-        // A wrap-up's report is never cut by the per-turn cap: it may take up to twice the
-        // report's reserve (a report inside the sampling schema's bounds needs less), as far
-        // as the context left allows. Not all of the context left, as the llama backend
-        // allows: the prompt's size is an estimate here, and some servers (vLLM) refuse a
-        // request whose prompt and `max_tokens` together pass the context.
+        // A wrap-up's report is never cut: it may take the context left (the engine keeps the
+        // report's reserve free), up to what the widest report needs, and the schema bounds
+        // the report to fit that. An ordinary turn stops where the report's reserve and the
+        // turn margin would still be free.
         let mut sampling = backend.sampling.clone();
         if shape == TurnShape::ReportOnly {
+        let mut report = ReportBounds::FULL;
             let room = backend.ctx_size.saturating_sub(estimate);
-            sampling.max_tokens = sampling.max_tokens.max(room.min(2 * REPORT_RESERVE_TOKENS));
+            sampling.max_tokens = room.min(REPORT_MAX_TOKENS).max(1);
+            report = wire::report_bounds_for(sampling.max_tokens);
+        } else {
+            sampling.max_tokens = turn_cap(backend.ctx_size, estimate, sampling.max_tokens).max(1);
         }
-        let body = wire::request_body(
+        let body = wire::request_body_within(
             &backend.model,
             request.messages,
             request.tools,
@@ -693,6 +712,7 @@ impl Child for OpenAiChild<'_> {
             backend.format.as_ref(),
             &sampling,
         );
+            report,
         let streamed = backend
             .runtime
             .block_on(backend.stream_turn(&body, on_text, cancel))?;

@@ -12,10 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::chat::{call_required, ChatFormat, ParsedCall};
 use crate::protocol::message::{Message, Role};
-use crate::protocol::report::{
-    schema_value, Need, ReportStatus, REPORT_BLOCKER_MAX, REPORT_FIELDS, REPORT_ITEMS_MAX,
-    REPORT_ITEM_MAX, REPORT_SUMMARY_MAX,
-};
+use crate::protocol::report::{schema_value, Need, ReportBounds, ReportStatus, REPORT_FIELDS};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 /// Sampling settings sent with every request.
@@ -79,6 +76,28 @@ pub fn request_body(
     format: &dyn ChatFormat,
     sampling: &Sampling,
 ) -> Value {
+    request_body_within(
+        model,
+        messages,
+        tools,
+        shape,
+        format,
+        sampling,
+        ReportBounds::FULL,
+    )
+}
+
+/// [`request_body`] with the report's sampling schema kept within `report` (a wrap-up whose
+/// context is short asks for a shorter report, [`report_bounds_for`]).
+pub fn request_body_within(
+    model: &str,
+    messages: &[Message],
+    tools: &[ToolSpec],
+    shape: TurnShape,
+    format: &dyn ChatFormat,
+    sampling: &Sampling,
+    report: ReportBounds,
+) -> Value {
     let mut body = json!({
         "model": model,
         "messages": wire_messages(messages, format),
@@ -100,13 +119,13 @@ pub fn request_body(
             TurnShape::ReportOnly => {
                 map.insert(
                     "response_format".into(),
-                    schema(REPORT_TOOL, sampling_schema()),
+                    schema(REPORT_TOOL, sampling_schema_within(report)),
                 );
             }
             TurnShape::CallOnly => {
                 map.insert(
                     "response_format".into(),
-                    schema("tool_call", call_schema(tools)),
+                    schema("tool_call", call_schema_within(tools, report)),
                 );
             }
             TurnShape::Open if !tools.is_empty() => {
@@ -130,9 +149,9 @@ pub fn request_body(
 /// A tool's parameters as a call-only turn samples them: the report's sampling schema for the
 /// report tool. (Native `tools` carry the plain schemas: the template shows them to the model,
 /// and the sampling schema's branches and patterns would cost some 600 tokens a turn there.)
-fn parameters(tool: &ToolSpec) -> Value {
+fn parameters(tool: &ToolSpec, report: ReportBounds) -> Value {
     if tool.name == REPORT_TOOL {
-        sampling_schema()
+        sampling_schema_within(report)
     } else {
         tool.parameters.clone()
     }
@@ -144,11 +163,16 @@ fn parameters(tool: &ToolSpec) -> Value {
 /// sorted, which would put `arguments` before `name`), so the model picks the tool before it
 /// writes the arguments.
 pub fn call_schema(tools: &[ToolSpec]) -> Value {
+    call_schema_within(tools, ReportBounds::FULL)
+}
+
+/// [`call_schema`] with the report's arguments kept within `report`.
+fn call_schema_within(tools: &[ToolSpec], report: ReportBounds) -> Value {
     let branches: Vec<Value> = tools
         .iter()
         .map(|t| {
             let mut properties = Map::new();
-            properties.insert(t.name.clone(), parameters(t));
+            properties.insert(t.name.clone(), parameters(t, report));
             json!({
                 "type": "object",
                 "properties": properties,
@@ -177,29 +201,61 @@ pub fn call_of(content: &Value) -> Option<(&str, &Value)> {
 /// model loop to the token cap and a status cannot come with the wrong fields. The engine
 /// still validates every report against the full schema and rules.
 pub fn sampling_schema() -> Value {
+    sampling_schema_within(ReportBounds::FULL)
+}
+
+/// Bytes of a report's JSON that are not its text, at most, for `items` items a list: the
+/// keys with their quotes and colons, the longest status word, brackets, braces, commas and
+/// the quotes around each string, with one byte of whitespace between any two JSON tokens.
+fn report_json_overhead(items: usize) -> usize {
+    110 + 2 * items * 5
+}
+
+/// The widest report bounds whose JSON takes at most `tokens` bytes, whitespace counted at
+/// one byte between JSON tokens (see [`report_json_overhead`]): the bounds of a wrap-up that
+/// may generate `tokens`. Report text is printable ASCII, one byte a character, and a
+/// sampled token writes at least one byte, so such a report cannot outgrow `tokens`.
+pub fn report_bounds_for(tokens: u32) -> ReportBounds {
+    let tokens = usize::try_from(tokens).unwrap_or(usize::MAX);
+    let mut chars = tokens.saturating_sub(report_json_overhead(ReportBounds::FULL.items));
+    loop {
+        let bounds = ReportBounds::within(chars);
+        let size = bounds.text_chars() + report_json_overhead(bounds.items);
+        if size <= tokens || bounds == ReportBounds::MIN {
+            return bounds;
+        }
+        chars = chars
+            .min(bounds.text_chars())
+            .saturating_sub(size - tokens)
+            .min(chars - 1);
+    }
+}
+
+/// [`sampling_schema`] with every string and list kept within `bounds`.
+pub fn sampling_schema_within(bounds: ReportBounds) -> Value {
     let mut base = schema_value();
     if let Some(map) = base.as_object_mut() {
         for key in ["$schema", "$id", "title", "description"] {
             map.remove(key);
         }
     }
-    let bounds = [
-        ("/properties/summary", "maxLength", REPORT_SUMMARY_MAX),
-        ("/properties/blocker", "maxLength", REPORT_BLOCKER_MAX),
-        ("/properties/evidence", "maxItems", REPORT_ITEMS_MAX),
-        ("/properties/evidence/items", "maxLength", REPORT_ITEM_MAX),
-        ("/properties/next_steps", "maxItems", REPORT_ITEMS_MAX),
-        ("/properties/next_steps/items", "maxLength", REPORT_ITEM_MAX),
+    let limits = [
+        ("/properties/summary", "maxLength", bounds.summary),
+        ("/properties/blocker", "maxLength", bounds.blocker),
+        ("/properties/evidence", "maxItems", bounds.items),
+        ("/properties/evidence/items", "maxLength", bounds.item),
+        ("/properties/next_steps", "maxItems", bounds.items),
+        ("/properties/next_steps/items", "maxLength", bounds.item),
     ];
-    for (pointer, key, max) in bounds {
+    for (pointer, key, max) in limits {
         if let Some(Value::Object(node)) = base.pointer_mut(pointer) {
             node.insert(key.into(), json!(max));
         }
     }
     for (pointer, max) in [
-        ("/properties/summary", REPORT_SUMMARY_MAX),
-        ("/properties/evidence/items", REPORT_ITEM_MAX),
-        ("/properties/next_steps/items", REPORT_ITEM_MAX),
+        ("/properties/summary", bounds.summary),
+        ("/properties/evidence/items", bounds.item),
+        ("/properties/next_steps/items", bounds.item),
     ] {
         if let Some(Value::Object(node)) = base.pointer_mut(pointer) {
             node.insert("pattern".into(), json!(trimmed_text(max)));
@@ -234,7 +290,7 @@ pub fn sampling_schema() -> Value {
                     Need::NonEmpty => {
                         node.insert(min.into(), json!(1));
                         if !is_list {
-                            node.insert("pattern".into(), json!(trimmed_text(REPORT_BLOCKER_MAX)));
+                            node.insert("pattern".into(), json!(trimmed_text(bounds.blocker)));
                         }
                     }
                     Need::Any => {}
@@ -296,14 +352,15 @@ fn write_ordered(value: &Value, out: &mut String) {
 }
 
 /// A pattern for report text of 1 to `max` characters that neither starts nor ends with
-/// whitespace (the report rules), as the llama backend's report grammar samples it. It also
-/// leaves out control characters, `"` and `\`: llama.cpp turns a pattern into a grammar over
-/// the JSON text, where those would need escapes that the same pattern, read over the decoded
-/// string as other servers read it, cannot express alike. A server that cannot use a pattern
-/// still has `maxLength`, and the engine still validates.
+/// whitespace (the report rules), as the llama backend's report grammar samples it: printable
+/// ASCII, so a character is one byte and the report's size is bounded in bytes. It leaves out
+/// `"` and `\`: llama.cpp turns a pattern into a grammar over the JSON text, where those
+/// would need escapes that the same pattern, read over the decoded string as other servers
+/// read it, cannot express alike. A server that cannot use a pattern still has `maxLength`,
+/// and the engine still validates.
 fn trimmed_text(max: usize) -> String {
-    let edge = r#"[^\x00-\x20"\\]"#;
-    let inner = r#"[^\x00-\x1F"\\]"#;
+    let edge = r#"[\x21\x23-\x5B\x5D-\x7E]"#;
+    let inner = r#"[\x20\x21\x23-\x5B\x5D-\x7E]"#;
     format!("^{edge}({inner}{{0,{}}}{edge})?$", max.saturating_sub(2))
 }
 
