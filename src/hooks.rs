@@ -200,6 +200,9 @@ fn spawn_hook(
     };
     let mut policy = place.policy.clone();
     policy.sandbox = hook.sandbox;
+    if hook.sandbox == SandboxMode::Off {
+        policy.secrets = policy.secrets.keys_only();
+    }
     let run_name = place.run_dir.file_name().unwrap_or_default();
     let tmp = scratch_dir(&run_name.to_string_lossy(), "hooks");
     std::fs::create_dir_all(&tmp)?;

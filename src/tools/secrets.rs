@@ -1,8 +1,9 @@
 //! Secrets in ralph-tui's environment: the API key variable (`--api-key-env`) and any variable
-//! whose name says it holds a key, token, secret or password. Commands, the verification and
-//! hooks never get them in their environment, and their values are masked in every tool's
-//! output before it is logged, shown or sent to the model, so a key that reaches a command
-//! another way (a `.env` file) still does not travel.
+//! whose name says it holds a key, token, secret or password. Commands and the verification
+//! never get them in their environment (a hook that runs unconfined, the person's own program,
+//! keeps all but the API key variables), and their values are masked in every tool's output
+//! before it is logged, shown or sent to the model, so a key that reaches a command another
+//! way (a `.env` file) still does not travel.
 
 /// Values shorter than this are not masked (they would mask ordinary words).
 const MIN_MASKED_LEN: usize = 8;
@@ -35,6 +36,8 @@ pub fn is_secret_name(name: &str) -> bool {
 #[derive(Clone, Default)]
 pub struct Secrets {
     names: Vec<String>,
+    /// The API key variables among `names` (the others were found by their names' look).
+    keys: Vec<String>,
     values: Vec<String>,
 }
 
@@ -53,7 +56,7 @@ impl Secrets {
         let mut secrets = Self::default();
         for (name, _) in std::env::vars_os() {
             if let Some(name) = name.to_str().filter(|n| is_secret_name(n)) {
-                secrets.add(name);
+                secrets.add_name(name);
             }
         }
         for name in KNOWN_KEYS {
@@ -62,14 +65,32 @@ impl Secrets {
         secrets
     }
 
-    /// Adds the variable `name` (e.g. the one `--api-key-env` names), with its value if set.
+    /// Adds the API key variable `name` (e.g. the one `--api-key-env` names), with its value
+    /// if set.
     pub fn add(&mut self, name: &str) {
+        self.add_name(name);
+        if !name.is_empty() && !self.keys.iter().any(|k| k == name) {
+            self.keys.push(name.to_string());
+        }
+    }
+
+    fn add_name(&mut self, name: &str) {
         if name.is_empty() || self.names.iter().any(|n| n == name) {
             return;
         }
         self.names.push(name.to_string());
         if let Ok(value) = std::env::var(name) {
             self.add_value(value.trim());
+        }
+    }
+
+    /// Only the API key variables, for a program of the person's own that runs unconfined
+    /// (a hook with `sandbox = "off"` may need its webhook's token, never the model's key).
+    pub fn keys_only(&self) -> Self {
+        Self {
+            names: self.keys.clone(),
+            keys: self.keys.clone(),
+            values: self.values.clone(),
         }
     }
 
@@ -126,5 +147,14 @@ mod tests {
         let masked = secrets.mask("a sk-abcdefgh-longer b sk-abcdefgh c short");
         assert_eq!(masked, format!("a {MASK} b {MASK} c short"));
         assert!(!format!("{secrets:?}").contains("sk-"));
+    }
+
+    #[test]
+    fn keys_only_keeps_the_api_key_variables() {
+        let mut secrets = Secrets::default();
+        secrets.add_name("CHAT_TOKEN");
+        secrets.add("SERVER_KEY");
+        assert_eq!(secrets.names(), ["CHAT_TOKEN", "SERVER_KEY"]);
+        assert_eq!(secrets.keys_only().names(), ["SERVER_KEY"]);
     }
 }

@@ -9,6 +9,16 @@ use serde_json::Value;
 use super::common::*;
 
 fn hooked_run(home: &Path, repo: &Path, hooks: &str) -> (std::process::Output, Vec<Value>) {
+    hooked_run_with(home, repo, hooks, &[])
+}
+
+/// [`hooked_run`] with extra variables in ralph-tui's environment.
+fn hooked_run_with(
+    home: &Path,
+    repo: &Path,
+    hooks: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Output, Vec<Value>) {
     let config = home.join("config").join("ralph-tui");
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(config.join("config.toml"), format!("[hooks]\n{hooks}")).unwrap();
@@ -29,6 +39,7 @@ fn hooked_run(home: &Path, repo: &Path, hooks: &str) -> (std::process::Output, V
             "hook me",
         ],
     )
+    .envs(env.iter().copied())
     .output()
     .unwrap();
     let events = events(&out.stdout);
@@ -141,10 +152,14 @@ fn hooks_run_in_the_sandbox_unless_they_opt_out() {
         ),
     );
     let hooks = format!(
-        "on_round_end = \"sh check.sh\"\non_finish = {{ command = \"echo off > {}\", sandbox = \"off\" }}\n",
+        "on_round_end = \"sh check.sh\"\non_finish = {{ command = \"echo off token=$CHAT_TOKEN key=$OPENAI_API_KEY > {}\", sandbox = \"off\" }}\n",
         opted_out.display()
     );
-    let (out, _events) = hooked_run(home.path(), repo.path(), &hooks);
+    let env = [
+        ("CHAT_TOKEN", "chat-token-value"),
+        ("OPENAI_API_KEY", "sk-hook-test-key"),
+    ];
+    let (out, _events) = hooked_run_with(home.path(), repo.path(), &hooks, &env);
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     let log = std::fs::read_to_string(home.path().join("run").join("hooks.log")).unwrap();
     assert!(
@@ -154,7 +169,11 @@ fn hooks_run_in_the_sandbox_unless_they_opt_out() {
     assert!(log.contains("hook=") && !log.contains("hook=0"), "{log}");
     assert!(!outside.exists());
     assert!(!repo.path().join(".git/hooks/pre-commit").exists());
-    assert_eq!(std::fs::read_to_string(&opted_out).unwrap(), "off\n");
+    // Unconfined, the person's own hook keeps its token but never gets the model's key.
+    assert_eq!(
+        std::fs::read_to_string(&opted_out).unwrap(),
+        "off token=chat-token-value key=\n"
+    );
     // Whatever a hook leaves running is killed when it ends.
     let needle = format!("hookmark-{nonce}");
     let alive: Vec<String> = std::fs::read_dir("/proc")
