@@ -19,19 +19,20 @@ use ratatui::layout::Rect;
 use ratatui::Terminal;
 use tokio::sync::mpsc;
 
+use super::failure::{review_error, workspace_error};
 use super::frames::FrameScheduler;
 use super::notify::Notifier;
 use crate::app::{self, Prepared, RunHandle, StartError};
 use crate::engine::RunSummary;
 use crate::error::ExitCode;
-use crate::protocol::event::{ChangedFile, Event, Stamped};
+use crate::protocol::event::{ChangedFile, Event, RunStatus, Stamped};
 use crate::tools::approval::ApprovalBroker;
-use crate::ui::model::WorktreeAction;
+use crate::ui::model::{WorktreeAction, WorktreeGone};
 use crate::ui::patch;
 use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Loadable, Msg, Phase, State};
 use crate::workspace::{
     Attribution, Baseline, DiffModel, DiscardPlan, DisplayLimits, OnChange, Snapshot, Workspace,
-    WorkspaceError,
+    WorktreeInfo,
 };
 
 /// Most engine messages handled between two looks at the terminal.
@@ -57,6 +58,9 @@ enum Done {
     /// The review diff, with the snapshot it was computed against and the worker's paths in
     /// it (what a commit commits).
     Reviewed(Snapshot, BTreeSet<String>, Result<DiffModel, String>),
+    /// A worktree run's commit reached the person's work tree and removed the worktree: the
+    /// review goes on there (its workspace, the tree before applying, the tree after).
+    Moved(PathBuf, Snapshot, Snapshot),
 }
 
 /// How the loop ended.
@@ -83,6 +87,9 @@ struct Driver {
     reviewed: Option<(Snapshot, BTreeSet<String>)>,
     /// The worker's files, from the engine's end-of-round `workspace_changed` events.
     worker: Attribution,
+    /// Where the review's changes are, once a worktree run's commit moved them into the
+    /// person's work tree: that workspace and its tree before they came.
+    moved: Option<(PathBuf, Snapshot)>,
     inbound_tx: mpsc::Sender<Inbound>,
     done_tx: mpsc::UnboundedSender<Done>,
 }
@@ -172,19 +179,31 @@ impl Driver {
             Effect::LoadDiff(source) => self.load_diff(source),
             Effect::Commit(message) => self.commit(message, chosen_paths(state)),
             Effect::RevertRound(round) => self.revert(round),
-            Effect::Discard => self.discard(),
-            Effect::Worktree(action) => self.worktree(action),
+            Effect::Discard => self.discard(left_out_of_commit(state)),
+            Effect::Worktree(action) => self.worktree(action, state),
             Effect::Quit(code) => {
                 if let Some(run) = &self.run {
                     run.handle_cancel.cancel();
                 }
                 return Some(Ended {
                     code,
-                    message: Some(farewell(state)),
+                    message: Some(farewell(state, self.prepared.worktree.as_ref())),
                 });
             }
         }
         None
+    }
+
+    /// The review's workspace and the tree its changes are counted from: the run's, or the
+    /// person's once a worktree run's commit moved the changes there.
+    fn review_place(&self, run: &Run) -> (PathBuf, Snapshot) {
+        match &self.moved {
+            Some((root, before)) => (root.clone(), *before),
+            None => (
+                self.prepared.settings.workspace.clone(),
+                run.baseline.snapshot,
+            ),
+        }
     }
 
     fn load_diff(&self, source: DiffSource) {
@@ -192,8 +211,7 @@ impl Driver {
             return;
         };
         let done = self.done_tx.clone();
-        let root = self.prepared.settings.workspace.clone();
-        let base = run.baseline.snapshot;
+        let (root, base) = self.review_place(run);
         let run_dir = run.run_dir.clone();
         let worker = self.worker.clone();
         tokio::task::spawn_blocking(move || match source {
@@ -249,26 +267,25 @@ impl Driver {
         let done = self.done_tx.clone();
         let root = self.prepared.settings.workspace.clone();
         let baseline = run.baseline.clone();
-        // The files the person chose among those listed, and the worker's files the list
-        // did not show (a diff shortened for the screen): nothing unseen is left out or in
-        // beyond what the review would have chosen.
-        let only = match chosen {
-            Some(Chosen { chosen, listed }) => chosen
-                .into_iter()
-                .chain(worker.into_iter().filter(|p| !listed.contains(p)))
-                .collect(),
-            None => worker,
-        };
-        // A worktree run commits on the person's branch: apply the run's changes, then
-        // commit the chosen paths among them (the rest stays in the work tree).
+        let shown = last.tree;
+        let only = to_take(chosen, worker);
+        // A worktree run commits on the person's branch: apply the run's changes as the
+        // review showed them (the worktree's tree, after any revert or discard), then commit
+        // the chosen paths among them (the rest stays in the work tree).
         let worktree = self.prepared.worktree.clone();
         tokio::task::spawn_blocking(move || {
             let result = match worktree {
                 Some(info) => info
-                    .commit_chosen_on_current(&message, Some(&only))
-                    .map_err(WorkspaceError::from),
+                    .commit_shown(&message, shown, Some(&only))
+                    .map(|committed| {
+                        let root = info.user_repo.join(&info.prefix);
+                        let _ = done.send(Done::Moved(root, committed.before, committed.after));
+                        committed.outcome
+                    })
+                    .map_err(|e| review_error(e, "nothing was committed")),
                 None => Workspace::open(&root)
-                    .and_then(|ws| ws.commit_run_only(&baseline, &last, &message, &only)),
+                    .and_then(|ws| ws.commit_run_only(&baseline, &last, &message, &only))
+                    .map_err(|e| workspace_error(e, "nothing was committed")),
             }
             .map(|outcome| {
                 let id = outcome.commit.to_string();
@@ -280,8 +297,7 @@ impl Driver {
                     ),
                     None => format!("{short} (detached HEAD)"),
                 }
-            })
-            .map_err(|e| e.to_string());
+            });
             let _ = done.send(Done::Msg(Msg::Committed(result)));
         });
     }
@@ -296,7 +312,7 @@ impl Driver {
             return;
         };
         let done = self.done_tx.clone();
-        let root = self.prepared.settings.workspace.clone();
+        let (root, _) = self.review_place(run);
         let path = run
             .run_dir
             .join("rounds")
@@ -308,15 +324,16 @@ impl Driver {
                 .and_then(|patch| {
                     Workspace::open(&root)
                         .and_then(|ws| ws.revert_round(round, &patch))
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| workspace_error(e, "nothing was changed"))
                 });
             let _ = done.send(Done::Msg(Msg::Reverted(round, result)));
         });
     }
 
-    /// Discards the run's changes: the plan is the work tree the review diff was read from,
-    /// so a work tree that changed since is refused rather than discarded unseen.
-    fn discard(&self) {
+    /// Discards the run's changes (after a commit, `only` those left out of it): the plan is
+    /// the work tree the review diff was read from, so a work tree that changed since is
+    /// refused rather than discarded unseen.
+    fn discard(&self, only: Option<BTreeSet<String>>) {
         let (Some(run), Some((current, _))) = (&self.run, self.reviewed.clone()) else {
             let _ = self.done_tx.send(Done::Msg(Msg::Discarded(Err(
                 "the run's changes are not known yet".into(),
@@ -324,16 +341,15 @@ impl Driver {
             return;
         };
         let done = self.done_tx.clone();
-        let root = self.prepared.settings.workspace.clone();
-        let baseline = run.baseline.clone();
+        let (root, base) = self.review_place(run);
         tokio::task::spawn_blocking(move || {
             let plan = DiscardPlan {
                 current,
                 lost: DiffModel::default(),
             };
             let result = Workspace::open(&root)
-                .and_then(|ws| ws.discard(&baseline, &plan))
-                .map_err(|e| e.to_string());
+                .and_then(|ws| ws.discard_to(&base, &plan, only.as_ref()))
+                .map_err(|e| workspace_error(e, "nothing was discarded"));
             let _ = done.send(Done::Msg(Msg::Discarded(result)));
         });
     }
@@ -366,6 +382,30 @@ fn chosen_paths(state: &State) -> Option<Chosen> {
     Some(out)
 }
 
+/// The files the person chose among those listed, and the worker's files the list did not
+/// show (a diff shortened for the screen): nothing unseen is left out or in beyond what the
+/// review would have chosen. What a commit commits and an apply applies.
+fn to_take(chosen: Option<Chosen>, worker: BTreeSet<String>) -> BTreeSet<String> {
+    match chosen {
+        Some(Chosen { chosen, listed }) => chosen
+            .into_iter()
+            .chain(worker.into_iter().filter(|p| !listed.contains(p)))
+            .collect(),
+        None => worker,
+    }
+}
+
+/// After a commit, the listed files left out of it (what a discard may still take back);
+/// `None` before a commit, when a discard takes all the run's changes.
+fn left_out_of_commit(state: &State) -> Option<BTreeSet<String>> {
+    let review = state.review.as_ref()?;
+    if !matches!(review.commit, CommitState::Done(_)) {
+        return None;
+    }
+    let Chosen { chosen, listed } = chosen_paths(state)?;
+    Some(listed.difference(&chosen).cloned().collect())
+}
+
 /// The tree round `round` started from, as the engine wrote it into the round's directory.
 pub fn round_base(run_dir: &std::path::Path, round: u32) -> Option<Snapshot> {
     let path = run_dir
@@ -379,27 +419,43 @@ pub fn round_base(run_dir: &std::path::Path, round: u32) -> Option<Snapshot> {
 
 impl Driver {
     /// Applies a worktree run's changes to the person's work tree, or discards its worktree.
-    fn worktree(&self, action: WorktreeAction) {
+    /// Apply takes exactly what the review shows: the worktree's tree the review diff was
+    /// read from (after any revert or discard), limited to the chosen files.
+    fn worktree(&self, action: WorktreeAction, state: &State) {
         let Some(info) = self.prepared.worktree.clone() else {
             return;
         };
         let done = self.done_tx.clone();
+        let shown = match (action, self.reviewed.clone()) {
+            (WorktreeAction::Apply, None) => {
+                let _ = done.send(Done::Msg(Msg::WorktreeDone(
+                    action,
+                    Err("the run's changes are still being read: press A again in a moment".into()),
+                )));
+                return;
+            }
+            (_, reviewed) => reviewed.map(|(shown, worker)| (shown, worker)),
+        };
+        let chosen = chosen_paths(state);
         tokio::task::spawn_blocking(move || {
-            let result = match action {
-                WorktreeAction::Apply => info.apply().map(|applied| {
-                    format!(
-                        "applied {} file(s) to your work tree (index untouched); {} is kept",
-                        applied.paths.len(),
-                        info.branch
-                    )
-                }),
-                WorktreeAction::Discard => info
+            let result = match (action, shown) {
+                (WorktreeAction::Apply, Some((shown, worker))) => info
+                    .apply_shown(shown.tree, Some(&to_take(chosen, worker)))
+                    .map(|applied| match applied.paths.len() {
+                        0 => "nothing to apply: the review shows no chosen change".to_string(),
+                        n => format!(
+                            "applied {n} file(s) to your work tree (index untouched); {} is kept",
+                            info.branch
+                        ),
+                    })
+                    .map_err(|e| review_error(e, "nothing was applied")),
+                (WorktreeAction::Apply, None) => Err("the run's changes are not known".into()),
+                (WorktreeAction::Discard, _) => info
                     .discard()
-                    .map(|()| format!("removed the worktree and {}", info.branch)),
+                    .map(|()| format!("removed the worktree and the branch {}", info.branch))
+                    .map_err(|e| review_error(e, "the worktree may be partly removed")),
             };
-            let _ = done.send(Done::Msg(Msg::WorktreeDone(
-                result.map_err(|e| e.to_string()),
-            )));
+            let _ = done.send(Done::Msg(Msg::WorktreeDone(action, result)));
         });
     }
 }
@@ -450,22 +506,42 @@ async fn frame_due(deadline: Option<Instant>) {
     }
 }
 
-/// The line the person reads after the UI is gone.
-pub fn farewell(state: &State) -> String {
+/// The line the person reads after the UI is gone; a worktree run's says what became of its
+/// worktree and branch, and for a kept branch how to get its work later.
+pub fn farewell(state: &State, worktree: Option<&WorktreeInfo>) -> String {
     match (&state.review, state.phase) {
         (Some(review), _) => {
             let mut line = format!(
                 "{} after {} round(s): {}; run log: {}",
                 review.status.as_str(),
                 review.rounds_started,
-                review.status.describe(),
+                // The review's own words, `--verify`'s result included.
+                review.status.describe_with(review.verification.as_ref()),
                 state.setup.run_dir
             );
             if let CommitState::Done(id) = &review.commit {
                 line.push_str(&format!("; committed {id}"));
             }
-            if let Some(branch) = &state.setup.worktree {
-                line.push_str(&format!("; the run worked on branch {branch}"));
+            if let Some(info) = worktree {
+                let branch = &info.branch;
+                line.push_str(&match state.worktree_gone {
+                    Some(WorktreeGone::Removed) => {
+                        format!("; the worktree and the branch {branch} were removed")
+                    }
+                    Some(WorktreeGone::Committed) => format!(
+                        "; the commit brought the run's changes into your work tree and removed \
+                         the worktree and the branch {branch}"
+                    ),
+                    None => {
+                        let resumable = matches!(
+                            review.status,
+                            RunStatus::Cancelled
+                                | RunStatus::RoundFailed
+                                | RunStatus::BudgetLimited
+                        );
+                        format!("; {}", info.kept_line(resumable))
+                    }
+                });
             }
             line
         }
@@ -516,6 +592,7 @@ where
         run: None,
         reviewed: None,
         worker: Attribution::new(),
+        moved: None,
         inbound_tx,
         done_tx,
     };
@@ -597,6 +674,13 @@ where
                     Done::Reviewed(snapshot, only, result) => {
                         driver.reviewed = Some((snapshot, only));
                         Msg::DiffLoaded(DiffSource::Review, result)
+                    }
+                    Done::Moved(root, before, after) => {
+                        driver.moved = Some((root, before));
+                        if let Some((shown, _)) = &mut driver.reviewed {
+                            *shown = after;
+                        }
+                        continue;
                     }
                 };
                 effects = state.update(msg);

@@ -9,6 +9,7 @@
 
 pub mod clean;
 pub mod event_loop;
+pub mod failure;
 pub mod frames;
 pub mod notify;
 pub mod replay;

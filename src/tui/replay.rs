@@ -320,7 +320,7 @@ impl Player {
                 Effect::Commit(_) => Msg::Committed(Err(READ_ONLY.into())),
                 Effect::RevertRound(round) => Msg::Reverted(round, Err(READ_ONLY.into())),
                 Effect::Discard => Msg::Discarded(Err(READ_ONLY.into())),
-                Effect::Worktree(_) => Msg::WorktreeDone(Err(READ_ONLY.into())),
+                Effect::Worktree(action) => Msg::WorktreeDone(action, Err(READ_ONLY.into())),
                 Effect::Quit(_) => return Some(ExitCode::Complete),
                 Effect::StartRun(_) | Effect::CancelRun | Effect::Answer(..) => continue,
             };

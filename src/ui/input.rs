@@ -382,6 +382,12 @@ impl State {
                     self.open(Overlay::Commit(Box::new(editor)));
                 }
             },
+            Some(Action::Toggle) if matches!(review.commit, CommitState::Done(_)) => {
+                self.notice = Some(
+                    "already committed: the files marked [ ] were left out (d discards them)"
+                        .into(),
+                );
+            }
             Some(Action::Toggle) => {
                 if let Loadable::Ready(diff) = &review.diff {
                     if let Some(file) = diff.files.get(review.file) {
@@ -452,28 +458,29 @@ impl State {
             self.notice = Some("the run's changes are still being read".into());
             return;
         };
-        match &review.commit {
+        // After a commit only the files left out of it can go; the committed ones stay.
+        let committed = match &review.commit {
             CommitState::Committing => {
                 self.notice = Some("committing…".into());
                 return;
             }
-            CommitState::Done(id) => {
-                // The baseline is behind the new commit: discarding now would undo committed
-                // files in the work tree too.
-                self.notice = Some(format!(
-                    "already committed as {id}: discard would undo committed files too; use git"
-                ));
-                return;
-            }
-            CommitState::NotYet | CommitState::Failed(_) => {}
-        }
-        if diff.files.is_empty() {
-            self.notice = Some("nothing to discard: the work tree is as the run found it".into());
-            return;
-        }
-        let files = diff
+            CommitState::Done(id) => Some(id.clone()),
+            CommitState::NotYet | CommitState::Failed(_) => None,
+        };
+        let left: Vec<_> = diff
             .files
             .iter()
+            .filter(|f| committed.is_none() || !review.is_chosen(&f.path))
+            .collect();
+        if left.is_empty() {
+            self.notice = Some(match committed {
+                Some(id) => format!("nothing left to discard: every file was committed as {id}"),
+                None => "nothing to discard: the work tree is as the run found it".into(),
+            });
+            return;
+        }
+        let files = left
+            .into_iter()
             .map(|f| Lost {
                 letter: f.status.letter(),
                 path: f.path.clone(),

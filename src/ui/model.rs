@@ -168,6 +168,18 @@ impl Review {
         !self.left_out.contains(path)
     }
 
+    /// How many listed files are left out of the commit.
+    pub fn listed_left_out(&self) -> usize {
+        match &self.diff {
+            Loadable::Ready(diff) => diff
+                .files
+                .iter()
+                .filter(|f| !self.is_chosen(&f.path))
+                .count(),
+            _ => 0,
+        }
+    }
+
     /// The listed files that go into the commit: path, and old path of a rename.
     pub fn chosen(&self) -> Vec<(&str, Option<&str>)> {
         match &self.diff {
@@ -231,7 +243,7 @@ pub enum Msg {
     /// The discard: the paths restored or removed, or why nothing was changed.
     Discarded(Result<Vec<String>, String>),
     /// A worktree action (apply, discard) ended: what to tell the person.
-    WorktreeDone(Result<String, String>),
+    WorktreeDone(WorktreeAction, Result<String, String>),
     /// The process was asked to stop (SIGTERM, SIGHUP): cancel and quit when the run ends.
     Terminate,
 }
@@ -252,6 +264,16 @@ pub enum Effect {
     Discard,
     Worktree(WorktreeAction),
     Quit(ExitCode),
+}
+
+/// What became of a worktree run's worktree and branch during the review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorktreeGone {
+    /// The commit applied the run's changes to the person's work tree and removed them: the
+    /// review goes on there (the files left out of the commit can still be discarded).
+    Committed,
+    /// `X X` removed them: nothing of the run is left to act on.
+    Removed,
 }
 
 /// What the review of a worktree run can do besides committing.

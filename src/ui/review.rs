@@ -209,6 +209,13 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     if model.files.is_empty() && model.unseen.is_empty() {
         notes.push(Line::styled("the run changed no files", theme.dim()));
     }
+    if let Some(gone) = super::worktree::gone_text(state) {
+        notes.extend(
+            wrap::rows(&gone, width)
+                .into_iter()
+                .map(|r| Line::styled(r.to_string(), theme.warning())),
+        );
+    }
     for (row, line) in notes.iter().enumerate() {
         put_line(buf, inner, row, line);
     }
@@ -292,15 +299,26 @@ fn render_diff(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
 
 fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
+    let removed = state.worktree_gone == Some(super::model::WorktreeGone::Removed);
     let (text, style) = if let Some(notice) = &state.notice {
         (notice.clone(), theme.warning())
+    } else if removed {
+        (super::worktree::REMOVED_HINT.to_string(), theme.warning())
     } else {
         match &review.commit {
             CommitState::Committing => ("committing…".to_string(), theme.warning()),
-            CommitState::Done(id) => (
-                format!("committed {id} · q quit · l run log · ? help"),
-                theme.good(),
-            ),
+            CommitState::Done(id) => match review.listed_left_out() {
+                0 => (
+                    format!("committed {id} · q quit · l run log · ? help"),
+                    theme.good(),
+                ),
+                n => (
+                    format!(
+                        "committed {id} · {n} left out: d discard them · q keep them and quit"
+                    ),
+                    theme.good(),
+                ),
+            },
             CommitState::Failed(e) => (
                 format!("commit failed: {e} · c retry · q quit"),
                 theme.error(),

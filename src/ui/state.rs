@@ -20,7 +20,7 @@ use super::diff;
 use super::layout::{self, ReviewAreas, RunAreas};
 pub use super::model::{
     Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Msg, Pane, Phase, ReportEntry,
-    Review, RoundChanges, Setup, FORCE_QUIT_AFTER,
+    Review, RoundChanges, Setup, WorktreeAction, WorktreeGone, FORCE_QUIT_AFTER,
 };
 pub use super::overlay::Overlay;
 use super::scroll::{self, keep_visible};
@@ -97,6 +97,8 @@ pub struct State {
     pub notice: Option<String>,
     /// A worktree run's review: X was pressed once; a second X discards.
     pub worktree_discard_armed: bool,
+    /// A worktree run's worktree and branch are gone (committed, or removed with `X X`).
+    pub worktree_gone: Option<WorktreeGone>,
     /// Where the panes were at the last sync (for the mouse).
     pub run_areas: RunAreas,
     pub review_areas: ReviewAreas,
@@ -162,6 +164,7 @@ impl State {
             review_offset: 0,
             notice: None,
             worktree_discard_armed: false,
+            worktree_gone: None,
             run_areas: RunAreas::default(),
             review_areas: ReviewAreas::default(),
             screen: Rect::default(),
@@ -205,6 +208,9 @@ impl State {
                     review.commit = match result {
                         Ok(id) => {
                             self.notice = Some(format!("committed {id}"));
+                            if self.setup.worktree.is_some() {
+                                self.worktree_gone = Some(WorktreeGone::Committed);
+                            }
                             CommitState::Done(id)
                         }
                         Err(e) => {
@@ -226,7 +232,10 @@ impl State {
                 });
                 self.reload_review()
             }
-            Msg::WorktreeDone(result) => {
+            Msg::WorktreeDone(action, result) => {
+                if action == WorktreeAction::Discard && result.is_ok() {
+                    self.worktree_gone = Some(WorktreeGone::Removed);
+                }
                 self.notice = Some(match result {
                     Ok(done) => done,
                     Err(e) => format!("not done: {e}"),

@@ -2,18 +2,38 @@
 //! person's own work tree, commit them on the current branch (the review's `c`), keep the
 //! branch for later (quit), or discard the worktree and branch (asked twice). The keys are
 //! their own section of the key table, live only when the run had a worktree.
+//!
+//! Once the worktree and branch are gone, nothing acts on them: after `X X` only quitting
+//! (and looking) is left, and the review says what was removed; after a commit the review
+//! goes on in the person's work tree, where the files left out can still be discarded.
 
 use crossterm::event::KeyEvent;
 
 use super::keys::{self, Action};
-use super::model::{Effect, Setup, WorktreeAction};
+use super::model::{Effect, Setup, WorktreeAction, WorktreeGone};
 use super::state::State;
+
+/// What the review says was removed, once the worktree and branch are gone.
+pub fn gone_text(state: &State) -> Option<String> {
+    let branch = state.setup.worktree.as_deref()?;
+    match state.worktree_gone? {
+        WorktreeGone::Removed => Some(format!(
+            "the worktree and the branch {branch} were removed: nothing of the run is left to apply, commit, revert or discard"
+        )),
+        WorktreeGone::Committed => Some(format!(
+            "the commit brought the run's changes into your work tree, then removed the worktree and the branch {branch}"
+        )),
+    }
+}
 
 /// The worktree keys, when the run had a worktree; `None` leaves the key to the review.
 pub fn on_key(state: &mut State, key: &KeyEvent) -> Option<Vec<Effect>> {
     let branch = state.setup.worktree.clone()?;
     // Any key but a second X takes back a first one.
     let armed = std::mem::take(&mut state.worktree_discard_armed);
+    if let Some(gone) = state.worktree_gone {
+        return gone_key(state, gone, key);
+    }
     match keys::action(&[&keys::WORKTREE], key)? {
         Action::ApplyWorktree => {
             state.notice = Some("applying the run's changes to your work tree…".into());
@@ -33,6 +53,44 @@ pub fn on_key(state: &mut State, key: &KeyEvent) -> Option<Vec<Effect>> {
         _ => None,
     }
 }
+
+/// The keys once the worktree is gone: after `X X` only quit, help, the run log, the final
+/// report and moving through the list act; after a commit, the worktree's own keys say why
+/// they cannot.
+fn gone_key(state: &mut State, gone: WorktreeGone, key: &KeyEvent) -> Option<Vec<Effect>> {
+    let action = keys::action(&[&keys::WORKTREE, &keys::REVIEW, &keys::EVERYWHERE], key)?;
+    let looking = matches!(
+        action,
+        Action::Quit
+            | Action::Interrupt
+            | Action::Help
+            | Action::RunLog
+            | Action::FinalReport
+            | Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Open
+    );
+    let worktree_key = matches!(action, Action::ApplyWorktree | Action::DiscardWorktree);
+    match gone {
+        WorktreeGone::Removed if !looking => {
+            state.notice = gone_text(state).map(|text| format!("{text} · q quit"));
+            Some(Vec::new())
+        }
+        WorktreeGone::Committed if worktree_key => {
+            state.notice = Some(
+                "already committed: the worktree and branch are gone, and the files you left out are in your work tree (d discards them, q keeps them)"
+                    .into(),
+            );
+            Some(Vec::new())
+        }
+        _ => None,
+    }
+}
+
+/// The review's status line once `X X` removed the worktree: only quitting is offered.
+pub const REMOVED_HINT: &str = "worktree and branch removed · q quit · ? help";
 
 /// The review's key hint for a worktree run (the branch itself is in the header).
 pub fn hint(setup: &Setup) -> Option<String> {

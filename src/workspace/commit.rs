@@ -261,15 +261,25 @@ impl Workspace {
         baseline: &Baseline,
         plan: &DiscardPlan,
     ) -> Result<Vec<String>, WorkspaceError> {
+        self.discard_to(&baseline.snapshot, plan, None)
+    }
+
+    /// `discard` back to `to` (the work tree before the run's changes reached it), limited to
+    /// `only` when given (paths relative to the work tree's top): after a commit, the files
+    /// left out of it can still go, the committed ones stay as they are.
+    pub fn discard_to(
+        &self,
+        to: &Snapshot,
+        plan: &DiscardPlan,
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<Vec<String>, WorkspaceError> {
         if self.snapshot()? != plan.current {
             return Err(WorkspaceError::WorkTreeChanged);
         }
-        let changes = changes(
-            &self.repo,
-            plan.current.tree,
-            baseline.snapshot.tree,
-            &self.prefix,
-        )?;
+        let mut changes = changes(&self.repo, plan.current.tree, to.tree, &self.prefix)?;
+        if let Some(only) = only {
+            changes.retain(|path, _| only.contains(String::from_utf8_lossy(path).as_ref()));
+        }
         let mut done = Vec::new();
         let mut restore = Vec::new();
         for (path, change) in &changes {
@@ -296,7 +306,7 @@ impl Workspace {
                 done.push(rel.to_string_lossy().into_owned());
             }
         }
-        write_files(&self.top, baseline.snapshot.tree, &restore)?;
+        write_files(&self.top, to.tree, &restore)?;
         Ok(done)
     }
 

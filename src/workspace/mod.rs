@@ -66,7 +66,8 @@ pub enum WorkspaceError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("git: {0}")]
+    /// git's own message, without libgit2's class and code numbers.
+    #[error("git: {}", .0.message())]
     Git(#[from] git2::Error),
 }
 

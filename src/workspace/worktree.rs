@@ -8,10 +8,12 @@
 //! touched: the branch is the only new ref. `commit_round` commits the worktree's state on the
 //! branch at the end of each round, so the branch holds the run's work round by round.
 //!
-//! At review: `apply` merges the run's changes (snapshot → branch tip) into the user's work
-//! tree as it is now, three-way, refusing with the conflicting files before writing anything;
-//! only the paths the run changed are written and the user's index is never touched.
-//! `commit_on_current` applies and then commits exactly those paths on the current branch;
+//! At review: `apply_shown` merges the run's changes as the review shows them (snapshot →
+//! the worktree as it is now, after any revert or discard there, limited to the chosen
+//! files; never the branch's commits, which still hold what the review undid) into the
+//! user's work tree as it is now, three-way, refusing with the conflicting files before
+//! writing anything; only those paths are written and the user's index is never touched.
+//! `commit_shown` applies and then commits the chosen paths on the current branch;
 //! `discard` removes the worktree and the branch. `abandoned` lists the worktrees and
 //! branches of runs that are not running (by git alone; `ralph-tui runs` lists them from the
 //! runs' `run.json`), and `remove` takes one away by run id.
@@ -55,7 +57,7 @@ pub enum WorktreeError {
     Running(String),
     #[error("{0}")]
     Workspace(#[from] WorkspaceError),
-    #[error("git: {0}")]
+    #[error("git: {}", .0.message())]
     Git(#[from] git2::Error),
     #[error("{path}: {source}")]
     Io {
@@ -75,6 +77,16 @@ impl From<WorktreeError> for WorkspaceError {
             }
         }
     }
+}
+
+/// What the review's commit of a worktree run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    pub outcome: CommitOutcome,
+    /// The user's work tree before the run's changes were applied to it.
+    pub before: Snapshot,
+    /// The user's work tree after applying (and committing the chosen files).
+    pub after: Snapshot,
 }
 
 /// What `apply` wrote into the user's work tree.
@@ -155,6 +167,26 @@ impl WorktreeInfo {
         }
     }
 
+    /// How to get a kept branch's work later, for the line after the run: what its first
+    /// commit is, how to continue it (when the run can go on), how to bring its changes into
+    /// the work tree and how to remove it.
+    pub fn kept_line(&self, resumable: bool) -> String {
+        let snap = self.snapshot.get(..10).unwrap_or(&self.snapshot);
+        let branch = &self.branch;
+        let resume = if resumable {
+            format!("continue it with `ralph-tui --resume {}`; ", self.run_id())
+        } else {
+            String::new()
+        };
+        format!(
+            "the run's work is kept on branch {branch}, whose first commit ({snap}) is a \
+             snapshot of your uncommitted files when the run started: {resume}bring its \
+             changes into your work tree with `git diff {snap} {branch} | git apply --3way`; \
+             remove it with `ralph-tui runs --prune {}`",
+            self.run_id()
+        )
+    }
+
     /// The run id, from the branch name.
     pub fn run_id(&self) -> &str {
         self.branch
@@ -203,15 +235,53 @@ impl WorktreeInfo {
         Ok(tip)
     }
 
-    /// Merges the run's changes (snapshot → branch tip) into the user's work tree as it is
-    /// now. Refuses, writing nothing, when any file conflicts; writes only the paths the run
-    /// changed and never touches the index, HEAD or refs.
+    /// The run's work as the review shows it: the worktree as it is now (after any revert or
+    /// discard in the review), or the branch's tip when the worktree's directory is gone.
+    pub fn shown(&self) -> Result<Oid, WorktreeError> {
+        if self.path.is_dir() {
+            Ok(snapshot::take(&self.path)?.0.tree)
+        } else {
+            let repo = Repository::open(&self.user_repo)?;
+            let tree = repo.find_reference(&self.refname())?.peel_to_tree()?.id();
+            Ok(tree)
+        }
+    }
+
+    /// Merges the run's changes as the worktree has them now into the user's work tree (see
+    /// [`WorktreeInfo::apply_shown`]).
     pub fn apply(&self) -> Result<Applied, WorktreeError> {
+        self.apply_shown(self.shown()?, None)
+    }
+
+    /// Merges the run's changes (snapshot → `shown`, the tree the review showed; only the
+    /// paths in `only` when given, relative to the work tree's top) into the user's work tree
+    /// as it is now. Never the branch's commits: a round reverted or a discard in the review
+    /// is not brought back. Refuses, writing nothing, when any file conflicts; writes only
+    /// the paths it applies and never touches the index, HEAD or refs.
+    pub fn apply_shown(
+        &self,
+        shown: Oid,
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<Applied, WorktreeError> {
         let repo = Repository::open(&self.user_repo)?;
         let base = repo.find_commit(Oid::from_str(&self.snapshot)?)?.tree()?;
-        let theirs = repo.find_reference(&self.refname())?.peel_to_tree()?;
+        let mut run_paths = commit::changes(&repo, base.id(), shown, "")?;
+        if let Some(only) = only {
+            run_paths.retain(|path, _| only.contains(String::from_utf8_lossy(path).as_ref()));
+        }
+        // Theirs: the snapshot with exactly the applied paths as the review showed them.
+        let theirs = {
+            let mut index = Index::new()?;
+            index.read_tree(&base)?;
+            for (path, change) in &run_paths {
+                match change {
+                    Some((id, mode)) => index.add(&index_entry(path.clone(), *id, *mode))?,
+                    None => index.remove_path(&path_from_bytes(path))?,
+                }
+            }
+            repo.find_tree(index.write_tree_to(&repo)?)?
+        };
         let ours = repo.find_tree(snapshot::take(&self.user_repo)?.0.tree)?;
-        let run_paths = commit::changes(&repo, base.id(), theirs.id(), "")?;
         let mut merged = repo.merge_trees(&base, &ours, &theirs, None)?;
         let mut files = through_symlinks(&self.user_repo, &ours, run_paths.keys());
         if merged.has_conflicts() || !files.is_empty() {
@@ -253,25 +323,38 @@ impl WorktreeInfo {
         })
     }
 
-    /// Applies the run's changes, commits exactly those paths on the user's current branch
-    /// (as they are in the work tree after applying, so also after an earlier `apply`), then
-    /// removes the worktree and the branch.
+    /// Applies the run's changes as the worktree has them, commits exactly those paths on the
+    /// user's current branch (as they are in the work tree after applying, so also after an
+    /// earlier `apply`), then removes the worktree and the branch.
     pub fn commit_on_current(&self, message: &str) -> Result<CommitOutcome, WorktreeError> {
         self.commit_chosen_on_current(message, None)
     }
 
-    /// `commit_on_current` limited to `only` (paths relative to the work tree's top), as the
-    /// review chose them: every run change is applied, the chosen ones are committed, the
-    /// others stay in the work tree uncommitted (as for a run without a worktree), and the
-    /// worktree and branch go, since nothing is left only there.
+    /// `commit_on_current` limited to `only` (paths relative to the work tree's top).
     pub fn commit_chosen_on_current(
         &self,
         message: &str,
         only: Option<&BTreeSet<String>>,
     ) -> Result<CommitOutcome, WorktreeError> {
-        let user = Workspace::open(&self.user_repo)?;
+        Ok(self.commit_shown(message, self.shown()?, only)?.outcome)
+    }
+
+    /// The review's commit: the run's changes as the review showed them (`shown`) are applied
+    /// to the user's work tree, the chosen ones (`only`) are committed on the current branch,
+    /// the others stay in the work tree uncommitted (as for a run without a worktree), and
+    /// the worktree and branch go, since nothing is left only there. Returns the user's work
+    /// tree before and after applying, so the review can go on there (discard what was left
+    /// out of the commit).
+    pub fn commit_shown(
+        &self,
+        message: &str,
+        shown: Oid,
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<Committed, WorktreeError> {
+        let user = Workspace::open(&self.user_repo.join(&self.prefix))?;
         let mut before = user.baseline()?;
-        let applied = self.apply()?;
+        let untouched = before.snapshot;
+        let applied = self.apply_shown(shown, None)?;
         let after = user.snapshot()?;
         // What the commit starts from: the work tree with the run's paths as HEAD has them,
         // so the commit holds exactly those paths and nothing else of the work tree.
@@ -283,7 +366,11 @@ impl WorktreeInfo {
             None => user.commit_run(&before, &after, message)?,
         };
         self.discard()?;
-        Ok(outcome)
+        Ok(Committed {
+            outcome,
+            before: untouched,
+            after,
+        })
     }
 
     /// Whether the worktree or the branch is still there (neither discarded nor committed).

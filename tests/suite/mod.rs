@@ -20,6 +20,7 @@ mod openai;
 pub mod openai_server;
 mod protocol;
 mod resume;
+mod review_flows;
 mod sinks;
 mod stream;
 mod tools;

@@ -561,7 +561,10 @@ mod review_keys {
             press(&mut state, 'X'),
             vec![Effect::Worktree(WorktreeAction::Discard)]
         );
-        state.update(Msg::WorktreeDone(Err("conflicts in a.txt".into())));
+        state.update(Msg::WorktreeDone(
+            WorktreeAction::Discard,
+            Err("conflicts in a.txt".into()),
+        ));
         assert_eq!(
             state.notice.as_deref(),
             Some("not done: conflicts in a.txt")

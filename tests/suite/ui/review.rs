@@ -190,7 +190,7 @@ fn discard_lists_what_is_lost_and_asks_before_doing_it() {
 }
 
 #[test]
-fn discard_is_refused_once_the_changes_are_committed() {
+fn after_a_commit_discard_offers_only_the_files_left_out() {
     let mut state = finished(RunStatus::Complete, None);
     press(&mut state, KeyCode::Char('c'));
     ctrl(&mut state, 's');
@@ -198,7 +198,19 @@ fn discard_is_refused_once_the_changes_are_committed() {
     assert!(press(&mut state, KeyCode::Char('d')).is_empty());
     assert!(state.overlay().is_none());
     let notice = state.notice.clone().unwrap();
-    assert!(notice.contains("already committed"), "{notice}");
+    assert!(notice.contains("every file was committed"), "{notice}");
+
+    // One file left out of the commit: discard lists it alone.
+    let mut state = finished(RunStatus::Complete, None);
+    press(&mut state, KeyCode::Char(' '));
+    press(&mut state, KeyCode::Char('c'));
+    ctrl(&mut state, 's');
+    state.update(Msg::Committed(Ok("abc1234567 on main".into())));
+    press(&mut state, KeyCode::Char('d'));
+    match state.overlay() {
+        Some(Overlay::Discard(question)) => assert_eq!(question.files.len(), 1),
+        other => panic!("no discard question: {other:?}"),
+    }
 }
 
 #[test]

@@ -1,0 +1,553 @@
+//! The review's actions in sequence, through the real event loop and the real engine (script
+//! backend): what apply and commit take is exactly what the review shows — the work after any
+//! revert or discard, limited to the chosen files — never the branch's commits, which still
+//! hold what the review undid. Each sequence runs in a worktree run and in place; then the
+//! actions on a run whose worktree is gone, and the files left out of a commit.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
+use ralph_tui::tui::event_loop::{self, Ended};
+use ralph_tui::tui::setup_of;
+use ralph_tui::ui::model::{CommitState, Loadable};
+use ralph_tui::ui::state::Overlay;
+use ralph_tui::ui::{Phase, State, Theme};
+use ralph_tui::workspace::WorktreeInfo;
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use serde_json::json;
+
+use super::common::*;
+
+/// One step: the keys, then what the state shows once they took effect.
+struct Step {
+    keys: Vec<KeyEvent>,
+    until: Box<dyn Fn(&State) -> bool>,
+}
+
+fn ch(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+
+fn esc() -> KeyEvent {
+    KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)
+}
+
+fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+fn ready(state: &State) -> bool {
+    state
+        .review
+        .as_ref()
+        .is_some_and(|r| matches!(r.diff, Loadable::Ready(_)))
+}
+
+fn notice_starts(state: &State, start: &str) -> bool {
+    state
+        .notice
+        .as_deref()
+        .is_some_and(|n| n.starts_with(start))
+}
+
+fn files_listed(state: &State) -> Vec<String> {
+    match state.review.as_ref().map(|r| &r.diff) {
+        Some(Loadable::Ready(diff)) => diff.files.iter().map(|f| f.path.clone()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `u`, the round (the last one is selected; `up` moves to earlier ones), `y`; then Esc once
+/// the result is in and the review's diff was read again.
+fn revert(up: usize) -> Step {
+    let mut keys = vec![ch('u')];
+    keys.extend(std::iter::repeat_n(ch('k'), up));
+    keys.push(ch('y'));
+    Step {
+        keys,
+        until: Box::new(|s| {
+            let done = s.overlays.iter().any(|o| {
+                matches!(o, Overlay::Revert(q)
+                    if matches!(q.step, ralph_tui::ui::revert::RevertStep::Done(_, Ok(_))))
+            });
+            done && ready(s)
+        }),
+    }
+}
+
+fn close() -> Step {
+    Step {
+        keys: vec![esc()],
+        until: Box::new(|s| s.overlays.is_empty()),
+    }
+}
+
+fn discard() -> Step {
+    Step {
+        keys: vec![ch('d'), ch('y')],
+        until: Box::new(|s| notice_starts(s, "discarded") && ready(s)),
+    }
+}
+
+fn apply() -> Step {
+    Step {
+        keys: vec![ch('A')],
+        until: Box::new(|s| {
+            ["applied", "nothing to apply", "not done"]
+                .iter()
+                .any(|start| notice_starts(s, start))
+        }),
+    }
+}
+
+fn commit() -> Step {
+    Step {
+        keys: vec![ch('c'), ctrl('s')],
+        until: Box::new(|s| {
+            s.review
+                .as_ref()
+                .is_some_and(|r| matches!(r.commit, CommitState::Done(_) | CommitState::Failed(_)))
+        }),
+    }
+}
+
+/// A key whose answer is a notice starting with `start`.
+fn answered(key: KeyEvent, start: &'static str) -> Step {
+    Step {
+        keys: vec![key],
+        until: Box::new(move |s| notice_starts(s, start)),
+    }
+}
+
+/// Two rounds, four files: round 1 adds a.txt; round 2 edits README.md and adds notes.txt
+/// and CHANGELOG.md.
+fn two_rounds(dir: &Path) -> std::path::PathBuf {
+    script(
+        dir,
+        vec![
+            turns(&[
+                call(
+                    "write_file",
+                    json!({"path": "a.txt", "content": "round one\n"}),
+                ),
+                continue_report("round one: a.txt"),
+            ]),
+            turns(&[
+                call(
+                    "write_file",
+                    json!({"path": "README.md", "content": "# demo\nround two\n"}),
+                ),
+                call(
+                    "write_file",
+                    json!({"path": "notes.txt", "content": "notes\n"}),
+                ),
+                call(
+                    "write_file",
+                    json!({"path": "CHANGELOG.md", "content": "changes\n"}),
+                ),
+                complete_report("round two: three files"),
+            ]),
+        ],
+    )
+}
+
+/// What a review session left: how it ended, every notice it showed, the worktree record.
+struct Session {
+    ended: Ended,
+    notices: Vec<String>,
+    worktree: Option<WorktreeInfo>,
+}
+
+/// Runs the two-round script (in a worktree when `worktree`), waits for the review, performs
+/// `steps` one after the other, then quits.
+fn session(repo: &TempRepo, worktree: bool, steps: Vec<Step>) -> Session {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = two_rounds(tmp.path());
+    let extra: &[&str] = if worktree { &["--worktree"] } else { &[] };
+    let settings = script_settings(repo.path(), tmp.path(), &script, extra, "four files");
+    let prepared = ralph_tui::app::isolate(ralph_tui::app::prepare(&settings).unwrap()).unwrap();
+    let info = prepared.worktree.clone();
+    assert_eq!(info.is_some(), worktree);
+    let state = State::new(
+        setup_of(&prepared),
+        settings.objective.clone(),
+        Theme::default(),
+    );
+    let (keys, input) = futures::channel::mpsc::unbounded::<std::io::Result<TermEvent>>();
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut notices = Vec::new();
+    let mut at = 0;
+    let mut sent = false;
+    let mut quit = false;
+    let total = steps.len();
+    let on_frame = &mut |state: &State| {
+        if let Some(n) = &state.notice {
+            if notices.last() != Some(n) {
+                notices.push(n.clone());
+            }
+        }
+        if state.phase != Phase::Finished || (at == 0 && !sent && !ready(state)) {
+            return;
+        }
+        while at < total {
+            if !sent {
+                for key in &steps[at].keys {
+                    keys.unbounded_send(Ok(TermEvent::Key(*key))).unwrap();
+                }
+                sent = true;
+                return;
+            }
+            if !(steps[at].until)(state) {
+                return;
+            }
+            at += 1;
+            sent = false;
+        }
+        if !quit {
+            quit = true;
+            keys.unbounded_send(Ok(TermEvent::Key(ch('q')))).unwrap();
+        }
+    };
+    let ended = runtime.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(120),
+            event_loop::drive(&mut terminal, input, state, prepared, on_frame),
+        )
+        .await
+    });
+    let ended =
+        ended.unwrap_or_else(|_| panic!("stuck at step {at} of {total}; notices {notices:?}"));
+    runtime.shutdown_background();
+    Session {
+        ended,
+        notices,
+        worktree: info,
+    }
+}
+
+fn exists(repo: &TempRepo, path: &str) -> bool {
+    repo.path().join(path).exists()
+}
+
+fn head_files(repo: &TempRepo) -> Vec<String> {
+    let r = git2::Repository::open(repo.path()).unwrap();
+    let tree = r.head().unwrap().peel_to_tree().unwrap();
+    let mut out = Vec::new();
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        out.push(format!("{dir}{}", entry.name().unwrap()));
+        git2::TreeWalkResult::Ok
+    })
+    .unwrap();
+    out.sort();
+    out
+}
+
+fn head_message(repo: &TempRepo) -> String {
+    let r = git2::Repository::open(repo.path()).unwrap();
+    let head = r.head().unwrap().peel_to_commit().unwrap();
+    head.message().unwrap().to_string()
+}
+
+fn status(repo: &TempRepo) -> String {
+    let out = std::process::Command::new("git")
+        .args(["status", "--porcelain", "-uall"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Round 2 undone: only round 1's a.txt is left of the run.
+fn assert_round_two_absent(repo: &TempRepo) {
+    assert_eq!(repo.read("README.md"), "# demo\n");
+    assert!(
+        !exists(repo, "notes.txt"),
+        "the reverted round's notes.txt came back"
+    );
+    assert!(
+        !exists(repo, "CHANGELOG.md"),
+        "the reverted round's CHANGELOG.md came back"
+    );
+}
+
+fn assert_untouched(repo: &TempRepo) {
+    assert_round_two_absent(repo);
+    assert!(!exists(repo, "a.txt"));
+    assert_eq!(status(repo), "");
+}
+
+#[test]
+fn worktree_revert_then_apply_applies_only_what_is_left() {
+    let repo = TempRepo::new();
+    let s = session(&repo, true, vec![revert(0), close(), apply()]);
+    assert!(
+        s.notices.iter().any(|n| n.starts_with("applied 1 file(s)")),
+        "{:?}",
+        s.notices
+    );
+    assert_eq!(repo.read("a.txt"), "round one\n");
+    assert_round_two_absent(&repo);
+    // The branch is kept, as apply says.
+    assert!(s.worktree.unwrap().is_left());
+    assert!(s.ended.message.unwrap().contains("kept on branch ralph/"));
+}
+
+#[test]
+fn worktree_discard_then_apply_applies_nothing() {
+    let repo = TempRepo::new();
+    let s = session(&repo, true, vec![discard(), apply()]);
+    assert!(
+        s.notices.iter().any(|n| n.starts_with("nothing to apply")),
+        "{:?}",
+        s.notices
+    );
+    assert_untouched(&repo);
+}
+
+#[test]
+fn worktree_revert_then_commit_commits_and_leaves_nothing_of_the_reverted_round() {
+    let repo = TempRepo::new();
+    let s = session(&repo, true, vec![revert(0), close(), commit()]);
+    assert_eq!(head_files(&repo), vec!["README.md", "a.txt"]);
+    assert_round_two_absent(&repo);
+    assert_eq!(status(&repo), "", "left uncommitted in the checkout");
+    let info = s.worktree.unwrap();
+    assert!(
+        !info.is_left(),
+        "the worktree and branch stay after the commit"
+    );
+    let message = s.ended.message.unwrap();
+    assert!(
+        message.contains("removed the worktree and the branch"),
+        "{message}"
+    );
+}
+
+#[test]
+fn worktree_revert_revert_then_apply_applies_nothing() {
+    let repo = TempRepo::new();
+    let s = session(
+        &repo,
+        true,
+        vec![revert(0), close(), revert(1), close(), apply()],
+    );
+    assert!(
+        s.notices.iter().any(|n| n.starts_with("nothing to apply")),
+        "{:?}",
+        s.notices
+    );
+    assert_untouched(&repo);
+}
+
+#[test]
+fn worktree_discard_then_commit_commits_nothing() {
+    let repo = TempRepo::new();
+    let head = head_message(&repo);
+    let s = session(
+        &repo,
+        true,
+        vec![discard(), answered(ch('c'), "nothing to commit")],
+    );
+    assert_eq!(head_message(&repo), head);
+    assert_untouched(&repo);
+    assert!(s.worktree.unwrap().is_left());
+}
+
+#[test]
+fn in_place_revert_then_leave_keeps_only_what_is_left() {
+    let repo = TempRepo::new();
+    session(&repo, false, vec![revert(0), close()]);
+    assert_eq!(repo.read("a.txt"), "round one\n");
+    assert_round_two_absent(&repo);
+}
+
+#[test]
+fn in_place_discard_leaves_the_work_tree_as_the_run_found_it() {
+    let repo = TempRepo::new();
+    session(&repo, false, vec![discard()]);
+    assert_untouched(&repo);
+}
+
+#[test]
+fn in_place_revert_then_commit_commits_only_what_is_left() {
+    let repo = TempRepo::new();
+    session(&repo, false, vec![revert(0), close(), commit()]);
+    assert_eq!(head_files(&repo), vec!["README.md", "a.txt"]);
+    assert_round_two_absent(&repo);
+    assert_eq!(status(&repo), "");
+}
+
+#[test]
+fn in_place_revert_revert_leaves_nothing() {
+    let repo = TempRepo::new();
+    session(&repo, false, vec![revert(0), close(), revert(1), close()]);
+    assert_untouched(&repo);
+}
+
+#[test]
+fn in_place_discard_then_commit_commits_nothing() {
+    let repo = TempRepo::new();
+    let head = head_message(&repo);
+    session(
+        &repo,
+        false,
+        vec![discard(), answered(ch('c'), "nothing to commit")],
+    );
+    assert_eq!(head_message(&repo), head);
+    assert_untouched(&repo);
+}
+
+/// Every notice is one line of words, never git's raw error.
+fn assert_no_raw_git(notices: &[String]) {
+    for n in notices {
+        assert!(!n.contains("class="), "{n}");
+        assert!(!n.contains("code="), "{n}");
+        assert!(!n.contains('\n'), "{n}");
+    }
+}
+
+#[test]
+fn after_the_worktree_is_removed_only_quit_acts_and_the_review_says_what_went() {
+    let repo = TempRepo::new();
+    let gone = "the worktree and the branch ralph/";
+    let s = session(
+        &repo,
+        true,
+        vec![
+            answered(ch('X'), "X again removes"),
+            answered(ch('X'), "removed the worktree and the branch"),
+            answered(ch('A'), gone),
+            answered(ch('c'), gone),
+            answered(ch('u'), gone),
+            answered(ch('d'), gone),
+            answered(ch(' '), gone),
+        ],
+    );
+    assert_no_raw_git(&s.notices);
+    assert_untouched(&repo);
+    assert!(!s.worktree.unwrap().is_left());
+    let message = s.ended.message.unwrap();
+    assert!(
+        message.contains("the worktree and the branch ralph/"),
+        "{message}"
+    );
+    assert!(message.contains("were removed"), "{message}");
+    assert!(!message.contains("worked on branch"), "{message}");
+}
+
+/// Moves down `index` files from the first and toggles that one.
+fn toggle(index: usize) -> Step {
+    let mut keys: Vec<KeyEvent> = std::iter::repeat_n(ch('j'), index).collect();
+    keys.push(ch(' '));
+    Step {
+        keys,
+        until: Box::new(|s| {
+            s.review.as_ref().is_some_and(|r| {
+                r.left_out.len() == 1 && files_listed(s).contains(&"notes.txt".to_string())
+            })
+        }),
+    }
+}
+
+fn discard_left_out() -> Step {
+    Step {
+        keys: vec![ch('d'), ch('y')],
+        until: Box::new(|s| notice_starts(s, "discarded") && ready(s)),
+    }
+}
+
+fn left_out_then_discarded(worktree: bool) {
+    let repo = TempRepo::new();
+    let s = session(
+        &repo,
+        worktree,
+        vec![toggle(index_of_notes()), commit(), discard_left_out()],
+    );
+    assert_no_raw_git(&s.notices);
+    let committed = head_files(&repo);
+    assert!(
+        committed.contains(&"CHANGELOG.md".to_string()),
+        "{committed:?}"
+    );
+    assert!(
+        !committed.contains(&"notes.txt".to_string()),
+        "{committed:?}"
+    );
+    assert!(
+        !exists(&repo, "notes.txt"),
+        "the file left out was not discarded"
+    );
+    assert_eq!(repo.read("CHANGELOG.md"), "changes\n");
+    assert_eq!(status(&repo), "");
+}
+
+/// The review lists the run's files in path order: CHANGELOG.md, README.md, a.txt, notes.txt.
+fn index_of_notes() -> usize {
+    3
+}
+
+#[test]
+fn after_an_in_place_commit_the_files_left_out_can_be_discarded() {
+    left_out_then_discarded(false);
+}
+
+#[test]
+fn after_a_worktree_commit_the_files_left_out_can_be_discarded() {
+    left_out_then_discarded(true);
+}
+
+#[test]
+fn after_a_worktree_commit_the_files_left_out_can_be_kept() {
+    let repo = TempRepo::new();
+    let s = session(&repo, true, vec![toggle(index_of_notes()), commit()]);
+    assert_no_raw_git(&s.notices);
+    assert_eq!(repo.read("notes.txt"), "notes\n");
+    assert_eq!(status(&repo), "?? notes.txt\n");
+}
+
+mod screens {
+    use crossterm::event::KeyCode;
+    use ralph_tui::protocol::event::RunStatus;
+    use ralph_tui::ui::model::WorktreeAction;
+    use ralph_tui::ui::Msg;
+
+    use crate::suite::ui::fixtures::*;
+
+    #[test]
+    fn snapshot_review_after_the_worktree_was_removed() {
+        let mut state = finished(RunStatus::Complete, Some(verification(true)));
+        state.setup.worktree = Some("ralph/20260101-090000-1a2b".into());
+        state.update(Msg::WorktreeDone(
+            WorktreeAction::Discard,
+            Ok("removed the worktree and the branch ralph/20260101-090000-1a2b".into()),
+        ));
+        // A key that only looks clears the notice: the status line says what was removed.
+        press(&mut state, KeyCode::Down);
+        let text = screen(&mut state, 100, 30);
+        assert!(text.contains("removed · q quit"), "{text}");
+        insta::assert_snapshot!("review_worktree_removed_100x30", text);
+    }
+
+    #[test]
+    fn snapshot_review_after_a_commit_that_left_a_file_out() {
+        let mut state = finished(RunStatus::Complete, Some(verification(true)));
+        let review = state.review.as_mut().unwrap();
+        let first = match &review.diff {
+            ralph_tui::ui::model::Loadable::Ready(d) => d.files[0].path.clone(),
+            _ => panic!("no diff"),
+        };
+        review.left_out.insert(first);
+        state.update(Msg::Committed(Ok("0123456789 on main (1 file(s) +3 −2)".into())));
+        press(&mut state, KeyCode::Down);
+        let text = screen(&mut state, 100, 30);
+        assert!(text.contains("left out: d discard them"), "{text}");
+        insta::assert_snapshot!("review_committed_left_out_100x30", text);
+    }
+}
