@@ -33,7 +33,7 @@ impl Tool for RunCommand {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "run_command".into(),
-            description: "Run a shell command (sh -c) in the workspace root and get its exit code and combined stdout/stderr (long output keeps its start and end). Commands are sandboxed: they may write only inside the workspace (its .git is read-only, so git commands that write the repository fail) and $TMPDIR, have no terminal, and have no network unless the run allows it. Background processes are killed when the round ends. `timeout_s` overrides the default time limit.".into(),
+            description: "Run a shell command (sh -c) in the workspace root and get its exit code and combined stdout/stderr (long output keeps its start and end). Commands are sandboxed: they may write only inside the workspace (its .git is read-only, so git commands that write the repository fail) and $TMPDIR, have no terminal, cannot create Unix sockets, and have no network unless the run allows it. Background processes are killed when the round ends. `timeout_s` overrides the default time limit.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
