@@ -126,7 +126,8 @@ pub struct EvalOptions {
     pub ralph_bin: PathBuf,
     /// `--max-turns` per round for the Ralph arm (`None`: ralph-tui's default).
     pub max_turns: Option<u32>,
-    /// `--max-tokens` (per turn) for both arms (`None`: ralph-tui's default).
+    /// `--max-tokens` (per turn) for the agent arms, and the oneshot answer's room beyond its
+    /// files (`None`: ralph-tui's default).
     pub max_tokens: Option<u32>,
     /// `--max-turns` for the single arm's one long session.
     pub single_max_turns: u32,
@@ -207,7 +208,7 @@ impl EvalOptions {
             && self.single_budget.is_none()
         {
             return usage(
-                "the single arm's token budget comes from the Ralph arm: run both arms, or give --single-budget N",
+                "the single arm's token budget comes from the Ralph arm: run the Ralph arm too, or give --single-budget N",
             );
         }
         if !self.ralph_bin.is_file() {

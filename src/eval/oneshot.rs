@@ -457,8 +457,9 @@ fn generate(
     let cli =
         crate::cli::Cli::try_parse_from(std::iter::once(OsString::from("ralph-tui")).chain(args))
             .map_err(|e| refused(crate::cli::error_line(&e)))?;
-    let dirs =
-        crate::config::Dirs::discover().ok_or_else(|| refused(crate::config::NO_HOME.into()))?;
+    // As ralph-tui itself: without a home, the run directory and config file it is given.
+    let dirs = crate::config::Dirs::discover()
+        .unwrap_or_else(|| crate::config::Dirs::without_home(&setup.config, &dir.join("run")));
     let settings =
         crate::config::Settings::resolve(cli, dirs).map_err(|e| refused(e.to_string()))?;
     let objective = settings.objective.clone().unwrap_or_default();

@@ -179,7 +179,7 @@ pub struct EvalResults {
     pub arms: Vec<Arm>,
     /// Turns per round for the Ralph arm (`None`: ralph-tui's default).
     pub max_turns: Option<u32>,
-    /// Tokens per turn, both arms (`None`: ralph-tui's default).
+    /// Tokens per turn, the agent arms (`None`: ralph-tui's default).
     pub max_tokens: Option<u32>,
     pub single_max_turns: u32,
     /// `--oneshot-max-tokens` (`None`: the Ralph arm's generated tokens, at least room for the
