@@ -87,7 +87,27 @@ pub fn error_line(error: &clap::Error) -> String {
         }
         _ => String::new(),
     };
-    format!("{first}{allowed} (see `ralph-tui --help`)")
+    // clap's own did-you-mean for a mistyped option or value.
+    let suggested = match error.get(ContextKind::SuggestedArg) {
+        Some(ContextValue::String(arg)) => format!("; did you mean '{arg}'?"),
+        Some(ContextValue::Strings(args)) if !args.is_empty() => {
+            format!("; did you mean '{}'?", args.join("' or '"))
+        }
+        _ => String::new(),
+    };
+    // A second word that is not an option: the objective was not quoted.
+    let unquoted = match (error.kind(), error.get(ContextKind::InvalidArg)) {
+        (clap::error::ErrorKind::UnknownArgument, Some(ContextValue::String(arg)))
+            if !arg.starts_with('-')
+                && suggested.is_empty()
+                && rendered.contains("[OBJECTIVE]") =>
+        {
+            "; an objective of several words goes in quotes (ralph-tui \"fix the bug\") or \
+             in a file (-f FILE)"
+        }
+        _ => "",
+    };
+    format!("{first}{allowed}{suggested}{unquoted} (see `ralph-tui --help`)")
 }
 
 /// The words that start a subcommand instead of a run, when they are the first argument.

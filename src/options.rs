@@ -26,9 +26,16 @@ macro_rules! options {
     (@resolved $ty:ty, $default:expr) => { $ty };
     (@pick $value:expr) => { $value };
     (@pick $value:expr, $default:expr) => { $value.unwrap_or_else(|| $default) };
+    // The help: the doc comment's first line and every further one (a doc comment of several
+    // lines is one sentence, never cut at the first line's end).
+    (@help $help:expr;) => { $help };
+    (@help $help:expr; [doc = $more:literal] $($rest:tt)*) => {
+        options!(@help concat!($help, $more); $($rest)*)
+    };
+    (@help $help:expr; [$($other:tt)*] $($rest:tt)*) => { options!(@help $help; $($rest)*) };
     ($(
         #[doc = $help:literal]
-        $(#[$attr:meta])*
+        $(#[$($attr:tt)*])*
         $name:ident : $ty:ty $(= $default:expr)? ;
     )*) => {
         /// Every option both the command line and `config.toml` can set; a missing one is
@@ -38,8 +45,11 @@ macro_rules! options {
         pub struct Options {
             $(
                 #[doc = $help]
-                #[arg(help = help_line($help, options!(@shown $($default)?)))]
-                $(#[$attr])*
+                #[arg(help = help_line(
+                    options!(@help $help; $([$($attr)*])*),
+                    options!(@shown $($default)?),
+                ))]
+                $(#[$($attr)*])*
                 pub $name: Option<$ty>,
             )*
             /// Commands run at points of a run (`[hooks]`); only `config.toml` sets them.

@@ -2,6 +2,7 @@ mod chat;
 pub mod common;
 mod config;
 mod e2e;
+mod first_use;
 mod engine;
 mod engine_inproc;
 mod eval;

@@ -1,0 +1,94 @@
+//! What a person meets on first use, outside the review: `--help` that says each option in
+//! whole sentences, a usage error that says how to quote an objective or which option was
+//! meant, and the lines printed after a run.
+
+use clap::{CommandFactory, Parser};
+use ralph_tui::cli::{error_line, Cli};
+
+/// Words a sentence cut at a line's end tends to stop on.
+const DANGLING: [&str; 22] = [
+    "the", "a", "an", "is", "are", "of", "to", "with", "and", "or", "while", "when", "in", "on",
+    "for", "by", "from", "as", "that", "its", "your", "than",
+];
+
+#[test]
+fn every_options_help_is_a_whole_sentence() {
+    let command = Cli::command();
+    let mut seen = 0;
+    for arg in command.get_arguments() {
+        let Some(help) = arg.get_help().map(|h| h.to_string()) else {
+            continue;
+        };
+        seen += 1;
+        let sentence = help.split(" [default:").next().unwrap_or(&help).trim();
+        let last = sentence
+            .rsplit(|c: char| c.is_whitespace())
+            .next()
+            .unwrap_or("")
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        assert!(
+            !DANGLING.contains(&last.as_str()),
+            "--{}: the help stops mid-sentence: {help}",
+            arg.get_id()
+        );
+        for (open, close) in [('(', ')'), ('[', ']')] {
+            assert_eq!(
+                help.matches(open).count(),
+                help.matches(close).count(),
+                "--{}: unbalanced {open}{close}: {help}",
+                arg.get_id()
+            );
+        }
+        assert_eq!(
+            help.matches('`').count() % 2,
+            0,
+            "--{}: unbalanced `: {help}",
+            arg.get_id()
+        );
+    }
+    assert!(seen > 20, "only {seen} options have help");
+    // The two the first use found cut off, whole.
+    let help_of = |id: &str| {
+        command
+            .get_arguments()
+            .find(|a| a.get_id() == id)
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default()
+    };
+    assert!(
+        help_of("model").contains("server's model name"),
+        "{}",
+        help_of("model")
+    );
+    let notify = help_of("notify");
+    assert!(!notify.contains("terminal is [default"), "{notify}");
+}
+
+fn usage_error(args: &[&str]) -> String {
+    let mut all = vec!["ralph-tui"];
+    all.extend(args);
+    match Cli::try_parse_from(all) {
+        Ok(cli) => panic!("parsed: {cli:?}"),
+        Err(e) => error_line(&e),
+    }
+}
+
+#[test]
+fn an_unquoted_objective_is_told_to_quote_it_or_use_a_file() {
+    let line = usage_error(&["fix", "the", "bug"]);
+    assert!(line.contains("unexpected argument 'the'"), "{line}");
+    assert!(line.contains("goes in quotes"), "{line}");
+    assert!(line.contains("-f FILE"), "{line}");
+    assert!(!line.contains('\n'), "{line}");
+}
+
+#[test]
+fn a_mistyped_option_gets_clap_s_suggestion() {
+    let line = usage_error(&["--max-round", "3", "x"]);
+    assert!(line.contains("did you mean '--max-rounds'?"), "{line}");
+    assert!(!line.contains("quotes"), "{line}");
+    let line = usage_error(&["--headles", "x"]);
+    assert!(line.contains("did you mean '--headless'?"), "{line}");
+}
