@@ -135,7 +135,14 @@ pub fn parse(answer: &str, known: &dyn Fn(&str) -> bool) -> Answer {
             ));
             break;
         };
-        let body = &lines[i + 1..close];
+        let mut body = &lines[i + 1..close];
+        // No path line: a first line that is a comment naming a file of the repository
+        // (`# stats.py`) names the block's file, and is not part of it.
+        let path = path.or_else(|| {
+            let named = body.first().and_then(|line| path_in_comment(line, known))?;
+            body = &body[1..];
+            Some(named)
+        });
         match path {
             Some(path) => {
                 let mut content = body.join("\n");
@@ -237,6 +244,18 @@ fn path_in_info(info: &str, known: &dyn Fn(&str) -> bool) -> Option<String> {
         .map(String::from)
 }
 
+/// The file a comment line names (`# a.py`, `// src/lib.rs`, `<!-- a.md -->`), when it is a
+/// file of the repository.
+fn path_in_comment(line: &str, known: &dyn Fn(&str) -> bool) -> Option<String> {
+    let text = line.trim();
+    let inner = ["#", "//", "--", ";", "<!--"]
+        .iter()
+        .find_map(|open| text.strip_prefix(open))?
+        .trim_end_matches("-->")
+        .trim();
+    known(inner).then(|| inner.to_string())
+}
+
 /// One word, not too long, naming a known file or with a `.` or `/` in it (and not ending a
 /// sentence).
 fn looks_like_path(text: &str, known: &dyn Fn(&str) -> bool) -> bool {
@@ -290,6 +309,24 @@ mod tests {
         assert_eq!(paths, ["a.py", "b/c.txt", "d.sh", "e.py", "Makefile"]);
         assert_eq!(got.files[1].1, "B\n");
         assert!(got.problems.is_empty(), "{:?}", got.problems);
+    }
+
+    #[test]
+    fn a_comment_naming_a_known_file_opens_a_block_without_a_path_line() {
+        let known = |p: &str| p == "stats.py" || p == "src/lib.rs";
+        let got = parse(
+            "Fixed:\n```python\n# stats.py\nx = 1\n```\n```rust\n// src/lib.rs\nfn f() {}\n```\n```\n# other.py\ny\n```\n",
+            &known,
+        );
+        assert_eq!(
+            got.files,
+            [
+                ("stats.py".to_string(), "x = 1\n".to_string()),
+                ("src/lib.rs".to_string(), "fn f() {}\n".to_string())
+            ]
+        );
+        // A comment naming a file the repository does not have is only a comment.
+        assert_eq!(got.problems.len(), 1, "{:?}", got.problems);
     }
 
     #[test]
