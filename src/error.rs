@@ -28,20 +28,15 @@ pub enum ExitCode {
     Blocked = 3,
     BudgetLimited = 4,
     RoundFailed = 5,
+    /// The worker reported completion and `--verify` failed.
+    VerifyFailed = 6,
     Cancelled = 130,
 }
 
 impl ExitCode {
     pub fn code(self) -> i32 {
-    /// The worker reported completion and `--verify` failed.
-    VerifyFailed = 6,
         self as i32
     }
-}
-
-impl From<RunStatus> for ExitCode {
-    fn from(status: RunStatus) -> Self {
-        match status {
 
     /// How a finished run exits: as its status says, except that a claimed completion that
     /// `--verify` contradicts exits [`ExitCode::VerifyFailed`].
@@ -52,6 +47,11 @@ impl From<RunStatus> for ExitCode {
             Self::from(status)
         }
     }
+}
+
+impl From<RunStatus> for ExitCode {
+    fn from(status: RunStatus) -> Self {
+        match status {
             RunStatus::Complete => Self::Complete,
             RunStatus::Blocked => Self::Blocked,
             RunStatus::BudgetLimited => Self::BudgetLimited,
