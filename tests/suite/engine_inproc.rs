@@ -30,7 +30,7 @@ struct InProc {
     _tmp: tempfile::TempDir,
 }
 
-fn config(max_rounds: u32) -> RunConfig {
+pub(super) fn config(max_rounds: u32) -> RunConfig {
     RunConfig {
         run_id: "inproc".into(),
         objective: "the objective".into(),

@@ -21,6 +21,7 @@ mod openai;
 pub mod openai_server;
 mod protocol;
 mod resume;
+mod reserve;
 mod review_flows;
 mod sinks;
 mod stream;
