@@ -16,7 +16,7 @@
 //! context's end and `--run-timeout` also end it.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
@@ -304,6 +304,28 @@ fn write_answer(
 struct Answered {
     generation: Result<Generation, String>,
     timed_out: bool,
+}
+
+impl Answered {
+    fn failed(why: impl std::fmt::Display) -> Self {
+        Self {
+            generation: Err(why.to_string()),
+            timed_out: false,
+        }
+    }
+}
+
+/// One oneshot run: a task and seed, its fresh workspace and its starting files.
+struct OneshotRun<'a> {
+    setup: &'a Setup<'a>,
+    task: &'a Task,
+    seed: u32,
+    /// The run's folder: `workspace/`, `prompt.txt`, `answer.txt`, `verify.txt`.
+    dir: PathBuf,
+    files: Vec<RepoFile>,
+    /// The answer's room beyond the shown files (`--max-tokens`).
+    room: u32,
+    /// The answer's cap.
     cap: u32,
 }
 
@@ -325,29 +347,26 @@ pub(super) fn run_one(
     })?;
     let room = options.max_tokens.unwrap_or(DEFAULT_ANSWER_ROOM);
     let cap = answer_cap(options.oneshot_max_tokens, ralph_generated, &files, room);
+    let run = OneshotRun {
+        setup,
+        task,
+        seed,
+        dir,
+        files,
+        room,
+        cap,
+    };
 
     let started = Instant::now();
     let mut record = OneshotRecord::default();
-    let Some(answered) = generate(
-        setup,
-        task,
-        &dir,
-        seed,
-        &files,
-        room,
-        cap,
-        &mut record,
-        cancel,
-    )?
-    else {
+    let Some(answered) = run.generate(&mut record, cancel)? else {
         return Ok(None);
     };
     let (status, error, prompt_tokens, generated_tokens) = match &answered.generation {
         Ok(g) => {
-            let text = &g.text;
-            write_file(&dir.join("answer.txt"), text)?;
-            let known = |p: &str| files.iter().any(|f| f.path == p);
-            let answer = whole_file::parse(text, &known);
+            write_file(&run.dir.join("answer.txt"), &g.text)?;
+            let known = |p: &str| run.files.iter().any(|f| f.path == p);
+            let answer = whole_file::parse(&g.text, &known);
             record.problems = answer.problems.clone();
             write_answer(&workspace, &answer, &mut record)?;
             let status = match g.stop {
@@ -366,11 +385,12 @@ pub(super) fn run_one(
     };
     let wall = started.elapsed();
 
-    let Some(mut verify) = trial::verify(task, &workspace, &dir, options.verify_timeout, cancel)?
+    let Some(mut verify) =
+        trial::verify(task, &workspace, &run.dir, options.verify_timeout, cancel)?
     else {
         return Ok(None);
     };
-    let scrub = |text: &str| trial::scrub_run(text, setup, task, &dir);
+    let scrub = |text: &str| trial::scrub_run(text, setup, task, &run.dir);
     verify.output_tail = scrub(&verify.output_tail);
     for list in [&mut record.refused, &mut record.problems] {
         for item in list.iter_mut() {
@@ -394,7 +414,7 @@ pub(super) fn run_one(
         rounds_used: 0,
         max_rounds: 0,
         max_turns: Some(1),
-        token_budget: Some(u64::from(answered.cap)),
+        token_budget: Some(u64::from(run.cap)),
         wall_ms: trial::millis(wall),
         exit_code: None,
         timed_out: answered.timed_out,
@@ -404,107 +424,95 @@ pub(super) fn run_one(
     }))
 }
 
-/// Loads the backend as a ralph-tui run would, builds the prompt and generates the answer.
-/// `Err` when ralph-tui would refuse the run; `Ok(None)` when the eval was cancelled.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one call site; the pieces are the run's own"
-)]
-fn generate(
-    setup: &Setup<'_>,
-    task: &Task,
-    dir: &Path,
-    seed: u32,
-    files: &[RepoFile],
-    room: u32,
-    cap: u32,
-    record: &mut OneshotRecord,
-    cancel: &CancellationToken,
-) -> Result<Option<Answered>, EvalError> {
-    let refused = |message: String| EvalError::Refused {
-        task: task.name.clone(),
-        arm: Arm::Oneshot.as_str(),
-        message: trial::scrub_run(&message, setup, task, dir),
-    };
-    // Under the script backend the canned answer is a one-turn script.
-    let script = match (&setup.model, &task.oneshot) {
-        _ if setup.options.server_backend().is_some() => None,
-        (None, Some(canned)) => {
-            let answer = std::fs::read_to_string(canned).map_err(|source| EvalError::Io {
-                what: format!("cannot read {}", canned.display()),
-                source,
-            })?;
-            let path = dir.join("oneshot-script.json");
-            let script = serde_json::json!({"rounds": [{"turns": [answer]}]});
-            write_file(&path, &script.to_string())?;
-            Some(path)
-        }
-        _ => None,
-    };
-    let args = setup.ralph_args(
-        task,
-        &Invocation {
-            workspace: &dir.join("workspace"),
-            run_dir: dir.join("run"),
-            seed,
-            max_rounds: 1,
-            max_turns: Some(1),
-            max_tokens: Some(cap),
-            token_budget: None,
-            script: script.as_deref(),
-        },
-    )?;
-    let cli =
-        crate::cli::Cli::try_parse_from(std::iter::once(OsString::from("ralph-tui")).chain(args))
+impl OneshotRun<'_> {
+    /// Loads the backend as a ralph-tui run would, builds the prompt and generates the
+    /// answer. `Err` when ralph-tui would refuse the run; `Ok(None)` when the eval was
+    /// cancelled.
+    fn generate(
+        &self,
+        record: &mut OneshotRecord,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Answered>, EvalError> {
+        let (setup, task, dir) = (self.setup, self.task, self.dir.as_path());
+        let refused = |message: String| EvalError::Refused {
+            task: task.name.clone(),
+            arm: Arm::Oneshot.as_str(),
+            message: trial::scrub_run(&message, setup, task, dir),
+        };
+        let script = self.canned_script()?;
+        let run_dir = dir.join("run");
+        let args = setup.ralph_args(
+            task,
+            &Invocation {
+                workspace: &dir.join("workspace"),
+                run_dir: run_dir.clone(),
+                seed: self.seed,
+                max_rounds: 1,
+                max_turns: Some(1),
+                max_tokens: Some(self.cap),
+                token_budget: None,
+                script: script.as_deref(),
+            },
+        )?;
+        let program = std::iter::once(OsString::from("ralph-tui"));
+        let cli = crate::cli::Cli::try_parse_from(program.chain(args))
             .map_err(|e| refused(crate::cli::error_line(&e)))?;
-    // As ralph-tui itself: without a home, the run directory and config file it is given.
-    let dirs = crate::config::Dirs::discover()
-        .unwrap_or_else(|| crate::config::Dirs::without_home(&setup.config, &dir.join("run")));
-    let settings =
-        crate::config::Settings::resolve(cli, dirs).map_err(|e| refused(e.to_string()))?;
-    let objective = settings.objective.clone().unwrap_or_default();
-    let prepared = crate::app::prepare(&settings).map_err(|e| refused(e.to_string()))?;
-    let mut backend = crate::app::load_backend(&prepared).map_err(|e| refused(e.to_string()))?;
-    let ctx = backend.info().ctx_size;
-    let mut child = match backend.new_child(1) {
-        Ok(child) => child,
-        Err(e) => {
-            return Ok(Some(Answered {
-                generation: Err(e.to_string()),
-                timed_out: false,
-                cap,
-            }))
-        }
-    };
-    let prompt = match fit(&objective, files, ctx, room, &mut |messages| {
-        child.count_prompt_tokens(Request::new(messages, &[]))
-    }) {
-        Ok(prompt) => prompt,
-        Err(e) => {
-            return Ok(Some(Answered {
-                generation: Err(e.to_string()),
-                timed_out: false,
-                cap,
-            }))
-        }
-    };
-    record.files_shown = prompt.shown;
-    record.files_not_shown = prompt.not_shown.clone();
-    let text: Vec<&str> = prompt.messages.iter().map(|m| m.content.as_str()).collect();
-    write_file(&dir.join("prompt.txt"), &text.join("\n\n"))?;
+        // As ralph-tui itself: without a home, the run directory and config file it is given.
+        let dirs = crate::config::Dirs::discover()
+            .unwrap_or_else(|| crate::config::Dirs::without_home(&setup.config, &run_dir));
+        let settings =
+            crate::config::Settings::resolve(cli, dirs).map_err(|e| refused(e.to_string()))?;
+        let objective = settings.objective.clone().unwrap_or_default();
+        let prepared = crate::app::prepare(&settings).map_err(|e| refused(e.to_string()))?;
+        let mut backend =
+            crate::app::load_backend(&prepared).map_err(|e| refused(e.to_string()))?;
+        let ctx = backend.info().ctx_size;
+        let mut child = match backend.new_child(1) {
+            Ok(child) => child,
+            Err(e) => return Ok(Some(Answered::failed(e))),
+        };
+        let fitted = fit(&objective, &self.files, ctx, self.room, &mut |messages| {
+            child.count_prompt_tokens(Request::new(messages, &[]))
+        });
+        let prompt = match fitted {
+            Ok(prompt) => prompt,
+            Err(e) => return Ok(Some(Answered::failed(e))),
+        };
+        record.files_shown = prompt.shown;
+        record.files_not_shown = prompt.not_shown.clone();
+        let text: Vec<&str> = prompt.messages.iter().map(|m| m.content.as_str()).collect();
+        write_file(&dir.join("prompt.txt"), &text.join("\n\n"))?;
 
-    let token = cancel.child_token();
-    let watchdog = Watchdog::start(token.clone(), setup.options.run_timeout);
-    let generation = child.generate(Request::new(&prompt.messages, &[]), &mut |_| {}, &token);
-    let timed_out = watchdog.stop();
-    if cancel.is_cancelled() {
-        return Ok(None);
+        let token = cancel.child_token();
+        let watchdog = Watchdog::start(token.clone(), setup.options.run_timeout);
+        let generation = child.generate(Request::new(&prompt.messages, &[]), &mut |_| {}, &token);
+        let timed_out = watchdog.stop();
+        if cancel.is_cancelled() {
+            return Ok(None);
+        }
+        Ok(Some(Answered {
+            generation: generation.map_err(|e| e.to_string()),
+            timed_out,
+        }))
     }
-    Ok(Some(Answered {
-        generation: generation.map_err(|e| e.to_string()),
-        timed_out,
-        cap,
-    }))
+
+    /// Under the script backend, the task's canned answer as a one-turn script file.
+    fn canned_script(&self) -> Result<Option<PathBuf>, EvalError> {
+        if self.setup.options.server_backend().is_some() || self.setup.model.is_some() {
+            return Ok(None);
+        }
+        let Some(canned) = &self.task.oneshot else {
+            return Ok(None);
+        };
+        let answer = std::fs::read_to_string(canned).map_err(|source| EvalError::Io {
+            what: format!("cannot read {}", canned.display()),
+            source,
+        })?;
+        let path = self.dir.join("oneshot-script.json");
+        let script = serde_json::json!({"rounds": [{"turns": [answer]}]});
+        write_file(&path, &script.to_string())?;
+        Ok(Some(path))
+    }
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), EvalError> {
