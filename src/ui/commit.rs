@@ -27,10 +27,12 @@ pub struct CommitEditor {
 }
 
 impl CommitEditor {
-    /// An editor holding `message`.
+    /// An editor holding `message`, the cursor at its end (where a person adds to it).
     pub fn new(message: &str) -> Self {
         let mut editor = TextArea::new(message.lines().map(String::from).collect());
         editor.set_cursor_line_style(ratatui::style::Style::default());
+        editor.move_cursor(tui_textarea::CursorMove::Bottom);
+        editor.move_cursor(tui_textarea::CursorMove::End);
         Self {
             editor,
             leaves_out: false,

@@ -27,6 +27,10 @@ use super::view::{Outcome, View};
 use crate::error::ExitCode;
 use crate::tools::approval::ApprovalDecision;
 
+/// What Enter and `[` `]` say before the first tool call is whole.
+const NO_CARD_YET: &str = "no tool call yet: a call becomes a card (Enter opens it, [ ] select) \
+                           once the model has written it whole";
+
 impl State {
     pub(super) fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
         if key.kind == KeyEventKind::Release {
@@ -113,6 +117,16 @@ impl State {
             Some(Action::Unfold) => {
                 let on = !self.transcript.unfolded();
                 self.transcript.set_unfolded(on);
+                let folds = self
+                    .transcript
+                    .lines()
+                    .any(|(kind, _)| matches!(kind, LineKind::Reasoning | LineKind::Detail));
+                if on && !folds {
+                    self.notice = Some("nothing is folded yet".into());
+                }
+            }
+            Some(Action::PreviousCard | Action::NextCard) if self.cards.is_empty() => {
+                self.notice = Some(NO_CARD_YET.into());
             }
             Some(Action::PreviousCard) => self.move_card_selection(false),
             Some(Action::NextCard) => self.move_card_selection(true),
@@ -249,8 +263,9 @@ impl State {
     fn open_selected(&mut self) -> Vec<Effect> {
         match self.focus {
             Pane::Stream => {
-                if let Some(card) = self.selected_card().cloned() {
-                    self.open(Overlay::Card(Box::new(CardDetail::new(card))));
+                match self.selected_card().cloned() {
+                    Some(card) => self.open(Overlay::Card(Box::new(CardDetail::new(card)))),
+                    None => self.notice = Some(NO_CARD_YET.into()),
                 }
                 Vec::new()
             }

@@ -92,3 +92,38 @@ fn a_mistyped_option_gets_clap_s_suggestion() {
     let line = usage_error(&["--headles", "x"]);
     assert!(line.contains("did you mean '--headless'?"), "{line}");
 }
+
+mod streaming {
+    use crossterm::event::KeyCode;
+    use ralph_tui::ui::state::Overlay;
+    use ralph_tui::ui::Theme;
+
+    use crate::suite::ui::fixtures::*;
+
+    #[test]
+    fn before_the_first_tool_call_enter_and_the_card_keys_say_why_nothing_opens() {
+        let mut state = new_state(Theme::default());
+        start_round(&mut state, 1);
+        tokens(&mut state, 1, "I will look at the files first, then ");
+        for code in [KeyCode::Enter, KeyCode::Char('['), KeyCode::Char(']')] {
+            press(&mut state, code);
+            assert!(state.overlay().is_none());
+            let notice = state.notice.clone().unwrap_or_default();
+            assert!(notice.starts_with("no tool call yet"), "{code:?}: {notice}");
+        }
+        press(&mut state, KeyCode::Char('e'));
+        let notice = state.notice.clone().unwrap_or_default();
+        assert!(notice.starts_with("nothing is folded yet"), "{notice}");
+    }
+
+    #[test]
+    fn once_a_card_is_there_enter_opens_it() {
+        let mut state = mid_run(Theme::default());
+        press(&mut state, KeyCode::Enter);
+        assert!(
+            matches!(state.overlay(), Some(Overlay::Card(_))),
+            "{:?}",
+            state.notice
+        );
+    }
+}

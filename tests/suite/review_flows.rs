@@ -295,8 +295,23 @@ fn worktree_revert_then_apply_applies_only_what_is_left() {
     assert_eq!(repo.read("a.txt"), "round one\n");
     assert_round_two_absent(&repo);
     // The branch is kept, as apply says.
-    assert!(s.worktree.unwrap().is_left());
-    assert!(s.ended.message.unwrap().contains("kept on branch ralph/"));
+    let info = s.worktree.unwrap();
+    assert!(info.is_left());
+    // The exit line says how to get the kept branch's work later.
+    let message = s.ended.message.unwrap();
+    assert!(message.contains("kept on branch ralph/"), "{message}");
+    assert!(
+        message.contains("snapshot of your uncommitted files"),
+        "{message}"
+    );
+    let snap = &info.snapshot[..10];
+    assert!(
+        message.contains(&format!(
+            "git diff {snap} {} | git apply --3way",
+            info.branch
+        )),
+        "{message}"
+    );
 }
 
 #[test]
@@ -544,10 +559,44 @@ mod screens {
             _ => panic!("no diff"),
         };
         review.left_out.insert(first);
-        state.update(Msg::Committed(Ok("0123456789 on main (1 file(s) +3 −2)".into())));
+        state.update(Msg::Committed(Ok(
+            "0123456789 on main (1 file(s) +3 −2)".into()
+        )));
         press(&mut state, KeyCode::Down);
         let text = screen(&mut state, 100, 30);
         assert!(text.contains("left out: d discard them"), "{text}");
         insta::assert_snapshot!("review_committed_left_out_100x30", text);
+    }
+
+    #[test]
+    fn the_commit_editor_opens_with_the_cursor_at_the_end() {
+        let mut state = finished(RunStatus::Complete, None);
+        press(&mut state, KeyCode::Char('c'));
+        let Some(ralph_tui::ui::state::Overlay::Commit(editor)) = state.overlay() else {
+            panic!("no commit editor");
+        };
+        let lines = editor.lines();
+        let last = lines.len() - 1;
+        assert!(!lines[last].is_empty() || last > 0, "{lines:?}");
+        assert_eq!(
+            editor.editor.cursor(),
+            (last, lines[last].chars().count()),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn the_exit_line_uses_the_reviews_words_when_verify_passed() {
+        let mut state = finished(RunStatus::Complete, Some(verification(true)));
+        let line = ralph_tui::tui::event_loop::farewell(&state, None);
+        assert!(line.contains("verify passed (exit 0)"), "{line}");
+        assert!(!line.contains("not independently verified"), "{line}");
+        let review = ralph_tui::ui::review::outcome_text(state.review.as_ref().unwrap());
+        let claim = review.split_once(": ").unwrap().1;
+        assert!(line.contains(claim), "{line} / {review}");
+        // Without --verify the claim still says it is not verified.
+        state.review.as_mut().unwrap().verification = None;
+        let line = ralph_tui::tui::event_loop::farewell(&state, None);
+        assert!(line.contains("not independently verified"), "{line}");
     }
 }

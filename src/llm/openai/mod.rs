@@ -696,10 +696,10 @@ impl Child for OpenAiChild<'_> {
         // the report to fit that. An ordinary turn stops where the report's reserve and the
         // turn margin would still be free.
         let mut sampling = backend.sampling.clone();
-        if shape == TurnShape::ReportOnly {
         let mut report = ReportBounds::FULL;
+        if shape == TurnShape::ReportOnly {
             let room = backend.ctx_size.saturating_sub(estimate);
-            sampling.max_tokens = room.min(REPORT_MAX_TOKENS).max(1);
+            sampling.max_tokens = room.clamp(1, REPORT_MAX_TOKENS);
             report = wire::report_bounds_for(sampling.max_tokens);
         } else {
             sampling.max_tokens = turn_cap(backend.ctx_size, estimate, sampling.max_tokens).max(1);
@@ -711,8 +711,8 @@ impl Child for OpenAiChild<'_> {
             shape,
             backend.format.as_ref(),
             &sampling,
-        );
             report,
+        );
         let streamed = backend
             .runtime
             .block_on(backend.stream_turn(&body, on_text, cancel))?;

@@ -78,12 +78,13 @@ fn help_opens_above_the_commit_editor_and_closing_it_returns_to_the_message() {
     let Some(Overlay::Commit(editor)) = state.overlay() else {
         panic!("the editor is back");
     };
+    // The cursor starts at the message's end, so the typed text is there.
     assert!(
-        editor.lines().join("\n").starts_with('X'),
+        editor.lines().join("\n").ends_with('X'),
         "the typed text stays"
     );
     let effects = ctrl(&mut state, 's');
-    assert!(matches!(&effects[..], [Effect::Commit(m)] if m.starts_with('X')));
+    assert!(matches!(&effects[..], [Effect::Commit(m)] if m.ends_with('X')));
     assert!(state.overlay().is_none());
 }
 
