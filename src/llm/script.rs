@@ -124,6 +124,7 @@ impl Backend for ScriptBackend {
                 turns,
                 next: 0,
                 token_delay: self.token_delay,
+                ctx_size: self.ctx_size,
             })),
         }
     }
@@ -134,6 +135,7 @@ struct ScriptChild<'a> {
     turns: &'a [String],
     next: usize,
     token_delay: Duration,
+    ctx_size: u32,
 }
 
 /// Splits text into small, token-like pieces: words with their trailing space, long words cut
@@ -141,7 +143,6 @@ struct ScriptChild<'a> {
 pub fn pieces(text: &str) -> Vec<&str> {
     piece_iter(text).collect()
 }
-                ctx_size: self.ctx_size,
 
 /// [`pieces`] one at a time, so a long turn streams without a list of all its pieces.
 fn piece_iter(text: &str) -> impl Iterator<Item = &str> {
@@ -152,7 +153,6 @@ fn piece_iter(text: &str) -> impl Iterator<Item = &str> {
                 return None;
             }
             let cut = rest
-    ctx_size: u32,
                 .char_indices()
                 .nth(8)
                 .map(|(i, _)| i)
@@ -199,23 +199,6 @@ impl Child for ScriptChild<'_> {
             )));
         };
         self.next += 1;
-        let mut text = String::with_capacity(turn.len());
-        let mut generated = 0u32;
-        for piece in piece_iter(turn) {
-            if cancel.is_cancelled() {
-                return Ok(Generation {
-                    text,
-                    prompt_tokens,
-                    generated_tokens: generated,
-                    stop: StopReason::Cancelled,
-                });
-            }
-            text.push_str(piece);
-            generated += 1;
-            on_text(piece);
-            wait(self.token_delay, cancel);
-        }
-        Ok(Generation {
         // As a model's: an ordinary turn stops where the report's reserve would no longer be
         // free, a wrap-up turn where the context is full; the text is measured as the prompt
         // is (four bytes a token), so what a turn adds to the context is what its cap allows.
@@ -230,9 +213,9 @@ impl Child for ScriptChild<'_> {
                 StopReason::MaxTokens,
             )
         };
-            text,
-            prompt_tokens,
-            generated_tokens: generated,
+        let mut text = String::with_capacity(turn.len());
+        let mut generated = 0u32;
+        for piece in piece_iter(turn) {
             let in_context =
                 u32::try_from((text.len() + piece.len()).div_ceil(4)).unwrap_or(u32::MAX);
             if in_context > cap {
@@ -243,6 +226,23 @@ impl Child for ScriptChild<'_> {
                     stop: stop_at_cap,
                 });
             }
+            if cancel.is_cancelled() {
+                return Ok(Generation {
+                    text,
+                    prompt_tokens,
+                    generated_tokens: generated,
+                    stop: StopReason::Cancelled,
+                });
+            }
+            text.push_str(piece);
+            generated += 1;
+            on_text(piece);
+            wait(self.token_delay, cancel);
+        }
+        Ok(Generation {
+            text,
+            prompt_tokens,
+            generated_tokens: generated,
             stop: StopReason::EndOfTurn,
         })
     }
