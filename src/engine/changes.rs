@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use super::record::Recorder;
 use crate::protocol::event::Event;
-use crate::workspace::{Attribution, DiffModel, Snapshot, Workspace};
+use crate::workspace::{Attribution, DiffModel, Hidden, Listing, Snapshot, Workspace};
 
 /// Most paths one warning names; the rest are counted.
 const NAMED: usize = 10;
@@ -30,6 +30,8 @@ pub(super) struct RunChanges {
     last_end: Option<Snapshot>,
     /// The round whose tool-call snapshots already failed with a warning.
     tool_failure_named: Option<u32>,
+    /// Every file at the round's start, for the changes no snapshot shows (`hidden`).
+    round_listing: Option<Listing>,
 }
 
 /// `a, b, 3 more`: at most `NAMED` paths, the rest counted.
@@ -87,6 +89,7 @@ impl RunChanges {
         rec: &mut Recorder,
         round: u32,
     ) -> Option<Snapshot> {
+        self.round_listing = Some(ws.listing());
         let base = self.snapshot(ws, rec, round, "at the round's start")?;
         if let Some(end) = self.last_end.take() {
             let between: Vec<String> = ws
@@ -179,6 +182,7 @@ impl RunChanges {
     ) -> Option<DiffModel> {
         let end = self.snapshot(ws, rec, round, "at the round's end");
         self.last_end = end;
+        let listed = self.round_listing.take();
         let diff = match (base, end) {
             (Some(base), Some(end)) => ws.diff(&base, &end).map_err(|e| e.to_string()),
             _ => Err("a snapshot failed".to_string()),
@@ -195,6 +199,12 @@ impl RunChanges {
             }
         };
         self.worker.mark(&mut diff);
+        if let Some(before) = listed {
+            let hidden = ws.compare(&before, &ws.listing(), &diff.paths());
+            warn_hidden(rec, round, &hidden);
+            diff.hidden = hidden.changes;
+            diff.new_repos = hidden.new_repos;
+        }
         let outside = diff.outside_run();
         if !outside.is_empty() {
             rec.emit(Event::Warning {
@@ -205,5 +215,36 @@ impl RunChanges {
             });
         }
         Some(diff)
+    }
+}
+
+/// Warnings for what the round changed where git does not look (ignored paths, nested
+/// repositories) and for a nested repository it created: none of it is in `diff.patch` or a
+/// commit, and a nested `.git` can run commands when git is used inside it.
+fn warn_hidden(rec: &mut Recorder, round: u32, hidden: &Hidden) {
+    if !hidden.changes.is_empty() {
+        let named: Vec<String> = hidden.changes.iter().map(|c| c.describe()).collect();
+        let paths: Vec<&str> = named.iter().map(String::as_str).collect();
+        rec.emit(Event::Warning {
+            message: format!(
+                "round {round} changed files git does not show, so they are in no diff.patch and no commit: {}",
+                name_paths(&paths)
+            ),
+        });
+    }
+    for repo in &hidden.new_repos {
+        rec.emit(Event::Warning {
+            message: format!(
+                "round {round} created a git repository at {repo}/.git: its config and hooks (core.fsmonitor, for one) run commands whenever git is used inside it; look at it before you do"
+            ),
+        });
+    }
+    if hidden.incomplete {
+        rec.emit(Event::Warning {
+            message: format!(
+                "round {round}: the workspace has more than {} entries, so changes git does not show were only looked for among the first",
+                crate::workspace::hidden::MAX_ENTRIES
+            ),
+        });
     }
 }

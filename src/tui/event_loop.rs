@@ -214,6 +214,9 @@ impl Driver {
         let (root, base) = self.review_place(run);
         let run_dir = run.run_dir.clone();
         let worker = self.worker.clone();
+        // The files listed before the run, for what the diff cannot show (`hidden`).
+        let listing = (source == DiffSource::Review && self.moved.is_none())
+            .then(|| run.baseline.listing.clone());
         tokio::task::spawn_blocking(move || match source {
             DiffSource::Round(round) => {
                 let path = run_dir
@@ -239,6 +242,11 @@ impl Driver {
                             worker.mark(&mut diff);
                         }
                         diff.unseen = unseen;
+                        if let Some(listing) = &listing {
+                            let hidden = ws.compare(listing, &ws.listing(), &diff.paths());
+                            diff.hidden = hidden.changes;
+                            diff.new_repos = hidden.new_repos;
+                        }
                         Ok((now, diff))
                     })
                     .map_err(|e| e.to_string());

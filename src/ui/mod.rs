@@ -23,6 +23,7 @@ pub mod editor;
 pub mod events;
 pub mod header;
 pub mod help;
+pub mod hidden;
 pub mod input;
 pub mod keys;
 pub mod layout;

@@ -206,7 +206,7 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 .map(|r| Line::styled(r.to_string(), theme.warning())),
         );
     }
-    if model.files.is_empty() && model.unseen.is_empty() {
+    if model.files.is_empty() && model.unseen.is_empty() && model.hidden.is_empty() {
         notes.push(Line::styled("the run changed no files", theme.dim()));
     }
     if let Some(gone) = super::worktree::gone_text(state) {
@@ -260,6 +260,7 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         }
         rows.push(line);
     }
+    rows.extend(super::hidden::rows(theme, model, width));
     for (row, line) in rows
         .iter()
         .skip(state.review_offset)

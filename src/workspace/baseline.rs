@@ -37,6 +37,8 @@ pub(super) enum IndexContent {
 #[derive(Debug, Clone)]
 pub struct Baseline {
     pub snapshot: Snapshot,
+    /// Every file by `lstat`, for the changes no snapshot shows (`hidden`).
+    pub listing: super::hidden::Listing,
     pub(super) head: HeadState,
     pub(super) index: IndexContent,
 }
@@ -49,6 +51,7 @@ impl Workspace {
         let snapshot = self.snapshot()?;
         Ok(Baseline {
             snapshot,
+            listing: self.listing(),
             head,
             index,
         })

@@ -83,6 +83,13 @@ pub struct DiffModel {
     /// changes are not in this diff.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unseen: Vec<String>,
+    /// Paths the run changed that git does not show (ignored, or in a nested repository):
+    /// not in this diff's files or patch, and never committed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<super::HiddenChange>,
+    /// Nested repositories the run created (their directories).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub new_repos: Vec<String>,
 }
 
 /// How much of a diff the screen gets.
@@ -215,6 +222,8 @@ impl DiffModel {
             patch,
             note,
             unseen: self.unseen.clone(),
+            hidden: self.hidden.clone(),
+            new_repos: self.new_repos.clone(),
         }
     }
 }

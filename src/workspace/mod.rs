@@ -17,6 +17,7 @@ mod baseline;
 pub mod commit;
 pub mod diff;
 pub mod gitguard;
+pub mod hidden;
 pub mod revert;
 mod snapshot;
 pub mod watch;
@@ -30,6 +31,7 @@ pub use attribution::Attribution;
 pub use baseline::Baseline;
 pub use commit::{CommitOutcome, DiscardPlan};
 pub use diff::{DiffLine, DiffModel, DisplayLimits, FileDiff, Hunk, LineKind};
+pub use hidden::{Hidden, HiddenChange, HiddenWhy, Listing};
 pub use watch::{LiveWatch, OnChange, WatchStats};
 pub use worktree::{WorktreeError, WorktreeInfo};
 

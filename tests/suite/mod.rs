@@ -7,6 +7,7 @@ mod engine;
 mod engine_inproc;
 mod eval;
 mod handoff;
+mod hidden;
 mod history;
 mod hooks;
 mod integrity;

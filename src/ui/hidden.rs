@@ -1,0 +1,50 @@
+//! The review's group of changes git does not show: files the run wrote into ignored paths
+//! or nested repositories (`workspace::hidden`), listed after the diff's files under their
+//! own heading, each marked with why it is there, and the nested repositories the run
+//! created, as warnings. None of them can be chosen: they are in no diff and no commit.
+
+use ratatui::text::{Line, Span};
+
+use super::theme::Theme;
+use super::wrap;
+use crate::text::sanitize_line;
+use crate::workspace::{DiffModel, HiddenWhy};
+
+/// The rows of the group (none when there is nothing hidden), `width` columns wide.
+pub fn rows(theme: Theme, model: &DiffModel, width: usize) -> Vec<Line<'static>> {
+    let mut rows = Vec::new();
+    if model.hidden.is_empty() && model.new_repos.is_empty() {
+        return rows;
+    }
+    let heading = "── not shown by git, not committed ──";
+    rows.push(Line::styled(
+        wrap::truncate(heading, width),
+        theme.warning(),
+    ));
+    for repo in &model.new_repos {
+        let text = format!(
+            "! new git repository {}/.git: its hooks and config run commands when git is used there",
+            sanitize_line(repo)
+        );
+        rows.extend(
+            wrap::rows(&text, width)
+                .into_iter()
+                .map(|r| Line::styled(r.to_string(), theme.warning())),
+        );
+    }
+    for change in &model.hidden {
+        let why = match &change.why {
+            HiddenWhy::Ignored => "ignored".to_string(),
+            HiddenWhy::NestedRepo(repo) => format!("in repo {}", sanitize_line(repo)),
+        };
+        let head = format!(" ⊘  {} ", change.status.letter());
+        let tail = format!("  {why}");
+        let room = width.saturating_sub(wrap::str_width(&head) + wrap::str_width(&tail));
+        rows.push(Line::from(vec![
+            Span::styled(head, theme.dim()),
+            Span::raw(wrap::truncate(&sanitize_line(&change.path), room)),
+            Span::styled(tail, theme.warning()),
+        ]));
+    }
+    rows
+}
