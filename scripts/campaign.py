@@ -295,7 +295,51 @@ def campaign_kill9(bin_path, base, count, rng):
         "torn lines": torn,
         "round dirs left after the kills": left,
         "round dirs left after the next start": left_after,
+        **kill9_outside_rounds(bin_path, base, max(1, count // 5), rng),
     }
+
+
+def kill9_outside_rounds(bin_path, base, count, rng):
+    """`kill -9` of ralph-tui while a --verify or an on_round_end hook runs: what survives."""
+    result = {}
+    for kind in ("verify", "hook"):
+        survivors = 0
+        for i in range(count):
+            box = Sandbox(base, f"kill9-{kind}-{i}")
+            mark = (3100000 if kind == "verify" else 3200000) + i
+            work = f"sleep {mark}1 & setsid sleep {mark}2 & (sleep {mark}3 &) ; sleep 20"
+            extra = ()
+            if kind == "verify":
+                extra = ("--verify", work)
+            else:
+                config = box.home / "config" / "ralph-tui"
+                config.mkdir(parents=True)
+                (config / "config.toml").write_text(
+                    f"[hooks]\non_round_end = {json.dumps(work)}\ntimeout_s = 60\n"
+                )
+            rounds = [{"turns": [report(status="complete")]}]
+            proc = subprocess.Popen(
+                box.argv(bin_path, box.script(rounds), 1, extra=extra),
+                env=box.env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            wait_until(lambda: len(pids_matching(f"sleep {mark}")) >= 3, 20)
+            time.sleep(rng.uniform(0.0, 0.5))
+            proc.kill()
+            proc.wait()
+            time.sleep(0.5)
+            alive = pids_matching(f"sleep {mark}")
+            survivors += len(alive)
+            for pid in alive:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            shutil.rmtree(box.dir, ignore_errors=True)
+        result[f"surviving processes after kill -9 during {kind} ({count} runs)"] = survivors
+    return result
 
 
 def escape_case(bin_path, base, name, turns, check, extra_env=None, rounds=1, tty=False,
