@@ -40,7 +40,11 @@ fn args() -> Args {
     let mut out = Args {
         model: std::env::var_os("RALPH_TEST_MODEL")
             .map(PathBuf::from)
-            .unwrap_or_else(|| Dirs::discover().test_model()),
+            .unwrap_or_else(|| {
+                Dirs::discover()
+                    .expect("no home directory: set RALPH_TEST_MODEL")
+                    .test_model()
+            }),
         threads: std::thread::available_parallelism()
             .map(|n| i32::try_from(n.get()).unwrap_or(2))
             .unwrap_or(2),

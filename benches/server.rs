@@ -184,7 +184,11 @@ fn main() {
     }
     let mut model = std::env::var_os("RALPH_TEST_MODEL")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Dirs::discover().test_model());
+        .unwrap_or_else(|| {
+            Dirs::discover()
+                .expect("no home directory: set RALPH_TEST_MODEL")
+                .test_model()
+        });
     let mut threads = 2usize;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
