@@ -151,6 +151,36 @@ impl PastRun {
     pub fn id(&self) -> &str {
         &self.record.run_id
     }
+
+    /// Whether `--resume` has something to continue: the run did not end on a worker's
+    /// complete or blocked (nor was it killed after a report that said so).
+    pub fn can_go_on(&self) -> bool {
+        match self.status {
+            Some(status) => !status.is_worker_report(),
+            None => self
+                .last_valid
+                .as_ref()
+                .is_none_or(|r| r.status == crate::protocol::report::ReportStatus::Continue),
+        }
+    }
+
+    /// How it ended, in a word: its status, or `killed`.
+    pub fn ending(&self) -> &'static str {
+        self.status.map_or("killed", RunStatus::as_str)
+    }
+}
+
+/// The most recently started run under `runs_dir` that `--resume` can continue.
+pub fn newest_resumable(runs_dir: &Path) -> Option<PastRun> {
+    let mut dirs: Vec<_> = run_dirs(runs_dir)
+        .into_iter()
+        .filter_map(|(_, dir)| Some((started_at(&dir)?, dir)))
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .rev()
+        .filter_map(|(_, dir)| PastRun::load(&dir).ok())
+        .find(PastRun::can_go_on)
 }
 
 /// Where runs go by default: `<data dir>/runs/<run id>`.

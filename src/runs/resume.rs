@@ -50,6 +50,24 @@ pub fn resolve(cli: Cli, dirs: Dirs) -> Result<(Settings, Option<Resume>), Usage
     };
     let dir = find(&runs_dir(&dirs), &wanted)?;
     let past = PastRun::load(&dir)?;
+    if wanted == crate::runs::LAST && !past.can_go_on() {
+        // `last` names the newest run; say which one can go on instead, in the same line.
+        let instead = match crate::runs::newest_resumable(&runs_dir(&dirs)) {
+            Some(other) => format!(
+                "the most recent run that can go on is {id} ({}, {} round(s)): \
+                 ralph-tui --resume {id}",
+                other.ending(),
+                other.last_round,
+                id = other.id()
+            ),
+            None => "no other run can go on either: start a new run".to_string(),
+        };
+        return Err(refuse(format!(
+            "the last run, {}, is over ({}): there is nothing to continue; {instead}",
+            past.id(),
+            past.ending()
+        )));
+    }
     let (settings, resume) = plan(cli, dirs, &past)?;
     Ok((settings, Some(resume)))
 }

@@ -544,3 +544,31 @@ fn resume_warns_when_head_moved_and_goes_on() {
     );
     assert_eq!(of_type(&events, "round_started")[0]["round"], 3);
 }
+
+#[test]
+fn resume_last_after_a_finished_run_names_the_newest_run_that_can_go_on() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let (status, limited) = finished_run(
+        home,
+        repo.path(),
+        vec![turns(&[continue_report("half way")])],
+        &["-n", "1"],
+    );
+    assert_eq!(status, 4);
+    let (status, complete) = finished_run(
+        home,
+        repo.path(),
+        vec![turns(&[complete_report("done")])],
+        &[],
+    );
+    assert_eq!(status, 0);
+    let line = format!(
+        "the last run, {complete}, is over (complete): there is nothing to continue; the most \
+         recent run that can go on is {limited} (budget-limited, 1 round(s)): ralph-tui --resume \
+         {limited}"
+    );
+    assert_refused(home, &["--resume", "last"], &line);
+    assert_refused(home, &["--resume"], &line);
+}
