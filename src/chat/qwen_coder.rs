@@ -32,9 +32,6 @@ pub struct QwenCoder;
 fn examples(tools: &[ToolSpec]) -> Vec<(&'static str, &'static str, Value)> {
     let offered = |name: &str| tools.iter().any(|t| t.name == name);
     let mut out = Vec::new();
-    if offered("list_dir") {
-        out.push(("See the files:", "list_dir", json!({"path": "."})));
-    }
     if offered("read_file") {
         out.push(("Read a file:", "read_file", json!({"path": "app.py"})));
     }
@@ -105,7 +102,7 @@ impl Family for QwenCoder {
         }
         if tools.iter().any(|t| t.name == REPORT_TOOL) {
             out.push_str(&format!(
-                "\nIf work remains, report status \"continue\" with next_steps instead; if you cannot go on, \"blocked\" with the blocker. {REPORT_TOOL} is always your last call."
+                "\nWhile tests fail or work remains, keep fixing; when the round must end first, report status \"continue\" with next_steps (the next round goes on from the files). \"blocked\" is only for a problem no change in the repository can fix. {REPORT_TOOL} is always your last call."
             ));
         }
         out

@@ -28,11 +28,14 @@ Rules for this round:
 - The working tree is the source of truth. Earlier rounds may already have done part of the \
 work: inspect the files before acting, and never assume.
 - Preserve existing work. Change only what the objective needs.
-- Do concrete, in-scope work that moves the objective forward in this round.
-- Verify what you change: read it back, run the relevant command or tests.
+- Do concrete, in-scope work that moves the objective forward in this round: reading alone \
+is not progress, so make the change in this round.
+- Verify what you change: read it back, run the relevant command or tests. A failing test is \
+not a blocker but the work itself: fix the cause and run it again.
 - End the round by calling ralph_report exactly once, as your last call:
   status \"continue\" with next_steps when work remains; \"complete\" with evidence when the \
-objective is met; \"blocked\" with the blocker when you cannot go on.
+objective is met; \"blocked\" with the blocker only when you cannot go on (something missing \
+that no change in this repository can fix).
   Your report is the only thing the next round will know about this one.";
 
 /// Reads the workspace's `AGENTS.md` the way the file tools read: beneath the root, no

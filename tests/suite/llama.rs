@@ -52,7 +52,7 @@ pub(super) fn exclusive() -> Exclusive {
 pub(super) fn model_path() -> PathBuf {
     let path = std::env::var_os("RALPH_TEST_MODEL")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Dirs::discover().test_model());
+        .unwrap_or_else(|| Dirs::discover().unwrap().test_model());
     assert!(
         path.is_file(),
         "the real-model tests need the test model at {}: run `make model` (make test fetches it first), or set RALPH_TEST_MODEL to a GGUF file",
@@ -942,4 +942,109 @@ fn cancel_during_one_big_prompt_batch_returns_without_finishing_it() {
         child.kv_tokens()
     );
     report_latency("cancel inside one prompt batch", latency);
+}
+
+/// The default model, Qwen2.5-Coder-1.5B (`make model` fetches it; `RALPH_CODER_MODEL` points
+/// elsewhere), or the test fails saying how to get it.
+fn coder_model_path() -> PathBuf {
+    let path = std::env::var_os("RALPH_CODER_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Dirs::discover().unwrap().default_model());
+    assert!(
+        path.is_file(),
+        "this test needs the default model at {}: run `make model`, or set RALPH_CODER_MODEL to a Qwen2.5-Coder GGUF file",
+        path.display()
+    );
+    path
+}
+
+/// A format check on the default model, not a task check: Qwen2.5-Coder writes its calls as
+/// ```json fences (or bare objects) whatever its template teaches, and the harness detects
+/// the `qwen-coder` format, so every call it writes is executed, none lost as prose.
+#[test]
+fn the_default_coder_models_fenced_calls_are_executed() {
+    let _lock = exclusive();
+    let model = coder_model_path();
+    let repo = TempRepo::new();
+    repo.write("notes.txt", "The launch code is 4242.\n");
+    repo.commit_all("notes");
+    let scratch = tempfile::tempdir().unwrap();
+    let run_dir = scratch.path().join("run");
+    let threads = cores().to_string();
+    let out = headless(
+        repo.path(),
+        &run_dir,
+        &[
+            "-n",
+            "1",
+            "--max-turns",
+            "3",
+            "--max-tokens",
+            "96",
+            "--ctx-size",
+            "2048",
+            "--temperature",
+            "0",
+            "--seed",
+            "1",
+            "--threads",
+            &threads,
+            "--gpu-layers",
+            "0",
+        ],
+    )
+    .arg("--model")
+    .arg(&model)
+    .arg("Read notes.txt and report the launch code it holds.")
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let evs = events(&out.stdout);
+    let prompt: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("rounds/01/prompt.json")).unwrap())
+            .unwrap();
+    assert_eq!(prompt["chat_format"], "qwen-coder", "{stderr}");
+    // What the model wrote: its own call shape, a fence or a bare object, not tags.
+    let text: String = of_type(&evs, "token")
+        .iter()
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert!(
+        text.contains("```json") || text.contains("{\"name\""),
+        "no call written: {text}"
+    );
+    // Every call it wrote was a call the engine ran (no malformed, no lost call), and each
+    // has its result.
+    let calls = of_type(&evs, "tool_call");
+    let results = of_type(&evs, "tool_result");
+    assert!(
+        calls.iter().any(|c| c["name"] != "ralph_report"),
+        "no workspace tool was called: {text}"
+    );
+    assert!(
+        calls.iter().all(|c| c["name"] != "(malformed)"),
+        "{calls:?}"
+    );
+    assert_eq!(calls.len(), results.len(), "{calls:?} {results:?}");
+    // Turn by turn: a turn that wrote a call opening is followed by a call the engine ran.
+    let mut turn_text = String::new();
+    let mut turns: Vec<(String, usize)> = Vec::new();
+    for e in &evs {
+        match e["type"].as_str() {
+            Some("token") => turn_text.push_str(e["text"].as_str().unwrap_or("")),
+            Some("turn_finished") => turns.push((std::mem::take(&mut turn_text), 0)),
+            Some("tool_call") => {
+                if let Some(last) = turns.last_mut() {
+                    last.1 += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    for (text, calls) in &turns {
+        if text.contains("```json") || text.contains("{\"name\"") {
+            assert!(*calls > 0, "a call was written and lost: {text}");
+        }
+    }
+    assert!([0, 3, 4, 5].contains(&code(&out)), "exit {}: {stderr}", code(&out));
 }
