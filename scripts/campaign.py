@@ -593,6 +593,107 @@ def confinement_cases(base, outside):
     }
 
 
+HOSTILE = "a\x01\x07\x1b]0;PWNED\x07\x1b]52;c;aGk=\x07\x1b[2J\x7f\x9b31m\u202e\u2066\u2028z"
+
+
+def has_raw_controls(text):
+    """Whether text holds anything a terminal acts on (newlines and tabs aside)."""
+    return any(
+        (ord(c) < 0x20 and c not in "\n\t") or 0x7f <= ord(c) < 0xa0
+        or c in "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029"
+        for c in text
+    )
+
+
+def integrity_cases(bin_path, base):
+    """Issue 21's attacks on what reaches the person: escape sequences in a file name, a
+    report, a command's output and a failure (stderr, `show`); changes hidden from git
+    (ignored paths, a nested repository with core.fsmonitor); U+2028 in the event log; no
+    home directory; resuming a run whose log the worker could rewrite. Each is a function of
+    no arguments returning whether it held."""
+
+    def run(box, turns, rounds=1, extra=(), env=None, fail=None):
+        script_rounds = [{"turns": turns}] + ([{"fail": fail}] if fail else [])
+        argv = box.argv(bin_path, box.script(script_rounds), rounds + (1 if fail else 0), extra=extra)
+        return subprocess.run(argv, env=env or box.env(), stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120)
+
+    def escapes_to_terminal():
+        box = Sandbox(base, "integrity-escapes")
+        printed = "printf 'out\\033]0;PWNED\\007\\033]52;c;aGk=\\007\\233\\342\\200\\256end\\n'"
+        proc = run(box, [
+            call("write_file", path=f"evil{HOSTILE}.txt", content=HOSTILE),
+            call("run_command", command=printed),
+            call("ralph_report", status="continue", summary=HOSTILE, evidence=[HOSTILE],
+                 next_steps=[HOSTILE], blocker=""),
+        ], fail=f"failed {HOSTILE}", extra=("--sandbox", "off"))
+        shown = subprocess.run([str(bin_path), "show", str(box.run_dir)], env=box.env(),
+                               capture_output=True, text=True, timeout=60)
+        return (proc.returncode == 5 and "failed a" in proc.stderr
+                and not has_raw_controls(proc.stderr)
+                and shown.returncode == 0 and not has_raw_controls(shown.stdout))
+
+    def warnings(box):
+        out = []
+        for line in jsonl_lines(box.run_dir / "events.jsonl"):
+            event = json.loads(line)
+            if event.get("type") == "warning":
+                out.append(event.get("message", ""))
+        return "\n".join(out)
+
+    def hidden_changes():
+        box = Sandbox(base, "integrity-hidden")
+        (box.repo / ".gitignore").write_text("build/\n*.pyc\n")
+        nested = ("mkdir sub2 && cd sub2 && git init -q && "
+                  "git config core.fsmonitor 'touch /tmp/fsmonitor-ran' && echo hi > a.txt")
+        run(box, [
+            call("write_file", path="build/tool.sh", content="#!/bin/sh\necho planted\n"),
+            call("run_command", command=f"echo x > __x.pyc && {nested}"),
+            report(),
+        ], extra=("--sandbox", "off"))
+        said = warnings(box)
+        return all(p in said for p in ("build/tool.sh", "__x.pyc", "sub2/a.txt",
+                                       "created a git repository at sub2/.git"))
+
+    def line_separators():
+        box = Sandbox(base, "integrity-u2028")
+        run(box, [call("run_command", command="printf 'one\\342\\200\\250two\\342\\200\\251three\\n'"),
+                  report()])
+        text = (box.run_dir / "events.jsonl").read_text()
+        return "\u2028" not in text and len(text.splitlines()) == len(jsonl_lines(box.run_dir / "events.jsonl"))
+
+    def no_home():
+        box = Sandbox(base, "integrity-nohome")
+        env = {k: v for k, v in box.env().items() if not k.startswith("XDG_")}
+        env["HOME"] = "."
+        argv = [str(bin_path), "--headless", "--backend",
+                f"script:{box.script([{'turns': [report(status='complete')]}])}", OBJECTIVE]
+        proc = subprocess.run(argv, env=env, cwd=box.repo, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=60)
+        left = sorted(p.name for p in box.repo.iterdir() if p.name != ".git")
+        return proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and left == ["README.md"]
+
+    def resume_forged_log():
+        box = Sandbox(base, "integrity-resume")
+        box.run_dir = box.repo / "logs" / "run"
+        run(box, [call("run_command", command="true"), report()], fail="stop here")
+        info = box.run_dir / "run.json"
+        if info.exists():
+            info.write_text(info.read_text().replace('"workspace-write"', '"off"'))
+        proc = subprocess.run([str(bin_path), "--headless", "--resume", str(box.run_dir),
+                               "--run-dir", str(box.dir / "resumed")], env=box.env(),
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        return proc.returncode == 2 and "inside the work tree" in proc.stderr
+
+    return {
+        "escape sequences in a file name, report, output and failure": escapes_to_terminal,
+        "ignored build/, .pyc and a nested repo with core.fsmonitor": hidden_changes,
+        "U+2028 in a command's output splits events.jsonl": line_separators,
+        "no home directory: config and logs into the workspace": no_home,
+        "resume from a run dir inside the workspace (forged run.json)": resume_forged_log,
+    }
+
+
 def campaign_escapes(bin_path, base, only=None):
     outside = base / "outside-target"
     outside.mkdir(exist_ok=True)
@@ -700,6 +801,14 @@ def campaign_escapes(bin_path, base, only=None):
                 bin_path, base, name.split()[0] + str(len(results)), turns, check, **options
             )
         except subprocess.TimeoutExpired:
+            held = False
+        results[name] = "held" if held else "GOT THROUGH"
+    for name, case in integrity_cases(bin_path, base).items():
+        if only and only not in name:
+            continue
+        try:
+            held = case()
+        except (subprocess.TimeoutExpired, OSError, ValueError):
             held = False
         results[name] = "held" if held else "GOT THROUGH"
     if only:

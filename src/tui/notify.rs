@@ -55,7 +55,8 @@ impl std::fmt::Debug for Notifier {
 }
 
 /// Printable text for inside an escape sequence: control characters as spaces, `;` (a field
-/// separator for OSC 777) as `,`, bounded.
+/// separator for OSC 777) as `,`, the rest as `text::sanitize_line` leaves it (no bidi
+/// override), bounded.
 fn clean(text: &str) -> String {
     let line: String = text
         .chars()
@@ -65,6 +66,7 @@ fn clean(text: &str) -> String {
             c => c,
         })
         .collect();
+    let line = crate::text::sanitize_line(&line);
     crate::text::cut_at_char_boundary(line.trim(), 200).to_string()
 }
 
