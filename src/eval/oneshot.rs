@@ -421,6 +421,7 @@ pub(super) fn run_one(
         error: error.map(|e| scrub(&e)),
         verify,
         oneshot: Some(record),
+        worker: super::results::WorkerFigures::default(),
     }))
 }
 

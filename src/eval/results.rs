@@ -59,6 +59,32 @@ pub struct RunRecord {
     /// What the oneshot arm's answer held and what became of it (that arm only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oneshot: Option<OneshotRecord>,
+    /// How the worker's turns went (the agent arms; zero for the oneshot arm and for
+    /// results written before these were counted).
+    #[serde(default)]
+    pub worker: WorkerFigures,
+}
+
+/// How a worker's turns went: turns that called nothing, and calls the loop guard refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerFigures {
+    pub turns: u32,
+    pub turns_without_call: u32,
+    /// Identical calls (no file changed since) that were not run again.
+    pub repeats_refused: u32,
+    /// Rounds whose wrap-up began because a call was repeated three times.
+    pub repetition_wrap_ups: u32,
+}
+
+impl WorkerFigures {
+    fn add(self, other: Self) -> Self {
+        Self {
+            turns: self.turns + other.turns,
+            turns_without_call: self.turns_without_call + other.turns_without_call,
+            repeats_refused: self.repeats_refused + other.repeats_refused,
+            repetition_wrap_ups: self.repetition_wrap_ups + other.repetition_wrap_ups,
+        }
+    }
 }
 
 /// The oneshot arm's prompt and answer: which files it showed, which the answer wrote, and
@@ -97,6 +123,8 @@ pub struct ArmSummary {
     pub generated_tokens: u64,
     pub rounds_used: u32,
     pub wall_ms: u64,
+    #[serde(default)]
+    pub worker: WorkerFigures,
 }
 
 impl ArmSummary {
@@ -127,13 +155,17 @@ impl ArmSummary {
             generated_tokens: runs.iter().map(|r| r.generated_tokens).sum(),
             rounds_used: runs.iter().map(|r| r.rounds_used).sum(),
             wall_ms: runs.iter().map(|r| r.wall_ms).sum(),
+            worker: runs
+                .iter()
+                .map(|r| r.worker)
+                .fold(WorkerFigures::default(), WorkerFigures::add),
         }
     }
 
     /// One line a person reads at the end of an eval.
     pub fn line(&self) -> String {
         format!(
-            "{:<7} completed {}/{} ({}) · false completions {}/{} claims ({}) · repeated discovery {}/{} ({}) · tokens {} prompt + {} generated · {} rounds · wall {:.1} s",
+            "{:<7} completed {}/{} ({}) · false completions {}/{} claims ({}) · repeated discovery {}/{} ({}) · turns without a call {}/{} · repeats refused {} · tokens {} prompt + {} generated · {} rounds · wall {:.1} s",
             self.arm.as_str(),
             self.completed,
             self.runs,
@@ -144,6 +176,9 @@ impl ArmSummary {
             self.discovery.repeated,
             self.discovery.calls,
             percent(self.repeated_discovery_share),
+            self.worker.turns_without_call,
+            self.worker.turns,
+            self.worker.repeats_refused,
             self.prompt_tokens,
             self.generated_tokens,
             self.rounds_used,
@@ -295,6 +330,24 @@ impl EvalResults {
                 s.generated_tokens,
                 s.rounds_used,
                 seconds(s.wall_ms),
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\n| arm | turns | turns without a call | identical calls refused | repetition wrap-ups |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|");
+        for s in self.summary.iter().filter(|s| s.arm != Arm::Oneshot) {
+            let w = s.worker;
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} ({}) | {} | {} |",
+                s.arm.as_str(),
+                w.turns,
+                w.turns_without_call,
+                percent(ratio(w.turns_without_call, w.turns)),
+                w.repeats_refused,
+                w.repetition_wrap_ups,
             );
         }
         self.arms_side_by_side(&mut md);

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::process::{self, Stop};
-use super::results::{RunRecord, VerifyResult};
+use super::results::{RunRecord, VerifyResult, WorkerFigures};
 use super::task::Task;
 use super::{metrics, Arm, EvalError, EvalOptions};
 
@@ -209,6 +209,12 @@ pub(super) fn run_one(
         error,
         verify,
         oneshot: None,
+        worker: WorkerFigures {
+            turns: metrics.turns,
+            turns_without_call: metrics.turns_without_call,
+            repeats_refused: metrics.repeats_refused,
+            repetition_wrap_ups: metrics.repetition_wrap_ups,
+        },
     }))
 }
 
