@@ -27,19 +27,24 @@ const ARCH: Option<(u32, i64, i64)> = None;
 /// x32 syscalls are x86_64 numbers with this bit set.
 const X32_BIT: u32 = 0x4000_0000;
 
+/// Highest descriptor closed one by one when `/proc/self/fd` cannot be listed.
+const BLIND_CLOSE_LIMIT: i32 = 65_536;
+
 /// Closes every descriptor above 2 (whatever ralph-tui or a library left without
-/// close-on-exec), as listed in `/proc/self/fd`.
-pub(crate) fn close_inherited_fds() -> Result<(), String> {
-    let listed: Vec<i32> = std::fs::read_dir("/proc/self/fd")
-        .map_err(|e| format!("listing open descriptors: {e}"))?
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-        .collect();
+/// close-on-exec), as listed in `/proc/self/fd`; without `/proc`, every number up to
+/// [`BLIND_CLOSE_LIMIT`].
+pub(crate) fn close_inherited_fds() {
+    let listed: Vec<i32> = match std::fs::read_dir("/proc/self/fd") {
+        Ok(entries) => entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+            .collect(),
+        Err(_) => (3..BLIND_CLOSE_LIMIT).collect(),
+    };
     // The listing's own descriptor is among them, closed by now: EBADF is fine.
     for fd in listed.into_iter().filter(|fd| *fd > 2) {
         let _ = nix::unistd::close(fd);
     }
-    Ok(())
 }
 
 /// Drops every capability of this process and of what it `exec`s, and sets no-new-privs.

@@ -370,9 +370,7 @@ fn parse(args: &[String]) -> Result<ExecArgs, String> {
 /// in `main`, before any thread exists.
 pub fn exec_main(args: &[String]) -> ! {
     // Whatever ralph-tui (or a library in it) left open without close-on-exec goes first.
-    if let Err(e) = privileges::close_inherited_fds() {
-        fail(&format!("cannot close the descriptors it inherited ({e})"));
-    }
+    privileges::close_inherited_fds();
     let parsed = match parse(args) {
         Ok(p) => p,
         Err(e) => fail(&format!("bad helper arguments: {e}")),
