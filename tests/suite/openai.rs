@@ -291,6 +291,50 @@ fn a_short_context_bounds_the_report_schema_and_caps_every_turn() {
     assert!(ordinary < 64, "{ordinary}");
 }
 
+/// Where llama-server counts a prompt itself, the backend asks it rather than estimating: a
+/// conversation denser than four bytes a token (here two) is counted as the server counts
+/// it, so a wrap-up asks for no more than is really left. A server without the endpoints is
+/// estimated as before.
+#[test]
+fn the_servers_own_prompt_count_is_used_where_it_gives_one() {
+    let report = json!({"status": "continue", "summary": "s", "evidence": [], "next_steps": ["n"], "blocker": ""});
+    let reply = format!(
+        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": report.to_string()}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    );
+    let mut messages = messages();
+    messages.push(Message::tool("read_file", "{\"k\": [1, 2]} ".repeat(400)));
+    let tools = tools();
+    let wrap_up = Request {
+        messages: &messages,
+        tools: &tools,
+        report_only: true,
+    };
+    let counting = FakeServer::start(&["m"])
+        .with_props_ctx(8192)
+        .with_tokenizer(2);
+    counting.push(Reply::sse(&reply));
+    let mut backend = connect(&counting);
+    let mut child = backend.new_child(1).unwrap();
+    let counted = child.count_prompt_tokens(wrap_up).unwrap();
+    let bytes: usize = messages.iter().map(|m| m.content.len()).sum();
+    assert!(
+        counted as usize >= bytes / 2,
+        "{counted} tokens for {bytes} bytes"
+    );
+    child
+        .generate(wrap_up, &mut |_| {}, &CancellationToken::new())
+        .unwrap();
+    let asked = counting.seen()[0].body["max_tokens"].as_u64().unwrap();
+    assert!(asked <= u64::from(8192 - counted), "{asked}");
+    let estimating = FakeServer::start(&["m"]).with_props_ctx(8192);
+    let mut backend = connect(&estimating);
+    let mut child = backend.new_child(1).unwrap();
+    let estimated = child.count_prompt_tokens(wrap_up).unwrap();
+    assert_eq!(estimated as usize, bytes.div_ceil(4));
+}
+
 /// A server that does not say its context size, with no --ctx-size given, is refused before
 /// the run: the report's reserve cannot be kept in a context of unknown size.
 #[test]

@@ -67,6 +67,8 @@ struct State {
     models: Value,
     props: Option<Value>,
     ollama_ps: Option<Value>,
+    /// Bytes a token of llama-server's `/tokenize`, when the server counts prompts.
+    bytes_per_token: Option<usize>,
     replies: VecDeque<Reply>,
     seen: Vec<Seen>,
     /// When a streamed reply found its client gone.
@@ -152,6 +154,13 @@ impl FakeServer {
         self
     }
 
+    /// Serves llama-server's `/apply-template` (the request's messages, each behind its role,
+    /// and its tools as JSON) and `/tokenize` (a token every `bytes_per_token` bytes).
+    pub fn with_tokenizer(self, bytes_per_token: usize) -> Self {
+        self.state.lock().unwrap().bytes_per_token = Some(bytes_per_token);
+        self
+    }
+
     /// Serves Ollama's `/api/ps` with this model loaded at this context length.
     pub fn with_ollama_ps(self, model: &str, context_length: u32) -> Self {
         self.state.lock().unwrap().ollama_ps = Some(
@@ -217,6 +226,27 @@ async fn answer(req: Request<Incoming>, state: Arc<Mutex<State>>) -> Response<Bo
                 Some(ps) => full(200, ps.to_string()),
                 None => full(404, "404 page not found".into()),
             }
+        }
+        "/apply-template" | "/tokenize" => {
+            let Some(per) = state.lock().unwrap().bytes_per_token else {
+                return full(404, r#"{"error":"no such route"}"#.into());
+            };
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            if path == "/tokenize" {
+                let content = request["content"].as_str().unwrap_or_default();
+                let tokens = vec![1; content.len().div_ceil(per)];
+                return full(200, json!({ "tokens": tokens }).to_string());
+            }
+            let mut prompt: String = request["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| format!("<{}>{}\n", m["role"], m["content"]))
+                .collect();
+            if let Some(tools) = request.get("tools") {
+                prompt.push_str(&tools.to_string());
+            }
+            return full(200, json!({ "prompt": prompt }).to_string());
         }
         "/v1/chat/completions" => {}
         _ => return full(404, r#"{"error":"no such route"}"#.into()),

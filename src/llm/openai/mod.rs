@@ -21,6 +21,7 @@
 mod stream;
 pub mod wire;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use eventsource_stream::{EventStreamError, Eventsource};
@@ -135,6 +136,9 @@ pub struct OpenAiBackend {
     sampling: Sampling,
     timeout: Duration,
     native_tools: bool,
+    /// The server counts a request's prompt itself (llama-server's `/apply-template` and
+    /// `/tokenize`); cleared the first time that fails, and the estimate is used from then on.
+    counts_prompts: AtomicBool,
 }
 
 /// What llama-server's `/props` tells; every field `None` on other servers.
@@ -202,6 +206,7 @@ impl OpenAiBackend {
             sampling: config.sampling.clone(),
             timeout: config.request_timeout,
             native_tools: true,
+            counts_prompts: AtomicBool::new(false),
         };
         let models = backend.block_on_models()?;
         let model = match &config.model {
@@ -227,6 +232,10 @@ impl OpenAiBackend {
             .and_then(|m| m.max_model_len);
         backend.model = model;
         let props = backend.props();
+        // llama-server (the server with `/props`) counts a prompt exactly.
+        backend
+            .counts_prompts
+            .store(props.ctx_size.is_some(), Ordering::Relaxed);
         backend.ctx_size = listed
             .or(props.ctx_size)
             .or_else(|| backend.ollama_ctx())
@@ -335,6 +344,50 @@ impl OpenAiBackend {
                 .and_then(Value::as_u64)
                 .and_then(|n| u32::try_from(n).ok())
         })
+    }
+
+    /// The server's own count of the prompt of the chat request `body`: llama-server's chat
+    /// template applied to it (`POST /apply-template`), then tokenized (`POST /tokenize`).
+    /// `None` when the server cannot say (the backend then estimates from now on).
+    fn count_prompt(&self, body: &str) -> Option<u32> {
+        if !self.counts_prompts.load(Ordering::Relaxed) {
+            return None;
+        }
+        let origin = self.url.trim_end_matches("/v1");
+        let count = self.runtime.block_on(async {
+            let rendered = self
+                .post_probe(&format!("{origin}/apply-template"), body.to_string())
+                .await?;
+            let prompt = rendered.get("prompt")?.as_str()?;
+            let tokens = self
+                .post_probe(
+                    &format!("{origin}/tokenize"),
+                    serde_json::json!({ "content": prompt }).to_string(),
+                )
+                .await?;
+            u32::try_from(tokens.get("tokens")?.as_array()?.len()).ok()
+        });
+        if count.is_none() {
+            tracing::info!("the server does not count prompts; estimating them");
+            self.counts_prompts.store(false, Ordering::Relaxed);
+        }
+        count
+    }
+
+    async fn post_probe(&self, url: &str, body: String) -> Option<Value> {
+        let response = self
+            .authorized(self.client.post(url))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .timeout(PROBE_TIMEOUT)
+            .send()
+            .await
+            .ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let text = response.text().await.ok()?;
+        serde_json::from_str(&text).ok()
     }
 
     async fn probe(&self, url: &str) -> Option<Value> {
@@ -618,18 +671,23 @@ impl Backend for OpenAiBackend {
         Ok(Box::new(OpenAiChild {
             backend: self,
             calibration: [None, None],
+            counted: None,
         }))
     }
 }
 
-/// One round's conversation with the server. It keeps nothing but a calibration of the
-/// prompt-size estimate from the last usage the server reported.
+/// One round's conversation with the server. It keeps nothing but what it knows of the
+/// prompt's size: the server's last count of a request, and a calibration of the estimate
+/// from the last usage the server reported.
 struct OpenAiChild<'a> {
     backend: &'a OpenAiBackend,
     /// (bytes of messages and generated text, tokens the server counted for them), kept
     /// apart for requests without and with the native tools: a template that shows tools
     /// adds its own tool block to the prompt, so the two do not measure alike.
     calibration: [Option<(usize, u32)>; 2],
+    /// The last request the server counted (a hash of its text) and its prompt tokens: the
+    /// engine asks about the same conversation several times a turn.
+    counted: Option<(u64, u32)>,
 }
 
 fn message_bytes(request: &Request<'_>) -> usize {
@@ -677,9 +735,44 @@ impl OpenAiChild<'_> {
     }
 }
 
+impl OpenAiChild<'_> {
+    /// The prompt's size in tokens for a request of `shape`: the server's own count where it
+    /// gives one, else the estimate.
+    fn prompt_size(&mut self, request: &Request<'_>, shape: TurnShape) -> u32 {
+        let backend = self.backend;
+        if backend.counts_prompts.load(Ordering::Relaxed) {
+            let body = wire::body_text(&wire::request_body(
+                &backend.model,
+                request.messages,
+                request.tools,
+                shape,
+                backend.format.as_ref(),
+                &backend.sampling,
+            ));
+            let key = {
+                use std::hash::{Hash, Hasher};
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                body.hash(&mut hasher);
+                hasher.finish()
+            };
+            if let Some((known, tokens)) = self.counted {
+                if known == key {
+                    return tokens;
+                }
+            }
+            if let Some(tokens) = backend.count_prompt(&body) {
+                self.counted = Some((key, tokens));
+                return tokens;
+            }
+        }
+        self.estimate(request, shape)
+    }
+}
+
 impl Child for OpenAiChild<'_> {
     fn count_prompt_tokens(&mut self, request: Request<'_>) -> Result<u32, BackendError> {
-        Ok(self.estimate(&request, self.shape(&request)))
+        let shape = self.shape(&request);
+        Ok(self.prompt_size(&request, shape))
     }
 
     fn generate(
@@ -690,7 +783,7 @@ impl Child for OpenAiChild<'_> {
     ) -> Result<Generation, BackendError> {
         let backend = self.backend;
         let shape = self.shape(&request);
-        let estimate = self.estimate(&request, shape);
+        let estimate = self.prompt_size(&request, shape);
         // A wrap-up's report is never cut: it may take the context left (the engine keeps the
         // report's reserve free), up to what the widest report needs, and the schema bounds
         // the report to fit that. An ordinary turn stops where the report's reserve and the
