@@ -527,10 +527,10 @@ fn run_on_this_thread(
     if let Some(watch) = watch {
         engine = engine.with_watch(watch);
     }
-    let summary = engine.run_from(start);
+    let mut summary = engine.run_from(start);
     // Hooks never change the outcome; the run only waits for them (each one bounded).
     if let Some(hooks) = hooks {
-        hooks.finish();
+        summary.hook_warnings = hooks.finish();
     }
     match log_failure.get() {
         Some(e) => Err(StartError::Internal(format!(

@@ -74,6 +74,8 @@ pub struct HookRunner {
     sandbox: SandboxMode,
     jobs: mpsc::Sender<Job>,
     thread: Option<JoinHandle<()>>,
+    /// Failures after `run_finished`, for `finish` to hand back.
+    late: Arc<Mutex<Vec<String>>>,
 }
 
 impl std::fmt::Debug for HookRunner {
@@ -135,15 +137,21 @@ impl HookRunner {
             sandbox,
             jobs,
             thread,
+            late: Arc::default(),
         })
     }
 
-    /// Waits for every queued hook (each within its bound) and ends the thread.
-    pub fn finish(mut self) {
+    /// Waits for every queued hook (each within its bound) and ends the thread; returns the
+    /// hooks that failed after `run_finished` (the TUI shows them in its review).
+    pub fn finish(mut self) -> Vec<String> {
         let _ = self.jobs.send(Job::Stop);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        self.late
+            .lock()
+            .map(|late| late.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -237,9 +245,14 @@ pub fn attach(hooks: Hooks, place: Place, sink: EventSink) -> (EventSink, Option
     let finished = Arc::new(AtomicBool::new(false));
     let warn_sink = Arc::clone(&shared);
     let warn_finished = Arc::clone(&finished);
+    let late: Arc<Mutex<Vec<String>>> = Arc::default();
+    let warn_late = Arc::clone(&late);
     let warn = Box::new(move |message: String| {
         if warn_finished.load(Ordering::SeqCst) {
             say_warning(&message);
+            if let Ok(mut late) = warn_late.lock() {
+                late.push(message);
+            }
             return;
         }
         let ts = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
@@ -248,7 +261,7 @@ pub fn attach(hooks: Hooks, place: Place, sink: EventSink) -> (EventSink, Option
             Err(_) => say_warning(&message),
         }
     });
-    let Some(runner) = HookRunner::start(hooks, place, warn) else {
+    let Some(mut runner) = HookRunner::start(hooks, place, warn) else {
         let sink = Box::new(move |event: &Stamped| {
             if let Ok(mut sink) = shared.lock() {
                 sink(event);
@@ -256,6 +269,7 @@ pub fn attach(hooks: Hooks, place: Place, sink: EventSink) -> (EventSink, Option
         });
         return (sink, None);
     };
+    runner.late = late;
     let jobs = runner.jobs.clone();
     let hooks = runner.hooks.clone();
     let run_sandbox = runner.sandbox;

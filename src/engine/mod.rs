@@ -75,6 +75,9 @@ pub struct RunSummary {
     pub error: Option<String>,
     pub verification: Option<Verification>,
     pub run_dir: PathBuf,
+    /// Hooks that failed after `run_finished` (`on_finish`): no event can say so any more,
+    /// so the caller shows them (the TUI's review; stderr headless).
+    pub hook_warnings: Vec<String>,
 }
 
 /// Where a run's round loop begins: round 1 with no report for a fresh run; for a resumed
@@ -286,6 +289,7 @@ impl<'a> Engine<'a> {
             error,
             verification,
             run_dir: self.rec.log.dir().to_path_buf(),
+            hook_warnings: Vec::new(),
         }
     }
 }

@@ -719,8 +719,14 @@ where
                             effects.extend(state.update(Msg::LiveChanges(round, files)));
                         }
                         Inbound::Joined(Ok(summary)) => {
+                            let late = summary.hook_warnings.clone();
                             if state.phase != Phase::Finished {
                                 effects.extend(state.update(Msg::Engine(finished_from(summary))));
+                            }
+                            // Hooks that failed after the run's end (`on_finish`).
+                            for message in late {
+                                let warning = Event::Warning { message };
+                                effects.extend(state.update(Msg::Engine(warning)));
                             }
                         }
                         // Also after `run_finished`: a run whose log could not be written

@@ -158,6 +158,11 @@ impl State {
             Event::Warning { message } => {
                 self.transcript
                     .push_line(LineKind::Notice, &format!("! {message}"));
+                // After the run's end (a failed `on_finish` hook): the review shows it too.
+                if let Some(review) = &mut self.review {
+                    self.notice = Some(format!("warning: {message}"));
+                    review.warnings.push(message.clone());
+                }
                 self.warnings.push(message);
             }
             Event::RoundFinished {

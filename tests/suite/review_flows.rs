@@ -158,12 +158,21 @@ struct Session {
     ended: Ended,
     notices: Vec<String>,
     worktree: Option<WorktreeInfo>,
+    /// The review's warnings at the last frame.
+    warnings: Vec<String>,
 }
 
 /// Runs the two-round script (in a worktree when `worktree`), waits for the review, performs
 /// `steps` one after the other, then quits.
 fn session(repo: &TempRepo, worktree: bool, steps: Vec<Step>) -> Session {
+    session_with(repo, worktree, "", steps)
+}
+
+/// [`session`] with `config` as the run's config.toml.
+fn session_with(repo: &TempRepo, worktree: bool, config: &str, steps: Vec<Step>) -> Session {
     let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("config")).unwrap();
+    std::fs::write(tmp.path().join("config").join("config.toml"), config).unwrap();
     let script = two_rounds(tmp.path());
     let extra: &[&str] = if worktree { &["--worktree"] } else { &[] };
     let settings = script_settings(repo.path(), tmp.path(), &script, extra, "four files");
@@ -183,6 +192,7 @@ fn session(repo: &TempRepo, worktree: bool, steps: Vec<Step>) -> Session {
         .build()
         .unwrap();
     let mut notices = Vec::new();
+    let mut warnings = Vec::new();
     let mut at = 0;
     let mut sent = false;
     let mut quit = false;
@@ -193,6 +203,9 @@ fn session(repo: &TempRepo, worktree: bool, steps: Vec<Step>) -> Session {
                 notices.push(n.clone());
             }
         }
+        if let Some(review) = &state.review {
+            warnings.clone_from(&review.warnings);
+        }
         if state.phase != Phase::Finished || (at == 0 && !sent && !ready(state)) {
             return;
         }
@@ -202,7 +215,10 @@ fn session(repo: &TempRepo, worktree: bool, steps: Vec<Step>) -> Session {
                     keys.unbounded_send(Ok(TermEvent::Key(*key))).unwrap();
                 }
                 sent = true;
-                return;
+                // Keys bring a frame of their own; a step without keys looks now.
+                if !steps[at].keys.is_empty() {
+                    return;
+                }
             }
             if !(steps[at].until)(state) {
                 return;
@@ -229,6 +245,7 @@ fn session(repo: &TempRepo, worktree: bool, steps: Vec<Step>) -> Session {
         ended,
         notices,
         worktree: info,
+        warnings,
     }
 }
 
@@ -525,6 +542,38 @@ fn after_a_worktree_commit_the_files_left_out_can_be_kept() {
     assert_no_raw_git(&s.notices);
     assert_eq!(repo.read("notes.txt"), "notes\n");
     assert_eq!(status(&repo), "?? notes.txt\n");
+}
+
+#[test]
+fn a_failing_on_finish_hook_is_shown_in_the_review() {
+    let repo = TempRepo::new();
+    let config = "[hooks]\non_finish = { command = \"exit 5\", sandbox = \"off\" }\n";
+    let s = session_with(
+        &repo,
+        false,
+        config,
+        vec![Step {
+            keys: Vec::new(),
+            until: Box::new(|s| {
+                s.review
+                    .as_ref()
+                    .is_some_and(|r| r.warnings.iter().any(|w| w.contains("on_finish")))
+            }),
+        }],
+    );
+    let warning = s.warnings.iter().find(|w| w.starts_with("hook on_finish"));
+    assert!(
+        warning.is_some_and(|w| w.contains("failed with exit code 5")),
+        "{:?}",
+        s.warnings
+    );
+    assert!(
+        s.notices
+            .iter()
+            .any(|n| n.starts_with("warning: hook on_finish")),
+        "{:?}",
+        s.notices
+    );
 }
 
 mod screens {
