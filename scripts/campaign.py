@@ -469,6 +469,28 @@ def confinement_cases(base, outside):
 
         threading.Thread(target=serve, daemon=True).start()
 
+    datagram = sockets / "log.sock"
+    datagram_socket = []
+
+    def bind_datagram(_box):
+        import socket
+
+        if datagram.exists():
+            datagram.unlink()
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        server.bind(str(datagram))
+        server.settimeout(1.0)
+        datagram_socket.append(server)
+
+    def datagram_received():
+        server = datagram_socket.pop()
+        try:
+            return server.recv(64)
+        except OSError:
+            return None
+        finally:
+            server.close()
+
     def uts_private(box, _proc):
         out = tool_outputs(box)
         mine = os.readlink("/proc/self/ns/uts")
@@ -544,6 +566,18 @@ def confinement_cases(base, outside):
             ],
             lambda _b, _p: not wait_until(lambda: accepted, 1.0),
             {"setup": listen},
+        ),
+        "send to a datagram socket under /tmp": (
+            [
+                call(
+                    "run_command",
+                    command="python3 -c \"import socket; a, b = socket.socketpair(socket.AF_UNIX, "
+                    f"socket.SOCK_DGRAM); a.sendto(b'escaped', '{datagram}')\"",
+                ),
+                report(),
+            ],
+            lambda _b, _p: not datagram_received(),
+            {"setup": bind_datagram},
         ),
         "--verify runs worker code unconfined": (
             [

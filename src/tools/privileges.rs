@@ -14,15 +14,30 @@
 
 use nix::libc;
 
-/// `AUDIT_ARCH_*` of this build's syscall ABI, with the numbers of the filtered syscalls.
+/// A syscall ABI: its `AUDIT_ARCH_*` value and the numbers of the filtered syscalls.
+struct Abi {
+    arch: u32,
+    socket: i64,
+    socketpair: i64,
+    io_uring_setup: i64,
+}
+
 #[cfg(target_arch = "x86_64")]
-const ARCH: Option<(u32, i64, i64)> =
-    Some((0xC000_003E, libc::SYS_socket, libc::SYS_io_uring_setup));
+const ABI: Option<Abi> = Some(Abi {
+    arch: 0xC000_003E,
+    socket: libc::SYS_socket,
+    socketpair: libc::SYS_socketpair,
+    io_uring_setup: libc::SYS_io_uring_setup,
+});
 #[cfg(target_arch = "aarch64")]
-const ARCH: Option<(u32, i64, i64)> =
-    Some((0xC000_00B7, libc::SYS_socket, libc::SYS_io_uring_setup));
+const ABI: Option<Abi> = Some(Abi {
+    arch: 0xC000_00B7,
+    socket: libc::SYS_socket,
+    socketpair: libc::SYS_socketpair,
+    io_uring_setup: libc::SYS_io_uring_setup,
+});
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-const ARCH: Option<(u32, i64, i64)> = None;
+const ABI: Option<Abi> = None;
 
 /// x32 syscalls are x86_64 numbers with this bit set.
 const X32_BIT: u32 = 0x4000_0000;
@@ -87,34 +102,48 @@ fn op(code: u32, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
     }
 }
 
-/// The filter: other ABIs, `socket(AF_UNIX, ...)` and `io_uring_setup` get EPERM.
+/// The filter: other ABIs, `socket(AF_UNIX, ...)`, `socketpair(AF_UNIX, ...)` of any type but
+/// `SOCK_STREAM` (a datagram socket can send to any datagram socket by its path) and
+/// `io_uring_setup` get EPERM; everything else is allowed.
 fn program() -> Result<Vec<libc::sock_filter>, String> {
-    let Some((arch, socket, io_uring)) = ARCH else {
+    let Some(abi) = ABI else {
         return Err("no seccomp filter for this architecture".into());
     };
-    let (socket, io_uring) = (
-        u32::try_from(socket).map_err(|e| e.to_string())?,
-        u32::try_from(io_uring).map_err(|e| e.to_string())?,
+    let nr = |n: i64| u32::try_from(n).map_err(|e| e.to_string());
+    let (socket, socketpair, io_uring) = (
+        nr(abi.socket)?,
+        nr(abi.socketpair)?,
+        nr(abi.io_uring_setup)?,
     );
+    let unix = u32::try_from(libc::AF_UNIX).map_err(|e| e.to_string())?;
+    let stream = u32::try_from(libc::SOCK_STREAM).map_err(|e| e.to_string())?;
     let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
     let jeq = libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K;
     let jge = libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K;
+    let and = libc::BPF_ALU | libc::BPF_AND | libc::BPF_K;
     let ret = libc::BPF_RET | libc::BPF_K;
     let deny = libc::SECCOMP_RET_ERRNO | u32::try_from(libc::EPERM).unwrap_or(1);
     // struct seccomp_data { int nr; u32 arch; u64 ip; u64 args[6]; }: nr at 0, arch at 4,
-    // the low half of args[0] at 16 (little-endian).
+    // the low halves of args[0] and args[1] at 16 and 24 (little-endian). Jump offsets count
+    // from the next instruction; ALLOW is at 15, DENY at 16.
     Ok(vec![
-        op(load, 0, 0, 4),
-        op(jeq, 1, 0, arch),
-        op(ret, 0, 0, deny),
-        op(load, 0, 0, 0),
-        op(jge, 5, 0, X32_BIT),
-        op(jeq, 4, 0, io_uring),
-        op(jeq, 0, 2, socket),
-        op(load, 0, 0, 16),
-        op(jeq, 1, 0, u32::try_from(libc::AF_UNIX).unwrap_or(1)),
-        op(ret, 0, 0, libc::SECCOMP_RET_ALLOW),
-        op(ret, 0, 0, deny),
+        /* 0 */ op(load, 0, 0, 4),
+        /* 1 */ op(jeq, 1, 0, abi.arch),
+        /* 2 */ op(ret, 0, 0, deny),
+        /* 3 */ op(load, 0, 0, 0),
+        /* 4 */ op(jge, 11, 0, X32_BIT),
+        /* 5 */ op(jeq, 10, 0, io_uring),
+        /* 6 */ op(jeq, 0, 2, socket),
+        /* 7 */ op(load, 0, 0, 16),
+        /* 8 */ op(jeq, 7, 6, unix),
+        /* 9 */ op(jeq, 0, 5, socketpair),
+        /* 10 */ op(load, 0, 0, 16),
+        /* 11 */ op(jeq, 0, 3, unix),
+        /* 12 */ op(load, 0, 0, 24),
+        /* 13 */ op(and, 0, 0, 0xF),
+        /* 14 */ op(jeq, 0, 1, stream),
+        /* 15 */ op(ret, 0, 0, libc::SECCOMP_RET_ALLOW),
+        /* 16 */ op(ret, 0, 0, deny),
     ])
 }
 
@@ -150,18 +179,57 @@ pub(crate) fn refuse_unix_sockets() -> Result<(), String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_jump_lands_inside_the_program() {
+    /// Runs the filter on one syscall, as the kernel would (the subset of classic BPF it
+    /// uses).
+    fn verdict(arch: u32, nr: u32, args: [u32; 2]) -> u32 {
         let filter = program().unwrap();
-        for (at, insn) in filter.iter().enumerate() {
-            if u32::from(insn.code) & 0x07 == libc::BPF_JMP {
-                assert!(at + 1 + usize::from(insn.jt) < filter.len(), "{at}");
-                assert!(at + 1 + usize::from(insn.jf) < filter.len(), "{at}");
+        let word = |offset: u32| match offset {
+            0 => nr,
+            4 => arch,
+            16 => args[0],
+            24 => args[1],
+            other => panic!("unexpected load at {other}"),
+        };
+        let (mut pc, mut acc) = (0usize, 0u32);
+        loop {
+            let insn = filter[pc];
+            let code = u32::from(insn.code);
+            pc += 1;
+            match code & 0x07 {
+                c if c == libc::BPF_LD => acc = word(insn.k),
+                c if c == libc::BPF_ALU => acc &= insn.k,
+                c if c == libc::BPF_RET => return insn.k,
+                c if c == libc::BPF_JMP => {
+                    let taken = if code & 0xF0 == libc::BPF_JEQ {
+                        acc == insn.k
+                    } else {
+                        acc >= insn.k
+                    };
+                    pc += usize::from(if taken { insn.jt } else { insn.jf });
+                }
+                other => panic!("unexpected class {other}"),
             }
         }
-        assert_eq!(
-            u32::from(filter.last().unwrap().code),
-            libc::BPF_RET | libc::BPF_K
-        );
+    }
+
+    #[test]
+    fn the_filter_refuses_unix_sockets_io_uring_and_other_abis_only() {
+        let abi = ABI.unwrap();
+        let nr = |n: i64| u32::try_from(n).unwrap();
+        let unix = u32::try_from(libc::AF_UNIX).unwrap();
+        let inet = u32::try_from(libc::AF_INET).unwrap();
+        let stream = u32::try_from(libc::SOCK_STREAM | libc::SOCK_CLOEXEC).unwrap();
+        let dgram = u32::try_from(libc::SOCK_DGRAM).unwrap();
+        let allow = libc::SECCOMP_RET_ALLOW;
+        let deny = libc::SECCOMP_RET_ERRNO | u32::try_from(libc::EPERM).unwrap();
+        let at = |n, args| verdict(abi.arch, n, args);
+        assert_eq!(at(nr(abi.socket), [unix, stream]), deny);
+        assert_eq!(at(nr(abi.socket), [inet, stream]), allow);
+        assert_eq!(at(nr(abi.socketpair), [unix, stream]), allow);
+        assert_eq!(at(nr(abi.socketpair), [unix, dgram]), deny);
+        assert_eq!(at(nr(abi.io_uring_setup), [0, 0]), deny);
+        assert_eq!(at(nr(libc::SYS_connect), [3, 0]), allow);
+        assert_eq!(at(nr(libc::SYS_socket) | X32_BIT, [unix, stream]), deny);
+        assert_eq!(verdict(0x4000_0003, 1, [0, 0]), deny, "i386");
     }
 }

@@ -7,7 +7,7 @@
 //! the way out instead of run unconfined.
 
 use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixDatagram, UnixListener};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -83,19 +83,28 @@ fn a_tmux_server_and_a_listening_socket_are_unreachable() {
     let listener_path = outside.path().join("service.sock");
     let listener = UnixListener::bind(&listener_path).unwrap();
     listener.set_nonblocking(true).unwrap();
+    // A datagram socket takes a message from any socket that names its path.
+    let datagram_path = outside.path().join("log.sock");
+    let datagram = UnixDatagram::bind(&datagram_path).unwrap();
+    datagram.set_nonblocking(true).unwrap();
     let escaped = outside.path().join("escaped");
     let out = bench.call(
         "run_command",
         json!({"command": format!(
             "tmux -S {sock} run-shell 'touch {escaped}'; echo tmux=$?; \
              TMUX={sock},1,0 tmux run-shell 'touch {escaped}'; echo env=$?; \
-             timeout 5 tmux -S {listener} ls; echo listener=$?",
+             timeout 5 tmux -S {listener} ls; echo listener=$?; \
+             python3 -c \"import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b'x', '{datagram}')\"; echo datagram=$?; \
+             python3 -c 'import socket; socket.socketpair()'; echo pair=$?",
             sock = tmux.socket.display(),
             escaped = escaped.display(),
             listener = listener_path.display(),
+            datagram = datagram_path.display(),
         )}),
     );
-    for step in ["tmux", "env", "listener"] {
+    // A stream socketpair (no address, reaches nothing) still works.
+    assert!(out.output.contains("pair=0"), "{}", out.output);
+    for step in ["tmux", "env", "listener", "datagram"] {
         assert!(
             out.output.contains(&format!("{step}=")) && !out.output.contains(&format!("{step}=0")),
             "{step}: {}",
@@ -106,6 +115,11 @@ fn a_tmux_server_and_a_listening_socket_are_unreachable() {
     assert!(
         matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
         "the listening socket got a connection"
+    );
+    let mut buf = [0u8; 8];
+    assert!(
+        matches!(datagram.recv(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the datagram socket got a message"
     );
     // The server is fine: the same command from outside the sandbox gets through.
     let status = Command::new("tmux")
