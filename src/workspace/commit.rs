@@ -280,6 +280,15 @@ impl Workspace {
         if let Some(only) = only {
             changes.retain(|path, _| only.contains(String::from_utf8_lossy(path).as_ref()));
         }
+        // Nothing is removed or restored through a directory swapped for a symlink.
+        for path in changes.keys() {
+            if let Some(link) = super::unsafe_parent(&self.top, &path_from_bytes(path)) {
+                return Err(WorkspaceError::ThroughSymlink {
+                    path: String::from_utf8_lossy(path).into_owned(),
+                    link,
+                });
+            }
+        }
         let mut done = Vec::new();
         let mut restore = Vec::new();
         for (path, change) in &changes {

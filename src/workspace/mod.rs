@@ -61,6 +61,8 @@ pub enum WorkspaceError {
     IndexNotUpdated { commit: String, reason: String },
     #[error("the work tree changed since the list of what would be lost was made; look at the new list before discarding")]
     WorkTreeChanged,
+    #[error("{path} is not discarded: {link} is a symlink or not a directory now, and removing or restoring through it could reach outside the work tree. Nothing was changed")]
+    ThroughSymlink { path: String, link: PathBuf },
     #[error("file watcher: {0}")]
     Watch(String),
     #[error("{path}: {source}")]

@@ -28,6 +28,25 @@ impl Workspace {
         if paths.is_empty() {
             return Err(WorkspaceError::NothingToRevert(round));
         }
+        // libgit2 follows a symlinked directory on the way to a path: a directory the worker
+        // swapped for a symlink since would send the revert outside the work tree.
+        let through: Vec<String> = paths
+            .iter()
+            .filter_map(|p| {
+                super::unsafe_parent(&self.top, std::path::Path::new(p)).map(|link| {
+                    format!(
+                        "{p}: {} is now a symlink or not a directory",
+                        link.display()
+                    )
+                })
+            })
+            .collect();
+        if !through.is_empty() {
+            return Err(WorkspaceError::RevertConflicts {
+                round,
+                conflicts: through,
+            });
+        }
         // A handle of its own: applying loads the index for its checks, never writes it.
         let repo = Repository::open(&self.top)?;
         let mut check = ApplyOptions::new();

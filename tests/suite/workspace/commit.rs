@@ -451,3 +451,67 @@ fn a_revert_undoes_binary_mode_rename_and_deletion_changes_exactly() {
     );
     assert_eq!(git_state(repo.path()), state);
 }
+
+/// Round 2 added `r2/new.txt`; later `r2` became a symlink to a directory outside holding a
+/// `new.txt` with the same content. Reverting round 2 would delete that outside file through
+/// the link: it is refused, naming the link, and nothing changes.
+#[test]
+fn a_revert_never_goes_through_a_symlinked_directory() {
+    let repo = TempRepo::new();
+    repo.write("a.txt", &numbered_lines());
+    repo.commit_all("start");
+    let tmp = tempfile::tempdir().unwrap();
+    let run_dir = three_round_run(&repo, tmp.path());
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("new.txt"), "round two\n").unwrap();
+    std::fs::remove_dir_all(repo.path().join("r2")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), repo.path().join("r2")).unwrap();
+    let a_before = repo.read("a.txt");
+    let patch = std::fs::read_to_string(run_dir.join("rounds/02/diff.patch")).unwrap();
+
+    let ws = Workspace::open(repo.path()).unwrap();
+    let err = ws.revert_round(2, &patch).unwrap_err();
+    let WorkspaceError::RevertConflicts { conflicts, .. } = &err else {
+        panic!("not refused: {err:?}");
+    };
+    assert_eq!(
+        conflicts,
+        &vec!["r2/new.txt: r2 is now a symlink or not a directory".to_string()]
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("new.txt")).unwrap(),
+        "round two\n"
+    );
+    assert_eq!(repo.read("a.txt"), a_before, "nothing changed");
+}
+
+/// `d/x.txt` is tracked and `d` ignored; the run swapped `d` for a symlink to a directory
+/// outside. Discarding would restore `d/x.txt` through the link, writing outside the work
+/// tree: refused, naming the link, and nothing changes.
+#[test]
+fn a_discard_never_goes_through_a_symlinked_directory() {
+    let repo = TempRepo::new();
+    repo.write("d/x.txt", "tracked\n");
+    repo.commit_all("tracked d/x.txt");
+    repo.write(".gitignore", "d\n");
+    repo.commit_all("ignore d");
+    let ws = Workspace::open(repo.path()).unwrap();
+    let baseline = ws.baseline().unwrap();
+    repo.write("added.txt", "added by the run\n");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::remove_dir_all(repo.path().join("d")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), repo.path().join("d")).unwrap();
+    let plan = ws.discard_plan(&baseline).unwrap();
+
+    let err = ws.discard(&baseline, &plan).unwrap_err();
+    assert!(
+        matches!(&err, WorkspaceError::ThroughSymlink { path, .. } if path == "d/x.txt"),
+        "{err:?}"
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    assert_eq!(
+        repo.read("added.txt"),
+        "added by the run\n",
+        "nothing changed"
+    );
+}
