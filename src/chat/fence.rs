@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::llama3::{first_candidate, is_call_object, looks_like_call, scan_bare};
+use super::llama3::{first_candidate, is_full_call_object, looks_like_call, scan_bare};
 use super::scan::{self, json_extent, malformed, with_hint, TurnBuilder};
 use super::ParsedCall;
 
@@ -104,8 +104,8 @@ fn read_block(text: &str) -> Block {
     // be coming when the text ends right after the JSON.
     let closed = !tail[gap..].is_empty();
     let calls = match serde_json::from_str::<Value>(raw) {
-        Ok(value) if is_call_object(&value) => vec![scan::call_from_value(&value, raw)],
-        Ok(Value::Array(items)) if !items.is_empty() && items.iter().all(is_call_object) => {
+        Ok(value) if is_full_call_object(&value) => vec![scan::call_from_value(&value, raw)],
+        Ok(Value::Array(items)) if !items.is_empty() && items.iter().all(is_full_call_object) => {
             items
                 .iter()
                 .map(|item| scan::call_from_value(item, raw))
@@ -152,12 +152,18 @@ pub(crate) fn first_loose_call(text: &str) -> Option<usize> {
 /// Reads prose for calls in code blocks and bare call objects, adding text and calls to
 /// `turn` in order; `hint` is appended to the reason of a malformed call.
 pub(crate) fn scan_loose(text: &str, turn: &mut TurnBuilder, hint: &str) {
+    scan_loose_with(text, turn, hint, true);
+}
+
+/// [`scan_loose`]; `strict: false` also reads a bare object without arguments as a call
+/// (for Llama 3, whose own calls are bare objects).
+pub(crate) fn scan_loose_with(text: &str, turn: &mut TurnBuilder, hint: &str, strict: bool) {
     let mut at = 0;
     let mut prose_from = 0;
     while let Some(i) = text.get(at..).and_then(|t| t.find(FENCE)) {
         let start = at + i;
         // Text before the block may hold bare calls; the block itself is read as a whole.
-        scan_bare(&text[prose_from..start], turn, hint);
+        scan_bare(&text[prose_from..start], turn, hint, strict);
         match read_block(&text[start..]) {
             Block::Prose { len } => {
                 let len = len.max(FENCE.len());
@@ -173,7 +179,7 @@ pub(crate) fn scan_loose(text: &str, turn: &mut TurnBuilder, hint: &str) {
         }
         prose_from = at;
     }
-    scan_bare(&text[prose_from..], turn, hint);
+    scan_bare(&text[prose_from..], turn, hint, strict);
 }
 
 #[cfg(test)]

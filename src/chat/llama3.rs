@@ -40,6 +40,15 @@ pub(crate) fn is_call_object(value: &Value) -> bool {
     })
 }
 
+/// [`is_call_object`] with its arguments present (`arguments` or `parameters`): the shape a
+/// call must have to be read outside a family's own markup.
+pub(crate) fn is_full_call_object(value: &Value) -> bool {
+    is_call_object(value)
+        && value
+            .as_object()
+            .is_some_and(|map| map.contains_key("arguments") || map.contains_key("parameters"))
+}
+
 /// The first place in `text` where a bare call (or `<|python_tag|>`) may start.
 pub(crate) fn first_candidate(text: &str) -> Option<usize> {
     next_candidate(text, 0)
@@ -58,7 +67,14 @@ fn next_candidate(text: &str, from: usize) -> Option<usize> {
 }
 
 /// Scans bare JSON calls (and `<|python_tag|>`) in `text`, adding prose and calls to `turn`.
-pub(crate) fn scan_bare(text: &str, turn: &mut TurnBuilder, args_key_hint: &str) {
+/// `strict`: an object needs its arguments to be a call ([`is_full_call_object`]); Llama 3's
+/// own calls may leave them out.
+pub(crate) fn scan_bare(text: &str, turn: &mut TurnBuilder, args_key_hint: &str, strict: bool) {
+    let is_call = if strict {
+        is_full_call_object
+    } else {
+        is_call_object
+    };
     let mut prose_from = 0;
     let mut at = 0;
     let mut tagged = false;
@@ -124,7 +140,7 @@ pub(crate) fn scan_bare(text: &str, turn: &mut TurnBuilder, args_key_hint: &str)
         };
         let raw = &rest[..len];
         let call = match serde_json::from_str::<Value>(raw) {
-            Ok(value) if tagged || is_call_object(&value) => scan::call_from_value(&value, raw),
+            Ok(value) if tagged || is_call(&value) => scan::call_from_value(&value, raw),
             Ok(_) => {
                 // JSON that is not a call: leave it in the prose.
                 at = start + len;
@@ -153,7 +169,7 @@ impl Family for Llama3 {
 
     /// Bare calls, and calls in ```json fences.
     fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
-        super::fence::scan_loose(body, turn, HINT);
+        super::fence::scan_loose_with(body, turn, HINT, false);
     }
 
     fn write_call(&self, name: &str, arguments: &Value) -> String {
