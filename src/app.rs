@@ -368,6 +368,20 @@ impl Drop for UnstartedWorktree<'_> {
     }
 }
 
+/// Takes back what a run that never started left (the person quit the objective editor):
+/// the run directory with its log file, and a new run's worktree and branch (a resumed run's
+/// are its own and stay). `ralph-tui runs` then has nothing to list that never ran.
+pub fn abandon(prepared: &Prepared) {
+    unwrite_run_dir(prepared);
+    if prepared.resume.is_none() {
+        if let Some(info) = &prepared.worktree {
+            if let Err(e) = info.discard() {
+                tracing::warn!("cannot remove the unstarted run's worktree: {e}");
+            }
+        }
+    }
+}
+
 /// Takes back what was written for a run refused before it started: the log file this
 /// program opened in the run directory, and the directory itself when this run created it.
 fn unwrite_run_dir(prepared: &Prepared) {

@@ -182,8 +182,9 @@ impl Driver {
             Effect::Discard => self.discard(left_out_of_commit(state)),
             Effect::Worktree(action) => self.worktree(action, state),
             Effect::Quit(code) => {
-                if let Some(run) = &self.run {
-                    run.handle_cancel.cancel();
+                match &self.run {
+                    Some(run) => run.handle_cancel.cancel(),
+                    None => app::abandon(&self.prepared),
                 }
                 return Some(Ended {
                     code,

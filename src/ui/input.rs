@@ -52,7 +52,14 @@ impl State {
         if !self.overlays.is_empty() {
             return self.overlay_key(&key);
         }
+        // Any key but a second Esc takes back a first one.
+        let armed = std::mem::take(&mut self.editor_quit_armed);
+        let typed = self.editor.lines().iter().any(|l| !l.trim().is_empty());
         match action {
+            Some(Action::Back) if typed && !armed => {
+                self.editor_quit_armed = true;
+                self.editor_error = Some("Esc again quits and loses the text".into());
+            }
             Some(Action::Back) => return vec![Effect::Quit(ExitCode::Cancelled)],
             Some(Action::Help) => self.open(Overlay::help()),
             Some(Action::Submit) => {

@@ -40,6 +40,8 @@ pub struct State {
     pub objective: String,
     pub editor: TextArea<'static>,
     pub editor_error: Option<String>,
+    /// Esc was pressed once over a typed objective; a second Esc quits.
+    pub editor_quit_armed: bool,
     pub run_id: String,
     pub round: u32,
     pub now: Duration,
@@ -123,6 +125,7 @@ impl State {
             objective: objective.unwrap_or_default(),
             editor,
             editor_error: None,
+            editor_quit_armed: false,
             run_id: String::new(),
             round: 0,
             now: Duration::ZERO,

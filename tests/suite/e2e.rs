@@ -291,9 +291,45 @@ fn quitting_the_objective_editor_exits_130() {
     tmux.keys(&["Escape"]);
     launch.assert_restored(&tmux, 130);
     assert!(
-        !launch.run_dir.join("events.jsonl").exists(),
-        "no run was started"
+        !launch.run_dir.exists(),
+        "no run was started, yet its directory is left"
     );
+}
+
+#[test]
+fn esc_over_a_typed_objective_asks_first_and_a_worktree_run_never_started_leaves_nothing() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let script = script_with_delay(launch.tmp.path(), slow_rounds(1), 0);
+    let sh = launch.script(repo.path(), &script, &["--worktree"]);
+    let tmux = Tmux::start(&sh);
+    tmux.wait_for("the objective editor", |s| s.contains("new run in"));
+    tmux.keys(&["-l", "half an objective"]);
+    tmux.wait_for("the typed objective", |s| s.contains("half an objective"));
+    tmux.keys(&["Escape"]);
+    let asked = tmux.wait_for("the question", |s| s.contains("Esc again quits"));
+    assert!(asked.contains("half an objective"), "the text stays:\n{asked}");
+    // Any other key takes the first Esc back.
+    tmux.keys(&["-l", "!"]);
+    tmux.wait_for("the question gone", |s| {
+        s.contains("half an objective!") && !s.contains("Esc again quits")
+    });
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the question again", |s| s.contains("Esc again quits"));
+    tmux.keys(&["Escape"]);
+    launch.assert_restored(&tmux, 130);
+    assert!(!launch.run_dir.exists(), "no run was started");
+    let r = git2::Repository::open(repo.path()).unwrap();
+    let branches: Vec<String> = r
+        .branches(None)
+        .unwrap()
+        .map(|b| b.unwrap().0.name().unwrap().unwrap().to_string())
+        .collect();
+    assert!(
+        !branches.iter().any(|b| b.starts_with("ralph/")),
+        "{branches:?}"
+    );
+    assert!(r.worktrees().unwrap().is_empty());
 }
 
 #[test]

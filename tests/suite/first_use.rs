@@ -127,3 +127,28 @@ mod streaming {
         );
     }
 }
+
+mod editor {
+    use crossterm::event::KeyCode;
+    use ralph_tui::ui::{Msg, Phase, State, Theme};
+
+    use crate::suite::ui::fixtures::*;
+
+    #[test]
+    fn esc_over_a_typed_objective_asks_before_throwing_it_away() {
+        let mut state = State::new(setup(), None, Theme::default());
+        // Nothing typed: Esc quits at once.
+        assert!(!press(&mut state, KeyCode::Esc).is_empty());
+        let mut state = State::new(setup(), None, Theme::default());
+        state.update(Msg::Paste("Make the slug tests pass.".into()));
+        assert!(press(&mut state, KeyCode::Esc).is_empty(), "quit at once");
+        assert_eq!(state.phase, Phase::Editing);
+        let text = screen(&mut state, 80, 24);
+        assert!(text.contains("Esc again quits"), "{text}");
+        insta::assert_snapshot!("objective_editor_esc_asks_80x24", text);
+        assert!(
+            !press(&mut state, KeyCode::Esc).is_empty(),
+            "the second Esc quits"
+        );
+    }
+}
