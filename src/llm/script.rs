@@ -200,18 +200,14 @@ impl Child for ScriptChild<'_> {
         };
         self.next += 1;
         // As a model's: an ordinary turn stops where the report's reserve would no longer be
-        // free, a wrap-up turn where the context is full; the text is measured as the prompt
-        // is (four bytes a token), so what a turn adds to the context is what its cap allows.
-        let (cap, stop_at_cap) = if request.report_only {
-            (
-                self.ctx_size.saturating_sub(prompt_tokens),
-                StopReason::ContextFull,
-            )
+        // free, a wrap-up turn where the context would be full (a model's report grammar
+        // keeps its report shorter; a scripted wrap-up turn that is no report is cut, and the
+        // wrap-up goes on). The text is measured as the prompt is (four bytes a token), so
+        // what a turn adds to the context is what its cap allows.
+        let cap = if request.report_only {
+            self.ctx_size.saturating_sub(prompt_tokens)
         } else {
-            (
-                turn_cap(self.ctx_size, prompt_tokens, u32::MAX),
-                StopReason::MaxTokens,
-            )
+            turn_cap(self.ctx_size, prompt_tokens, u32::MAX)
         };
         let mut text = String::with_capacity(turn.len());
         let mut generated = 0u32;
@@ -223,7 +219,7 @@ impl Child for ScriptChild<'_> {
                     text,
                     prompt_tokens,
                     generated_tokens: generated,
-                    stop: stop_at_cap,
+                    stop: StopReason::MaxTokens,
                 });
             }
             if cancel.is_cancelled() {

@@ -354,6 +354,97 @@ fn many_results_of_one_turn_that_press_on_the_reserve_are_cut_before_the_wrap_up
     );
 }
 
+/// The held-out failure's sequence through the binary and the script backend (4 bytes a
+/// token, a 4,096-token window): a turn that would run past the room (a call left open, cut
+/// at the turn's cap: 8,000 bytes in 1,000 pieces, so the turn may start), its malformed
+/// echo, then the wrap-up, which still has its reserve, and the report is accepted.
+#[test]
+fn through_the_binary_a_cut_malformed_turn_and_its_echo_still_leave_the_reserve() {
+    let repo = TempRepo::new();
+    let ctx = 4_096;
+    let open_call = format!(
+        "<tool_call>{{\"name\": \"write_file\", \"arguments\": {{\"path\": \"a.py\", \"content\": \"{}",
+        "x".repeat(8_000)
+    );
+    let run = run_script_with(
+        &repo,
+        vec![turns(&[
+            open_call,
+            continue_report("handed off at the edge"),
+        ])],
+        json!({"ctx_size": ctx}),
+        &["-n", "1", "objective"],
+    );
+    assert_eq!(
+        code(&run.out),
+        4,
+        "{}\n{:#?}",
+        String::from_utf8_lossy(&run.out.stderr),
+        run.events
+            .iter()
+            .filter(|e| e["type"] != "token")
+            .collect::<Vec<_>>()
+    );
+    let events = &run.events;
+    let cut = of_type(events, "turn_finished")[0];
+    assert!(
+        cut["context_tokens"].as_u64().unwrap() <= u64::from(ctx - REPORT_RESERVE_TOKENS),
+        "{cut}"
+    );
+    assert_eq!(of_type(events, "tool_call")[0]["name"], "(malformed)");
+    let wrap_up = events.iter().position(|e| e["type"] == "wrap_up").unwrap();
+    assert_eq!(events[wrap_up]["reason"], "context");
+    let counted = events[wrap_up..]
+        .iter()
+        .find(|e| e["type"] == "context_counted")
+        .unwrap()["tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        u64::from(ctx) - counted >= u64::from(REPORT_RESERVE_TOKENS),
+        "{counted}"
+    );
+    assert_eq!(
+        last(events)["last_valid_report"]["summary"],
+        "handed off at the edge"
+    );
+}
+
+/// A scripted wrap-up turn that is no report and would run past the context is cut where
+/// the context ends; the next wrap-up turn gets its reserve back (the cut turn is left out
+/// behind a note, with a warning) and its report is accepted.
+#[test]
+fn through_the_binary_a_wrap_up_turn_that_fills_the_context_is_left_out_for_the_next() {
+    let repo = TempRepo::new();
+    let flood = format!(
+        "<tool_call>{{\"name\": \"write_file\", \"arguments\": {{\"path\": \"a.py\", \"content\": \"{}",
+        "print(1)\\n".repeat(2_000)
+    );
+    let run = run_script_with(
+        &repo,
+        vec![turns(&[flood, continue_report("reported after all")])],
+        json!({"ctx_size": 4_096}),
+        &["-n", "1", "objective"],
+    );
+    assert_eq!(
+        code(&run.out),
+        4,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
+    let warnings = of_type(&run.events, "warning");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["message"].as_str().unwrap().contains("left out")),
+        "{warnings:#?}"
+    );
+    assert_eq!(
+        last(&run.events)["last_valid_report"]["summary"],
+        "reported after all"
+    );
+}
+
 /// One ordinary turn of a random round.
 #[derive(Debug, Clone)]
 enum TurnKind {
