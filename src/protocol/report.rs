@@ -342,6 +342,33 @@ mod tests {
     }
 
     #[test]
+    fn report_bounds_grow_with_the_room_and_keep_within_it() {
+        assert_eq!(ReportBounds::within(usize::MAX), ReportBounds::FULL);
+        assert_eq!(
+            ReportBounds::within(ReportBounds::FULL.text_chars()),
+            ReportBounds::FULL
+        );
+        assert_eq!(ReportBounds::within(0), ReportBounds::MIN);
+        let mut previous = ReportBounds::MIN.text_chars();
+        for chars in (ReportBounds::MIN.text_chars()..=ReportBounds::FULL.text_chars()).step_by(7) {
+            let bounds = ReportBounds::within(chars);
+            assert!(bounds.text_chars() <= chars, "{chars}: {bounds:?}");
+            assert!(bounds.text_chars() + 16 >= previous, "{chars}: {bounds:?}");
+            assert!(bounds.summary >= ReportBounds::MIN.summary && bounds.items >= 1);
+            previous = bounds.text_chars();
+        }
+    }
+
+    #[test]
+    fn an_ordinary_turn_leaves_the_reserve_and_the_margin_free() {
+        let tail = REPORT_RESERVE_TOKENS + TURN_MARGIN_TOKENS;
+        assert_eq!(turn_cap(4096, 1000, 384), 384);
+        assert_eq!(turn_cap(4096, 4096 - tail - 100, 384), 100);
+        assert_eq!(turn_cap(4096, 4096 - tail, 384), 0);
+        assert_eq!(turn_cap(4096, 5000, 384), 0);
+    }
+
+    #[test]
     fn the_largest_report_the_grammar_allows_fits_the_cap() {
         // A character the grammar allows may serialize as a six-byte `\uXXXX` escape.
         let widest = |chars: usize| "\u{1}".repeat(chars);

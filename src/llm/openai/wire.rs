@@ -713,6 +713,34 @@ mod tests {
         assert_eq!(call_of(&json!({"x": {}, "z": {}})), None);
     }
 
+    /// The widest report a wrap-up's schema allows, written as JSON with a space between
+    /// every two JSON tokens, takes no more bytes than the tokens the wrap-up may generate.
+    #[test]
+    fn the_widest_report_within_the_bounds_fits_the_wrap_ups_tokens() {
+        assert_eq!(report_bounds_for(3072), ReportBounds::FULL);
+        for tokens in [625, 700, 900, 1_250, 2_000, 2_600] {
+            let bounds = report_bounds_for(tokens);
+            let items = |c: &str| vec![c.repeat(bounds.item); bounds.items];
+            let report = json!({"status": "continue", "summary": "s".repeat(bounds.summary),
+                "evidence": items("e"), "next_steps": items("n"), "blocker": "b".repeat(bounds.blocker)});
+            let compact = report.to_string();
+            let separators = compact.matches([',', ':', '[', ']', '{', '}']).count();
+            let widest = compact.len() + "complete".len() - "continue".len() + 2 * separators;
+            assert!(
+                widest <= tokens as usize,
+                "{tokens}: {widest} bytes, {bounds:?}"
+            );
+            assert!(validate_against(&sampling_schema_within(bounds), &report));
+        }
+    }
+
+    fn validate_against(schema: &Value, report: &Value) -> bool {
+        let mut report = report.clone();
+        // The widest status that allows every field filled.
+        report["status"] = json!("blocked");
+        jsonschema::validator_for(schema).unwrap().is_valid(&report)
+    }
+
     #[test]
     fn error_bodies_give_the_servers_own_line() {
         assert_eq!(
