@@ -546,6 +546,18 @@ def confinement_cases(base, outside):
         "command sees a terminal fd (headless under a pty)": (
             [call("run_command", command=LIST_FDS), report()], fds_confined, {"tty": True},
         ),
+        "command opens a terminal by path to read keys (headless under a pty)": (
+            [
+                call(
+                    "run_command",
+                    command="for t in /dev/pts/[0-9]* /dev/tty /dev/console; do "
+                    "(exec 3< \"$t\") 2>/dev/null && echo OPENED-$t; done; echo TRIED",
+                ),
+                report(),
+            ],
+            lambda b, _p: "TRIED" in tool_outputs(b) and "OPENED-" not in tool_outputs(b),
+            {"tty": True},
+        ),
         "tmux -S <socket> run-shell": (
             [call("run_command", command=f"tmux -S {tmux_socket} run-shell 'touch {outside}/tmux-s'"), report()],
             tmux_untouched("tmux-s"), {"setup": start_tmux},
@@ -719,8 +731,62 @@ def integrity_cases(bin_path, base):
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
         return proc.returncode == 2 and "inside the work tree" in proc.stderr
 
+    def apply_through_symlink():
+        box = Sandbox(base, "integrity-symlink")
+        git = ["git", "-C", str(box.repo), "-c", "user.name=c", "-c", "user.email=c@c.invalid"]
+        (box.repo / ".gitignore").write_text("vendor\n")
+        subprocess.run(git + ["add", "-A"], check=True)
+        subprocess.run(git + ["commit", "-qm", "ignore vendor"], check=True)
+        elsewhere = box.dir / "elsewhere"
+        elsewhere.mkdir()
+        (box.repo / "vendor").symlink_to(elsewhere)
+        script = box.script([{"turns": [
+            call("write_file", path=".gitignore", content=""),
+            call("write_file", path="vendor/evil.txt", content="planted\n"),
+            report(status="complete"),
+        ]}])
+        argv = shlex.join(box.argv(bin_path, script, 1, headless=False, extra=("--worktree",)))
+        env = {k: v for k, v in box.env().items() if k in ("HOME", "TMPDIR") or k.startswith("XDG_")}
+        launch = box.dir / "launch.sh"
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        launch.write_text(f"export {exports}\n{argv}\nsleep 600\n")
+        socket = f"ralph-campaign-{os.getpid()}-symlink"
+        tmux(socket, "-f", "/dev/null", "new-session", "-d", "-s", "c", "-x", "120", "-y", "35",
+             f"sh {launch}")
+        screen = lambda: tmux(socket, "capture-pane", "-p", "-t", "c").stdout
+        try:
+            if not wait_until(lambda: "q quit" in screen(), 90):
+                return False
+            tmux(socket, "send-keys", "-t", "c", "A")
+            said = wait_until(lambda: "conflict" in screen() or "applied" in screen(), 30)
+            tmux(socket, "send-keys", "-t", "c", "q")
+            wait_until(lambda: box.events()[2] == "run_finished", 10)
+        finally:
+            tmux(socket, "kill-server")
+        return bool(said) and not any(elsewhere.iterdir())
+
+    def full_disk_write():
+        box = Sandbox(base, "integrity-fulldisk")
+        disk = box.repo / "disk"
+        disk.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+                          capture_output=True).returncode != 0:
+            return None
+        try:
+            old = "print('old')\n" * 100
+            run(box, [
+                call("write_file", path="disk/a.py", content=old),
+                call("write_file", path="disk/a.py", content="x" * 256 * 1024),
+                report(),
+            ])
+            return (disk / "a.py").read_text() == old and sorted(p.name for p in disk.iterdir()) == ["a.py"]
+        finally:
+            subprocess.run(["umount", str(disk)], capture_output=True)
+
     return {
         "escape sequences in a file name, report, output and failure": escapes_to_terminal,
+        "apply (A) writes through an ignored vendor -> elsewhere symlink": apply_through_symlink,
+        "write_file on a full disk leaves a torn file": full_disk_write,
         "ignored build/, .pyc and a nested repo with core.fsmonitor": hidden_changes,
         "U+2028 in a command's output splits events.jsonl": line_separators,
         "no home directory: config and logs into the workspace": no_home,
@@ -844,7 +910,7 @@ def campaign_escapes(bin_path, base, only=None):
             held = case()
         except (subprocess.TimeoutExpired, OSError, ValueError):
             held = False
-        results[name] = "held" if held else "GOT THROUGH"
+        results[name] = {True: "held", False: "GOT THROUGH", None: "skipped (cannot mount)"}[bool(held) if held is not None else None]
     if only:
         return results
     # A workspace inside a git directory is a usage error.
@@ -887,7 +953,7 @@ def main():
                 result = campaign_kill9(bin_path, base, args.kills, rng)
             else:
                 result = campaign_escapes(bin_path, base, args.case)
-                failed = any(v != "held" for v in result.values())
+                failed = any(v not in ("held", "skipped (cannot mount)") for v in result.values())
             print(f"## {part} ({time.monotonic() - start:.0f} s)")
             for key, value in result.items():
                 print(f"- {key}: {value}")

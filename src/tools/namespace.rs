@@ -1,8 +1,12 @@
 //! The namespaces the sandbox helper enters before it starts a command: a network namespace
 //! (no interface up), its own UTS and IPC namespaces (a hostname and SysV IPC objects of its
-//! own), and a private mount namespace with the repository's git dirs bind-mounted read-only;
-//! each directly when ralph-tui has the privilege, else inside a new user namespace.
+//! own), and a private mount namespace with the repository's git dirs bind-mounted read-only
+//! and a `/dev` of its own that holds only the harmless devices (the terminals, disks and
+//! input devices of the host cannot even be opened for reading); each directly when
+//! ralph-tui has the privilege, else inside a new user namespace.
 
+use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
 use nix::mount::{mount, MsFlags};
@@ -100,6 +104,55 @@ pub(crate) fn mount_read_only(paths: &[PathBuf], in_user_ns: bool) -> Result<(),
         if !after.flags().contains(FsFlags::ST_RDONLY) {
             return Err(format!("{shown} is still writable after the remount"));
         }
+    }
+    Ok(())
+}
+
+/// The devices a command's `/dev` holds, bound from the host's: the ones it may write.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
+
+/// Mounts a fresh tmpfs on `/dev` (in this process's private mount namespace) holding
+/// [`DEVICES`], the `fd`, `stdin`, `stdout` and `stderr` links and empty `pts` and `shm`.
+/// What was under `/dev` (terminals, disks, input devices) is no longer reachable by path.
+pub(crate) fn private_dev() -> Result<(), String> {
+    let none: Option<&str> = None;
+    let mut held = Vec::new();
+    for name in DEVICES {
+        let file = File::open(format!("/dev/{name}")).map_err(|e| format!("/dev/{name}: {e}"))?;
+        held.push((name, file));
+    }
+    mount(
+        Some("tmpfs"),
+        "/dev",
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("mode=0755,size=64k"),
+    )
+    .map_err(|e| format!("mounting a private /dev: {e}"))?;
+    for (name, file) in &held {
+        let target = format!("/dev/{name}");
+        File::create(&target).map_err(|e| format!("{target}: {e}"))?;
+        let source = format!("/proc/self/fd/{}", file.as_raw_fd());
+        mount(
+            Some(source.as_str()),
+            target.as_str(),
+            none,
+            MsFlags::MS_BIND,
+            none,
+        )
+        .map_err(|e| format!("binding {target}: {e}"))?;
+    }
+    for (link, to) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        std::os::unix::fs::symlink(to, format!("/dev/{link}"))
+            .map_err(|e| format!("/dev/{link}: {e}"))?;
+    }
+    for dir in ["pts", "shm"] {
+        std::fs::create_dir(format!("/dev/{dir}")).map_err(|e| format!("/dev/{dir}: {e}"))?;
     }
     Ok(())
 }

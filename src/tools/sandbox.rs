@@ -15,7 +15,9 @@
 //! [`super::supervisor`]), moves into new UTS and IPC namespaces and a new network namespace
 //! (no interfaces up, not even loopback) unless the run allows the network, and bind-mounts
 //! the repository's `.git` (and a `.git` file's target) read-only in a private mount
-//! namespace. It then starts itself once more as `__sandbox-exec --inner`, which restricts
+//! namespace, where `/dev` is a tmpfs of its own with only the devices a command may write
+//! (no terminal, disk or input device to open, not even for reading). It then starts itself
+//! once more as `__sandbox-exec --inner`, which restricts
 //! itself with Landlock (writes only beneath the `--write` directories and a few harmless
 //! devices, no device node or socket file made anywhere; reads and execution stay allowed
 //! everywhere; no signals to processes outside the Landlock domain, which includes the
@@ -38,7 +40,7 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 
-use super::namespace::{isolate_host, isolate_network, mount_read_only};
+use super::namespace::{isolate_host, isolate_network, mount_read_only, private_dev};
 use super::privileges;
 use super::supervisor::{self, PARENT_ENV};
 use super::ToolPolicy;
@@ -142,9 +144,9 @@ impl SandboxSupport {
                 "the sandbox cannot cut commands off the network on this system ({why}); commands will be refused — run with --network to allow the network, or --sandbox off"
             ));
         }
-        if let (SandboxMode::WorkspaceWrite, Some(why)) = (mode, &self.mount_problem) {
+        if let Some(why) = &self.mount_problem {
             return Err(format!(
-                "the sandbox cannot keep the repository's .git read-only for commands on this system ({why}); commands will be refused — run with --sandbox read-only, or --sandbox off to run them unconfined"
+                "the sandbox cannot give commands private mounts (.git read-only, a /dev of their own) on this system ({why}); commands will be refused — run with --sandbox off to run them unconfined"
             ));
         }
         Ok(())
@@ -168,8 +170,12 @@ pub fn describe(support: &SandboxSupport) -> String {
         }
     };
     let git = match &support.mount_problem {
-        None => "a private mount keeps .git read-only".to_string(),
-        Some(why) => format!("no mount namespace ({why}), so .git cannot be kept read-only"),
+        None => {
+            "private mounts keep .git read-only and give commands a /dev of their own".to_string()
+        }
+        Some(why) => {
+            format!("no private mounts ({why}), so .git cannot be kept read-only nor /dev private")
+        }
     };
     let signals = if support.signals_scoped {
         "commands cannot signal processes outside the sandbox"
@@ -402,10 +408,11 @@ pub fn exec_main(args: &[String]) -> ! {
             Err(_) => {}
         }
     }
-    if !parsed.read_only.is_empty() {
-        if let Err(e) = mount_read_only(&parsed.read_only, in_user_ns) {
+    if parsed.mode.is_some_and(|m| m != SandboxMode::Off) {
+        if let Err(e) = mount_read_only(&parsed.read_only, in_user_ns).and_then(|()| private_dev())
+        {
             fail(&format!(
-                "cannot keep the repository's .git read-only for this command ({e}); run with --sandbox read-only, or --sandbox off to run commands unconfined"
+                "cannot give this command its private mounts (.git read-only, a /dev of its own) ({e}); run with --sandbox off to run commands unconfined"
             ));
         }
     }
@@ -472,7 +479,7 @@ fn run_probe() -> ! {
         Ok(NetworkIsolation::UserNamespace) => ("user".to_string(), true),
         Ok(NetworkIsolation::Unavailable(why)) | Err(why) => (why, false),
     };
-    let mountns = match mount_read_only(&[], in_user_ns) {
+    let mountns = match mount_read_only(&[], in_user_ns).and_then(|()| private_dev()) {
         Ok(()) => "ok".to_string(),
         Err(why) => why,
     };

@@ -44,6 +44,39 @@ fn commands_get_only_stdio_even_when_a_terminal_leaks() {
     assert_only_stdio(&bench.ok("run_command", json!({ "command": LIST_FDS })));
 }
 
+#[test]
+fn no_terminal_or_device_can_be_opened_even_for_reading() {
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let tty = nix::unistd::ttyname(&pty.slave).unwrap();
+    let command = format!(
+        "(exec 3< {tty}) && echo opened-tty; (exec 3< /dev/ptmx) && echo opened-ptmx; ls /dev; echo ok > /dev/null && echo null-ok",
+        tty = tty.display()
+    );
+    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
+        let bench = Bench::with(mode, ApprovalPolicy::Auto, false);
+        if bench.sandbox_available().is_err() {
+            continue;
+        }
+        let out = bench.ok("run_command", json!({ "command": command }));
+        assert!(!out.contains("opened-"), "{mode:?}: {out}");
+        assert!(out.contains("null-ok"), "{mode:?}: {out}");
+        let listed: Vec<&str> = out
+            .lines()
+            .skip_while(|l| !l.starts_with("exit code"))
+            .skip(1)
+            .filter(|l| !l.contains(' ') && !l.is_empty() && *l != "null-ok")
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                "fd", "full", "null", "pts", "random", "shm", "stderr", "stdin", "stdout",
+                "urandom", "zero"
+            ],
+            "{mode:?}: {out}"
+        );
+    }
+}
+
 /// A tmux server of the test's own, on a socket in a temp dir; killed when dropped.
 struct TmuxServer {
     socket: std::path::PathBuf,
