@@ -26,12 +26,16 @@ use crate::runs::history::read_events;
 use crate::runs::PastRun;
 use crate::ui::keys::{self, Action};
 use crate::ui::patch;
-use crate::ui::state::{DiffSource, Effect, Msg, Phase};
+use crate::ui::state::{DiffSource, Effect, Msg, Phase, ReplayMark};
 use crate::ui::{Setup, State, Theme};
 use crate::workspace::{Attribution, DisplayLimits};
 
 /// What the review says when asked to change anything in a replay.
 pub const READ_ONLY: &str = "replay: read-only, commit is disabled (and so are revert and discard)";
+
+/// What Esc says during a replay's rounds.
+pub const NOTHING_TO_CANCEL: &str =
+    "replay: nothing to cancel, it only shows a past run (p pauses, q leaves)";
 
 /// The longest pause between two events, after scaling: idle stretches are shortened.
 pub const MAX_GAP: Duration = Duration::from_secs(2);
@@ -175,14 +179,26 @@ pub struct Player {
 impl Player {
     pub fn new(recording: Recording, speed: f64, theme: Theme) -> Self {
         let state = Self::fresh(&recording, theme);
-        Self {
+        let mut player = Self {
             recording,
             state,
             next: 0,
             paused: false,
             speed,
             theme,
-        }
+        };
+        player.mark();
+        player
+    }
+
+    /// Tells the screens where the replay is (`REPLAY ×speed · position · paused`).
+    fn mark(&mut self) {
+        self.state.replay = Some(ReplayMark {
+            speed: self.speed,
+            position: self.next,
+            total: self.recording.events.len(),
+            paused: self.paused,
+        });
     }
 
     fn fresh(recording: &Recording, theme: Theme) -> State {
@@ -204,7 +220,9 @@ impl Player {
         self.next += 1;
         self.state.update(Msg::Tick(at));
         let effects = self.state.update(Msg::Engine(event));
-        self.perform(effects)
+        let ended = self.perform(effects);
+        self.mark();
+        ended
     }
 
     /// Plays every remaining event.
@@ -220,6 +238,7 @@ impl Player {
     /// Rebuilds the state as it was just before event `target`.
     pub fn seek(&mut self, target: usize) {
         self.state = Self::fresh(&self.recording, self.theme);
+        self.mark();
         self.next = 0;
         let target = target.min(self.recording.events.len());
         while self.next < target {
@@ -265,12 +284,36 @@ impl Player {
 
     /// A key: the replay's own keys first, the screens' after. `Some` ends the replay.
     pub fn key(&mut self, key: KeyEvent) -> Option<ExitCode> {
+        let ended = self.key_unmarked(key);
+        self.mark();
+        ended
+    }
+
+    fn key_unmarked(&mut self, key: KeyEvent) -> Option<ExitCode> {
         let editing = self.state.overlay().is_some();
-        if in_review(&self.state)
+        // What a replay cannot do is answered at once, without the live run's questions.
+        if in_review(&self.state) && !editing {
+            let changes = keys::action(&[&keys::WORKTREE, &keys::REVIEW], &key);
+            if matches!(
+                changes,
+                Some(
+                    Action::Commit
+                        | Action::RevertRound
+                        | Action::Discard
+                        | Action::Toggle
+                        | Action::ApplyWorktree
+                        | Action::DiscardWorktree
+                )
+            ) {
+                self.state.notice = Some(READ_ONLY.into());
+                return None;
+            }
+        }
+        if self.state.phase == Phase::Running
             && !editing
-            && keys::action(&[&keys::REVIEW], &key) == Some(Action::Commit)
+            && keys::action(&[&keys::RUN, &keys::EVERYWHERE], &key) == Some(Action::Back)
         {
-            self.state.notice = Some(READ_ONLY.into());
+            self.state.notice = Some(NOTHING_TO_CANCEL.into());
             return None;
         }
         let action = keys::action(&[&keys::REPLAY], &key);
@@ -435,9 +478,8 @@ pub fn run(dir: &Path, speed: f64) -> ExitCode {
             return ExitCode::Internal;
         }
     };
-    let backend = super::clean::CleanBackend::new(ratatui::backend::CrosstermBackend::new(
-        std::io::stdout(),
-    ));
+    let backend =
+        super::clean::CleanBackend::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()));
     let code = match Terminal::new(backend) {
         Ok(mut terminal) => {
             let _ = terminal.clear();

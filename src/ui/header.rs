@@ -57,9 +57,16 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let fixed = wrap::str_width(brand) + wrap::str_width(&repo) + wrap::str_width(device) + 7;
     let model = wrap::truncate(&setup.model, room.saturating_sub(fixed).max(8));
     let left_text = format!("{brand} {repo} │ {model} │ {device}");
-    let left = wrap::truncate(&left_text, room);
-    let pad = usize::from(area.width).saturating_sub(wrap::str_width(&left) + right_width);
+    // A replay says so first, with its speed, position and pause.
+    let mark = state
+        .replay
+        .map(|mark| format!(" {} ", mark.label()))
+        .unwrap_or_default();
+    let left = wrap::truncate(&left_text, room.saturating_sub(wrap::str_width(&mark)));
+    let pad = usize::from(area.width)
+        .saturating_sub(wrap::str_width(&mark) + wrap::str_width(&left) + right_width);
     let mut spans = vec![
+        Span::styled(mark, theme.warning()),
         Span::styled(left, theme.title()),
         Span::raw(" ".repeat(pad)),
     ];

@@ -266,6 +266,28 @@ pub enum Effect {
     Quit(ExitCode),
 }
 
+/// Where a replay (`ralph-tui replay`) is: the screens say it is one, at what speed, where
+/// and whether it is paused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplayMark {
+    pub speed: f64,
+    /// Events played so far, of `total`.
+    pub position: usize,
+    pub total: usize,
+    pub paused: bool,
+}
+
+impl ReplayMark {
+    /// `REPLAY ×2 · 120/340 · paused`.
+    pub fn label(&self) -> String {
+        let paused = if self.paused { " · paused" } else { "" };
+        format!(
+            "REPLAY ×{} · {}/{}{paused}",
+            self.speed, self.position, self.total
+        )
+    }
+}
+
 /// What became of a worktree run's worktree and branch during the review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorktreeGone {

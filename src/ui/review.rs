@@ -324,6 +324,10 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 format!("commit failed: {e} · c retry · q quit"),
                 theme.error(),
             ),
+            CommitState::NotYet if state.replay.is_some() => (
+                format!("read-only: nothing to commit · {}", super::status::REPLAY_HINT),
+                theme.key(),
+            ),
             CommitState::NotYet => (
                 super::worktree::hint(&state.setup).unwrap_or_else(|| {
                     "space choose · c commit · u revert round · d discard · q quit · ? help"

@@ -19,8 +19,8 @@ use super::card::Card;
 use super::diff;
 use super::layout::{self, ReviewAreas, RunAreas};
 pub use super::model::{
-    Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Msg, Pane, Phase, ReportEntry,
-    Review, RoundChanges, Setup, WorktreeAction, WorktreeGone, FORCE_QUIT_AFTER,
+    Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Msg, Pane, Phase, ReplayMark,
+    ReportEntry, Review, RoundChanges, Setup, WorktreeAction, WorktreeGone, FORCE_QUIT_AFTER,
 };
 pub use super::overlay::Overlay;
 use super::scroll::{self, keep_visible};
@@ -101,6 +101,8 @@ pub struct State {
     pub worktree_discard_armed: bool,
     /// A worktree run's worktree and branch are gone (committed, or removed with `X X`).
     pub worktree_gone: Option<WorktreeGone>,
+    /// Set when the screens show a replay, not a live run.
+    pub replay: Option<ReplayMark>,
     /// Where the panes were at the last sync (for the mouse).
     pub run_areas: RunAreas,
     pub review_areas: ReviewAreas,
@@ -168,6 +170,7 @@ impl State {
             notice: None,
             worktree_discard_armed: false,
             worktree_gone: None,
+            replay: None,
             run_areas: RunAreas::default(),
             review_areas: ReviewAreas::default(),
             screen: Rect::default(),

@@ -72,6 +72,9 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             "cancelling… the run stops at the next token".to_string(),
             theme.warning(),
         )
+    } else if state.replay.is_some() {
+        // A replay cannot cancel anything: its own keys instead.
+        (REPLAY_HINT.to_string(), theme.key())
     } else if short {
         ("? help · Esc cancel".to_string(), theme.key())
     } else {
@@ -86,6 +89,9 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     spans.push(Span::styled(wrap::truncate(&text, room), style));
     put_line(buf, area, 0, &Line::from(spans));
 }
+
+/// The keys a replay offers, in place of the live run's.
+pub const REPLAY_HINT: &str = "p pause · s step · < > round · q leave · ? help";
 
 /// The context meter: the used fraction, and a `┊` in the cell where the report reserve
 /// starts (a filled `█` in the warning colour once the context has reached that cell).

@@ -305,6 +305,18 @@ fn live_review(repo: &Path, tmp: &Path) -> (String, PathBuf) {
     (review.expect("the live run reached its review"), run_dir)
 }
 
+/// The script's file name, however much of it the header has room for.
+fn script_name(screen: &str) -> String {
+    let name = regex::Regex::new(r"script-[0-9A-Za-z\[\]]+…").unwrap();
+    name.replace_all(screen, "script-[NAME]…").into_owned()
+}
+
+/// A screen without its first and last lines.
+fn between(screen: &str) -> Vec<&str> {
+    let lines: Vec<&str> = screen.lines().collect();
+    lines[1..lines.len() - 1].to_vec()
+}
+
 #[test]
 fn a_replay_ends_on_the_same_review_as_the_live_run() {
     let repo = TempRepo::new();
@@ -316,11 +328,24 @@ fn a_replay_ends_on_the_same_review_as_the_live_run() {
     assert_eq!(player.play_to_end(), None);
     assert!(in_review(&player.state));
     let replayed = render(&mut player.state);
-    assert_eq!(filtered(&replayed), filtered(&live));
+    // The same review, but for the header and the status line, which say it is a replay.
+    assert_eq!(between(&filtered(&replayed)), between(&filtered(&live)));
+    let total = player.recording.events.len();
+    let header = replayed.lines().next().unwrap();
+    assert!(
+        header.starts_with(&format!(" REPLAY ×1 · {total}/{total} ")),
+        "{header}"
+    );
+    let status = replayed.lines().last().unwrap();
+    assert!(
+        status.contains("read-only") && status.contains("q leave"),
+        "{status}"
+    );
+    assert!(!status.contains("c commit"), "{status}");
     let repo_name = regex::Regex::new(r"\.tmp[A-Za-z0-9]+").unwrap();
     insta::assert_snapshot!(
         "replay_review_100x30",
-        repo_name.replace_all(&filtered(&replayed), "[REPO]")
+        script_name(&repo_name.replace_all(&filtered(&replayed), "[REPO]"))
     );
 
     // Commit is refused; the review stays, saying why.
@@ -382,6 +407,53 @@ fn seeking_by_round_lands_where_a_straight_play_does() {
     seeking.play_to_end();
     let mut whole = Player::new(recording, 4.0, Theme::plain());
     whole.play_to_end();
-    assert_eq!(render(&mut seeking.state), render(&mut whole.state));
+    // The same but for the speed in the header.
+    assert_eq!(
+        render(&mut seeking.state).replacen("REPLAY ×1 ", "REPLAY ×4 ", 1),
+        render(&mut whole.state)
+    );
     assert!(whole.delay().is_none());
+}
+
+#[test]
+fn a_replay_says_it_is_one_and_answers_at_once_what_it_cannot_do() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use ralph_tui::tui::replay::{NOTHING_TO_CANCEL, READ_ONLY};
+    let key = |c: KeyCode| KeyEvent::new(c, KeyModifiers::NONE);
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, run_dir) = live_review(repo.path(), tmp.path());
+    let recording = Recording::load(&run_dir).unwrap();
+    let total = recording.events.len();
+    let mut player = Player::new(recording, 2.0, Theme::plain());
+    player.seek_round(true);
+    let at = player.next;
+    assert_eq!(player.key(key(KeyCode::Char('p'))), None);
+    let screen = render(&mut player.state);
+    let header = screen.lines().next().unwrap();
+    assert!(
+        header.starts_with(&format!(" REPLAY ×2 · {at}/{total} · paused ")),
+        "{header}"
+    );
+    let status = screen.lines().last().unwrap();
+    assert!(
+        status.contains("p pause") && !status.contains("Esc cancel"),
+        "{status}"
+    );
+    let mid = regex::Regex::new(r"\.tmp[A-Za-z0-9]+").unwrap();
+    insta::assert_snapshot!(
+        "replay_paused_in_round_1_100x30",
+        script_name(&mid.replace_all(&filtered(&screen), "[REPO]"))
+    );
+    // Esc does not walk into the cancel question: there is nothing to cancel.
+    assert_eq!(player.key(key(KeyCode::Esc)), None);
+    assert!(player.state.overlay().is_none());
+    assert_eq!(player.state.notice.as_deref(), Some(NOTHING_TO_CANCEL));
+    // At the review, every key that would change something answers read-only at once.
+    player.play_to_end();
+    for c in ['c', 'u', 'd', ' ', 'A', 'X'] {
+        assert_eq!(player.key(key(KeyCode::Char(c))), None);
+        assert!(player.state.overlay().is_none(), "{c}: a question opened");
+        assert_eq!(player.state.notice.as_deref(), Some(READ_ONLY), "{c}");
+    }
 }
