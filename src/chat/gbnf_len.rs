@@ -15,6 +15,47 @@
 
 use std::collections::HashMap;
 
+use crate::protocol::report::ReportBounds;
+
+/// The grammar `build` makes for the widest [`ReportBounds`] whose longest text (`text` of
+/// the grammar, counted by [`max_bytes`] from its rule `root`, the report's summary rules
+/// marking a call) takes at most `max_bytes` bytes: its bounds and its longest text too.
+/// The longest text is `None` where it has no bound; the bounds are [`ReportBounds::MIN`]
+/// when even they do not fit. `None` when `build` makes no grammar.
+pub(crate) fn widest_report_within<G>(
+    max_bytes: usize,
+    build: impl Fn(ReportBounds) -> Option<G>,
+    text: impl Fn(&G) -> &str,
+) -> Option<(G, ReportBounds, Option<usize>)> {
+    let measure = |bounds: ReportBounds| {
+        let grammar = build(bounds)?;
+        let longest = max_bytes_of(text(&grammar));
+        Some((grammar, bounds, longest))
+    };
+    let mut chars = max_bytes;
+    for _ in 0..64 {
+        let bounds = ReportBounds::within(chars);
+        let measured = measure(bounds)?;
+        let Some(length) = measured.2.filter(|&n| n > max_bytes) else {
+            return Some(measured);
+        };
+        if bounds == ReportBounds::MIN {
+            return Some(measured);
+        }
+        // Take the excess off the text, at least one character.
+        let text = bounds.text_chars().min(chars);
+        chars = text
+            .saturating_sub(length - max_bytes)
+            .min(text.saturating_sub(1));
+    }
+    measure(ReportBounds::MIN)
+}
+
+/// The longest text of a report grammar (root `root`), a call counted once.
+fn max_bytes_of(gbnf: &str) -> Option<usize> {
+    max_bytes(gbnf, "root", &super::grammar::REPORT_MARKERS)
+}
+
 /// One parsed piece of a rule body.
 #[derive(Debug, Clone)]
 enum Node {
@@ -344,12 +385,21 @@ mod tests {
                 let (_, bounds, longest) =
                     crate::chat::report_grammar_within(format.as_ref(), &report, room).unwrap();
                 let longest = longest.unwrap_or_else(|| panic!("{name}: unbounded"));
-                assert!(longest <= room, "{name}: {longest} bytes in a room of {room}");
-                assert!(bounds.text_chars() >= previous, "{name} at {room}: {bounds:?}");
+                assert!(
+                    longest <= room,
+                    "{name}: {longest} bytes in a room of {room}"
+                );
+                assert!(
+                    bounds.text_chars() >= previous,
+                    "{name} at {room}: {bounds:?}"
+                );
                 previous = bounds.text_chars();
                 if room == reserve && !LONG_MARKUP.contains(name) {
                     // The reserve still holds a real report, not the smallest one.
-                    assert!(bounds.summary >= 100 && bounds.item >= 60, "{name}: {bounds:?}");
+                    assert!(
+                        bounds.summary >= 100 && bounds.item >= 60,
+                        "{name}: {bounds:?}"
+                    );
                 }
                 if room == usize::MAX {
                     assert_eq!(bounds, ReportBounds::FULL, "{name}");

@@ -346,6 +346,13 @@ pub(crate) fn report_json(g: &mut Gbnf) -> String {
     g.rule("report-args", shapes.join(" | "))
 }
 
+/// The report alone as one JSON object, within `bounds`: a server's wrap-up grammar.
+pub(crate) fn report_json_grammar(bounds: ReportBounds) -> String {
+    let mut g = Gbnf::for_report(bounds);
+    let root = report_json(&mut g);
+    g.finish(&root, &[]).grammar
+}
+
 /// The type of one tool argument, as far as the grammar cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Prop {

@@ -158,26 +158,27 @@ pub fn report_grammar_within(
     report_tools: &[ToolSpec],
     max_bytes: usize,
 ) -> Option<(CallGrammar, ReportBounds, Option<usize>)> {
-    let measure = |bounds: ReportBounds| {
-        let grammar = format.report_grammar(report_tools, bounds)?;
-        let longest = gbnf_len::max_bytes(&grammar.grammar, "root", &grammar::REPORT_MARKERS);
-        Some((grammar, bounds, longest))
-    };
-    let mut chars = max_bytes;
-    for _ in 0..64 {
-        let bounds = ReportBounds::within(chars);
-        let measured = measure(bounds)?;
-        let Some(length) = measured.2.filter(|&n| n > max_bytes) else {
-            return Some(measured);
-        };
-        if bounds == ReportBounds::MIN {
-            return Some(measured);
-        }
-        // Take the excess off the text, at least one character.
-        let text = bounds.text_chars().min(chars);
-        chars = text.saturating_sub(length - max_bytes).min(text.saturating_sub(1));
-    }
-    measure(ReportBounds::MIN)
+    gbnf_len::widest_report_within(
+        max_bytes,
+        |bounds| format.report_grammar(report_tools, bounds),
+        |grammar| &grammar.grammar,
+    )
+}
+
+/// The report alone as one JSON object (what a server's wrap-up answers with, no call
+/// markup), as a GBNF grammar (root `root`) with the widest [`ReportBounds`] whose longest
+/// text takes at most `max_bytes` bytes; with those bounds and that longest text, as
+/// [`report_grammar_within`] gives them.
+pub fn report_json_grammar_within(max_bytes: usize) -> (String, ReportBounds, Option<usize>) {
+    gbnf_len::widest_report_within(
+        max_bytes,
+        |bounds| Some(grammar::report_json_grammar(bounds)),
+        String::as_str,
+    )
+    .unwrap_or_else(|| {
+        let bounds = ReportBounds::MIN;
+        (grammar::report_json_grammar(bounds), bounds, None)
+    })
 }
 
 /// Whether the next turn of `messages` must be a call: always for `generic` (the format of

@@ -227,7 +227,8 @@ fn a_report_only_turn_sends_the_report_schema_and_no_tools() {
 #[test]
 fn a_short_context_bounds_the_report_schema_and_caps_every_turn() {
     use ralph_tui::protocol::report::{REPORT_RESERVE_TOKENS, TURN_MARGIN_TOKENS};
-    let server = FakeServer::start(&["m"]).with_props_ctx(4096);
+    // Not llama-server (no /props): the context is --ctx-size's 4,096.
+    let server = FakeServer::start(&["m"]);
     let report = json!({"status": "continue", "summary": "s", "evidence": [], "next_steps": ["n"], "blocker": ""});
     for _ in 0..2 {
         server.push(Reply::sse(&format!(
@@ -333,6 +334,45 @@ fn the_servers_own_prompt_count_is_used_where_it_gives_one() {
     let mut child = backend.new_child(1).unwrap();
     let estimated = child.count_prompt_tokens(wrap_up).unwrap();
     assert_eq!(estimated as usize, bytes.div_ceil(4));
+}
+
+/// llama-server samples a wrap-up under the report grammar itself (`grammar`, no
+/// `response_format`): the report object alone, bounded so that its longest text, whitespace
+/// included, fits what the wrap-up may generate.
+#[test]
+fn llama_server_samples_a_wrap_up_under_the_bounded_report_grammar() {
+    let server = FakeServer::start(&["m"]).with_props_ctx(4096);
+    let report = json!({"status": "continue", "summary": "s", "evidence": [], "next_steps": ["n"], "blocker": ""});
+    server.push(Reply::sse(&format!(
+        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": report.to_string()}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    )));
+    let mut backend = connect(&server);
+    let mut messages = messages();
+    messages.push(Message::tool("read_file", "x".repeat(4 * 3_300)));
+    let tools = vec![ralph_tui::tools::report_spec()];
+    let mut child = backend.new_child(1).unwrap();
+    let generation = child
+        .generate(
+            Request {
+                messages: &messages,
+                tools: &tools,
+                report_only: true,
+            },
+            &mut |_| {},
+            &CancellationToken::new(),
+        )
+        .unwrap();
+    assert_eq!(names(&generation.text)[0].0, "ralph_report");
+    let sent = &server.seen()[0].body;
+    assert!(sent.get("response_format").is_none() && sent.get("tools").is_none());
+    let max_tokens = usize::try_from(sent["max_tokens"].as_u64().unwrap()).unwrap();
+    assert!(max_tokens < 1_000, "{max_tokens}");
+    let (grammar, bounds, longest) = chat::report_json_grammar_within(max_tokens);
+    assert_eq!(sent["grammar"].as_str(), Some(grammar.as_str()));
+    assert!(longest.unwrap() <= max_tokens, "{longest:?} > {max_tokens}");
+    assert!(bounds.summary < 400, "{bounds:?}");
 }
 
 /// A server that does not say its context size, with no --ctx-size given, is refused before

@@ -136,6 +136,10 @@ pub struct OpenAiBackend {
     sampling: Sampling,
     timeout: Duration,
     native_tools: bool,
+    /// llama-server (it answered `/props`): a wrap-up is sampled under our own report
+    /// grammar (`grammar`), whose longest text is known to the byte, rather than under the
+    /// report's JSON Schema, whose whitespace the server's own grammar leaves open.
+    llama_server: bool,
     /// The server counts a request's prompt itself (llama-server's `/apply-template` and
     /// `/tokenize`); cleared the first time that fails, and the estimate is used from then on.
     counts_prompts: AtomicBool,
@@ -207,6 +211,7 @@ impl OpenAiBackend {
             timeout: config.request_timeout,
             native_tools: true,
             counts_prompts: AtomicBool::new(false),
+            llama_server: false,
         };
         let models = backend.block_on_models()?;
         let model = match &config.model {
@@ -232,10 +237,12 @@ impl OpenAiBackend {
             .and_then(|m| m.max_model_len);
         backend.model = model;
         let props = backend.props();
-        // llama-server (the server with `/props`) counts a prompt exactly.
+        // llama-server (the server with `/props`) counts a prompt exactly and samples under a
+        // grammar of ours.
+        backend.llama_server = props.ctx_size.is_some();
         backend
             .counts_prompts
-            .store(props.ctx_size.is_some(), Ordering::Relaxed);
+            .store(backend.llama_server, Ordering::Relaxed);
         backend.ctx_size = listed
             .or(props.ctx_size)
             .or_else(|| backend.ollama_ctx())
@@ -790,14 +797,22 @@ impl Child for OpenAiChild<'_> {
         // turn margin would still be free.
         let mut sampling = backend.sampling.clone();
         let mut report = ReportBounds::FULL;
+        let mut grammar = None;
         if shape == TurnShape::ReportOnly {
             let room = backend.ctx_size.saturating_sub(estimate);
             sampling.max_tokens = room.clamp(1, REPORT_MAX_TOKENS);
-            report = wire::report_bounds_for(sampling.max_tokens);
+            if backend.llama_server {
+                let room = usize::try_from(sampling.max_tokens).unwrap_or(usize::MAX);
+                let (gbnf, bounds, _) = chat::report_json_grammar_within(room);
+                report = bounds;
+                grammar = Some(gbnf);
+            } else {
+                report = wire::report_bounds_for(sampling.max_tokens);
+            }
         } else {
             sampling.max_tokens = turn_cap(backend.ctx_size, estimate, sampling.max_tokens).max(1);
         }
-        let body = wire::request_body_within(
+        let mut body = wire::request_body_within(
             &backend.model,
             request.messages,
             request.tools,
@@ -806,6 +821,9 @@ impl Child for OpenAiChild<'_> {
             &sampling,
             report,
         );
+        if let Some(gbnf) = grammar {
+            wire::sample_under_grammar(&mut body, gbnf);
+        }
         let streamed = backend
             .runtime
             .block_on(backend.stream_turn(&body, on_text, cancel))?;

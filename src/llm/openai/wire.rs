@@ -146,6 +146,15 @@ pub fn request_body_within(
     body
 }
 
+/// Has llama-server sample the request `body` under the GBNF `gbnf` (its `grammar` field)
+/// instead of its `response_format` (the server takes one or the other, never both).
+pub fn sample_under_grammar(body: &mut Value, gbnf: String) {
+    if let Some(map) = body.as_object_mut() {
+        map.remove("response_format");
+        map.insert("grammar".into(), Value::String(gbnf));
+    }
+}
+
 /// A tool's parameters as a call-only turn samples them: the report's sampling schema for the
 /// report tool. (Native `tools` carry the plain schemas: the template shows them to the model,
 /// and the sampling schema's branches and patterns would cost some 600 tokens a turn there.)
