@@ -41,10 +41,14 @@ pub const REPORT_CALL_OVERHEAD_CHARS: usize = 160;
 /// Characters per token assumed for report text: English prose and JSON punctuation run at
 /// about four characters a token with the tokenizers of common open models.
 pub const REPORT_CHARS_PER_TOKEN: usize = 4;
-/// Tokens of context kept free for the round's report: a report at every bound of the
-/// grammar at [`REPORT_CHARS_PER_TOKEN`]. A typical report is far smaller: with the default
-/// model a report-only turn of the demo took 101 to 431 tokens (median 180). The wrap-up turn
-/// may also use whatever else is left of the context.
+/// Tokens of context kept free for the round's report: nothing else may spend them (turn
+/// caps, [`TURN_MARGIN_TOKENS`], the engine's cuts before a wrap-up), and a wrap-up turn
+/// always has at least this much. The figure is a report at every full bound at
+/// [`REPORT_CHARS_PER_TOKEN`]; the wrap-up's grammar, though, is bounded by the room actually
+/// left counted at its worst case of a token a byte ([`ReportBounds::within`]), so at the
+/// bare reserve it asks for a shorter report, and the report always fits. A typical report
+/// is far smaller: with SmolLM2-135M a report-only turn of the demo took 101 to 431 tokens
+/// (median 180). The wrap-up turn may also use whatever else is left of the context.
 pub const REPORT_RESERVE_TOKENS: u32 = REPORT_MAX_CHARS.div_ceil(REPORT_CHARS_PER_TOKEN) as u32;
 
 /// Tokens kept free beside the report's reserve after every ordinary turn: the wrap-up's
