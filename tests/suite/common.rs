@@ -91,7 +91,18 @@ pub fn continue_report(summary: &str) -> String {
     report("continue", summary, &[], &["keep going"], "")
 }
 
+/// A turn that checks the files (`list_dir .`) and reports completion: the engine refuses a
+/// `complete` report from a round that called no tool.
 pub fn complete_report(summary: &str) -> String {
+    format!(
+        "{}\n{}",
+        call("list_dir", json!({"path": "."})),
+        complete_only(summary)
+    )
+}
+
+/// The completion report alone, for a round that has already called a tool.
+pub fn complete_only(summary: &str) -> String {
     report("complete", summary, &["checked the files"], &[], "")
 }
 

@@ -135,8 +135,9 @@ fn run_json_writes_the_settings_as_given_and_worker_reported_for_a_report() {
     let inference = &run_json["settings"]["inference"];
     assert_eq!(inference["min_p"], json!(0.05), "{inference}");
     assert_eq!(inference["top_p"], json!(0.9), "{inference}");
-    assert_eq!(inference["temperature"], json!(0.7), "{inference}");
-    assert_eq!(inference["repeat_penalty"], json!(1.1), "{inference}");
+    // Not given and not in the (script) model: the coding-agent defaults.
+    assert_eq!(inference["temperature"], json!(0.2), "{inference}");
+    assert_eq!(inference["repeat_penalty"], json!(1.0), "{inference}");
     assert!(!text.contains("0.0500000"), "{text}");
     assert_eq!(run_json["settings"]["prefix_cache"], true);
 }

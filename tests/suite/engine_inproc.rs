@@ -326,8 +326,9 @@ fn the_engine_rejects_invalid_reports_and_the_child_corrects_within_the_round() 
         .as_str()
         .unwrap()
         .contains("whitespace"));
+    // The last turn checks the files before it reports: a complete report needs a call.
     let results = of_type(&run.events, "tool_result");
-    assert_eq!(results.len(), 4);
+    assert_eq!(results.len(), 5);
     assert_eq!(results[0]["name"], "(malformed)");
     assert!(results[0]["output"].as_str().unwrap().contains("malformed"));
     assert_eq!(results[1]["ok"], false);
@@ -339,7 +340,8 @@ fn the_engine_rejects_invalid_reports_and_the_child_corrects_within_the_round() 
         .as_str()
         .unwrap()
         .contains("1 attempt(s) left"));
-    assert_eq!(results[3]["ok"], true);
+    assert_eq!(results[3]["name"], "list_dir");
+    assert_eq!(results[4]["ok"], true);
     // Each rejection's tool result comes right before its report_rejected.
     let types: Vec<&str> = run
         .events
@@ -358,6 +360,8 @@ fn the_engine_rejects_invalid_reports_and_the_child_corrects_within_the_round() 
             "tool_call",
             "tool_result",
             "report_rejected",
+            "tool_call",
+            "tool_result",
             "tool_call",
             "tool_result",
             "report_accepted",

@@ -81,7 +81,7 @@ fn a_round_near_the_token_budget_wraps_up_and_the_next_round_starts_from_its_rep
     let repo = TempRepo::new();
     let thinking = "a b c d e f g h i j".to_string();
     let report = continue_report("wrapped up before the budget");
-    let done = complete_report("never reached");
+    let done = complete_only("never reached");
     // The script's per-turn bound is its longest turn; the budget lets the first turn run
     // whole but not a second one after it.
     let longest = [&thinking, &report, &done]

@@ -731,10 +731,10 @@ fn a_headless_run_completes_on_native_calls_and_never_writes_the_key() {
         json!({"path": "README.md"}),
     )])));
     server.push(Reply::sse(&sse_turn(&continue_report("read the readme"))));
-    server.push(Reply::sse(&sse_calls(&[(
-        "ralph_report",
-        report_args("complete", "done"),
-    )])));
+    server.push(Reply::sse(&sse_calls(&[
+        ("list_dir", json!({"path": "."})),
+        ("ralph_report", report_args("complete", "done")),
+    ])));
     let backend = format!("openai:{}", server.url);
     let out = headless(
         repo.path(),
@@ -754,7 +754,7 @@ fn a_headless_run_completes_on_native_calls_and_never_writes_the_key() {
         .iter()
         .map(|e| e["name"].as_str().unwrap())
         .collect();
-    assert_eq!(calls, ["read_file", "ralph_report", "ralph_report"]);
+    assert_eq!(calls, ["read_file", "ralph_report", "list_dir", "ralph_report"]);
     assert!(
         !of_type(&events, "token").is_empty(),
         "tokens were streamed"
@@ -818,9 +818,10 @@ fn system_prompt(seen: &Seen) -> String {
 }
 
 #[test]
-fn a_turn_that_called_nothing_is_followed_by_a_call_only_turn_whose_call_runs() {
+fn two_turns_that_called_nothing_are_followed_by_a_call_only_turn_whose_call_runs() {
     let server = FakeServer::start(&["m"]).with_props_ctx(8192);
     server.push(Reply::sse(&sse_turn("Let me think about the files first.")));
+    server.push(Reply::sse(&sse_turn("I am still thinking.")));
     server.push(Reply::sse(&sse_json_call(
         "read_file",
         json!({"path": "README.md"}),
@@ -840,10 +841,25 @@ fn a_turn_that_called_nothing_is_followed_by_a_call_only_turn_whose_call_runs() 
     let results = of_type(&events, "tool_result");
     assert_eq!(results[0]["ok"], true, "{}", results[0]);
     let seen = server.seen();
-    assert_eq!(seen.len(), 3);
-    // An open turn, then the call-only turn (no tools, one schema branch per tool), then
+    assert_eq!(seen.len(), 4);
+    // An open turn; after it called nothing, a nudge and a second open turn; after that one
+    // also called nothing, the call-only turn (no tools, one schema branch per tool); then
     // open again once a call was made.
-    assert!(seen[0].body.get("tools").is_some() && seen[0].body.get("response_format").is_none());
+    for open in [&seen[0], &seen[1]] {
+        assert!(open.body.get("tools").is_some() && open.body.get("response_format").is_none());
+    }
+    let nudge = seen[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(nudge["role"], "user");
+    assert!(nudge["content"]
+        .as_str()
+        .unwrap()
+        .contains("You did not call a tool"));
+    let seen = &seen[1..];
     assert!(seen[1].body.get("tools").is_none());
     let branches = seen[1].body["response_format"]["json_schema"]["schema"]["anyOf"]
         .as_array()
@@ -909,7 +925,10 @@ fn the_prompt_estimate_is_calibrated_apart_for_turns_with_and_without_tools() {
         .unwrap();
     messages.push(Message::new(Role::Assistant, generation.text));
     messages.push(Message::new(Role::User, "Call a tool."));
-    // The next turn is call-only (no tools): the open turn's 2,000 do not apply to it.
+    messages.push(Message::new(Role::Assistant, "Still thinking."));
+    messages.push(Message::new(Role::User, "Call a tool."));
+    // After two turns that called nothing the next is call-only (no tools): the open turn's
+    // 2,000 do not apply to it.
     let call_only = child
         .count_prompt_tokens(Request::new(&messages, &tools))
         .unwrap();
@@ -957,6 +976,7 @@ fn a_template_that_cannot_show_tools_gets_them_in_the_prompt_in_its_own_format()
         "llama3"
     );
 
+    server.push(Reply::sse(&sse_json_call("list_dir", json!({"path": "."}))));
     server.push(Reply::sse(&sse_json_call(
         "ralph_report",
         report_args("complete", "nothing to do"),
@@ -1060,10 +1080,10 @@ fn the_backend_can_be_set_in_config_toml() {
     let tmp = tempfile::tempdir().unwrap();
     let run_dir = tmp.path().join("run");
     let server = FakeServer::start(&["m"]);
-    server.push(Reply::sse(&sse_calls(&[(
-        "ralph_report",
-        report_args("complete", "done"),
-    )])));
+    server.push(Reply::sse(&sse_calls(&[
+        ("list_dir", json!({"path": "."})),
+        ("ralph_report", report_args("complete", "done")),
+    ])));
     let config = tmp.path().join("config.toml");
     std::fs::write(
         &config,

@@ -145,7 +145,7 @@ fn headless_run_uses_the_tools_end_to_end() {
                 json!({"path": "src/lib.rs", "old": "    41\n", "new": "    42\n"}),
             ),
             call("run_command", json!({"command": "grep -n 42 src/lib.rs"})),
-            complete_report("answer() now returns 42"),
+            complete_only("answer() now returns 42"),
         ])],
     );
     let run_dir = tmp.path().join("run");
