@@ -28,8 +28,11 @@ use crate::workspace::WorktreeInfo;
 pub struct Entry {
     pub id: String,
     pub started_at: String,
-    /// The workspace the run worked in.
+    /// The person's workspace: where the run worked, or for a worktree run (`--worktree`)
+    /// the repository whose worktree it worked in.
     pub repository: String,
+    /// A worktree run's branch, `ralph/<run id>`.
+    pub branch: Option<String>,
     /// The objective's first line.
     pub objective: String,
     /// `complete`, `blocked`, `budget-limited`, `cancelled`, `round-failed`, `killed` (no
@@ -80,7 +83,8 @@ fn entry(past: &PastRun, running: &HashSet<String>) -> Entry {
     Entry {
         id: past.id().to_string(),
         started_at: past.record.started_at.clone(),
-        repository: past.record.workspace.display().to_string(),
+        repository: repository_of(past).display().to_string(),
+        branch: past.record.info.worktree.as_ref().map(|w| w.branch.clone()),
         objective: past
             .record
             .objective
@@ -91,6 +95,16 @@ fn entry(past: &PastRun, running: &HashSet<String>) -> Entry {
         outcome,
         rounds: past.last_round,
         dir: past.dir.clone(),
+    }
+}
+
+/// The person's workspace for a run: a worktree run's is inside the repository the worktree
+/// was made from, not the worktree.
+fn repository_of(past: &PastRun) -> PathBuf {
+    match &past.record.info.worktree {
+        Some(info) if info.prefix.is_empty() => info.user_repo.clone(),
+        Some(info) => info.user_repo.join(&info.prefix),
+        None => past.record.workspace.clone(),
     }
 }
 
@@ -120,10 +134,13 @@ pub fn table(entries: &[Entry]) -> String {
         let started = chrono::DateTime::parse_from_rfc3339(&e.started_at)
             .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
             .unwrap_or_else(|_| e.started_at.clone());
-        let repo = Path::new(&e.repository).file_name().map_or_else(
+        let mut repo = Path::new(&e.repository).file_name().map_or_else(
             || e.repository.clone(),
             |n| n.to_string_lossy().into_owned(),
         );
+        if let Some(branch) = &e.branch {
+            repo.push_str(&format!(" ⎇ {branch}"));
+        }
         out.push_str(&format!(
             "{:<22} {:<20} {:<14} {:>6}  {:<20} {}\n",
             e.id,
@@ -192,7 +209,15 @@ pub fn show(dir: &Path, dirs: &Dirs) -> Result<String, FindError> {
     let mut out = String::new();
     out.push_str(&format!("run {}\n", record.run_id));
     out.push_str(&format!("objective: {}\n", record.objective.trim()));
-    out.push_str(&format!("workspace: {}\n", record.workspace.display()));
+    match &record.info.worktree {
+        Some(info) => out.push_str(&format!(
+            "workspace: {} (worked in its own worktree on branch {}: {})\n",
+            repository_of(&past).display(),
+            info.branch,
+            info.path.display()
+        )),
+        None => out.push_str(&format!("workspace: {}\n", record.workspace.display())),
+    }
     out.push_str(&format!("backend: {}\n", record.info.backend));
     out.push_str(&format!(
         "started: {}{}\n",
@@ -303,8 +328,30 @@ pub fn show(dir: &Path, dirs: &Dirs) -> Result<String, FindError> {
         Some(v) => out.push_str(&verification_line(v)),
         None => out.push_str("verification: none\n"),
     }
+    out.push_str(&review_lines(&past));
     out.push_str(&format!("run log: {}\n", past.dir.display()));
     Ok(out)
+}
+
+/// What happened at the review (`review.jsonl`): each action, then where a worktree run's
+/// branch is now.
+fn review_lines(past: &PastRun) -> String {
+    let actions = super::review::read(&past.dir);
+    let mut out = String::new();
+    if actions.is_empty() {
+        out.push_str("review: nothing recorded (no review, or it was left without acting)\n");
+    }
+    for action in actions {
+        out.push_str(&format!("review: {} {}\n", action.action, action.detail));
+    }
+    if let Some(info) = &past.record.info.worktree {
+        if info.is_left() {
+            out.push_str(&format!("branch: {} is still there\n", info.branch));
+        } else {
+            out.push_str(&format!("branch: {} is gone\n", info.branch));
+        }
+    }
+    out
 }
 
 /// Which runs `runs --prune` removes when told without asking.
@@ -600,6 +647,7 @@ mod tests {
             id: id.into(),
             started_at: (chrono::Utc::now() - age).to_rfc3339(),
             repository: "/repo".into(),
+            branch: None,
             objective: "x".into(),
             outcome: outcome.into(),
             rounds: 1,

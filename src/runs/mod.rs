@@ -9,6 +9,7 @@
 
 pub mod history;
 pub mod resume;
+pub mod review;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};

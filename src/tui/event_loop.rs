@@ -26,6 +26,7 @@ use crate::app::{self, Prepared, RunHandle, StartError};
 use crate::engine::RunSummary;
 use crate::error::ExitCode;
 use crate::protocol::event::{ChangedFile, Event, RunStatus, Stamped};
+use crate::runs::review;
 use crate::tools::approval::ApprovalBroker;
 use crate::ui::model::{WorktreeAction, WorktreeGone};
 use crate::ui::patch;
@@ -183,7 +184,12 @@ impl Driver {
             Effect::Worktree(action) => self.worktree(action, state),
             Effect::Quit(code) => {
                 match &self.run {
-                    Some(run) => run.handle_cancel.cancel(),
+                    Some(run) => {
+                        run.handle_cancel.cancel();
+                        if let Some(kept) = kept(state, self.prepared.worktree.as_ref()) {
+                            review::record(&run.run_dir, "kept", &kept);
+                        }
+                    }
                     None => app::abandon(&self.prepared),
                 }
                 return Some(Ended {
@@ -277,6 +283,7 @@ impl Driver {
         let root = self.prepared.settings.workspace.clone();
         let baseline = run.baseline.clone();
         let shown = last.tree;
+        let run_dir = run.run_dir.clone();
         let only = to_take(chosen, worker);
         // A worktree run commits on the person's branch: apply the run's changes as the
         // review showed them (the worktree's tree, after any revert or discard), then commit
@@ -307,6 +314,9 @@ impl Driver {
                     None => format!("{short} (detached HEAD)"),
                 }
             });
+            if let Ok(commit) = &result {
+                review::record(&run_dir, "committed", commit);
+            }
             let _ = done.send(Done::Msg(Msg::Committed(result)));
         });
     }
@@ -322,6 +332,7 @@ impl Driver {
         };
         let done = self.done_tx.clone();
         let (root, _) = self.review_place(run);
+        let run_dir = run.run_dir.clone();
         let path = run
             .run_dir
             .join("rounds")
@@ -335,6 +346,10 @@ impl Driver {
                         .and_then(|ws| ws.revert_round(round, &patch))
                         .map_err(|e| workspace_error(e, "nothing was changed"))
                 });
+            if let Ok(paths) = &result {
+                let detail = format!("round {round}: {}", paths.join(", "));
+                review::record(&run_dir, "reverted", &detail);
+            }
             let _ = done.send(Done::Msg(Msg::Reverted(round, result)));
         });
     }
@@ -351,6 +366,7 @@ impl Driver {
         };
         let done = self.done_tx.clone();
         let (root, base) = self.review_place(run);
+        let run_dir = run.run_dir.clone();
         tokio::task::spawn_blocking(move || {
             let plan = DiscardPlan {
                 current,
@@ -359,6 +375,10 @@ impl Driver {
             let result = Workspace::open(&root)
                 .and_then(|ws| ws.discard_to(&base, &plan, only.as_ref()))
                 .map_err(|e| workspace_error(e, "nothing was discarded"));
+            if let Ok(paths) = &result {
+                let detail = format!("{} file(s): {}", paths.len(), paths.join(", "));
+                review::record(&run_dir, "discarded", &detail);
+            }
             let _ = done.send(Done::Msg(Msg::Discarded(result)));
         });
     }
@@ -404,6 +424,24 @@ fn to_take(chosen: Option<Chosen>, worker: BTreeSet<String>) -> BTreeSet<String>
     }
 }
 
+/// What quitting the review keeps, for the review's record: a worktree run's branch while it
+/// is there, else the run's changes still uncommitted in the work tree; `None` when nothing
+/// is left (or there was no review).
+fn kept(state: &State, worktree: Option<&WorktreeInfo>) -> Option<String> {
+    let review = state.review.as_ref()?;
+    if let (Some(info), None) = (worktree, state.worktree_gone) {
+        return Some(format!("the branch {} and its worktree", info.branch));
+    }
+    let Loadable::Ready(diff) = &review.diff else {
+        return None;
+    };
+    let uncommitted = match review.commit {
+        CommitState::Done(_) => review.listed_left_out(),
+        _ => diff.files.len(),
+    };
+    (uncommitted > 0).then(|| format!("{uncommitted} file(s) uncommitted in the work tree"))
+}
+
 /// After a commit, the listed files left out of it (what a discard may still take back);
 /// `None` before a commit, when a discard takes all the run's changes.
 fn left_out_of_commit(state: &State) -> Option<BTreeSet<String>> {
@@ -446,6 +484,7 @@ impl Driver {
             (_, reviewed) => reviewed.map(|(shown, worker)| (shown, worker)),
         };
         let chosen = chosen_paths(state);
+        let run_dir = self.run.as_ref().map(|run| run.run_dir.clone());
         tokio::task::spawn_blocking(move || {
             let result = match (action, shown) {
                 (WorktreeAction::Apply, Some((shown, worker))) => info
@@ -464,6 +503,15 @@ impl Driver {
                     .map(|()| format!("removed the worktree and the branch {}", info.branch))
                     .map_err(|e| review_error(e, "the worktree may be partly removed")),
             };
+            let changed = result.as_ref().is_ok_and(|d| !d.starts_with("nothing"));
+            if let (Ok(detail), Some(run_dir), true) = (&result, &run_dir, changed) {
+                let word = match action {
+                    WorktreeAction::Apply => "applied",
+                    WorktreeAction::Discard => "removed",
+                };
+                let detail = detail.strip_prefix(&format!("{word} ")).unwrap_or(detail);
+                review::record(run_dir, word, detail);
+            }
             let _ = done.send(Done::Msg(Msg::WorktreeDone(action, result)));
         });
     }

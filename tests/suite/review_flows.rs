@@ -160,6 +160,8 @@ struct Session {
     worktree: Option<WorktreeInfo>,
     /// The review's warnings at the last frame.
     warnings: Vec<String>,
+    /// Holds the run directory (`run`), config, data and cache.
+    tmp: tempfile::TempDir,
 }
 
 /// Runs the two-round script (in a worktree when `worktree`), waits for the review, performs
@@ -246,6 +248,7 @@ fn session_with(repo: &TempRepo, worktree: bool, config: &str, steps: Vec<Step>)
         notices,
         worktree: info,
         warnings,
+        tmp,
     }
 }
 
@@ -573,6 +576,71 @@ fn a_failing_on_finish_hook_is_shown_in_the_review() {
             .any(|n| n.starts_with("warning: hook on_finish")),
         "{:?}",
         s.notices
+    );
+}
+
+/// `ralph-tui show` for a reviewed run.
+fn shown(s: &Session) -> String {
+    let dirs = ralph_tui::config::Dirs {
+        config: s.tmp.path().join("config"),
+        data: s.tmp.path().join("data"),
+        cache: s.tmp.path().join("cache"),
+    };
+    ralph_tui::runs::history::show(&s.tmp.path().join("run"), &dirs).unwrap()
+}
+
+#[test]
+fn show_says_what_happened_at_the_review_of_a_worktree_run() {
+    let repo = TempRepo::new();
+    let s = session(&repo, true, vec![revert(0), close(), apply()]);
+    let text = shown(&s);
+    let info = s.worktree.as_ref().unwrap();
+    let top = repo.path().canonicalize().unwrap();
+    assert!(
+        text.contains(&format!(
+            "workspace: {} (worked in its own worktree on branch {}",
+            top.display(),
+            info.branch
+        )),
+        "{text}"
+    );
+    let review: Vec<&str> = text.lines().filter(|l| l.starts_with("review: ")).collect();
+    assert_eq!(review.len(), 3, "{text}");
+    assert!(
+        review[0].starts_with("review: reverted round 2: "),
+        "{text}"
+    );
+    assert!(review[1].starts_with("review: applied 1 file(s)"), "{text}");
+    assert!(
+        review[2].starts_with(&format!("review: kept the branch {}", info.branch)),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("branch: {} is still there", info.branch)),
+        "{text}"
+    );
+}
+
+#[test]
+fn show_says_what_happened_at_the_review_in_place() {
+    let repo = TempRepo::new();
+    let s = session(&repo, false, vec![discard()]);
+    let text = shown(&s);
+    let review: Vec<&str> = text.lines().filter(|l| l.starts_with("review: ")).collect();
+    assert_eq!(review.len(), 1, "{text}");
+    assert!(
+        review[0].starts_with("review: discarded 4 file(s)"),
+        "{text}"
+    );
+    let repo = TempRepo::new();
+    let s = session(&repo, false, vec![toggle(index_of_notes()), commit()]);
+    let text = shown(&s);
+    let review: Vec<&str> = text.lines().filter(|l| l.starts_with("review: ")).collect();
+    assert_eq!(review.len(), 2, "{text}");
+    assert!(review[0].starts_with("review: committed "), "{text}");
+    assert_eq!(
+        review[1],
+        "review: kept 1 file(s) uncommitted in the work tree"
     );
 }
 

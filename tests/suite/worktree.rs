@@ -744,3 +744,45 @@ fn apply_and_commit_never_write_through_a_symlink_in_the_checkout() {
     assert_eq!(repo.read(".gitignore"), gitignore, "half applied");
     assert!(info.tip().is_ok(), "the branch is kept for later");
 }
+
+#[test]
+fn runs_and_show_name_the_persons_repository_and_the_branch() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let info = finished_run(repo.path(), home.path());
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        isolate(&mut cmd, home.path());
+        let out = cmd.args(args).output().unwrap();
+        assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listing = run(&["runs"]);
+    let name = repo
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let line = listing
+        .lines()
+        .find(|l| l.starts_with(info.run_id()))
+        .unwrap_or_else(|| panic!("{listing}"));
+    assert!(
+        line.contains(&format!("{name} ⎇ {}", info.branch)),
+        "{line}"
+    );
+    let shown = run(&["show", info.run_id()]);
+    assert!(
+        shown.contains(&format!(
+            "workspace: {} (worked in its own worktree on branch {}",
+            info.user_repo.display(),
+            info.branch
+        )),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("branch: {} is still there", info.branch)),
+        "{shown}"
+    );
+}
