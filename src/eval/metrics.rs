@@ -114,6 +114,9 @@ pub struct RunMetrics {
     /// Turns generated (`turn_finished`), and those after which no call came.
     pub turns: u32,
     pub turns_without_call: u32,
+    /// Turns that wrote a call opening (a ```json fence, `{"name"`, `<tool_call>`) and yet
+    /// no call came: calls lost to format.
+    pub calls_lost: u32,
     /// Identical calls the loop guard refused to run again.
     pub repeats_refused: u32,
     /// Rounds whose wrap-up began for repetition.
@@ -134,6 +137,9 @@ fn str_field(event: &Value, key: &str) -> Option<String> {
     event.get(key).and_then(Value::as_str).map(String::from)
 }
 
+/// What opens a call in the shapes the formats read: a fence, a bare object, Hermes tags.
+const CALL_OPENINGS: [&str; 4] = ["```json", "{\"name\"", "{ \"name\"", "<tool_call>"];
+
 /// Reads a whole run's JSON Lines.
 pub fn parse_events(text: &str) -> RunMetrics {
     let mut metrics = RunMetrics::default();
@@ -141,6 +147,8 @@ pub fn parse_events(text: &str) -> RunMetrics {
     let mut rounds_started = 0;
     let mut finished_rounds = None;
     let mut turn_open = false;
+    let mut wrote_call = false;
+    let mut turn_text = String::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let event: Value = match serde_json::from_str(line) {
             Ok(v @ Value::Object(_)) => v,
@@ -154,12 +162,20 @@ pub fn parse_events(text: &str) -> RunMetrics {
         // turn, or by the round's end, with no call in between called nothing.
         if matches!(kind, Some("turn_finished" | "round_finished")) && turn_open {
             metrics.turns_without_call += 1;
+            if wrote_call {
+                metrics.calls_lost += 1;
+            }
         }
         match kind {
             Some("round_started") => rounds_started += 1,
+            Some("token") => {
+                turn_text.push_str(event.get("text").and_then(Value::as_str).unwrap_or(""))
+            }
             Some("turn_finished") => {
                 metrics.turns += 1;
                 turn_open = true;
+                wrote_call = CALL_OPENINGS.iter().any(|o| turn_text.contains(o));
+                turn_text.clear();
             }
             Some("tool_result")
                 if event
@@ -213,6 +229,7 @@ mod tests {
         let lines = [
             json!({"type": "round_started", "round": 1}),
             json!({"type": "turn_finished", "round": 1}),
+            json!({"type": "token", "round": 1, "text": "```json\n{\"name\": \"x\""}),
             json!({"type": "turn_finished", "round": 1}),
             json!({"type": "tool_call", "round": 1, "name": "read_file", "arguments": {"path": "a"}}),
             json!({"type": "tool_result", "round": 1, "name": "read_file", "ok": false, "output": "no such file"}),
@@ -226,6 +243,15 @@ mod tests {
         let text: Vec<String> = lines.iter().map(Value::to_string).collect();
         let m = parse_events(&text.join("\n"));
         assert_eq!((m.turns, m.turns_without_call), (4, 2));
+        // The second turn wrote a fence and its call came; the first wrote nothing.
+        assert_eq!(m.calls_lost, 0);
+        let lost = format!(
+            "{}\n{}\n{}",
+            json!({"type": "token", "round": 1, "text": "<tool_call>{\"name\""}),
+            json!({"type": "turn_finished", "round": 1}),
+            json!({"type": "round_finished", "round": 1}),
+        );
+        assert_eq!(parse_events(&lost).calls_lost, 1);
         assert_eq!((m.repeats_refused, m.repetition_wrap_ups), (1, 1));
     }
 

@@ -70,6 +70,9 @@ pub struct RunRecord {
 pub struct WorkerFigures {
     pub turns: u32,
     pub turns_without_call: u32,
+    /// Turns that wrote a call opening and yet made no call (lost to format).
+    #[serde(default)]
+    pub calls_lost: u32,
     /// Identical calls (no file changed since) that were not run again.
     pub repeats_refused: u32,
     /// Rounds whose wrap-up began because a call was repeated three times.
@@ -81,6 +84,7 @@ impl WorkerFigures {
         Self {
             turns: self.turns + other.turns,
             turns_without_call: self.turns_without_call + other.turns_without_call,
+            calls_lost: self.calls_lost + other.calls_lost,
             repeats_refused: self.repeats_refused + other.repeats_refused,
             repetition_wrap_ups: self.repetition_wrap_ups + other.repetition_wrap_ups,
         }
@@ -334,18 +338,19 @@ impl EvalResults {
         }
         let _ = writeln!(
             md,
-            "\n| arm | turns | turns without a call | identical calls refused | repetition wrap-ups |"
+            "\n| arm | turns | turns without a call | calls lost to format | identical calls refused | repetition wrap-ups |"
         );
-        let _ = writeln!(md, "|---|---:|---:|---:|---:|");
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|");
         for s in self.summary.iter().filter(|s| s.arm != Arm::Oneshot) {
             let w = s.worker;
             let _ = writeln!(
                 md,
-                "| {} | {} | {} ({}) | {} | {} |",
+                "| {} | {} | {} ({}) | {} | {} | {} |",
                 s.arm.as_str(),
                 w.turns,
                 w.turns_without_call,
                 percent(ratio(w.turns_without_call, w.turns)),
+                w.calls_lost,
                 w.repeats_refused,
                 w.repetition_wrap_ups,
             );

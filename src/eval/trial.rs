@@ -212,6 +212,7 @@ pub(super) fn run_one(
         worker: WorkerFigures {
             turns: metrics.turns,
             turns_without_call: metrics.turns_without_call,
+            calls_lost: metrics.calls_lost,
             repeats_refused: metrics.repeats_refused,
             repetition_wrap_ups: metrics.repetition_wrap_ups,
         },
