@@ -234,11 +234,13 @@ mod tests {
 
     #[test]
     fn a_fence_with_broken_call_json_is_a_malformed_call() {
-        let (t, settled) = loose("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": 'a'}}\n```");
+        let (t, settled) =
+            loose("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": 'a'}}\n```");
         assert_malformed(&t.calls[0], "not valid JSON");
         assert_malformed(&t.calls[0], "HINT");
         assert_eq!(settled, 1);
-        let (t, _) = loose("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}\n```\nok");
+        let (t, _) =
+            loose("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}\n```\nok");
         assert_malformed(&t.calls[0], "braces do not close");
         assert_eq!(t.content, "ok");
     }

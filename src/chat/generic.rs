@@ -10,9 +10,9 @@
 use serde_json::Value;
 
 use super::family::Family;
+use super::fence::{first_loose_call, scan_loose};
 use super::grammar::{json_call, repeat_sep, Gbnf, MAX_CALLS};
 use super::hermes::{scan_tagged, tagged_call, CLOSE, OPEN};
-use super::fence::{first_loose_call, scan_loose};
 use super::scan::{self, TurnBuilder};
 use super::{example_call, example_report, tool_signatures};
 use crate::protocol::message::{Message, Role};
@@ -36,7 +36,9 @@ impl Family for Generic {
     }
 
     fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
-        scan_tagged(body, turn, HINT, |prose, turn| scan_loose(prose, turn, HINT));
+        scan_tagged(body, turn, HINT, |prose, turn| {
+            scan_loose(prose, turn, HINT)
+        });
     }
 
     fn write_call(&self, name: &str, arguments: &Value) -> String {

@@ -134,7 +134,9 @@ impl Family for Hermes {
     /// Tagged calls, and in the prose between them fenced or bare call objects (which Qwen
     /// models write whatever their template says).
     fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
-        scan_tagged(body, turn, HINT, |prose, turn| scan_loose(prose, turn, HINT));
+        scan_tagged(body, turn, HINT, |prose, turn| {
+            scan_loose(prose, turn, HINT)
+        });
     }
 
     fn write_call(&self, name: &str, arguments: &Value) -> String {

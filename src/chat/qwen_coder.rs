@@ -78,7 +78,9 @@ impl Family for QwenCoder {
     }
 
     fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
-        scan_tagged(body, turn, HINT, |prose, turn| scan_loose(prose, turn, HINT));
+        scan_tagged(body, turn, HINT, |prose, turn| {
+            scan_loose(prose, turn, HINT)
+        });
     }
 
     fn write_call(&self, name: &str, arguments: &Value) -> String {
@@ -139,12 +141,16 @@ mod tests {
         assert_eq!(t.calls, list_then_read());
         assert_eq!(t.content, "Let me look.");
         let t = QwenCoder.parse("{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}");
-        assert_eq!(t.calls, vec![ParsedCall::call("list_dir", json!({"path": "."}))]);
+        assert_eq!(
+            t.calls,
+            vec![ParsedCall::call("list_dir", json!({"path": "."}))]
+        );
     }
 
     #[test]
     fn a_fence_with_invalid_json_goes_back_with_the_hint() {
-        let t = QwenCoder.parse("```json\n{\"name\": \"read_file\", \"arguments\": {path: \"a\"}}\n```");
+        let t = QwenCoder
+            .parse("```json\n{\"name\": \"read_file\", \"arguments\": {path: \"a\"}}\n```");
         assert_malformed(&t.calls[0], "not valid JSON");
         assert_malformed(&t.calls[0], "```json block");
     }

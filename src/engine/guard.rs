@@ -232,7 +232,12 @@ mod tests {
         let mut log = CallLog::default();
         let args = json!({"path": "README.md"});
         assert_eq!(log.check("read_file", &args), Repeat::Fresh);
-        log.record("read_file", &args, &failed("no such file: README.md"), false);
+        log.record(
+            "read_file",
+            &args,
+            &failed("no such file: README.md"),
+            false,
+        );
         match log.check("read_file", &args) {
             Repeat::Refused { result, times } => {
                 assert_eq!(times, 2);
@@ -275,14 +280,22 @@ mod tests {
         let mut log = CallLog::default();
         let test = json!({"command": "python3  -m unittest"});
         log.check("run_command", &test);
-        log.record("run_command", &test, &failed("exit code 1\nFAILED (failures=1)"), false);
+        log.record(
+            "run_command",
+            &test,
+            &failed("exit code 1\nFAILED (failures=1)"),
+            false,
+        );
         let why = log
             .contradiction(&complete(&["`python3 -m unittest` passed all tests"]))
             .unwrap();
         assert!(why.contains("exit code 1"), "{why}");
         assert!(why.contains("python3 -m unittest"), "{why}");
         // Unrelated evidence, and other statuses, are not checked against it.
-        assert_eq!(log.contradiction(&complete(&["slug.py handles spaces"])), None);
+        assert_eq!(
+            log.contradiction(&complete(&["slug.py handles spaces"])),
+            None
+        );
         let mut report = complete(&["python3 -m unittest passed"]);
         report.status = ReportStatus::Continue;
         assert_eq!(log.contradiction(&report), None);

@@ -30,7 +30,10 @@ fn fenced_and_bare_calls_run_in_every_json_format() {
         let run = run_script(
             &repo,
             vec![turns(&[
-                format!("I will read it.\n{}", fenced("read_file", json!({"path": "a.txt"}))),
+                format!(
+                    "I will read it.\n{}",
+                    fenced("read_file", json!({"path": "a.txt"}))
+                ),
                 "{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}".to_string(),
                 fenced(
                     "ralph_report",
@@ -66,13 +69,24 @@ fn a_fence_with_broken_json_or_an_unknown_tool_is_a_tool_error_not_a_crash() {
         ])],
         &["-n", "1", "x"],
     );
-    assert_eq!(code(&run.out), 4, "{}", String::from_utf8_lossy(&run.out.stderr));
+    assert_eq!(
+        code(&run.out),
+        4,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
     let results = of_type(&run.events, "tool_result");
     assert_eq!(results[0]["name"], "(malformed)");
-    assert!(results[0]["output"].as_str().unwrap().contains("not valid JSON"));
+    assert!(results[0]["output"]
+        .as_str()
+        .unwrap()
+        .contains("not valid JSON"));
     assert_eq!(results[1]["name"], "delete_everything");
     assert_eq!(results[1]["ok"], false);
-    assert!(results[1]["output"].as_str().unwrap().contains("unknown tool"));
+    assert!(results[1]["output"]
+        .as_str()
+        .unwrap()
+        .contains("unknown tool"));
 }
 
 #[test]
@@ -86,7 +100,12 @@ fn a_code_block_that_is_not_a_call_stays_prose() {
         ])],
         &["-n", "1", "x"],
     );
-    assert_eq!(code(&run.out), 4, "{}", String::from_utf8_lossy(&run.out.stderr));
+    assert_eq!(
+        code(&run.out),
+        4,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
     let calls: Vec<&str> = of_type(&run.events, "tool_call")
         .iter()
         .map(|e| e["name"].as_str().unwrap())
@@ -108,14 +127,22 @@ fn an_identical_call_is_refused_and_the_third_begins_the_wrap_up() {
         ])],
         &["-n", "1", "x"],
     );
-    assert_eq!(code(&run.out), 4, "{}", String::from_utf8_lossy(&run.out.stderr));
+    assert_eq!(
+        code(&run.out),
+        4,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
     let results = tool_results(&run, "read_file");
     assert_eq!(results.len(), 4);
     let first = results[0]["output"].as_str().unwrap();
     assert!(!first.contains("not run again"), "{first}");
     let second = results[1]["output"].as_str().unwrap();
     assert!(second.starts_with("not run again"), "{second}");
-    assert!(second.ends_with(first), "the earlier result is repeated: {second}");
+    assert!(
+        second.ends_with(first),
+        "the earlier result is repeated: {second}"
+    );
     // The third identical call begins the wrap-up; the fourth, in the same turn, is refused
     // as a wrap-up refusal, never run.
     let wrap = of_type(&run.events, "wrap_up");
@@ -143,7 +170,12 @@ fn a_file_change_lets_an_identical_call_run_again() {
         ])],
         &["-n", "1", "x"],
     );
-    assert_eq!(code(&run.out), 4, "{}", String::from_utf8_lossy(&run.out.stderr));
+    assert_eq!(
+        code(&run.out),
+        4,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
     let results = tool_results(&run, "run_command");
     assert_eq!(results.len(), 2);
     assert!(results[0]["output"].as_str().unwrap().contains("one"));
@@ -170,7 +202,12 @@ fn a_complete_report_citing_a_failed_command_is_refused_with_its_exit_code() {
         ])],
         &["-n", "1", "x"],
     );
-    assert_eq!(code(&run.out), 4, "{}", String::from_utf8_lossy(&run.out.stderr));
+    assert_eq!(
+        code(&run.out),
+        4,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
     let rejected = of_type(&run.events, "report_rejected");
     assert_eq!(rejected.len(), 1);
     let reason = rejected[0]["reason"].as_str().unwrap();
@@ -191,7 +228,12 @@ fn a_complete_report_whose_command_passed_is_accepted() {
         ])],
         &["-n", "1", "x"],
     );
-    assert_eq!(code(&run.out), 0, "{}", String::from_utf8_lossy(&run.out.stderr));
+    assert_eq!(
+        code(&run.out),
+        0,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
     assert!(of_type(&run.events, "report_rejected").is_empty());
 }
 
@@ -201,10 +243,18 @@ fn a_complete_report_from_a_round_without_tool_calls_is_refused() {
     let claim = report("complete", "done", &["it works"], &[], "");
     let run = run_script(
         &repo,
-        vec![turns(&[claim.clone(), continue_report("nothing checked yet")])],
+        vec![turns(&[
+            claim.clone(),
+            continue_report("nothing checked yet"),
+        ])],
         &["-n", "1", "x"],
     );
-    assert_eq!(code(&run.out), 4, "{}", String::from_utf8_lossy(&run.out.stderr));
+    assert_eq!(
+        code(&run.out),
+        4,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
     let rejected = of_type(&run.events, "report_rejected");
     assert_eq!(rejected.len(), 1);
     assert!(rejected[0]["reason"]
