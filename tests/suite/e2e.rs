@@ -308,7 +308,10 @@ fn esc_over_a_typed_objective_asks_first_and_a_worktree_run_never_started_leaves
     tmux.wait_for("the typed objective", |s| s.contains("half an objective"));
     tmux.keys(&["Escape"]);
     let asked = tmux.wait_for("the question", |s| s.contains("Esc again quits"));
-    assert!(asked.contains("half an objective"), "the text stays:\n{asked}");
+    assert!(
+        asked.contains("half an objective"),
+        "the text stays:\n{asked}"
+    );
     // Any other key takes the first Esc back.
     tmux.keys(&["-l", "!"]);
     tmux.wait_for("the question gone", |s| {
@@ -330,6 +333,71 @@ fn esc_over_a_typed_objective_asks_first_and_a_worktree_run_never_started_leaves
         "{branches:?}"
     );
     assert!(r.worktrees().unwrap().is_empty());
+}
+
+#[test]
+fn a_worktree_runs_reverted_round_stays_out_of_apply_and_x_x_leaves_only_quit() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let rounds = vec![
+        turns(&[
+            call(
+                "write_file",
+                json!({"path": "one.txt", "content": "round one\n"}),
+            ),
+            continue_report("round one: one.txt"),
+        ]),
+        turns(&[
+            call(
+                "write_file",
+                json!({"path": "two.txt", "content": "round two\n"}),
+            ),
+            call(
+                "write_file",
+                json!({"path": "notes.txt", "content": "notes\n"}),
+            ),
+            complete_report("round two: two files"),
+        ]),
+    ];
+    let script = script_with_delay(launch.tmp.path(), rounds, 0);
+    let sh = launch.script(repo.path(), &script, &["--worktree", "three files"]);
+    let tmux = Tmux::start(&sh);
+    tmux.wait_for("the review", |s| {
+        s.contains("complete after") && s.contains("Changes (3)")
+    });
+    tmux.keys(&["u"]);
+    tmux.wait_for("the revert question", |s| s.contains("Revert a round"));
+    tmux.keys(&["y"]);
+    tmux.wait_for("round 2 reverted", |s| s.contains("Round 2 reverted"));
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the review after the revert", |s| s.contains("Changes (1)"));
+    tmux.keys(&["A"]);
+    tmux.wait_for("the apply", |s| s.contains("applied 1 file(s)"));
+    assert_eq!(repo.read("one.txt"), "round one\n");
+    assert!(
+        !repo.path().join("two.txt").exists(),
+        "the reverted round came back"
+    );
+    assert!(
+        !repo.path().join("notes.txt").exists(),
+        "the reverted round came back"
+    );
+    // X X removes the worktree and branch; then only quitting is offered.
+    tmux.keys(&["X"]);
+    tmux.wait_for("the first X", |s| s.contains("X again removes"));
+    tmux.keys(&["X"]);
+    tmux.wait_for("the removal", |s| {
+        s.contains("removed the worktree and the branch")
+    });
+    tmux.keys(&["c"]);
+    let screen = tmux.wait_for("c refused", |s| s.contains("nothing of the run is left"));
+    assert!(!screen.contains("class="), "{screen}");
+    tmux.keys(&["j"]);
+    tmux.wait_for("the hint", |s| {
+        s.contains("worktree and branch removed · q quit")
+    });
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
 }
 
 #[test]
