@@ -137,7 +137,10 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
     open_workspace(&settings.workspace)?;
     let mut settings = settings.clone();
     let backend = match settings.backend.clone() {
-        BackendKind::Script(path) => BackendPlan::Script(ScriptBackend::load(&path)?, path),
+        BackendKind::Script(path) => BackendPlan::Script(
+            ScriptBackend::load(&path)?.with_chat_format(settings.chat_format.as_deref())?,
+            path,
+        ),
         BackendKind::Llama => {
             let path = settings.model_path();
             if settings.model.is_none() && !path.exists() {

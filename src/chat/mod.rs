@@ -10,6 +10,7 @@
 pub mod deepseek;
 pub mod dsml;
 mod family;
+mod fence;
 mod gbnf_len;
 pub mod generic;
 pub mod glm;
@@ -18,6 +19,7 @@ pub mod hermes;
 pub mod llama3;
 pub mod mistral;
 pub mod native;
+pub mod qwen_coder;
 mod scan;
 
 use serde_json::{json, Value};
@@ -140,6 +142,12 @@ pub trait ChatFormat: Send + Sync {
         self.grammar(tools)
     }
 
+    /// Whether a turn ends at its first complete call (for models that go on to imagine the
+    /// call's result or repeat the call once it is written).
+    fn one_call_per_turn(&self) -> bool {
+        false
+    }
+
     /// Parses a turn that may still be growing: the parse of `text` so far, and how many of
     /// its calls are final (closed by their own markup, so no continuation can change them).
     /// The family skeleton implements it from each family's syntax; `parse` is its
@@ -182,22 +190,22 @@ pub fn report_json_grammar_within(max_bytes: usize) -> (String, ReportBounds, Op
 }
 
 /// Whether the next turn of `messages` must be a call: always for `generic` (the format of
-/// small models with no call markup of their own), and after an assistant turn that opened
-/// no call (none of the format's [`ChatFormat::call_triggers`]). The llama backend then
-/// samples under a required-call grammar; a server backend sends a call-only turn.
+/// small models with no call markup of their own), and when the last two assistant turns
+/// both called nothing: the first got a short nudge, and it did not help. The llama backend
+/// then samples under a required-call grammar; a server backend sends a call-only turn.
 pub fn call_required(format: &dyn ChatFormat, messages: &[Message]) -> bool {
-    let triggers = format.call_triggers();
-    let previous_called_nothing = messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Assistant)
-        .is_some_and(|m| !triggers.iter().any(|t| m.content.contains(t)));
-    format.name() == "generic" || previous_called_nothing
+    if format.name() == "generic" {
+        return true;
+    }
+    let called_nothing = |m: &Message| format.parse(&m.content).calls.is_empty();
+    let mut recent = messages.iter().rev().filter(|m| m.role == Role::Assistant);
+    matches!((recent.next(), recent.next()), (Some(a), Some(b)) if called_nothing(a) && called_nothing(b))
 }
 
 /// The formats `--chat-format` accepts.
 pub const FORMAT_NAMES: &[&str] = &[
     "hermes",
+    "qwen-coder",
     "llama3",
     "mistral",
     "mistral-v11",
@@ -214,6 +222,9 @@ pub fn by_name(name: &str) -> Option<Box<dyn ChatFormat>> {
     let format: Box<dyn ChatFormat> = match name.as_str() {
         "hermes" | "hermes2" | "hermes3" | "qwen" | "qwen2" | "qwen2.5" | "qwen2-5" | "qwen3"
         | "qwen-2.5" | "qwen-3" => Box::new(hermes::Hermes),
+        "qwen-coder" | "qwen2.5-coder" | "qwen-2.5-coder" | "qwen2-coder" | "qwencoder" => {
+            Box::new(qwen_coder::QwenCoder)
+        }
         n if n.starts_with("llama3") || n.starts_with("llama-3") || n == "llama" => {
             Box::new(llama3::Llama3)
         }
@@ -237,11 +248,32 @@ pub fn by_name(name: &str) -> Option<Box<dyn ChatFormat>> {
     Some(format)
 }
 
-/// Picks a format from a GGUF's Jinja chat template (`tokenizer.chat_template`) and its
-/// `general.architecture`. The template's own call markup decides; a template that knows
-/// tools but no markup we recognise falls back on the architecture; a template with no tool
-/// support at all (SmolLM2, Gemma) gets `generic`, which explains itself fully.
-pub fn detect(template: Option<&str>, architecture: Option<&str>) -> &'static str {
+/// Picks a format from a GGUF's Jinja chat template (`tokenizer.chat_template`), its
+/// `general.architecture` and its name (`general.basename` or `general.name`, where known).
+/// The template's own call markup decides; a template that knows tools but no markup we
+/// recognise falls back on the architecture; a template with no tool support at all
+/// (SmolLM2, Gemma) gets `generic`, which explains itself fully. A Qwen Coder model gets
+/// `qwen-coder` whatever its template teaches: it writes fenced calls anyway.
+pub fn detect(
+    template: Option<&str>,
+    architecture: Option<&str>,
+    name: Option<&str>,
+) -> &'static str {
+    let format = detect_markup(template, architecture);
+    let coder = name.is_some_and(|n| {
+        let n = n.to_ascii_lowercase();
+        n.contains("qwen") && n.contains("coder")
+    });
+    if coder
+        && matches!(format, "hermes" | "generic")
+        && !template.is_some_and(|t| t.contains("<function="))
+    {
+        return "qwen-coder";
+    }
+    format
+}
+
+fn detect_markup(template: Option<&str>, architecture: Option<&str>) -> &'static str {
     if let Some(template) = template {
         if let Some(format) = detect_template(template) {
             return format;
@@ -253,6 +285,24 @@ pub fn detect(template: Option<&str>, architecture: Option<&str>) -> &'static st
     architecture
         .and_then(detect_architecture)
         .unwrap_or("generic")
+}
+
+/// Tools as `- name(arg: type, opt?: type): first sentence` lines: [`tool_signatures`] with
+/// each description cut to its first sentence, for formats that teach by example.
+pub fn tool_signatures_brief(tools: &[ToolSpec]) -> String {
+    let brief: Vec<ToolSpec> = tools
+        .iter()
+        .map(|t| ToolSpec {
+            description: first_sentence(&t.description).to_string(),
+            ..t.clone()
+        })
+        .collect();
+    tool_signatures(&brief)
+}
+
+/// The text up to and including the first `. ` (or all of it).
+fn first_sentence(text: &str) -> &str {
+    text.find(". ").map_or(text, |i| &text[..=i])
 }
 
 /// The format whose call markup appears in a chat template.

@@ -14,6 +14,7 @@
 
 mod announce;
 mod changes;
+mod guard;
 pub mod prompt;
 pub mod report;
 pub mod run_info;

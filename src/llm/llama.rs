@@ -184,13 +184,22 @@ impl LlamaBackend {
         );
 
         let architecture = llama_model.meta_val_str("general.architecture").ok();
+        let model_name = llama_model
+            .meta_val_str("general.basename")
+            .or_else(|_| llama_model.meta_val_str("general.name"))
+            .ok();
         let template_source = llama_model
             .chat_template(None)
             .ok()
             .and_then(|t| t.to_string().ok());
         let format_name = match chat_format {
             None | Some("auto") => {
-                chat::detect(template_source.as_deref(), architecture.as_deref()).to_string()
+                chat::detect(
+                    template_source.as_deref(),
+                    architecture.as_deref(),
+                    model_name.as_deref(),
+                )
+                .to_string()
             }
             Some(name) => name.to_string(),
         };

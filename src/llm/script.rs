@@ -49,6 +49,8 @@ pub struct ScriptBackend {
     token_delay: Duration,
     ctx_size: u32,
     rounds: Vec<ScriptRound>,
+    /// The format its turns are written in (`--chat-format`; `hermes` unless named).
+    chat_format: String,
 }
 
 impl ScriptBackend {
@@ -78,7 +80,22 @@ impl ScriptBackend {
             token_delay: Duration::from_millis(file.token_delay_ms),
             ctx_size: file.ctx_size,
             rounds: file.rounds,
+            chat_format: "hermes".into(),
         })
+    }
+
+    /// Reads the turns in the format `name` (`--chat-format`; `auto` or none: `hermes`).
+    pub fn with_chat_format(mut self, name: Option<&str>) -> Result<Self, UsageError> {
+        if let Some(name) = name.filter(|n| *n != "auto") {
+            let format = crate::chat::by_name(name).ok_or_else(|| {
+                UsageError::Invalid(format!(
+                    "unknown --chat-format '{name}': use auto or one of {}",
+                    crate::chat::FORMAT_NAMES.join(", ")
+                ))
+            })?;
+            self.chat_format = format.name().to_string();
+        }
+        Ok(self)
     }
 }
 
@@ -106,7 +123,7 @@ impl Backend for ScriptBackend {
             device: "script".into(),
             ctx_size: self.ctx_size,
             max_tokens: self.longest_turn(),
-            chat_format: "hermes".into(),
+            chat_format: self.chat_format.clone(),
             native_tools: false,
         }
     }

@@ -451,8 +451,10 @@ impl Child for LlamaChild<'_> {
             if !fresh.is_empty() {
                 on_text(&fresh);
                 text.push_str(&fresh);
-                // A wrap-up turn ends with its first complete call: the report.
-                if request.report_only && backend.format().parse_partial(&text).1 > 0 {
+                // A wrap-up turn ends with its first complete call: the report. So does any
+                // turn of a format that takes one call a turn.
+                let one_call = request.report_only || backend.format().one_call_per_turn();
+                if one_call && backend.format().parse_partial(&text).1 > 0 {
                     break StopReason::EndOfTurn;
                 }
             }

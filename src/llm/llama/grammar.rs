@@ -166,19 +166,33 @@ mod tests {
     }
 
     #[test]
-    fn a_turn_after_one_without_a_call_requires_a_call() {
-        let format = crate::chat::by_name("hermes").unwrap();
+    fn a_turn_after_two_without_a_call_requires_a_call() {
+        let format = crate::chat::by_name("qwen-coder").unwrap();
         let tools = vec![crate::tools::report_spec()];
+        let lazy = |messages: &[Message]| {
+            matches!(
+                for_turn(format.as_ref(), &tools, messages),
+                Some(TurnGrammar::Lazy { .. })
+            )
+        };
         let mut messages = vec![Message::new(Role::User, "go")];
-        assert!(matches!(
-            for_turn(format.as_ref(), &tools, &messages),
-            Some(TurnGrammar::Lazy { .. })
-        ));
+        assert!(lazy(&messages));
+        // One turn without a call gets the nudge, and the next turn is still free.
         messages.push(Message::new(Role::Assistant, "I will think about it."));
+        messages.push(Message::new(Role::User, "You did not call a tool."));
+        assert!(lazy(&messages));
+        // A second one: the next turn must be a call.
+        messages.push(Message::new(Role::Assistant, "Still thinking."));
         assert!(matches!(
             for_turn(format.as_ref(), &tools, &messages),
             Some(TurnGrammar::Required { .. })
         ));
+        // A fenced call counts as a call, though no tag opened it.
+        messages.push(Message::new(
+            Role::Assistant,
+            "```json\n{\"name\": \"ralph_report\", \"arguments\": {}}\n```",
+        ));
+        assert!(lazy(&messages));
         let generic = crate::chat::by_name("generic").unwrap();
         assert!(matches!(
             for_turn(generic.as_ref(), &tools, &messages[..1]),

@@ -256,12 +256,13 @@ impl OpenAiBackend {
         // `--chat-format auto`: the format the server's template shows calls in, where the
         // server says (llama-server); else hermes, the most common native rendering.
         if matches!(config.chat_format.as_deref(), None | Some("auto")) {
-            if let Some(format) = props
-                .template
-                .as_deref()
-                .and_then(|t| chat::by_name(chat::detect(Some(t), None)))
-            {
-                backend.format = format;
+            // A Qwen Coder model writes fenced calls whatever the template teaches; its name
+            // tells, even where the server does not show its template.
+            let name = chat::detect(props.template.as_deref(), None, Some(&backend.model));
+            if props.template.is_some() || name == "qwen-coder" {
+                if let Some(format) = chat::by_name(name) {
+                    backend.format = format;
+                }
             }
         }
         // A template that cannot show tools (llama-server says so) needs them spelled out in
