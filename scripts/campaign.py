@@ -660,7 +660,8 @@ def integrity_cases(bin_path, base):
 
     def run(box, turns, rounds=1, extra=(), env=None, fail=None):
         script_rounds = [{"turns": turns}] + ([{"fail": fail}] if fail else [])
-        argv = box.argv(bin_path, box.script(script_rounds), rounds + (1 if fail else 0), extra=extra)
+        argv = box.argv(bin_path, box.script(script_rounds, delay_ms=0), rounds + (1 if fail else 0),
+                        extra=extra)
         return subprocess.run(argv, env=env or box.env(), stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=120)
 
@@ -755,7 +756,7 @@ def integrity_cases(bin_path, base):
              f"sh {launch}")
         screen = lambda: tmux(socket, "capture-pane", "-p", "-t", "c").stdout
         try:
-            if not wait_until(lambda: "q quit" in screen(), 90):
+            if not wait_until(lambda: "A apply" in screen(), 90):
                 return False
             tmux(socket, "send-keys", "-t", "c", "A")
             said = wait_until(lambda: "conflict" in screen() or "applied" in screen(), 30)
@@ -776,10 +777,12 @@ def integrity_cases(bin_path, base):
             old = "print('old')\n" * 100
             run(box, [
                 call("write_file", path="disk/a.py", content=old),
-                call("write_file", path="disk/a.py", content="x" * 256 * 1024),
+                call("write_file", path="disk/a.py", content="x" * 96 * 1024),
                 report(),
             ])
-            return (disk / "a.py").read_text() == old and sorted(p.name for p in disk.iterdir()) == ["a.py"]
+            refused = "cannot write 'disk/a.py'" in tool_outputs(box)
+            return (refused and (disk / "a.py").read_text() == old
+                    and sorted(p.name for p in disk.iterdir()) == ["a.py"])
         finally:
             subprocess.run(["umount", str(disk)], capture_output=True)
 
