@@ -20,12 +20,13 @@ use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 /// Most calls one constrained turn may hold.
 pub const MAX_CALLS: usize = 8;
 
-/// A grammar under construction: named rules, each added once, and the bounds its report
-/// call is written within.
+/// A grammar under construction: named rules, each added once, and how its report call is
+/// written: within which bounds, and whether as a wrap-up's (see [`Gbnf::for_report`]).
 #[derive(Debug)]
 pub(crate) struct Gbnf {
     rules: Vec<(String, String)>,
     report: ReportBounds,
+    wrap_up: bool,
 }
 
 impl Default for Gbnf {
@@ -33,18 +34,22 @@ impl Default for Gbnf {
         Self {
             rules: Vec::new(),
             report: ReportBounds::FULL,
+            wrap_up: false,
         }
     }
 }
 
 impl Gbnf {
-    /// A wrap-up's grammar: one report call within `report`, with little whitespace between
-    /// the call's JSON tokens (a few bytes, not [`json`]'s sixteen), so the markup around the
-    /// report leaves the report most of the room.
+    /// A wrap-up's grammar: one report call within `report` whose every part has a known
+    /// longest length in bytes (see `gbnf_len`): report text is printable ASCII without `"`
+    /// and `\` (a character is a byte, no escapes), at most one space between the report's
+    /// JSON tokens, and little whitespace around the call's (a few bytes, not [`json`]'s
+    /// sixteen), so the markup leaves the report most of the room.
     pub(crate) fn for_report(report: ReportBounds) -> Self {
         let mut g = Self {
             rules: Vec::new(),
             report,
+            wrap_up: true,
         };
         g.rule("ws", "[ \\t\\n]{0,2}");
         g
@@ -253,16 +258,24 @@ pub(crate) fn report_shapes() -> [[(&'static str, ReportValue); 5]; 3] {
     })
 }
 
-/// The JSON form of a report value (a GBNF sequence). Report text is printable ASCII
-/// without `"` and `\` (so one character is one byte, and no escapes), trimmed, and bounded
-/// by the grammar's [`ReportBounds`]; whitespace between its JSON tokens is one space at
-/// most. Every part of a report call thus has a known longest length (see `gbnf_len`).
+/// The JSON form of a report value (a GBNF sequence): text trimmed and bounded by the
+/// grammar's [`ReportBounds`]; in a wrap-up's grammar printable ASCII with one space at most
+/// between JSON tokens ([`Gbnf::for_report`]), elsewhere any JSON string character.
 pub(crate) fn report_json_value(g: &mut Gbnf, value: ReportValue) -> String {
     json(g);
     let bounds = g.report;
-    g.rule("report-ws", "\" \"?");
-    g.rule("report-first", REPORT_EDGE_CHAR);
-    g.rule("report-char", REPORT_INNER_CHAR);
+    if g.wrap_up {
+        g.rule("report-ws", "\" \"?");
+        g.rule("report-first", REPORT_EDGE_CHAR);
+        g.rule("report-char", REPORT_INNER_CHAR);
+    } else {
+        g.rule("report-ws", "ws");
+        g.rule(
+            "report-first",
+            "[^\"\\\\\\x7F\\x00-\\x20] | \"\\\\\" [\"\\\\/] | \"\\\\u\" [0-9a-fA-F]{4}",
+        );
+        g.rule("report-char", "json-char");
+    }
     let text = |g: &mut Gbnf, name: &str, max: usize| {
         g.rule(
             name,
@@ -291,18 +304,24 @@ pub(crate) fn report_json_value(g: &mut Gbnf, value: ReportValue) -> String {
     }
 }
 
-/// The first and last character of report text: printable ASCII but space, `"` and `\`.
+/// The first and last character of a wrap-up's report text: printable ASCII but space,
+/// `"` and `\`.
 const REPORT_EDGE_CHAR: &str = "[!#-\\[\\]-~]";
-/// Any other character of report text: printable ASCII but `"` and `\`.
+/// Any other character of a wrap-up's report text: printable ASCII but `"` and `\`.
 const REPORT_INNER_CHAR: &str = "[ !#-\\[\\]-~]";
 
-/// The raw-text form of a report value (XML-like families), lists still JSON. Raw text is
-/// printable ASCII (and line breaks inside) without `<`, bounded as in JSON. The empty
-/// blocker is the empty sequence.
+/// The raw-text form of a report value (XML-like families), lists still JSON: text without
+/// `<`, bounded as in JSON; in a wrap-up's grammar printable ASCII (and line breaks inside).
+/// The empty blocker is the empty sequence.
 pub(crate) fn report_raw_value(g: &mut Gbnf, value: ReportValue) -> String {
     let bounds = g.report;
-    g.rule("raw-first", "[!-;=-~]");
-    g.rule("raw-char", "[\\t\\n -;=-~]");
+    if g.wrap_up {
+        g.rule("raw-first", "[!-;=-~]");
+        g.rule("raw-char", "[\\t\\n -;=-~]");
+    } else {
+        g.rule("raw-first", "[^< \\t\\n\\r]");
+        g.rule("raw-char", "[^<]");
+    }
     let text = |g: &mut Gbnf, name: &str, max: usize| {
         g.rule(
             name,

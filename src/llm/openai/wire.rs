@@ -125,7 +125,7 @@ pub fn request_body_within(
             TurnShape::CallOnly => {
                 map.insert(
                     "response_format".into(),
-                    schema("tool_call", call_schema_within(tools, report)),
+                    schema("tool_call", call_schema(tools)),
                 );
             }
             TurnShape::Open if !tools.is_empty() => {
@@ -158,9 +158,9 @@ pub fn sample_under_grammar(body: &mut Value, gbnf: String) {
 /// A tool's parameters as a call-only turn samples them: the report's sampling schema for the
 /// report tool. (Native `tools` carry the plain schemas: the template shows them to the model,
 /// and the sampling schema's branches and patterns would cost some 600 tokens a turn there.)
-fn parameters(tool: &ToolSpec, report: ReportBounds) -> Value {
+fn parameters(tool: &ToolSpec) -> Value {
     if tool.name == REPORT_TOOL {
-        sampling_schema_within(report)
+        sampling_schema()
     } else {
         tool.parameters.clone()
     }
@@ -172,16 +172,11 @@ fn parameters(tool: &ToolSpec, report: ReportBounds) -> Value {
 /// sorted, which would put `arguments` before `name`), so the model picks the tool before it
 /// writes the arguments.
 pub fn call_schema(tools: &[ToolSpec]) -> Value {
-    call_schema_within(tools, ReportBounds::FULL)
-}
-
-/// [`call_schema`] with the report's arguments kept within `report`.
-fn call_schema_within(tools: &[ToolSpec], report: ReportBounds) -> Value {
     let branches: Vec<Value> = tools
         .iter()
         .map(|t| {
             let mut properties = Map::new();
-            properties.insert(t.name.clone(), parameters(t, report));
+            properties.insert(t.name.clone(), parameters(t));
             json!({
                 "type": "object",
                 "properties": properties,
@@ -210,7 +205,7 @@ pub fn call_of(content: &Value) -> Option<(&str, &Value)> {
 /// model loop to the token cap and a status cannot come with the wrong fields. The engine
 /// still validates every report against the full schema and rules.
 pub fn sampling_schema() -> Value {
-    sampling_schema_within(ReportBounds::FULL)
+    sampling_schema_with(ReportBounds::FULL, TextChars::NoEscapes)
 }
 
 /// Bytes of a report's JSON that are not its text, at most, for `items` items a list: the
@@ -240,8 +235,23 @@ pub fn report_bounds_for(tokens: u32) -> ReportBounds {
     }
 }
 
-/// [`sampling_schema`] with every string and list kept within `bounds`.
+/// A wrap-up's [`sampling_schema`]: every string and list kept within `bounds`, report text
+/// printable ASCII (a character is a byte), so the widest report's size is known in bytes.
 pub fn sampling_schema_within(bounds: ReportBounds) -> Value {
+    sampling_schema_with(bounds, TextChars::Ascii)
+}
+
+/// Which characters sampled report text may hold (neither ever `"`, `\` or a control
+/// character: see [`trimmed_text`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TextChars {
+    /// Any other character.
+    NoEscapes,
+    /// Printable ASCII only: a wrap-up's.
+    Ascii,
+}
+
+fn sampling_schema_with(bounds: ReportBounds, chars: TextChars) -> Value {
     let mut base = schema_value();
     if let Some(map) = base.as_object_mut() {
         for key in ["$schema", "$id", "title", "description"] {
@@ -267,7 +277,7 @@ pub fn sampling_schema_within(bounds: ReportBounds) -> Value {
         ("/properties/next_steps/items", bounds.item),
     ] {
         if let Some(Value::Object(node)) = base.pointer_mut(pointer) {
-            node.insert("pattern".into(), json!(trimmed_text(max)));
+            node.insert("pattern".into(), json!(trimmed_text(max, chars)));
         }
     }
     let branches: Vec<Value> = ReportStatus::ALL
@@ -299,7 +309,10 @@ pub fn sampling_schema_within(bounds: ReportBounds) -> Value {
                     Need::NonEmpty => {
                         node.insert(min.into(), json!(1));
                         if !is_list {
-                            node.insert("pattern".into(), json!(trimmed_text(bounds.blocker)));
+                            node.insert(
+                                "pattern".into(),
+                                json!(trimmed_text(bounds.blocker, chars)),
+                            );
                         }
                     }
                     Need::Any => {}
@@ -361,15 +374,20 @@ fn write_ordered(value: &Value, out: &mut String) {
 }
 
 /// A pattern for report text of 1 to `max` characters that neither starts nor ends with
-/// whitespace (the report rules), as the llama backend's report grammar samples it: printable
-/// ASCII, so a character is one byte and the report's size is bounded in bytes. It leaves out
-/// `"` and `\`: llama.cpp turns a pattern into a grammar over the JSON text, where those
-/// would need escapes that the same pattern, read over the decoded string as other servers
-/// read it, cannot express alike. A server that cannot use a pattern still has `maxLength`,
-/// and the engine still validates.
-fn trimmed_text(max: usize) -> String {
-    let edge = r#"[\x21\x23-\x5B\x5D-\x7E]"#;
-    let inner = r#"[\x20\x21\x23-\x5B\x5D-\x7E]"#;
+/// whitespace (the report rules), as the llama backend's report grammar samples it. It leaves
+/// out control characters, `"` and `\`: llama.cpp turns a pattern into a grammar over the
+/// JSON text, where those would need escapes that the same pattern, read over the decoded
+/// string as other servers read it, cannot express alike. A wrap-up's text is printable
+/// ASCII besides, so a character is one byte and the report's size is bounded in bytes. A
+/// server that cannot use a pattern still has `maxLength`, and the engine still validates.
+fn trimmed_text(max: usize, chars: TextChars) -> String {
+    let (edge, inner) = match chars {
+        TextChars::NoEscapes => (r#"[^\x00-\x20"\\]"#, r#"[^\x00-\x1F"\\]"#),
+        TextChars::Ascii => (
+            r#"[\x21\x23-\x5B\x5D-\x7E]"#,
+            r#"[\x20\x21\x23-\x5B\x5D-\x7E]"#,
+        ),
+    };
     format!("^{edge}({inner}{{0,{}}}{edge})?$", max.saturating_sub(2))
 }
 
@@ -614,10 +632,14 @@ mod tests {
         );
         assert!(body.get("tools").is_none());
         assert_eq!(body["response_format"]["type"], "json_schema");
+        // A wrap-up's report: the schema's rules, its text printable ASCII.
         assert_eq!(
             body["response_format"]["json_schema"]["schema"],
-            sampling_schema()
+            sampling_schema_within(ReportBounds::FULL)
         );
+        let summary = &body["response_format"]["json_schema"]["schema"]["anyOf"][0]["properties"]
+            ["summary"]["pattern"];
+        assert!(summary.as_str().unwrap().contains("\\x7E"), "{summary}");
         let body = request_body("m", &[], &tools, TurnShape::CallOnly, &Hermes, &sampling());
         assert!(body.get("tools").is_none());
         let schema = &body["response_format"]["json_schema"]["schema"];
