@@ -934,6 +934,38 @@ mod llama_grammar {
                 grammar.grammar.len(),
                 started.elapsed()
             );
+            wrap_up_grammar_takes_a_report_within_its_room(&model, f.as_ref());
+        }
+    }
+
+    /// A wrap-up's grammar, built for the bare report reserve, parses in llama.cpp, takes a
+    /// report at its bounds and refuses one a character longer (or with text that is not
+    /// printable ASCII).
+    fn wrap_up_grammar_takes_a_report_within_its_room(model: &LlamaModel, f: &dyn ChatFormat) {
+        use ralph_tui::protocol::report::REPORT_RESERVE_TOKENS;
+        let report_tool = vec![ralph_tui::tools::report_spec()];
+        let room = usize::try_from(REPORT_RESERVE_TOKENS).unwrap();
+        let (grammar, bounds, longest) =
+            ralph_tui::chat::report_grammar_within(f, &report_tool, room).unwrap();
+        assert!(longest.unwrap() <= room, "{}", f.name());
+        let report = |summary: String| {
+            json!({"status": "continue", "summary": summary,
+                "evidence": vec!["e".repeat(bounds.item); bounds.items],
+                "next_steps": vec!["n".repeat(bounds.item); bounds.items], "blocker": ""})
+        };
+        let at_bounds = f.render_call("ralph_report", &report("s".repeat(bounds.summary)));
+        assert_eq!(
+            feed(model, &grammar, &at_bounds),
+            (true, true),
+            "{}: {at_bounds}",
+            f.name()
+        );
+        for bad in [
+            report("s".repeat(bounds.summary + 1)),
+            report(format!("gr\u{fc}{}", "s".repeat(8))),
+        ] {
+            let (accepted, complete) = feed(model, &grammar, &f.render_call("ralph_report", &bad));
+            assert!(!(accepted && complete), "{}: {bad} got through", f.name());
         }
     }
 }
