@@ -722,15 +722,22 @@ def integrity_cases(bin_path, base):
 
     def resume_forged_log():
         box = Sandbox(base, "integrity-resume")
-        box.run_dir = box.repo / "logs" / "run"
+        inside = box.repo / "logs" / "run"
+        box.run_dir = inside
+        started = run(box, [report()])
+        box.run_dir = box.dir / "run"
         run(box, [call("run_command", command="true"), report()], fail="stop here")
+        inside.parent.mkdir(parents=True)
+        box.run_dir.rename(inside)
+        box.run_dir = inside
         info = box.run_dir / "run.json"
         if info.exists():
             info.write_text(info.read_text().replace('"workspace-write"', '"off"'))
         proc = subprocess.run([str(bin_path), "--headless", "--resume", str(box.run_dir),
                                "--run-dir", str(box.dir / "resumed")], env=box.env(),
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
-        return proc.returncode == 2 and "inside the work tree" in proc.stderr
+        return (started.returncode == 2 and "inside the work tree" in started.stderr
+                and proc.returncode == 2 and "inside the work tree" in proc.stderr)
 
     def apply_through_symlink():
         box = Sandbox(base, "integrity-symlink")
@@ -793,7 +800,7 @@ def integrity_cases(bin_path, base):
         "ignored build/, .pyc and a nested repo with core.fsmonitor": hidden_changes,
         "U+2028 in a command's output splits events.jsonl": line_separators,
         "no home directory: config and logs into the workspace": no_home,
-        "resume from a run dir inside the workspace (forged run.json)": resume_forged_log,
+        "a run dir inside the workspace, and resuming one (forged run.json)": resume_forged_log,
     }
 
 

@@ -168,6 +168,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         .unwrap_or_else(|| settings.dirs.data.join("runs").join(&run_id));
     let fresh_run_dir = !run_dir.exists();
     intake::check_run_dir(&run_dir)?;
+    intake::check_run_dir_outside(&run_dir, open_workspace(&settings.workspace)?.top())?;
     Ok(Prepared {
         settings,
         backend,

@@ -86,6 +86,40 @@ pub fn check_run_dir(dir: &Path) -> Result<(), UsageError> {
     }
 }
 
+/// Refuses a run directory inside the work tree whose top is `top`: the worker's tools and
+/// commands could rewrite its `run.json` (the settings a resume takes) and its log.
+pub fn check_run_dir_outside(dir: &Path, top: &Path) -> Result<(), UsageError> {
+    let top = top.canonicalize().unwrap_or_else(|_| top.to_path_buf());
+    if resolved(dir).starts_with(&top) {
+        return Err(UsageError::Invalid(format!(
+            "cannot use {} as the run directory: it is inside the work tree {}, where the worker's tools and commands could rewrite the run's log and settings; pass a directory outside it with --run-dir",
+            dir.display(),
+            top.display()
+        )));
+    }
+    Ok(())
+}
+
+/// `path` made absolute with its nearest existing ancestor's symlinks resolved (the rest,
+/// not there yet, appended as given).
+fn resolved(path: &Path) -> std::path::PathBuf {
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut rest = Vec::new();
+    let mut at = path.as_path();
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return rest.iter().rev().fold(real, |p, part| p.join(part));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return path,
+        }
+    }
+}
+
 /// Absent, or below something that is not a directory: look further up.
 fn is_missing(e: &std::io::Error) -> bool {
     matches!(

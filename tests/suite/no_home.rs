@@ -1,7 +1,7 @@
 //! Config and data never fall back into the workspace: without a home directory a run is
 //! refused (exit 2, one line) unless `--run-dir` and `--config` name both places, and a run
-//! whose directory lies inside the work tree (where the worker could rewrite its `run.json`
-//! and `events.jsonl`) is never resumed.
+//! directory inside the work tree (where the worker could rewrite its `run.json` and
+//! `events.jsonl`) is refused at the start and never resumed.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -129,27 +129,39 @@ fn a_user_without_a_passwd_entry_is_refused_too() {
     assert!(!Path::new("/.ralph-tui").exists());
 }
 
-/// A run whose directory is inside the work tree: the worker could have set
-/// `"sandbox": "off"` in its run.json and forged events; resuming it is refused.
+/// A run directory inside the work tree is refused at the start; one moved there later (or
+/// written there by the worker, who could then have set `"sandbox": "off"` in its run.json
+/// and forged events) is never resumed.
 #[test]
-fn resume_refuses_a_run_dir_inside_the_workspace() {
+fn a_run_dir_inside_the_workspace_is_refused_and_never_resumed() {
     let repo = TempRepo::new();
     let home = tempfile::tempdir().unwrap();
     let script = script(home.path(), vec![json!({"fail": "simulated failure"})]);
+    let run = |run_dir: &Path| {
+        let mut cmd = Command::new(BIN);
+        isolate(&mut cmd, home.path());
+        cmd.args(["--headless", "-C"])
+            .arg(repo.path())
+            .arg("--run-dir")
+            .arg(run_dir)
+            .arg("--backend")
+            .arg(format!("script:{}", script.display()))
+            .arg("fails once")
+            .output()
+            .unwrap()
+    };
     let inside = repo.path().join("logs").join("run");
-    let mut cmd = Command::new(BIN);
-    isolate(&mut cmd, home.path());
-    let out = cmd
-        .args(["--headless", "-C"])
-        .arg(repo.path())
-        .arg("--run-dir")
-        .arg(&inside)
-        .arg("--backend")
-        .arg(format!("script:{}", script.display()))
-        .arg("fails once")
-        .output()
-        .unwrap();
+    let out = run(&inside);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(stderr.contains("inside the work tree"), "{stderr}");
+    assert!(!repo.path().join("logs").exists(), "nothing written");
+
+    let outside = home.path().join("run");
+    let out = run(&outside);
     assert_eq!(code(&out), 5, "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::create_dir_all(inside.parent().unwrap()).unwrap();
+    std::fs::rename(&outside, &inside).unwrap();
 
     let mut cmd = Command::new(BIN);
     isolate(&mut cmd, home.path());
