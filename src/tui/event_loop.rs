@@ -19,22 +19,23 @@ use ratatui::layout::Rect;
 use ratatui::Terminal;
 use tokio::sync::mpsc;
 
-use super::failure::{review_error, workspace_error};
 use super::frames::FrameScheduler;
 use super::notify::Notifier;
 use crate::app::{self, Prepared, RunHandle, StartError};
 use crate::engine::RunSummary;
 use crate::error::ExitCode;
-use crate::protocol::event::{ChangedFile, Event, RunStatus, Stamped};
-use crate::runs::review;
+use crate::protocol::event::{ChangedFile, Event, Stamped};
 use crate::tools::approval::ApprovalBroker;
-use crate::ui::model::{WorktreeAction, WorktreeGone};
 use crate::ui::patch;
-use crate::ui::state::{Approval, CommitState, DiffSource, Effect, Loadable, Msg, Phase, State};
+use crate::ui::state::{Approval, DiffSource, Effect, Msg, Phase, State};
 use crate::workspace::{
-    Attribution, Baseline, DiffModel, DiscardPlan, DisplayLimits, OnChange, Snapshot, Workspace,
-    WorktreeInfo,
+    Attribution, Baseline, DiffModel, DisplayLimits, OnChange, Snapshot, Workspace,
 };
+
+mod reviewing;
+
+pub use reviewing::farewell;
+use reviewing::{chosen_paths, kept, left_out_of_commit};
 
 /// Most engine messages handled between two looks at the terminal.
 const BATCH: usize = 512;
@@ -187,7 +188,7 @@ impl Driver {
                     Some(run) => {
                         run.handle_cancel.cancel();
                         if let Some(kept) = kept(state, self.prepared.worktree.as_ref()) {
-                            review::record(&run.run_dir, "kept", &kept);
+                            crate::runs::review::record(&run.run_dir, "kept", &kept);
                         }
                     }
                     None => app::abandon(&self.prepared),
@@ -199,18 +200,6 @@ impl Driver {
             }
         }
         None
-    }
-
-    /// The review's workspace and the tree its changes are counted from: the run's, or the
-    /// person's once a worktree run's commit moved the changes there.
-    fn review_place(&self, run: &Run) -> (PathBuf, Snapshot) {
-        match &self.moved {
-            Some((root, before)) => (root.clone(), *before),
-            None => (
-                self.prepared.settings.workspace.clone(),
-                run.baseline.snapshot,
-            ),
-        }
     }
 
     fn load_diff(&self, source: DiffSource) {
@@ -271,186 +260,6 @@ impl Driver {
             }
         });
     }
-
-    fn commit(&self, message: String, chosen: Option<Chosen>) {
-        let (Some(run), Some((last, worker))) = (&self.run, self.reviewed.clone()) else {
-            let _ = self.done_tx.send(Done::Msg(Msg::Committed(Err(
-                "the run's changes are not known yet".into(),
-            ))));
-            return;
-        };
-        let done = self.done_tx.clone();
-        let root = self.prepared.settings.workspace.clone();
-        let baseline = run.baseline.clone();
-        let shown = last.tree;
-        let run_dir = run.run_dir.clone();
-        let only = to_take(chosen, worker);
-        // A worktree run commits on the person's branch: apply the run's changes as the
-        // review showed them (the worktree's tree, after any revert or discard), then commit
-        // the chosen paths among them (the rest stays in the work tree).
-        let worktree = self.prepared.worktree.clone();
-        tokio::task::spawn_blocking(move || {
-            let result = match worktree {
-                Some(info) => info
-                    .commit_shown(&message, shown, Some(&only))
-                    .map(|committed| {
-                        let root = info.user_repo.join(&info.prefix);
-                        let _ = done.send(Done::Moved(root, committed.before, committed.after));
-                        committed.outcome
-                    })
-                    .map_err(|e| review_error(e, "nothing was committed")),
-                None => Workspace::open(&root)
-                    .and_then(|ws| ws.commit_run_only(&baseline, &last, &message, &only))
-                    .map_err(|e| workspace_error(e, "nothing was committed")),
-            }
-            .map(|outcome| {
-                let id = outcome.commit.to_string();
-                let short = id.get(..10).unwrap_or(&id).to_string();
-                match outcome.branch {
-                    Some(branch) => format!(
-                        "{short} on {branch} ({} file(s) +{} −{})",
-                        outcome.files_changed, outcome.insertions, outcome.deletions
-                    ),
-                    None => format!("{short} (detached HEAD)"),
-                }
-            });
-            if let Ok(commit) = &result {
-                review::record(&run_dir, "committed", commit);
-            }
-            let _ = done.send(Done::Msg(Msg::Committed(result)));
-        });
-    }
-
-    /// Reverts one round from its `diff.patch` in the run log, off the loop.
-    fn revert(&self, round: u32) {
-        let Some(run) = &self.run else {
-            let _ = self.done_tx.send(Done::Msg(Msg::Reverted(
-                round,
-                Err("no run to revert a round of".into()),
-            )));
-            return;
-        };
-        let done = self.done_tx.clone();
-        let (root, _) = self.review_place(run);
-        let run_dir = run.run_dir.clone();
-        let path = run
-            .run_dir
-            .join("rounds")
-            .join(format!("{round:02}"))
-            .join("diff.patch");
-        tokio::task::spawn_blocking(move || {
-            let result = std::fs::read_to_string(&path)
-                .map_err(|e| format!("{}: {e}", path.display()))
-                .and_then(|patch| {
-                    Workspace::open(&root)
-                        .and_then(|ws| ws.revert_round(round, &patch))
-                        .map_err(|e| workspace_error(e, "nothing was changed"))
-                });
-            if let Ok(paths) = &result {
-                let detail = format!("round {round}: {}", paths.join(", "));
-                review::record(&run_dir, "reverted", &detail);
-            }
-            let _ = done.send(Done::Msg(Msg::Reverted(round, result)));
-        });
-    }
-
-    /// Discards the run's changes (after a commit, `only` those left out of it): the plan is
-    /// the work tree the review diff was read from, so a work tree that changed since is
-    /// refused rather than discarded unseen.
-    fn discard(&self, only: Option<BTreeSet<String>>) {
-        let (Some(run), Some((current, _))) = (&self.run, self.reviewed.clone()) else {
-            let _ = self.done_tx.send(Done::Msg(Msg::Discarded(Err(
-                "the run's changes are not known yet".into(),
-            ))));
-            return;
-        };
-        let done = self.done_tx.clone();
-        let (root, base) = self.review_place(run);
-        let run_dir = run.run_dir.clone();
-        tokio::task::spawn_blocking(move || {
-            let plan = DiscardPlan {
-                current,
-                lost: DiffModel::default(),
-            };
-            let result = Workspace::open(&root)
-                .and_then(|ws| ws.discard_to(&base, &plan, only.as_ref()))
-                .map_err(|e| workspace_error(e, "nothing was discarded"));
-            if let Ok(paths) = &result {
-                let detail = format!("{} file(s): {}", paths.len(), paths.join(", "));
-                review::record(&run_dir, "discarded", &detail);
-            }
-            let _ = done.send(Done::Msg(Msg::Discarded(result)));
-        });
-    }
-}
-
-/// The review's choice: the chosen files' paths and every listed file's paths (a renamed
-/// file's old path too).
-struct Chosen {
-    chosen: BTreeSet<String>,
-    listed: BTreeSet<String>,
-}
-
-/// What the review chose, `None` before there is a review.
-fn chosen_paths(state: &State) -> Option<Chosen> {
-    let review = state.review.as_ref()?;
-    let Loadable::Ready(diff) = &review.diff else {
-        return None;
-    };
-    let mut out = Chosen {
-        chosen: BTreeSet::new(),
-        listed: BTreeSet::new(),
-    };
-    for file in &diff.files {
-        let paths = std::iter::once(file.path.clone()).chain(file.old_path.clone());
-        if review.is_chosen(&file.path) {
-            out.chosen.extend(paths.clone());
-        }
-        out.listed.extend(paths);
-    }
-    Some(out)
-}
-
-/// The files the person chose among those listed, and the worker's files the list did not
-/// show (a diff shortened for the screen): nothing unseen is left out or in beyond what the
-/// review would have chosen. What a commit commits and an apply applies.
-fn to_take(chosen: Option<Chosen>, worker: BTreeSet<String>) -> BTreeSet<String> {
-    match chosen {
-        Some(Chosen { chosen, listed }) => chosen
-            .into_iter()
-            .chain(worker.into_iter().filter(|p| !listed.contains(p)))
-            .collect(),
-        None => worker,
-    }
-}
-
-/// What quitting the review keeps, for the review's record: a worktree run's branch while it
-/// is there, else the run's changes still uncommitted in the work tree; `None` when nothing
-/// is left (or there was no review).
-fn kept(state: &State, worktree: Option<&WorktreeInfo>) -> Option<String> {
-    let review = state.review.as_ref()?;
-    if let (Some(info), None) = (worktree, state.worktree_gone) {
-        return Some(format!("the branch {} and its worktree", info.branch));
-    }
-    let Loadable::Ready(diff) = &review.diff else {
-        return None;
-    };
-    let uncommitted = match review.commit {
-        CommitState::Done(_) => review.listed_left_out(),
-        _ => diff.files.len(),
-    };
-    (uncommitted > 0).then(|| format!("{uncommitted} file(s) uncommitted in the work tree"))
-}
-
-/// After a commit, the listed files left out of it (what a discard may still take back);
-/// `None` before a commit, when a discard takes all the run's changes.
-fn left_out_of_commit(state: &State) -> Option<BTreeSet<String>> {
-    let review = state.review.as_ref()?;
-    if !matches!(review.commit, CommitState::Done(_)) {
-        return None;
-    }
-    let Chosen { chosen, listed } = chosen_paths(state)?;
-    Some(listed.difference(&chosen).cloned().collect())
 }
 
 /// The tree round `round` started from, as the engine wrote it into the round's directory.
@@ -462,59 +271,6 @@ pub fn round_base(run_dir: &std::path::Path, round: u32) -> Option<Snapshot> {
     let text = std::fs::read_to_string(path).ok()?;
     let tree = git2::Oid::from_str(text.trim()).ok()?;
     Some(Snapshot { tree })
-}
-
-impl Driver {
-    /// Applies a worktree run's changes to the person's work tree, or discards its worktree.
-    /// Apply takes exactly what the review shows: the worktree's tree the review diff was
-    /// read from (after any revert or discard), limited to the chosen files.
-    fn worktree(&self, action: WorktreeAction, state: &State) {
-        let Some(info) = self.prepared.worktree.clone() else {
-            return;
-        };
-        let done = self.done_tx.clone();
-        let shown = match (action, self.reviewed.clone()) {
-            (WorktreeAction::Apply, None) => {
-                let _ = done.send(Done::Msg(Msg::WorktreeDone(
-                    action,
-                    Err("the run's changes are still being read: press A again in a moment".into()),
-                )));
-                return;
-            }
-            (_, reviewed) => reviewed.map(|(shown, worker)| (shown, worker)),
-        };
-        let chosen = chosen_paths(state);
-        let run_dir = self.run.as_ref().map(|run| run.run_dir.clone());
-        tokio::task::spawn_blocking(move || {
-            let result = match (action, shown) {
-                (WorktreeAction::Apply, Some((shown, worker))) => info
-                    .apply_shown(shown.tree, Some(&to_take(chosen, worker)))
-                    .map(|applied| match applied.paths.len() {
-                        0 => "nothing to apply: the review shows no chosen change".to_string(),
-                        n => format!(
-                            "applied {n} file(s) to your work tree (index untouched); {} is kept",
-                            info.branch
-                        ),
-                    })
-                    .map_err(|e| review_error(e, "nothing was applied")),
-                (WorktreeAction::Apply, None) => Err("the run's changes are not known".into()),
-                (WorktreeAction::Discard, _) => info
-                    .discard()
-                    .map(|()| format!("removed the worktree and the branch {}", info.branch))
-                    .map_err(|e| review_error(e, "the worktree may be partly removed")),
-            };
-            let changed = result.as_ref().is_ok_and(|d| !d.starts_with("nothing"));
-            if let (Ok(detail), Some(run_dir), true) = (&result, &run_dir, changed) {
-                let word = match action {
-                    WorktreeAction::Apply => "applied",
-                    WorktreeAction::Discard => "removed",
-                };
-                let detail = detail.strip_prefix(&format!("{word} ")).unwrap_or(detail);
-                review::record(run_dir, word, detail);
-            }
-            let _ = done.send(Done::Msg(Msg::WorktreeDone(action, result)));
-        });
-    }
 }
 
 fn usage_or_internal(error: StartError) -> Ended {
@@ -560,53 +316,6 @@ async fn frame_due(deadline: Option<Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
         None => std::future::pending::<()>().await,
-    }
-}
-
-/// The line the person reads after the UI is gone; a worktree run's says what became of its
-/// worktree and branch, and for a kept branch how to get its work later.
-pub fn farewell(state: &State, worktree: Option<&WorktreeInfo>) -> String {
-    match (&state.review, state.phase) {
-        (Some(review), _) => {
-            let mut line = format!(
-                "{} after {} round(s): {}; run log: {}",
-                review.status.as_str(),
-                review.rounds_started,
-                // The review's own words, `--verify`'s result included.
-                review.status.describe_with(review.verification.as_ref()),
-                state.setup.run_dir
-            );
-            if let CommitState::Done(id) = &review.commit {
-                line.push_str(&format!("; committed {id}"));
-            }
-            if let Some(info) = worktree {
-                let branch = &info.branch;
-                line.push_str(&match state.worktree_gone {
-                    Some(WorktreeGone::Removed) => {
-                        format!("; the worktree and the branch {branch} were removed")
-                    }
-                    Some(WorktreeGone::Committed) => format!(
-                        "; the commit brought the run's changes into your work tree and removed \
-                         the worktree and the branch {branch}"
-                    ),
-                    None => {
-                        let resumable = matches!(
-                            review.status,
-                            RunStatus::Cancelled
-                                | RunStatus::RoundFailed
-                                | RunStatus::BudgetLimited
-                        );
-                        format!("; {}", info.kept_line(resumable))
-                    }
-                });
-            }
-            line
-        }
-        (None, Phase::Editing) => "no run was started".to_string(),
-        (None, _) => format!(
-            "quit before the run had finished stopping; run log: {}",
-            state.setup.run_dir
-        ),
     }
 }
 

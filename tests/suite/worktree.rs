@@ -492,7 +492,11 @@ fn a_killed_runs_branch_holds_its_finished_rounds_and_resume_goes_on_in_the_work
     };
     let listing = runs(&[]);
     assert!(listing.contains(&info.branch), "{listing}");
-    assert_eq!(listing.matches(&info.branch).count(), 1, "{listing}");
+    // Each run's line names the branch beside the repository; the note lists it once.
+    let (_, note) = listing
+        .split_once("worktrees and branches of runs")
+        .unwrap_or_else(|| panic!("{listing}"));
+    assert_eq!(note.matches(&info.branch).count(), 1, "{listing}");
     let pruned = runs(&["--prune", info.run_id()]);
     assert!(
         pruned.contains("removed the worktree and branch"),
@@ -503,7 +507,8 @@ fn a_killed_runs_branch_holds_its_finished_rounds_and_resume_goes_on_in_the_work
         .unwrap()
         .find_branch(&info.branch, git2::BranchType::Local)
         .is_err());
-    assert!(!runs(&[]).contains(&info.branch));
+    // The resumed run still names its branch beside the repository; no worktree is left.
+    assert!(!runs(&[]).contains("worktrees and branches of runs"));
     assert_eq!(
         worktree::abandoned(repo.path(), &data_dir(home.path())).unwrap(),
         vec![]
