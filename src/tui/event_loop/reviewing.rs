@@ -158,7 +158,7 @@ impl Driver {
                 )));
                 return;
             }
-            (_, reviewed) => reviewed.map(|(shown, worker)| (shown, worker)),
+            (_, reviewed) => reviewed,
         };
         let chosen = chosen_paths(state);
         let run_dir = self.run.as_ref().map(|run| run.run_dir.clone());
