@@ -32,6 +32,8 @@ pub(super) struct RunChanges {
     tool_failure_named: Option<u32>,
     /// Every file at the round's start, for the changes no snapshot shows (`hidden`).
     round_listing: Option<Listing>,
+    /// The last round's closing listing: the next round starts from it (one walk a round).
+    last_listing: Option<Listing>,
 }
 
 /// `a, b, 3 more`: at most `NAMED` paths, the rest counted.
@@ -89,7 +91,7 @@ impl RunChanges {
         rec: &mut Recorder,
         round: u32,
     ) -> Option<Snapshot> {
-        self.round_listing = Some(ws.listing());
+        self.round_listing = Some(self.last_listing.take().unwrap_or_else(|| ws.listing()));
         let base = self.snapshot(ws, rec, round, "at the round's start")?;
         if let Some(end) = self.last_end.take() {
             let between: Vec<String> = ws
@@ -200,7 +202,9 @@ impl RunChanges {
         };
         self.worker.mark(&mut diff);
         if let Some(before) = listed {
-            let hidden = ws.compare(&before, &ws.listing(), &diff.paths());
+            let after = ws.listing();
+            let hidden = ws.compare(&before, &after, &diff.paths());
+            self.last_listing = Some(after);
             warn_hidden(rec, round, &hidden);
             diff.hidden = hidden.changes;
             diff.new_repos = hidden.new_repos;
