@@ -86,6 +86,12 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
                     w.branch,
                     w.path.display()
                 ));
+                // How to get the work later, as the TUI says when its review keeps the branch.
+                let resumable = matches!(
+                    summary.status,
+                    RunStatus::Cancelled | RunStatus::RoundFailed | RunStatus::BudgetLimited
+                );
+                say(&w.kept_line(resumable));
             }
             if let Some(v) = &summary.verification {
                 say(&format!(

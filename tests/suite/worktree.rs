@@ -173,6 +173,12 @@ fn finished_run(repo: &Path, home: &Path) -> WorktreeInfo {
         stderr.contains("the run's work is on branch ralph/"),
         "{stderr}"
     );
+    // And how to get it later: the branch's first commit and the git commands.
+    assert!(
+        stderr.contains("is a snapshot of your uncommitted files when the run started")
+            && stderr.contains("| git apply --3way"),
+        "{stderr}"
+    );
     let events = events(&out.stdout);
     // The branch's commits happen between rounds: no round sees its refs move.
     for warning in of_type(&events, "warning") {
