@@ -161,7 +161,10 @@ fn snapshot_review_with_changes_git_does_not_show() {
     };
     state.update(Msg::DiffLoaded(DiffSource::Review, Ok(model)));
     let text = screen(&mut state, 120, 40);
-    assert!(text.contains("── not shown by git, not committed ──"), "{text}");
+    assert!(
+        text.contains("── not shown by git, not committed ──"),
+        "{text}"
+    );
     assert!(text.contains("⊘  A build/tool.sh  ignored"), "{text}");
     assert!(text.contains("sub2/a.txt  in repo sub2"), "{text}");
     assert!(text.contains("! new git repository sub2/.git"), "{text}");
