@@ -124,7 +124,10 @@ fn a_huge_turn_is_cut_and_fails_the_round() {
     let repo = TempRepo::new();
     let tmp = tempfile::tempdir().unwrap();
     let huge = "word ".repeat(4 * 1024 * 1024);
-    let s = script(tmp.path(), vec![turns(&[huge])]);
+    // A context far past the bound (4 bytes a token), so the turn meets the bound first.
+    let s = tmp.path().join("script.json");
+    let text = serde_json::json!({"ctx_size": 4 * 1024 * 1024, "rounds": [turns(&[huge])]});
+    std::fs::write(&s, text.to_string()).unwrap();
     let run_dir = tmp.path().join("run");
     let out = headless(
         repo.path(),
