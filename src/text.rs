@@ -138,7 +138,7 @@ pub fn push_sanitized(out: &mut String, c: char) {
 
 /// Controls (C0, DEL, C1), bidi marks, embeddings, overrides and isolates, and the line and
 /// paragraph separators.
-fn is_unsafe_on_a_terminal(c: char) -> bool {
+pub fn is_unsafe_on_a_terminal(c: char) -> bool {
     c.is_control()
         || matches!(
             c,

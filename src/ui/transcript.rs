@@ -299,7 +299,7 @@ impl Transcript {
             let (c, repeat) = match c {
                 '\r' => continue,
                 '\t' => (' ', 4),
-                c if c.is_control() => ('\u{fffd}', 1),
+                c if crate::text::is_unsafe_on_a_terminal(c) => ('\u{fffd}', 1),
                 c => (c, 1),
             };
             if !kind_checked {
