@@ -21,6 +21,7 @@ mod notify;
 mod openai;
 pub mod openai_server;
 mod protocol;
+mod readme;
 mod reserve;
 mod resume;
 mod sinks;
