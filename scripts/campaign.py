@@ -303,7 +303,7 @@ def kill9_outside_rounds(bin_path, base, count, rng):
     """`kill -9` of ralph-tui while a --verify or an on_round_end hook runs: what survives."""
     result = {}
     for kind in ("verify", "hook"):
-        survivors = 0
+        survivors, not_started = 0, 0
         for i in range(count):
             box = Sandbox(base, f"kill9-{kind}-{i}")
             mark = (3100000 if kind == "verify" else 3200000) + i
@@ -317,7 +317,11 @@ def kill9_outside_rounds(bin_path, base, count, rng):
                 (config / "config.toml").write_text(
                     f"[hooks]\non_round_end = {json.dumps(work)}\ntimeout_s = 60\n"
                 )
-            rounds = [{"turns": [report(status="complete")]}]
+            # A complete report after some work (one after none is refused, and no verify runs).
+            rounds = [{"turns": [
+                call("write_file", path="notes.txt", content="done\n"),
+                report(status="complete"),
+            ]}]
             proc = subprocess.Popen(
                 box.argv(bin_path, box.script(rounds), 1, extra=extra),
                 env=box.env(),
@@ -325,7 +329,8 @@ def kill9_outside_rounds(bin_path, base, count, rng):
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            wait_until(lambda: len(pids_matching(f"sleep {mark}")) >= 3, 20)
+            if not wait_until(lambda: len(pids_matching(f"sleep {mark}")) >= 3, 20):
+                not_started += 1
             time.sleep(rng.uniform(0.0, 0.5))
             proc.kill()
             proc.wait()
@@ -339,6 +344,7 @@ def kill9_outside_rounds(bin_path, base, count, rng):
                     pass
             shutil.rmtree(box.dir, ignore_errors=True)
         result[f"surviving processes after kill -9 during {kind} ({count} runs)"] = survivors
+        result[f"runs whose {kind} never started its processes"] = not_started
     return result
 
 
@@ -530,11 +536,16 @@ def confinement_cases(base, outside):
         def check(box, _proc):
             hooks = box.repo / ".git" / "hooks"
             planted = [p.name for p in hooks.iterdir() if not p.name.endswith(".sample")] if hooks.exists() else []
-            return not (outside / name).exists() and not planted
+            # The script ran (else nothing was tried): its last line is in the verification's
+            # output or in hooks.log.
+            ran = f"RAN-{name}" in (box.run_dir / "events.jsonl").read_text(errors="replace")
+            log = box.run_dir / "hooks.log"
+            ran = ran or (log.exists() and f"RAN-{name}" in log.read_text(errors="replace"))
+            return ran and not (outside / name).exists() and not planted
         return check
 
     evil = f"echo x > {outside}/{{name}}; printf '#!/bin/sh\\n' > .git/hooks/pre-commit; "
-    evil += "setsid sh -c 'sleep {mark}' >/dev/null 2>&1 &"
+    evil += "setsid sh -c 'sleep {mark}' >/dev/null 2>&1 & echo RAN-{name}"
     complete = report(status="complete", summary="done")
 
     def write_env(box):
@@ -906,6 +917,9 @@ def campaign_escapes(bin_path, base, only=None):
     for name, (turns, check, options) in confinement_cases(base, outside).items():
         if only and only not in name:
             continue
+        if any('"run_command"' in turn for turn in turns):
+            # Held only if the command did run (a round that failed first proves nothing).
+            check = (lambda inner: lambda b, p: "exit code" in tool_outputs(b) and inner(b, p))(check)
         try:
             held = escape_case(
                 bin_path, base, name.split()[0] + str(len(results)), turns, check, **options
