@@ -11,6 +11,7 @@ pub mod bounded;
 pub mod llama;
 pub mod model_file;
 pub mod openai;
+pub mod prefix_store;
 pub mod script;
 pub mod template;
 
