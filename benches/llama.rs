@@ -72,7 +72,9 @@ fn args() -> Args {
 
 fn settings(a: &Args, max_tokens: u32) -> InferenceSettings {
     InferenceSettings {
-        ctx_size: 2048,
+        // Room for the demo's round prompt beside the report reserve and turn margin, which
+        // every ordinary turn leaves free (a smaller context would cap its first token away).
+        ctx_size: 4096,
         threads: a.threads,
         gpu_layers: None,
         batch_size: a.batch,
