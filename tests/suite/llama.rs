@@ -69,7 +69,9 @@ fn cores() -> i32 {
 
 fn settings(seed: u32) -> InferenceSettings {
     InferenceSettings {
-        ctx_size: 2048,
+        // Room for a few turns of the report prompt (621 tokens) beside the report reserve
+        // and turn margin, which every ordinary turn leaves free.
+        ctx_size: 3072,
         threads: cores(),
         gpu_layers: Some(0),
         batch_size: 64,
