@@ -743,3 +743,65 @@ fn a_command_under_the_tui_holds_no_terminal_descriptor() {
         .unwrap();
     assert_only_stdio(&output);
 }
+
+/// The review lists what the run wrote where git does not look (an ignored `build/`), under
+/// its own heading and marked, as the real loader computes it against the run's baseline.
+#[test]
+fn the_review_lists_a_file_written_into_an_ignored_directory() {
+    let repo = TempRepo::new();
+    repo.write(".gitignore", "build/\n");
+    repo.commit_all("ignore build");
+    let launch = Launch::new();
+    let rounds = vec![turns(&[
+        call(
+            "write_file",
+            json!({"path": "build/tool.sh", "content": "#!/bin/sh\necho planted\n"}),
+        ),
+        call(
+            "write_file",
+            json!({"path": "seen.txt", "content": "shown\n"}),
+        ),
+        complete_report("wrote them"),
+    ])];
+    let script = script_with_delay(launch.tmp.path(), rounds, 0);
+    let sh = launch.script(repo.path(), &script, &["write into build"]);
+    let tmux = Tmux::start(&sh);
+
+    let review = tmux.wait_for("the review with the hidden group", |s| {
+        s.contains("complete after") && s.contains("not shown by git")
+    });
+    assert!(review.contains("seen.txt"), "{review}");
+    assert!(review.contains("build/tool.sh  ignored"), "{review}");
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+}
+
+/// A file name, a report and a command's output that set the terminal's title (OSC 2) and
+/// write its clipboard (OSC 52) reach the real terminal as text: the title stays.
+#[test]
+fn escape_sequences_from_the_worker_never_reach_the_terminal() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let evil = "\u{1b}]2;PWNED-TITLE\u{7}\u{1b}]52;c;aHVudGVyMg==\u{7}";
+    let rounds = vec![turns(&[
+        call(
+            "write_file",
+            json!({"path": format!("a{evil}.txt"), "content": format!("x{evil}\n")}),
+        ),
+        call(
+            "run_command",
+            json!({"command": "printf 'out\\033]2;PWNED-TITLE\\007\\n'"}),
+        ),
+        complete_report(&format!("wrote a{evil}.txt")),
+    ])];
+    let script = script_with_delay(launch.tmp.path(), rounds, 0);
+    let sh = launch.script(repo.path(), &script, &["--sandbox", "off", "hostile"]);
+    let tmux = Tmux::start(&sh);
+    let before = tmux.format("#{pane_title}");
+
+    tmux.wait_for("the review", |s| s.contains("complete after"));
+    assert_ne!(tmux.format("#{pane_title}"), "PWNED-TITLE");
+    assert_eq!(tmux.format("#{pane_title}"), before);
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+}
