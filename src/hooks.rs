@@ -185,12 +185,25 @@ fn run_hook(place: &Place, hook: &HookRun<'_>, line: &str) -> Result<(), String>
     }
     match finished.exit_code {
         Some(0) => Ok(()),
+        Some(sandbox::SETUP_FAILED) if setup_failed(&log) => Err(failed(format!(
+            "could not be sandboxed (the reason is in {}); write it as {{ command = \"...\", sandbox = \"off\" }} to run it unconfined",
+            log.display()
+        ))),
         Some(code) => Err(failed(format!(
             "failed with exit code {code}; its output is in {}",
             log.display()
         ))),
         None => Err(failed("was killed by a signal".into())),
     }
+}
+
+/// Whether the last line of `hooks.log` is the sandbox helper's refusal.
+fn setup_failed(log: &Path) -> bool {
+    std::fs::read_to_string(log).is_ok_and(|text| {
+        text.lines()
+            .next_back()
+            .is_some_and(|l| l.starts_with(sandbox::FAILURE_PREFIX))
+    })
 }
 
 fn spawn_hook(
@@ -310,6 +323,51 @@ mod tests {
             worker_reported: true,
             verification: None,
         }
+    }
+
+    #[test]
+    fn a_hook_the_sandbox_refuses_names_the_way_out() {
+        let dir = tempfile::tempdir().unwrap();
+        // A stand-in for the sandbox helper on a kernel that cannot confine.
+        let helper = dir.path().join("helper");
+        std::fs::write(
+            &helper,
+            "#!/bin/sh\necho 'ralph-tui sandbox: cannot confine this command' >&2\nexit 125\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&helper, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let mut policy = ToolPolicy::new(
+            SandboxMode::WorkspaceWrite,
+            crate::protocol::policy::ApprovalPolicy::Auto,
+            false,
+        );
+        policy.sandbox_exe = helper;
+        let place = Place {
+            cwd: dir.path().to_path_buf(),
+            run_dir: dir.path().to_path_buf(),
+            policy,
+        };
+        let hook = HookRun {
+            seq: 1,
+            name: "on_finish",
+            command: "true",
+            sandbox: SandboxMode::WorkspaceWrite,
+            timeout: Duration::from_secs(10),
+        };
+        // A fork elsewhere in this process may briefly hold the script open for writing.
+        let mut err = run_hook(&place, &hook, "{}").unwrap_err();
+        for _ in 0..20 {
+            if !err.contains("Text file busy") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            err = run_hook(&place, &hook, "{}").unwrap_err();
+        }
+        assert!(
+            err.contains("could not be sandboxed") && err.contains("sandbox = \"off\""),
+            "{err}"
+        );
     }
 
     #[test]
