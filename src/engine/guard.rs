@@ -39,8 +39,8 @@ struct SeenCall {
 struct CommandRun {
     command: String,
     ok: bool,
-    /// How it failed, as its result's first line says (`exit code 1`, a timeout, ...).
-    failure: String,
+    /// Its result's first line (`exit code 1`, a timeout, ...).
+    first_line: String,
 }
 
 /// What the loop guard says of a call about to run.
@@ -115,7 +115,7 @@ impl CallLog {
                 self.commands.push(CommandRun {
                     command: normalize(command),
                     ok: result.ok,
-                    failure: result.output.lines().next().unwrap_or("").to_string(),
+                    first_line: result.output.lines().next().unwrap_or("").to_string(),
                 });
             }
         }
@@ -131,7 +131,7 @@ impl CallLog {
                 "status \"complete\" needs work checked in this round, and this round has called no tool: inspect the files and check the objective with the tools first".into(),
             );
         }
-        report.evidence.iter().find_map(|item| {
+        let failed = report.evidence.iter().find_map(|item| {
             let run = self
                 .commands
                 .iter()
@@ -142,11 +142,55 @@ impl CallLog {
                     "the evidence \"{}\" cites `{}`, but its last run in this round failed ({}): fix the cause and run it again, or report status \"continue\"",
                     clip(item, 120),
                     clip(&run.command, 120),
-                    clip(&run.failure, 120),
+                    clip(&run.first_line, 120),
                 )
             })
+        });
+        failed.or_else(|| {
+            report
+                .evidence
+                .iter()
+                .find_map(|item| self.unfounded_exit_code(item))
         })
     }
+
+    /// An evidence item written as `COMMAND: exit code N` (the shape the instructions
+    /// teach) whose command this round never ran, or whose last run ended otherwise.
+    fn unfounded_exit_code(&self, item: &str) -> Option<String> {
+        let (command, code) = cited_exit_code(item)?;
+        let last = self
+            .commands
+            .iter()
+            .rev()
+            .find(|run| run.command == command);
+        match last {
+            None => Some(format!(
+                "the evidence \"{}\" gives the exit code of `{}`, but this round did not run it: run it, or cite what this round did run",
+                clip(item, 120),
+                clip(&command, 120),
+            )),
+            Some(run) if run.first_line != format!("exit code {code}") => Some(format!(
+                "the evidence \"{}\" says `{}` exited with code {code}, but its last run in this round says \"{}\"",
+                clip(item, 120),
+                clip(&command, 120),
+                clip(&run.first_line, 120),
+            )),
+            Some(_) => None,
+        }
+    }
+}
+
+/// `COMMAND: exit code N` (the command may be in backticks): the command, normalized, and N.
+fn cited_exit_code(item: &str) -> Option<(String, i64)> {
+    let (command, rest) = item.rsplit_once(':')?;
+    let code = rest.trim().strip_prefix("exit code")?.trim();
+    let code: i64 = code
+        .split(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .next()?
+        .parse()
+        .ok()?;
+    let command = normalize(command.trim().trim_matches('`'));
+    (!command.is_empty()).then_some((command, code))
 }
 
 /// At most `max` bytes of `text` (at a character boundary), marked when cut.
@@ -318,6 +362,31 @@ mod tests {
             .contradiction(&complete(&["python3 -m unittest passes"]))
             .unwrap()
             .contains("exit code 2"));
+    }
+
+    #[test]
+    fn an_exit_code_cited_for_a_command_this_round_never_ran_is_refused() {
+        let mut log = CallLog::default();
+        let run = json!({"command": "sh greet.sh Ann"});
+        log.check("run_command", &run);
+        log.record("run_command", &run, &ok("exit code 0\nHello, Ann!"), false);
+        assert_eq!(
+            log.contradiction(&complete(&["sh greet.sh Ann: exit code 0"])),
+            None
+        );
+        let why = log
+            .contradiction(&complete(&[
+                "sh greet.sh Ann: exit code 0",
+                "`sh greet.sh`: exit code 0",
+            ]))
+            .unwrap();
+        assert!(why.contains("did not run it"), "{why}");
+        let why = log
+            .contradiction(&complete(&["sh greet.sh Ann: exit code 2"]))
+            .unwrap();
+        assert!(why.contains("exited with code 2"), "{why}");
+        // Evidence in other words is not read as a cited exit code.
+        assert_eq!(log.contradiction(&complete(&["greet.sh prints Hello"])), None);
     }
 
     #[test]
