@@ -280,7 +280,11 @@ fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
                 &settings.inference,
                 settings.chat_format.as_deref(),
             )?
-            .with_prefix_cache(settings.prefix_cache);
+            .with_prefix_cache(settings.prefix_cache)
+            .with_disk_prefix_cache(crate::llm::prefix_store::PrefixStore::in_cache(
+                &settings.dirs.cache,
+                settings.prefix_cache_max_bytes,
+            ));
             Ok(Box::new(backend))
         }
         #[cfg(not(feature = "llama"))]
@@ -448,7 +452,14 @@ fn run_on_this_thread(
     let absolute = |path: &PathBuf| path.canonicalize().unwrap_or_else(|_| path.clone());
     let (source, source_sha) = match &prepared.backend {
         BackendPlan::Script(_, path) => (absolute(path), file_sha256(path)),
-        BackendPlan::Llama(path) => (absolute(path), file_sha256(path)),
+        // Read from the record the prefix cache keeps (hashed once per file identity).
+        BackendPlan::Llama(path) => (
+            absolute(path),
+            crate::llm::prefix_store::model_sha256(
+                &crate::llm::prefix_store::dir_in(&settings.dirs.cache),
+                path,
+            ),
+        ),
         BackendPlan::OpenAi { model, .. } => (PathBuf::from(model), None),
     };
     let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);

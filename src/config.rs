@@ -207,6 +207,8 @@ pub struct Settings {
     /// Restore the run's fixed prompt prefix into each round's context (`--no-prefix-cache`
     /// turns it off).
     pub prefix_cache: bool,
+    /// Most bytes the prefix states kept on disk may take (0: none kept on disk).
+    pub prefix_cache_max_bytes: u64,
     pub log_file: Option<PathBuf>,
     pub dirs: Dirs,
     /// How the TUI notifies while its terminal is not focused.
@@ -334,6 +336,7 @@ impl Settings {
             api_key_env: options.api_key_env,
             request_timeout_s: options.request_timeout,
             prefix_cache: !options.no_prefix_cache,
+            prefix_cache_max_bytes: options.prefix_cache_max_mib.saturating_mul(1 << 20),
             log_file: cli.log_file,
             dirs,
             notify: options.notify,

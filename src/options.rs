@@ -152,6 +152,10 @@ options! {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true)]
     #[arg(default_missing_value = "true")]
     no_prefix_cache: bool = false;
+    /// Most MiB the fixed prefix's states kept on disk between runs may take (under the
+    /// cache dir, least recently used removed first); 0 keeps them in memory only.
+    #[arg(long, value_name = "MIB")]
+    prefix_cache_max_mib: u64 = 2048;
     /// Most tokens generated in one turn.
     #[arg(long, value_name = "N")]
     max_tokens: u32 = 1024;

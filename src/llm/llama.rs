@@ -11,7 +11,8 @@
 //! Two things the backend keeps beside the model for its children: the slot llama.cpp's abort
 //! callback reads (`abort`), so a cancel stops a prompt batch mid-way, and the run's fixed
 //! prompt prefix state (`prefix`), which each fresh context restores instead of evaluating
-//! the system message again (off with `--no-prefix-cache`).
+//! the system message again (off with `--no-prefix-cache`), and which the next run finds on
+//! disk under the cache dir (`with_disk_prefix_cache`).
 
 mod abort;
 mod child;
@@ -36,6 +37,7 @@ pub use prefix::{tokens_sha256, Prefix};
 use abort::AbortSlot;
 use prefix::PrefixCache;
 
+use super::prefix_store::{self, PrefixKey, PrefixStore};
 use super::template::{role_name, ChatTemplate};
 use super::{Backend, BackendError, BackendInfo, Child, Request};
 use crate::chat::{self, ChatFormat};
@@ -193,14 +195,12 @@ impl LlamaBackend {
             .ok()
             .and_then(|t| t.to_string().ok());
         let format_name = match chat_format {
-            None | Some("auto") => {
-                chat::detect(
-                    template_source.as_deref(),
-                    architecture.as_deref(),
-                    model_name.as_deref(),
-                )
-                .to_string()
-            }
+            None | Some("auto") => chat::detect(
+                template_source.as_deref(),
+                architecture.as_deref(),
+                model_name.as_deref(),
+            )
+            .to_string(),
             Some(name) => name.to_string(),
         };
         let format = chat::by_name(&format_name).ok_or_else(|| {
@@ -312,17 +312,74 @@ impl LlamaBackend {
         }
     }
 
-    /// A fresh child for `round`: a new context with an empty KV cache.
-    pub fn child(&self, round: u32) -> Result<LlamaChild<'_>, BackendError> {
+    /// Every round's context parameters.
+    fn context_params(&self) -> LlamaContextParams {
         let threads = self.settings.threads.max(1);
         let batch = self.settings.batch_size.max(1);
-        let params = LlamaContextParams::default()
+        LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(self.ctx_size))
             .with_n_batch(batch)
             .with_n_ubatch(batch)
             .with_n_seq_max(1)
             .with_n_threads(threads)
-            .with_n_threads_batch(threads);
+            .with_n_threads_batch(threads)
+    }
+
+    /// Keeps the fixed prefix's state on disk as well, in `store` (under the cache dir), so
+    /// the next run's round 1 restores it. Reads the model's sha256 from the store's record
+    /// of model files (computing it once per file identity). Without a readable model file,
+    /// or with the prefix cache off, nothing changes.
+    pub fn with_disk_prefix_cache(mut self, store: PrefixStore) -> Self {
+        if !self.prefix.enabled() || store.limit() == 0 {
+            return self;
+        }
+        let Some(model_sha256) = prefix_store::model_sha256(store.dir(), &self.path) else {
+            tracing::warn!("the model file cannot be hashed: the prefix cache stays in memory");
+            return self;
+        };
+        let key = self.prefix_key_base(model_sha256);
+        let cache = std::mem::take(&mut self.prefix);
+        self.prefix = cache.with_disk(prefix::Disk { store, key });
+        self
+    }
+
+    /// The disk key's fields that hold for the whole run: everything the prefix's state
+    /// depends on but the prefix itself.
+    fn prefix_key_base(&self, model_sha256: String) -> PrefixKey {
+        let params = self.context_params();
+        PrefixKey {
+            model_sha256,
+            prefix_sha256: String::new(),
+            prefix_tokens: 0,
+            llama_cpp_2: prefix_store::LLAMA_CPP_2_VERSION.into(),
+            n_ctx: self.ctx_size,
+            n_batch: params.n_batch(),
+            n_ubatch: params.n_ubatch(),
+            kv_type: format!(
+                "{:?}/{:?} flash-attn {:?} offload-kqv {} swa-full {} unified {}",
+                params.type_k(),
+                params.type_v(),
+                params.flash_attention_policy(),
+                params.offload_kqv(),
+                params.swa_full(),
+                params.kv_unified()
+            ),
+            device: format!(
+                "{} (gpu layers {})",
+                self.device,
+                requested_gpu_layers(&self.settings)
+            ),
+        }
+    }
+
+    /// Whether the fixed prefix's state also goes to and comes from disk.
+    pub fn prefix_cache_on_disk(&self) -> bool {
+        self.prefix.on_disk()
+    }
+
+    /// A fresh child for `round`: a new context with an empty KV cache.
+    pub fn child(&self, round: u32) -> Result<LlamaChild<'_>, BackendError> {
+        let params = self.context_params();
         let params = if self.abortable {
             abort::with_abort(params, &self.abort)
         } else {

@@ -41,6 +41,11 @@ pub const LLAMA_CPP_2_VERSION: &str = "0.1.160";
 /// Temporary and orphaned files younger than this may belong to a writer at work: kept.
 const STALE_AFTER: Duration = Duration::from_secs(600);
 
+/// The store's directory inside a cache dir.
+pub fn dir_in(cache: &Path) -> PathBuf {
+    cache.join("prefix")
+}
+
 /// Everything a stored state depends on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PrefixKey {
@@ -156,7 +161,7 @@ impl PrefixStore {
 
     /// The store of a cache dir: `<cache>/prefix`.
     pub fn in_cache(cache: &Path, limit: u64) -> Self {
-        Self::new(cache.join("prefix"), limit)
+        Self::new(dir_in(cache), limit)
     }
 
     pub fn dir(&self) -> &Path {
@@ -175,7 +180,12 @@ impl PrefixStore {
         self.dir.join(format!("{}.json", key.id()))
     }
 
-    /// Removes both files of `key`'s entry (one that did not check out).
+    /// Removes both files of `key`'s entry (one that did not check out, or that llama.cpp
+    /// refused).
+    pub fn remove(&self, key: &PrefixKey) {
+        self.discard(key);
+    }
+
     fn discard(&self, key: &PrefixKey) {
         let _ = std::fs::remove_file(self.header_path(key));
         let _ = std::fs::remove_file(self.state_path(key));

@@ -199,7 +199,9 @@ pub enum Event {
         prompt_sha256: String,
         prompt_tokens: u32,
         /// Tokens of the run's fixed prefix restored into the round's fresh context instead of
-        /// evaluated again (0 with `--no-prefix-cache`, in round 1, or when it changed).
+        /// evaluated again: from memory in rounds 2..N, from the disk cache in round 1 when an
+        /// earlier run stored it (0 with `--no-prefix-cache`, when nothing matching was
+        /// stored, or when it changed).
         #[serde(default)]
         prefix_tokens_reused: u32,
     },

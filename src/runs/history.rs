@@ -579,6 +579,28 @@ fn prune(entries: &[Entry], choice: &PruneChoice, runs: &Path) -> ExitCode {
     }
 }
 
+/// Bounds the prefix states kept on disk (`<cache>/prefix`) to the config file's
+/// `prefix_cache_max_mib` (2 GiB without one), saying what went when something did.
+fn prune_prefix_cache(dirs: &Dirs) {
+    let mib = crate::config::load_config(&dirs.config.join("config.toml"), false)
+        .ok()
+        .and_then(|options| options.prefix_cache_max_mib)
+        .unwrap_or(crate::llm::prefix_store::DEFAULT_LIMIT_BYTES >> 20);
+    let store =
+        crate::llm::prefix_store::PrefixStore::in_cache(&dirs.cache, mib.saturating_mul(1 << 20));
+    let pruned = store.prune();
+    if pruned.removed > 0 {
+        let mib = |bytes: u64| bytes as f64 / f64::from(1u32 << 20);
+        out(&format!(
+            "prefix cache: removed {} file(s), {:.1} MiB; {:.1} MiB kept (bound {} MiB)\n",
+            pruned.removed,
+            mib(pruned.freed),
+            mib(pruned.kept),
+            store.limit() >> 20
+        ));
+    }
+}
+
 /// Runs a subcommand about past runs and returns the exit code (0, or 2 for a run that
 /// cannot be found, 1 for what cannot be written). `replay` plays a run directory at a speed
 /// (the TUI's, handed down by the binary: the TUI sits above this layer).
@@ -616,7 +638,11 @@ pub fn run(command: History, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode
                 older_than,
                 ids,
             };
-            prune(&list(&dirs), &choice, &runs)
+            let code = prune(&list(&dirs), &choice, &runs);
+            if code == ExitCode::Complete {
+                prune_prefix_cache(&dirs);
+            }
+            code
         }
         History::Show { run } => match find(&runs, &run).and_then(|dir| show(&dir, &dirs)) {
             Ok(text) => {

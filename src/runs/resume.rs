@@ -280,6 +280,7 @@ fn old_options(past: &PastRun) -> Options {
         repeat_penalty: Some(inference.repeat_penalty),
         seed: Some(inference.seed),
         no_prefix_cache: Some(!settings.prefix_cache),
+        prefix_cache_max_mib: None,
         api_key_env: Some(settings.api_key_env.clone()),
         request_timeout: Some(settings.request_timeout_s),
         notify: None,

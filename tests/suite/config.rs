@@ -82,6 +82,12 @@ const CASES: &[Case] = &[
         &["--no-prefix-cache=false"],
     ),
     case(
+        "prefix_cache_max_mib",
+        &["--prefix-cache-max-mib", "64"],
+        "64",
+        &["--prefix-cache-max-mib", "0"],
+    ),
+    case(
         "command_timeout",
         &["--command-timeout", "5"],
         "5",

@@ -209,6 +209,62 @@ fn prune_without_a_terminal_removes_only_what_it_is_told() {
     assert!(left.contains(&killed));
 }
 
+/// Writes one stored prefix state (header and state file) of `bytes` bytes, used `age_s`
+/// seconds ago, into `home`'s prefix cache.
+fn stored_prefix(home: &Path, name: &str, bytes: usize, age_s: u64) -> PathBuf {
+    use ralph_tui::llm::prefix_store::{PrefixKey, PrefixStore, DEFAULT_LIMIT_BYTES};
+    let store = PrefixStore::in_cache(&home.join("cache").join("ralph-tui"), DEFAULT_LIMIT_BYTES);
+    let key = PrefixKey {
+        model_sha256: name.repeat(64),
+        prefix_sha256: "p".repeat(64),
+        prefix_tokens: 10,
+        llama_cpp_2: "0.1.160".into(),
+        n_ctx: 512,
+        n_batch: 64,
+        n_ubatch: 64,
+        kv_type: "F16/F16".into(),
+        device: "CPU".into(),
+    };
+    store
+        .save(&key, |path| {
+            std::fs::write(path, vec![1u8; bytes]).map_err(|e| e.to_string())
+        })
+        .unwrap();
+    let header = store.header_path(&key);
+    let file = std::fs::File::options().append(true).open(&header).unwrap();
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(age_s))
+        .unwrap();
+    store.state_path(&key)
+}
+
+#[test]
+fn prune_also_bounds_the_prefix_cache_to_the_configured_size() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let old = stored_prefix(home, "a", 700 << 10, 600);
+    let new = stored_prefix(home, "b", 700 << 10, 60);
+    std::fs::create_dir_all(home.join("config").join("ralph-tui")).unwrap();
+    std::fs::write(
+        home.join("config").join("ralph-tui").join("config.toml"),
+        "prefix_cache_max_mib = 1\n",
+    )
+    .unwrap();
+    // Nothing to remove among the runs; the prefix cache is still bounded.
+    let pruned = ralph(home, &["runs", "--prune", "--all-finished"]);
+    assert_eq!(code(&pruned), 0);
+    assert!(!old.exists(), "the least recently used state stays");
+    assert!(new.exists(), "the most recently used state went");
+    assert!(
+        stdout(&pruned).contains("prefix cache: removed 2 file(s)"),
+        "{}",
+        stdout(&pruned)
+    );
+    // Within the bound: nothing removed, nothing said.
+    let again = ralph(home, &["runs", "--prune", "--all-finished"]);
+    assert_eq!(stdout(&again), "");
+    assert!(new.exists());
+}
+
 #[test]
 fn the_word_runs_is_still_an_objective_after_a_double_dash() {
     let repo = TempRepo::new();

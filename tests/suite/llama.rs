@@ -894,6 +894,104 @@ fn a_restored_prefix_holds_nothing_of_an_earlier_rounds_conversation() {
         .any(|w| w == b"MARKER"));
 }
 
+/// One round `round` on `backend`: the prefix tokens it restored, its text and token count.
+fn one_round(backend: &LlamaBackend, round: u32) -> (u32, String, u32) {
+    let tools = vec![report_spec()];
+    let messages = round_messages(backend, &tools, round, "");
+    let request = Request::new(&messages, &tools);
+    let mut child = backend.child(round).unwrap();
+    let reused = child.prepare(request).unwrap();
+    let g = child
+        .generate(request, &mut quiet, &CancellationToken::new())
+        .unwrap();
+    (reused, g.text, g.generated_tokens)
+}
+
+/// The state files of the prefix store in `dir`.
+fn state_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|read| {
+            read.map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "state"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_round_1_restored_from_disk_generates_exactly_what_a_recomputed_one_does() {
+    use ralph_tui::llm::prefix_store::{PrefixStore, DEFAULT_LIMIT_BYTES};
+    let _lock = exclusive();
+    let settings = InferenceSettings {
+        max_tokens: 12,
+        ..greedy()
+    };
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().join("prefix");
+    let run = || {
+        let backend =
+            load(&settings).with_disk_prefix_cache(PrefixStore::new(&dir, DEFAULT_LIMIT_BYTES));
+        assert!(backend.prefix_cache_on_disk());
+        backend
+    };
+
+    // The first run evaluates the prefix and leaves its state on disk.
+    let cold = one_round(&run(), 1);
+    assert_eq!(cold.0, 0, "nothing was on disk to restore");
+    assert!(cold.2 > 0);
+    let states = state_files(&dir);
+    assert_eq!(states.len(), 1, "one state stored");
+
+    // The next run's round 1 restores it, and generates exactly the same; its round 2
+    // restores the same state from memory.
+    let next = run();
+    let warm = one_round(&next, 1);
+    assert!(warm.0 > 100, "only {} prefix tokens restored", warm.0);
+    assert_eq!(
+        (&warm.1, warm.2),
+        (&cold.1, cold.2),
+        "round 1 restored from disk generates something else"
+    );
+    assert_eq!(
+        one_round(&next, 2).0,
+        warm.0,
+        "round 2 restores from memory"
+    );
+    drop(next);
+
+    // A corrupt state file (one byte flipped, same size) is never loaded: the prefix is
+    // evaluated again, the output is the same, and a good state replaces the bad one.
+    let mut bytes = std::fs::read(&states[0]).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&states[0], &bytes).unwrap();
+    let recomputed = one_round(&run(), 1);
+    assert_eq!(recomputed.0, 0, "a corrupt state was trusted");
+    assert_eq!((&recomputed.1, recomputed.2), (&cold.1, cold.2));
+    assert_ne!(
+        std::fs::read(&states[0]).unwrap(),
+        bytes,
+        "the bad state stays"
+    );
+    assert!(
+        one_round(&run(), 1).0 > 100,
+        "the rewritten state is not restored"
+    );
+
+    // Another context shape is another key: nothing restored from the stored state.
+    let other = load(&InferenceSettings {
+        batch_size: 32,
+        ..settings.clone()
+    })
+    .with_disk_prefix_cache(PrefixStore::new(&dir, DEFAULT_LIMIT_BYTES));
+    assert_eq!(
+        one_round(&other, 1).0,
+        0,
+        "a state for another batch size was used"
+    );
+    assert_eq!(state_files(&dir).len(), 2);
+}
+
 #[test]
 fn the_abort_callback_stops_a_batch_inside_the_decode() {
     let _lock = exclusive();

@@ -12,6 +12,13 @@
 //! and their sha256 with the stored sha256; any difference recomputes (and replaces the stored
 //! state) and the log says why. With the cache off the prefix is still evaluated as its own
 //! batches, so the two paths do the same arithmetic and produce the same tokens.
+//!
+//! With a disk store (`prefix_store`), the state also outlives the run: a round with nothing
+//! in memory for its prefix looks on disk under the full key (model sha256, prefix sha256,
+//! llama-cpp-2 version, context shape, device), and a stored state is written to disk as
+//! well as kept in memory. A state from disk is checked against its header before llama.cpp
+//! reads it, and the token ids llama.cpp reads back must be the prefix's; anything else is
+//! evaluated again, with the reason in the log.
 
 use std::sync::Mutex;
 
@@ -20,6 +27,7 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::token::LlamaToken;
 
 use super::child::sha256_hex;
+use crate::llm::prefix_store::{Lookup, PrefixKey, PrefixStore};
 
 /// The prefix of one round's first prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,17 +84,40 @@ struct Stored {
     state: SeqState,
 }
 
-/// The run's prefix state (at most one), shared by the rounds' children.
+/// The disk side of the cache: the store and the key's fields that hold for the whole run
+/// (`prefix_sha256` and `prefix_tokens` are filled per prefix).
+pub struct Disk {
+    pub store: PrefixStore,
+    pub key: PrefixKey,
+}
+
+impl Disk {
+    fn key(&self, prefix: &Prefix) -> PrefixKey {
+        PrefixKey {
+            prefix_sha256: prefix.sha256.clone(),
+            prefix_tokens: u32::try_from(prefix.len()).unwrap_or(u32::MAX),
+            ..self.key.clone()
+        }
+    }
+}
+
+/// The run's prefix state (at most one), shared by the rounds' children, and optionally the
+/// states on disk.
 #[derive(Default)]
 pub struct PrefixCache {
     enabled: bool,
     stored: Mutex<Option<Stored>>,
+    disk: Option<Disk>,
 }
 
 impl std::fmt::Debug for PrefixCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PrefixCache")
             .field("enabled", &self.enabled)
+            .field(
+                "disk",
+                &self.disk.as_ref().map(|d| d.store.dir().to_path_buf()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -94,7 +125,7 @@ impl std::fmt::Debug for PrefixCache {
 /// What `restore` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Restore {
-    /// The prefix's KV state is in the context: this many tokens.
+    /// The prefix's KV state is in the context (from memory or from disk): this many tokens.
     Restored(usize),
     /// Nothing restored; the prefix is evaluated, and its state stored when `store` says so.
     Evaluate { store: bool },
@@ -105,25 +136,46 @@ impl PrefixCache {
         Self {
             enabled,
             stored: Mutex::new(None),
+            disk: None,
         }
+    }
+
+    /// Adds the disk store (only an enabled cache uses it).
+    pub fn with_disk(mut self, disk: Disk) -> Self {
+        self.disk = Some(disk);
+        self
     }
 
     pub fn enabled(&self) -> bool {
         self.enabled
     }
 
+    /// Whether states also go to and come from disk.
+    pub fn on_disk(&self) -> bool {
+        self.enabled && self.disk.is_some()
+    }
+
     /// Restores `prefix`'s state into `ctx` (sequence 0) when the stored one is for exactly
-    /// these token ids and this sha256; otherwise says to evaluate it, logging why.
+    /// these token ids and this sha256, else from disk when a checked state is there;
+    /// otherwise says to evaluate it, logging why.
     pub fn restore(&self, ctx: &mut LlamaContext<'_>, prefix: &Prefix) -> Restore {
         if !self.enabled {
             return Restore::Evaluate { store: false };
         }
+        if let Some(restored) = self.restore_from_memory(ctx, prefix) {
+            return restored;
+        }
+        match self.restore_from_disk(ctx, prefix) {
+            Some(n) => Restore::Restored(n),
+            None => Restore::Evaluate { store: true },
+        }
+    }
+
+    fn restore_from_memory(&self, ctx: &mut LlamaContext<'_>, prefix: &Prefix) -> Option<Restore> {
         let Ok(stored) = self.stored.lock() else {
-            return Restore::Evaluate { store: false };
+            return Some(Restore::Evaluate { store: false });
         };
-        let Some(stored) = stored.as_ref() else {
-            return Restore::Evaluate { store: true };
-        };
+        let stored = stored.as_ref()?;
         let why = if stored.prefix.tokens != prefix.tokens {
             Some("its token ids differ from the stored prefix's")
         } else if stored.prefix.sha256 != prefix.sha256
@@ -138,25 +190,93 @@ impl PrefixCache {
                 tokens = prefix.len(),
                 sha256 = %prefix.sha256,
                 stored_sha256 = %stored.prefix.sha256,
-                "prefix not restored, {why}: recomputing it"
+                "prefix not restored from memory, {why}"
             );
-            return Restore::Evaluate { store: true };
+            return None;
         }
         match ctx.state_seq_set(&stored.state, 0) {
-            Ok(()) => Restore::Restored(prefix.len()),
+            Ok(()) => Some(Restore::Restored(prefix.len())),
             Err(e) => {
                 tracing::warn!("prefix state does not restore ({e}): recomputing it");
                 ctx.clear_kv_cache();
-                Restore::Evaluate { store: true }
+                Some(Restore::Evaluate { store: true })
             }
         }
     }
 
-    /// Stores the state of sequence 0 of `ctx`, which holds `prefix` and nothing else.
+    /// Reads `prefix`'s state from the disk store into `ctx` after the store has checked it,
+    /// and keeps it in memory for the run's later rounds. `None` (logged) when there is none
+    /// or it does not load.
+    fn restore_from_disk(&self, ctx: &mut LlamaContext<'_>, prefix: &Prefix) -> Option<usize> {
+        let disk = self.disk.as_ref()?;
+        let key = disk.key(prefix);
+        let started = std::time::Instant::now();
+        let path = match disk.store.lookup(&key) {
+            Lookup::Hit(path) => path,
+            Lookup::Miss(why) => {
+                tracing::info!(
+                    tokens = prefix.len(),
+                    sha256 = %prefix.sha256,
+                    "prefix state not restored from disk, {why}: recomputing it"
+                );
+                return None;
+            }
+        };
+        let loaded = ctx.state_seq_load_file(&path, 0, prefix.len());
+        let why = match loaded {
+            Ok((tokens, _)) if tokens == prefix.tokens => None,
+            Ok(_) => Some("its token ids are not the prefix's".to_string()),
+            Err(e) => Some(format!("llama.cpp does not load it ({e})")),
+        };
+        if let Some(why) = why {
+            tracing::warn!(
+                path = %path.display(),
+                "prefix state on disk not restored, {why}: removed, recomputing it"
+            );
+            ctx.clear_kv_cache();
+            disk.store.remove(&key);
+            return None;
+        }
+        tracing::info!(
+            tokens = prefix.len(),
+            sha256 = %prefix.sha256,
+            ms = started.elapsed().as_millis() as u64,
+            "prefix state restored from disk"
+        );
+        self.keep(ctx, prefix);
+        Some(prefix.len())
+    }
+
+    /// Stores the state of sequence 0 of `ctx`, which holds `prefix` and nothing else: in
+    /// memory, and on disk when the cache has a disk store.
     pub fn store(&self, ctx: &LlamaContext<'_>, prefix: &Prefix) {
         if !self.enabled {
             return;
         }
+        self.keep(ctx, prefix);
+        let Some(disk) = self.disk.as_ref() else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        let saved = disk.store.save(&disk.key(prefix), |path| {
+            ctx.state_seq_save_file(path, 0, &prefix.tokens)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        match saved {
+            Ok(bytes) => tracing::info!(
+                tokens = prefix.len(),
+                sha256 = %prefix.sha256,
+                bytes,
+                ms = started.elapsed().as_millis() as u64,
+                "prefix state stored on disk"
+            ),
+            Err(e) => tracing::warn!("prefix state not stored on disk: {e}"),
+        }
+    }
+
+    /// Keeps the state of sequence 0 of `ctx` (the prefix alone) in memory.
+    fn keep(&self, ctx: &LlamaContext<'_>, prefix: &Prefix) {
         match ctx.state_seq_get(0, LlamaStateSeqFlags::empty()) {
             Ok(state) => {
                 tracing::info!(
