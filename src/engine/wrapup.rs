@@ -181,6 +181,9 @@ impl ChildTurns<'_, '_> {
             .iter()
             .position(|m| m.role == Role::Assistant)
             .unwrap_or(self.messages.len());
+        // The wrap-up's instruction stays whole, wherever it is.
+        let instruction = self.wrap_up.map(|w| prompt::wrap_up(w.reason));
+        let keep = |m: &Message| Some(&m.content) == instruction.as_ref();
         let mut cut = 0usize;
         let mut left_out = 0usize;
         while used > limit {
@@ -191,8 +194,8 @@ impl ChildTurns<'_, '_> {
                 .rposition(|m| m.role == Role::Assistant)
                 .map_or(start, |i| i + 1);
             let excess = usize::try_from(used - limit).unwrap_or(usize::MAX);
-            if let Some(i) = largest_cuttable(&self.messages, pending, end)
-                .or_else(|| largest_cuttable(&self.messages, start, end))
+            if let Some(i) = largest_cuttable(&self.messages, pending, end, keep)
+                .or_else(|| largest_cuttable(&self.messages, start, end, keep))
             {
                 // About four bytes a token; the loop cuts again if that was not enough.
                 let content = &self.messages[i].content;
@@ -206,13 +209,17 @@ impl ChildTurns<'_, '_> {
                 );
                 self.messages[i].content = format!("{kept}{note}");
                 cut += 1;
-            } else if start + usize::from(left_out > 0) < end {
+            } else if let Some(oldest) =
+                (start + usize::from(left_out > 0)..end).find(|&j| !keep(&self.messages[j]))
+            {
                 // Leave out the round's oldest message, behind one note.
+                let mut oldest = oldest;
                 if left_out == 0 {
                     self.messages
                         .insert(start, Message::new(Role::User, LEFT_OUT_NOTE));
+                    oldest += 1;
                 }
-                self.messages.remove(start + 1);
+                self.messages.remove(oldest);
                 left_out += 1;
             } else {
                 break;
@@ -301,11 +308,17 @@ const LEFT_OUT_NOTE: &str =
     "[the round's earliest turns were left out here to keep room for the report]";
 
 /// The largest message in `from..to` that may be cut to make room for the report: not a
-/// generated turn, and longer than a note of the cut would be.
-fn largest_cuttable(messages: &[Message], from: usize, to: usize) -> Option<usize> {
+/// generated turn, not one to `keep` whole, and longer than a note of the cut would be.
+fn largest_cuttable(
+    messages: &[Message],
+    from: usize,
+    to: usize,
+    keep: impl Fn(&Message) -> bool,
+) -> Option<usize> {
     (from..to)
         .filter(|&i| {
-            messages[i].role != Role::Assistant && messages[i].content.len() > CUT_MIN_BYTES
+            let m = &messages[i];
+            m.role != Role::Assistant && m.content.len() > CUT_MIN_BYTES && !keep(m)
         })
         .max_by_key(|&i| messages[i].content.len())
 }

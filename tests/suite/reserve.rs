@@ -129,6 +129,14 @@ impl Child for EdgeChild<'_> {
             return Ok(ended(String::new(), 0, StopReason::ContextFull));
         }
         if request.report_only {
+            // Whatever was cut to make room, the wrap-up's instruction is still there.
+            assert!(
+                request
+                    .messages
+                    .iter()
+                    .any(|m| m.content.contains("file your report now")),
+                "the wrap-up's instruction was cut"
+            );
             let (_, bounds, _) = chat::report_grammar_within(
                 edge.format.as_ref(),
                 &edge.report_tool,
