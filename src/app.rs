@@ -146,7 +146,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
             if settings.model.is_none() && !path.exists() {
                 return Err(UsageError::NoModel);
             }
-            crate::llm::model_file::check(&path)?;
+            crate::model_file::check(&path)?;
             take_model_defaults(&mut settings, &path);
             BackendPlan::Llama(path)
         }
@@ -184,7 +184,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
 /// header this program cannot read leaves the built-in defaults: loading the model judges
 /// the file.
 fn take_model_defaults(settings: &mut Settings, model: &Path) {
-    let Ok(meta) = crate::llm::model_file::ModelMeta::read(model) else {
+    let Ok(meta) = crate::model_file::ModelMeta::read(model) else {
         return;
     };
     let bytes = std::fs::metadata(model).map_or(0, |m| m.len());
@@ -306,9 +306,8 @@ pub fn openai_config(url: &str, settings: &Settings) -> crate::llm::openai::Open
         api_key_env: settings.api_key_env.clone(),
         request_timeout: std::time::Duration::from_secs(settings.request_timeout_s),
         // Only a context size the person gave: a default is no knowledge of the server's.
-        ctx_fallback: (settings.sources.get("ctx_size")
-            != Some(&crate::config::Source::Default))
-        .then_some(inference.ctx_size),
+        ctx_fallback: (settings.sources.get("ctx_size") != Some(&crate::config::Source::Default))
+            .then_some(inference.ctx_size),
         chat_format: settings.chat_format.clone(),
         sampling: crate::llm::openai::wire::Sampling {
             max_tokens: inference.max_tokens,
