@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::Cli;
 use crate::error::UsageError;
-use crate::llm::model_file::ModelMeta;
+use crate::model_file::ModelMeta;
 pub use crate::options::BackendKind;
 use crate::options::{ApprovalPolicyArg, Options, SandboxModeArg};
 pub use crate::options::{Hooks, NotifyMode};
@@ -154,24 +154,7 @@ pub struct InferenceSettings {
     pub seed: u32,
 }
 
-/// Where a setting's value came from, as `run.json`'s `settings.sources` says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    /// Given on the command line.
-    CommandLine,
-    /// Set in the config file.
-    ConfigFile,
-    /// Taken from the run a resumed run continues (its `run.json`).
-    ResumedRun,
-    /// Read from the model file's metadata (for the context: its trained context, at most
-    /// 16,384 tokens).
-    Model,
-    /// The model's context, lowered to what free memory holds for the KV cache.
-    MemoryCap,
-    /// The built-in default.
-    Default,
-}
+pub use crate::model_defaults::Source;
 
 /// Where each inference setting came from, by option name (`ctx_size`, `temperature`, ...).
 pub type Sources = std::collections::BTreeMap<String, Source>;

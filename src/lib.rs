@@ -3,7 +3,8 @@
 //! The engine (round loop) emits typed events; the TUI and the headless writer consume them.
 //! The types every layer exchanges live in `protocol`, at the bottom beside the `text`
 //! helpers: each module imports only downward (protocol, text; error, logging, signals,
-//! intake, runlock; workspace, tools; chat with the settings (options, cli, config); llm;
+//! intake, runlock, model_file; model_defaults, workspace, tools; chat with the settings
+//! (options, cli, config); llm;
 //! engine; app, headless, eval, runs; ui; tui), which `tests/suite/layers.rs` checks. See the
 //! README for the contracts.
 
@@ -20,6 +21,7 @@ pub mod intake;
 pub mod llm;
 pub mod logging;
 pub mod model_defaults;
+pub mod model_file;
 pub mod options;
 pub mod protocol;
 pub mod runlock;

@@ -7,8 +7,26 @@
 //! Everything here is a pure function of the GGUF metadata and a memory figure, so tests need
 //! neither a real model nor a machine of a given size; only [`mem_available`] reads the system.
 
-use crate::config::Source;
-use crate::llm::model_file::ModelMeta;
+use crate::model_file::ModelMeta;
+
+/// Where a setting's value came from, as `run.json`'s `settings.sources` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Given on the command line.
+    CommandLine,
+    /// Set in the config file.
+    ConfigFile,
+    /// Taken from the run a resumed run continues (its `run.json`).
+    ResumedRun,
+    /// Read from the model file's metadata (for the context: its trained context, at most
+    /// 16,384 tokens).
+    Model,
+    /// The model's context, lowered to what free memory holds for the KV cache.
+    MemoryCap,
+    /// The built-in default.
+    Default,
+}
 
 /// The largest context a default gives, whatever the model was trained with.
 pub const CTX_CEILING: u32 = 16_384;

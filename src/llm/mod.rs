@@ -4,14 +4,16 @@
 //! for a brand-new `Child` (for llama: a fresh context with an empty KV cache), which is
 //! dropped when the round ends. Nothing else crosses rounds: the engine hands each child its
 //! whole message list every turn. Messages and tool specs come from `protocol`; the model
-//! file check lives in `model_file`, below the app wiring that also uses it.
+//! file check lives in the top-level `model_file` (re-exported here), below the app wiring and
+//! the settings that also use it.
 
 #[cfg(feature = "llama")]
 pub mod bounded;
 pub mod llama;
-pub mod model_file;
+pub use crate::model_file;
 pub mod openai;
 pub mod prefix_store;
+pub mod progress;
 pub mod script;
 pub mod template;
 
@@ -102,6 +104,16 @@ pub struct BackendInfo {
     pub native_tools: bool,
 }
 
+/// What a child streams while it works on a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output<'a> {
+    /// A piece of generated text.
+    Text(&'a str),
+    /// The prompt is being read: `done` of its `total` tokens are in the context (see
+    /// `progress` for when this is said).
+    PromptProgress(progress::PromptProgress),
+}
+
 /// A model for the whole run.
 pub trait Backend {
     fn info(&self) -> BackendInfo;
@@ -132,4 +144,15 @@ pub trait Child {
         on_text: &mut dyn FnMut(&str),
         cancel: &CancellationToken,
     ) -> Result<Generation, BackendError>;
+
+    /// `generate`, also streaming the prompt's progress where the backend reads prompts
+    /// slowly enough to say it (the llama backend; the script backend with a prompt delay).
+    fn generate_streaming(
+        &mut self,
+        request: Request<'_>,
+        on_output: &mut dyn FnMut(Output<'_>),
+        cancel: &CancellationToken,
+    ) -> Result<Generation, BackendError> {
+        self.generate(request, &mut |piece| on_output(Output::Text(piece)), cancel)
+    }
 }

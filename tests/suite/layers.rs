@@ -22,6 +22,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("signals", 1),
     ("intake", 1),
     ("runlock", 1),
+    ("model_file", 1),
+    ("model_defaults", 2),
     ("workspace", 2),
     ("tools", 2),
     ("chat", 3),

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use ralph_tui::config::{Dirs, Settings, Source};
-use ralph_tui::llm::model_file::{MetaValue, ModelMeta};
+use ralph_tui::model_file::{MetaValue, ModelMeta};
 use ralph_tui::model_defaults::{self as defaults, ContextChoice};
 use serde_json::Value;
 
