@@ -659,7 +659,7 @@ mod tests {
     }
 
     #[test]
-    fn a_call_only_turn_follows_a_turn_that_called_nothing() {
+    fn a_call_only_turn_follows_two_turns_that_called_nothing() {
         let tools = tools();
         let mut messages = vec![
             Message::new(Role::System, "s"),
@@ -673,7 +673,12 @@ mod tests {
         ));
         messages.push(Message::tool("x", "ok"));
         assert_eq!(shape(&messages, &Hermes), TurnShape::Open);
+        // One turn that called nothing gets the nudge and stays open; a second makes the
+        // next turn call-only.
         messages.push(Message::new(Role::Assistant, "Just talking."));
+        messages.push(Message::new(Role::User, "call a tool"));
+        assert_eq!(shape(&messages, &Hermes), TurnShape::Open);
+        messages.push(Message::new(Role::Assistant, "Still talking."));
         messages.push(Message::new(Role::User, "call a tool"));
         assert_eq!(shape(&messages, &Hermes), TurnShape::CallOnly);
         // A format with nothing to trigger on is always call-only, as its grammar is
