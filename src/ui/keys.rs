@@ -162,7 +162,7 @@ pub const EDITOR: Section = Section {
         ),
         row(
             "Esc",
-            "quit without running (exit code 130)",
+            "quit without running (exit 130); twice over typed text",
             &[(plain(KeyCode::Esc), Action::Back)],
         ),
         row(
@@ -354,7 +354,7 @@ pub const REVIEW: Section = Section {
         ),
         row(
             "d",
-            "discard all the run's changes (lists what is lost, asks)",
+            "discard the run's changes (lists them, asks); after a commit, those left out",
             &[(ch('d'), Action::Discard)],
         ),
         row(
@@ -481,12 +481,12 @@ pub const WORKTREE: Section = Section {
     bindings: &[
         row(
             "A",
-            "apply the run's changes to your work tree (three-way; nothing on a conflict)",
+            "apply what the review shows (chosen files, reverts kept) to your work tree",
             &[(ch('A'), Action::ApplyWorktree)],
         ),
         row(
             "X X",
-            "discard the run's worktree and branch",
+            "discard the run's worktree and branch (then only q is left)",
             &[(ch('X'), Action::DiscardWorktree)],
         ),
     ],
