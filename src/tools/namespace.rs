@@ -108,11 +108,15 @@ pub(crate) fn mount_read_only(paths: &[PathBuf], in_user_ns: bool) -> Result<(),
     Ok(())
 }
 
+/// The command's own shared memory: a private tmpfs it may write.
+pub(crate) const SHM: &str = "/dev/shm";
+
 /// The devices a command's `/dev` holds, bound from the host's: the ones it may write.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
 
 /// Mounts a fresh tmpfs on `/dev` (in this process's private mount namespace) holding
-/// [`DEVICES`], the `fd`, `stdin`, `stdout` and `stderr` links and empty `pts` and `shm`.
+/// [`DEVICES`], the `fd`, `stdin`, `stdout` and `stderr` links, an empty `pts` and a fresh
+/// tmpfs on `shm` ([`SHM`]).
 /// What was under `/dev` (terminals, disks, input devices) is no longer reachable by path.
 pub(crate) fn private_dev() -> Result<(), String> {
     let none: Option<&str> = None;
@@ -154,5 +158,14 @@ pub(crate) fn private_dev() -> Result<(), String> {
     for dir in ["pts", "shm"] {
         std::fs::create_dir(format!("/dev/{dir}")).map_err(|e| format!("/dev/{dir}: {e}"))?;
     }
+    // Shared memory of the command's own (POSIX semaphores, multiprocessing), writable.
+    mount(
+        Some("tmpfs"),
+        SHM,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("mode=1777"),
+    )
+    .map_err(|e| format!("mounting a private {SHM}: {e}"))?;
     Ok(())
 }

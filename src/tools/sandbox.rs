@@ -40,7 +40,7 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 
-use super::namespace::{isolate_host, isolate_network, mount_read_only, private_dev};
+use super::namespace::{isolate_host, isolate_network, mount_read_only, private_dev, SHM};
 use super::privileges;
 use super::supervisor::{self, PARENT_ENV};
 use super::ToolPolicy;
@@ -425,6 +425,10 @@ pub fn exec_main(args: &[String]) -> ! {
     inner.arg(mode_name(parsed.mode.unwrap_or(SandboxMode::ReadOnly)));
     for dir in &parsed.writable {
         inner.arg("--write").arg(dir);
+    }
+    if parsed.mode.is_some_and(|m| m != SandboxMode::Off) {
+        // Its own (see `private_dev`), so writable in every confined mode.
+        inner.arg("--write").arg(SHM);
     }
     inner.arg("--").args(&parsed.program);
     // Its own process group (so `$$` names the group it and its jobs share), no terminal.

@@ -48,8 +48,10 @@ fn commands_get_only_stdio_even_when_a_terminal_leaks() {
 fn no_terminal_or_device_can_be_opened_even_for_reading() {
     let pty = nix::pty::openpty(None, None).unwrap();
     let tty = nix::unistd::ttyname(&pty.slave).unwrap();
+    // Shared memory is the command's own: writable, and not the host's.
+    let shm = format!("ralph-reach-{}", std::process::id());
     let command = format!(
-        "(exec 3< {tty}) && echo opened-tty; (exec 3< /dev/ptmx) && echo opened-ptmx; ls /dev; echo ok > /dev/null && echo null-ok",
+        "(exec 3< {tty}) && echo opened-tty; (exec 3< /dev/ptmx) && echo opened-ptmx; ls /dev; echo ok > /dev/null && echo null-ok; echo x > /dev/shm/{shm} && echo shm-ok",
         tty = tty.display()
     );
     for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
@@ -59,12 +61,16 @@ fn no_terminal_or_device_can_be_opened_even_for_reading() {
         }
         let out = bench.ok("run_command", json!({ "command": command }));
         assert!(!out.contains("opened-"), "{mode:?}: {out}");
-        assert!(out.contains("null-ok"), "{mode:?}: {out}");
+        assert!(
+            out.contains("null-ok") && out.contains("shm-ok"),
+            "{mode:?}: {out}"
+        );
+        assert!(!Path::new("/dev/shm").join(&shm).exists());
         let listed: Vec<&str> = out
             .lines()
             .skip_while(|l| !l.starts_with("exit code"))
             .skip(1)
-            .filter(|l| !l.contains(' ') && !l.is_empty() && *l != "null-ok")
+            .filter(|l| !l.contains(' ') && !l.is_empty() && !l.ends_with("-ok"))
             .collect();
         assert_eq!(
             listed,
