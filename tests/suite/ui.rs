@@ -169,6 +169,8 @@ fn snapshot_review_outcomes() {
         ("review_round_failed_80x24", RunStatus::RoundFailed, None),
     ];
     for (name, status, verification) in cases {
+        // A claimed completion that --verify contradicts exits 6.
+        let exit = ralph_tui::error::ExitCode::of_run(status, verification.as_ref());
         let mut state = finished(status, verification);
         let text = screen(&mut state, 80, 24);
         let words: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -185,7 +187,7 @@ fn snapshot_review_outcomes() {
         insta::assert_snapshot!(name, text);
         assert_eq!(
             press(&mut state, KeyCode::Char('q')),
-            vec![Effect::Quit(ralph_tui::error::ExitCode::from(status))]
+            vec![Effect::Quit(exit)]
         );
     }
     let mut state = finished(RunStatus::Complete, Some(verification(true)));
