@@ -35,6 +35,16 @@ pub fn on_key(state: &mut State, key: &KeyEvent) -> Option<Vec<Effect>> {
         return gone_key(state, gone, key);
     }
     match keys::action(&[&keys::WORKTREE], key)? {
+        // Apply takes the tree the review diff was read from: never one a revert or discard
+        // has just made stale.
+        Action::ApplyWorktree if !review_ready(state) => {
+            state.notice = Some(
+                "the run's changes are not read yet (or could not be read): nothing is applied \
+                 until the review shows them"
+                    .into(),
+            );
+            Some(Vec::new())
+        }
         Action::ApplyWorktree => {
             state.notice = Some("applying the run's changes to your work tree…".into());
             Some(vec![Effect::Worktree(WorktreeAction::Apply)])
@@ -52,6 +62,14 @@ pub fn on_key(state: &mut State, key: &KeyEvent) -> Option<Vec<Effect>> {
         }
         _ => None,
     }
+}
+
+/// Whether the review's diff is read (not loading again after a revert or discard).
+fn review_ready(state: &State) -> bool {
+    state
+        .review
+        .as_ref()
+        .is_some_and(|r| matches!(r.diff, super::model::Loadable::Ready(_)))
 }
 
 /// The keys once the worktree is gone: after `X X` only quit, help, the run log, the final

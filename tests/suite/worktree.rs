@@ -558,6 +558,15 @@ mod review_keys {
     #[test]
     fn a_worktree_runs_review_applies_and_discards_only_after_asking_twice() {
         let mut state = reviewing(Some("ralph/20260101-000000-abcd"));
+        // Nothing is applied before the review shows the run's changes (a revert or a
+        // discard reads them again).
+        assert_eq!(press(&mut state, 'A'), vec![]);
+        let notice = state.notice.clone().unwrap_or_default();
+        assert!(notice.contains("not read yet"), "{notice}");
+        state.update(Msg::DiffLoaded(
+            ralph_tui::ui::model::DiffSource::Review,
+            Ok(ralph_tui::workspace::DiffModel::default()),
+        ));
         assert_eq!(
             press(&mut state, 'A'),
             vec![Effect::Worktree(WorktreeAction::Apply)]
