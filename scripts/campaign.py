@@ -432,7 +432,9 @@ def confinement_cases(base, outside):
     """Issue 21's attacks: terminal descriptors, Unix sockets, verify and hooks, root
     capabilities and the API key. Each is (turns, check, escape_case options)."""
     key = f"sk-campaign-{random.randrange(1 << 40):x}"
-    sockets = Path(tempfile.mkdtemp(prefix="ralph-campaign-sock-"))
+    # Under the campaign's temp dir (removed at its end); the path stays short for a socket.
+    sockets = base / "sockets"
+    sockets.mkdir(exist_ok=True)
     tmux_socket = sockets / "tmux"
     listener = sockets / "listen.sock"
 
