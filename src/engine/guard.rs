@@ -386,7 +386,10 @@ mod tests {
             .unwrap();
         assert!(why.contains("exited with code 2"), "{why}");
         // Evidence in other words is not read as a cited exit code.
-        assert_eq!(log.contradiction(&complete(&["greet.sh prints Hello"])), None);
+        assert_eq!(
+            log.contradiction(&complete(&["greet.sh prints Hello"])),
+            None
+        );
     }
 
     #[test]
