@@ -352,6 +352,15 @@ impl WorktreeInfo {
         only: Option<&BTreeSet<String>>,
     ) -> Result<Committed, WorktreeError> {
         let user = Workspace::open(&self.user_repo.join(&self.prefix))?;
+        // What would refuse the commit is checked before anything is applied, so a refusal
+        // leaves the person's work tree as it was.
+        if git2::message_prettify(message, None)?.trim().is_empty() {
+            return Err(WorkspaceError::EmptyMessage.into());
+        }
+        if only.is_some_and(BTreeSet::is_empty) {
+            return Err(WorkspaceError::NothingChosen.into());
+        }
+        commit::identity(user.repo())?;
         let mut before = user.baseline()?;
         let untouched = before.snapshot;
         let applied = self.apply_shown(shown, None)?;

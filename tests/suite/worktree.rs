@@ -806,3 +806,31 @@ fn runs_and_show_name_the_persons_repository_and_the_branch() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_commit_refused_for_its_message_or_choice_applies_nothing() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let info = finished_run(repo.path(), home.path());
+    let files_before = tree_files(repo.path());
+    let shown = info.shown().unwrap();
+    assert!(matches!(
+        info.commit_shown("  \n", shown, None),
+        Err(WorktreeError::Workspace(
+            ralph_tui::workspace::WorkspaceError::EmptyMessage
+        ))
+    ));
+    let none = std::collections::BTreeSet::new();
+    assert!(matches!(
+        info.commit_shown("a message", shown, Some(&none)),
+        Err(WorktreeError::Workspace(
+            ralph_tui::workspace::WorkspaceError::NothingChosen
+        ))
+    ));
+    assert_eq!(
+        tree_files(repo.path()),
+        files_before,
+        "applied before refusing"
+    );
+    assert!(info.is_left());
+}

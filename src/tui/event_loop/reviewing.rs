@@ -11,10 +11,10 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use super::super::failure::{review_error, workspace_error};
 use super::{Done, Driver, Run};
 use crate::protocol::event::RunStatus;
 use crate::runs::review;
+use crate::tui::failure::{review_error, workspace_error};
 use crate::ui::model::{WorktreeAction, WorktreeGone};
 use crate::ui::state::{CommitState, Loadable, Msg, Phase, State};
 use crate::workspace::{DiffModel, DiscardPlan, Snapshot, Workspace, WorktreeInfo};
