@@ -7,8 +7,10 @@
 //!   round's work: the engine begins the wrap-up (reason `repetition`).
 //! - **Claims against the record.** A `complete` report is refused, as a tool error the worker
 //!   can correct within its turns, when the round's log contradicts it: an evidence item
-//!   names a command whose last run in this round failed, or the round called no tool at
-//!   all. Completion stays the worker's claim; the engine only refuses what its own log
+//!   names a command whose last run in this round failed (or cites `COMMAND: exit code N`
+//!   for a command the round never ran, or that ended otherwise), the round's last change to
+//!   a file failed with nothing changed after it, or the round called no tool at all.
+//!   Completion stays the worker's claim; the engine only refuses what its own log
 //!   contradicts.
 
 use serde_json::Value;
@@ -21,6 +23,8 @@ pub const REPEATS_BEFORE_WRAP_UP: u32 = 3;
 
 /// The tool whose calls are commands.
 const COMMAND_TOOL: &str = "run_command";
+/// The tools that change a file by name.
+const FILE_TOOLS: [&str; 2] = ["write_file", "edit_file"];
 
 /// One distinct call of the round.
 #[derive(Debug)]
@@ -62,6 +66,8 @@ pub struct CallLog {
     commands: Vec<CommandRun>,
     /// Workspace tool calls made (the report excluded), run or refused.
     tool_calls: u32,
+    /// The round's last file tool call, when it failed and no file changed after it.
+    failed_change: Option<String>,
 }
 
 /// A call's arguments in one canonical text (keys sorted, as serde_json's map keeps them).
@@ -99,6 +105,15 @@ impl CallLog {
     pub fn record(&mut self, name: &str, arguments: &Value, result: &ToolResult, changed: bool) {
         if changed {
             self.epoch = self.epoch.saturating_add(1);
+            self.failed_change = None;
+        }
+        if FILE_TOOLS.contains(&name) && !result.ok {
+            let path = arguments.get("path").and_then(Value::as_str).unwrap_or("");
+            self.failed_change = Some(format!(
+                "{name} {}: {}",
+                clip(path, 120),
+                clip(result.output.lines().next().unwrap_or(""), 160)
+            ));
         }
         let arguments_text = canonical(arguments);
         self.calls
@@ -146,12 +161,20 @@ impl CallLog {
                 )
             })
         });
-        failed.or_else(|| {
-            report
-                .evidence
-                .iter()
-                .find_map(|item| self.unfounded_exit_code(item))
-        })
+        failed
+            .or_else(|| {
+                report
+                    .evidence
+                    .iter()
+                    .find_map(|item| self.unfounded_exit_code(item))
+            })
+            .or_else(|| {
+                self.failed_change.as_ref().map(|failure| {
+                    format!(
+                        "the round's last change to a file failed ({failure}) and no file changed after it: make the change, or report status \"continue\""
+                    )
+                })
+            })
     }
 
     /// An evidence item written as `COMMAND: exit code N` (the shape the instructions
@@ -388,6 +411,32 @@ mod tests {
         // Evidence in other words is not read as a cited exit code.
         assert_eq!(
             log.contradiction(&complete(&["greet.sh prints Hello"])),
+            None
+        );
+    }
+
+    #[test]
+    fn a_complete_report_after_a_failed_change_is_refused_until_a_change_succeeds() {
+        let mut log = CallLog::default();
+        let edit = json!({"path": "textutil.py", "old": "x", "new": "x"});
+        log.check("edit_file", &edit);
+        log.record(
+            "edit_file",
+            &edit,
+            &failed("`old` and `new` are the same; nothing would change"),
+            false,
+        );
+        let test = json!({"command": "python3 -m unittest"});
+        log.record("run_command", &test, &ok("exit code 0\nRan 0 tests"), false);
+        let why = log
+            .contradiction(&complete(&["python3 -m unittest: exit code 0"]))
+            .unwrap();
+        assert!(why.contains("edit_file textutil.py"), "{why}");
+        assert!(why.contains("nothing would change"), "{why}");
+        let write = json!({"path": "textutil.py", "content": "def slugify(t): ..."});
+        log.record("write_file", &write, &ok("wrote textutil.py"), true);
+        assert_eq!(
+            log.contradiction(&complete(&["python3 -m unittest: exit code 0"])),
             None
         );
     }
