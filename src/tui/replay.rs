@@ -309,6 +309,15 @@ impl Player {
                 return None;
             }
         }
+        // Help lists only the keys a replay acts on.
+        if !editing && keys::action(&[&keys::EVERYWHERE], &key) == Some(Action::Help) {
+            let help = crate::ui::help::Help {
+                scroll: 0,
+                replay: true,
+            };
+            self.state.open(crate::ui::state::Overlay::Help(help));
+            return None;
+        }
         if self.state.phase == Phase::Running
             && !editing
             && keys::action(&[&keys::RUN, &keys::EVERYWHERE], &key) == Some(Action::Back)

@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::draw::{draw_lines, modal};
-use super::keys::{self, SECTIONS};
+use super::keys::{self, Action, Binding, Section, SECTIONS};
 use super::layout::{inner, popup};
 use super::scroll;
 use super::theme::Theme;
@@ -18,6 +18,42 @@ use super::wrap::str_width;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Help {
     pub scroll: usize,
+    /// A replay's help: only the keys a replay acts on.
+    pub replay: bool,
+}
+
+/// Sections a replay has no use for: nothing is typed, asked, reverted or discarded there.
+const NOT_IN_REPLAY: [&Section; 6] = [
+    &keys::EDITOR,
+    &keys::CANCEL,
+    &keys::APPROVAL,
+    &keys::REVERT,
+    &keys::DISCARD,
+    &keys::WORKTREE,
+];
+
+/// Whether help offers `binding` of `section` (in a replay, only what a replay acts on: not
+/// cancelling, changing the work tree or quitting the live way; its own section says how to
+/// leave).
+fn offered(section: &Section, binding: &Binding, replay: bool) -> bool {
+    if !replay || std::ptr::eq(section, &keys::REPLAY) {
+        return true;
+    }
+    if NOT_IN_REPLAY.iter().any(|s| std::ptr::eq(*s, section)) {
+        return false;
+    }
+    // Esc still closes a view in a replay; elsewhere it would ask to cancel.
+    let views = std::ptr::eq(section, &keys::VIEWS);
+    !binding.chords.iter().any(|(_, action)| match action {
+        Action::Back => !views,
+        Action::Commit
+        | Action::RevertRound
+        | Action::Discard
+        | Action::Toggle
+        | Action::Interrupt
+        | Action::Quit => true,
+        _ => false,
+    })
 }
 
 fn area_of(area: Rect) -> Rect {
@@ -31,6 +67,11 @@ pub fn body(area: Rect) -> Rect {
 
 /// Every row of help: a title per section, then its bindings.
 pub fn all_lines(theme: Theme) -> Vec<Line<'static>> {
+    lines(theme, false)
+}
+
+/// The rows of help, a replay's (`replay`) or a run's.
+pub fn lines(theme: Theme, replay: bool) -> Vec<Line<'static>> {
     let key_width = SECTIONS
         .iter()
         .flat_map(|section| section.bindings.iter())
@@ -38,12 +79,20 @@ pub fn all_lines(theme: Theme) -> Vec<Line<'static>> {
         .max()
         .unwrap_or(10);
     let mut out = Vec::new();
-    for (i, section) in SECTIONS.iter().enumerate() {
-        if i > 0 {
+    for section in SECTIONS {
+        let rows: Vec<&Binding> = section
+            .bindings
+            .iter()
+            .filter(|b| offered(section, b, replay))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
             out.push(Line::raw(""));
         }
         out.push(Line::styled(section.title.to_string(), theme.bold()));
-        for binding in section.bindings {
+        for binding in rows {
             let pad = key_width - str_width(binding.keys);
             out.push(Line::from(vec![
                 Span::raw("  "),
@@ -71,14 +120,17 @@ impl View for Help {
     }
 
     fn sync(&mut self, area: Rect, _ctx: &Ctx) {
-        let rows = all_lines(Theme::plain()).len();
+        let rows = lines(Theme::plain(), self.replay).len();
         self.scroll = scroll::clamp(self.scroll, rows, body(area).height);
     }
 
     fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         let hint = Some(" ↑↓ scroll · any other key closes ".to_string());
         let inner = modal(ctx.theme, " Keys ".to_string(), hint, area_of(area), buf);
-        let lines: Vec<Line> = all_lines(ctx.theme).into_iter().skip(self.scroll).collect();
+        let lines: Vec<Line> = lines(ctx.theme, self.replay)
+            .into_iter()
+            .skip(self.scroll)
+            .collect();
         draw_lines(&lines, inner, buf);
     }
 }

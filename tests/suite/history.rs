@@ -505,6 +505,44 @@ fn a_replay_says_it_is_one_and_answers_at_once_what_it_cannot_do() {
     assert_eq!(player.key(key(KeyCode::Esc)), None);
     assert!(player.state.overlay().is_none());
     assert_eq!(player.state.notice.as_deref(), Some(NOTHING_TO_CANCEL));
+    // Help offers only what a replay acts on.
+    assert_eq!(player.key(key(KeyCode::Char('?'))), None);
+    assert!(matches!(
+        player.state.overlay(),
+        Some(ralph_tui::ui::state::Overlay::Help(h)) if h.replay
+    ));
+    assert_eq!(player.key(key(KeyCode::Esc)), None);
+    assert!(player.state.overlay().is_none());
+    let text = |replay: bool| -> String {
+        ralph_tui::ui::help::lines(Theme::plain(), replay)
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (replayed, live) = (text(true), text(false));
+    for offered in [
+        "pause / resume",
+        "one event forward",
+        "this help",
+        "scroll a page",
+    ] {
+        assert!(replayed.contains(offered), "{offered}:\n{replayed}");
+    }
+    for gone in [
+        "commit the chosen files",
+        "revert one round",
+        "ask to cancel",
+        "Objective editor",
+        "Cancel question",
+        "Review of a worktree run",
+    ] {
+        assert!(!replayed.contains(gone), "{gone}:\n{replayed}");
+        assert!(
+            live.contains(gone),
+            "{gone} is no longer a key of the live run"
+        );
+    }
     // At the review, every key that would change something answers read-only at once.
     player.play_to_end();
     for c in ['c', 'u', 'd', ' ', 'A', 'X'] {
