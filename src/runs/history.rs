@@ -525,6 +525,48 @@ fn remove(entries: &[Entry], runs: &Path) -> ExitCode {
     code
 }
 
+/// Run directories of the data dir whose run never started (the person quit the objective
+/// editor, or the process was killed there): no `run.json`, nothing in them but the log
+/// file, and no live process holding them.
+fn never_started(runs: &Path, running: &HashSet<String>) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(runs) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|dir| dir.is_dir() && !dir.join("run.json").exists())
+        .filter(|dir| {
+            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+            !name.is_some_and(|n| running.contains(&n))
+        })
+        .filter(|dir| {
+            std::fs::read_dir(dir).is_ok_and(|mut files| {
+                files.all(|f| f.is_ok_and(|f| f.file_name() == "ralph-tui.log"))
+            })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Removes the run directories whose run never started, saying how many went.
+fn prune_never_started(runs: &Path, running: &HashSet<String>) {
+    let mut removed = 0;
+    for dir in never_started(runs, running) {
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => removed += 1,
+            Err(e) => say(&format!("cannot remove {}: {e}", dir.display())),
+        }
+    }
+    if removed > 0 {
+        out(&format!(
+            "removed {removed} run director{} where no run ever started (only a log)\n",
+            if removed == 1 { "y" } else { "ies" }
+        ));
+    }
+}
+
 fn prune(entries: &[Entry], choice: &PruneChoice, runs: &Path) -> ExitCode {
     if !choice.is_empty() {
         return match chosen(entries, choice, runs) {
@@ -625,6 +667,20 @@ pub fn run(command: History, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode
                 out(&table(&entries));
                 out(&worktrees_note(&entries));
             }
+            if !json {
+                let left = never_started(&runs, &running_ids(&dirs.data)).len();
+                if left > 0 {
+                    let (noun, verb) = if left == 1 {
+                        ("directory", "holds")
+                    } else {
+                        ("directories", "hold")
+                    };
+                    out(&format!(
+                        "\n{left} run {noun} {verb} only a log (no run ever started there): \
+                         `ralph-tui runs --prune --all-finished` removes them\n"
+                    ));
+                }
+            }
             ExitCode::Complete
         }
         History::Runs {
@@ -640,6 +696,7 @@ pub fn run(command: History, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode
             };
             let code = prune(&list(&dirs), &choice, &runs);
             if code == ExitCode::Complete {
+                prune_never_started(&runs, &running_ids(&dirs.data));
                 prune_prefix_cache(&dirs);
             }
             code

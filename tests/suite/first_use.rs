@@ -152,3 +152,49 @@ mod editor {
         );
     }
 }
+
+/// A run directory left by a process killed in the objective editor holds only its log:
+/// `runs` says so and `runs --prune` removes it, never one a live process holds, nor a
+/// directory with anything else in it.
+#[test]
+fn run_directories_where_no_run_started_are_named_and_pruned() {
+    use crate::suite::common::{code, isolate, BIN};
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("data").join("ralph-tui");
+    let runs = data.join("runs");
+    let leftover = runs.join("20260101-000000-aaaa");
+    let held = runs.join("20260101-000000-bbbb");
+    let other = runs.join("not-a-run");
+    for dir in [&leftover, &held] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("ralph-tui.log"), "log\n").unwrap();
+    }
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine\n").unwrap();
+    std::fs::create_dir_all(data.join("locks")).unwrap();
+    std::fs::write(
+        data.join("locks").join("a-lock"),
+        format!(
+            "run 20260101-000000-bbbb, pid {}, editing\n",
+            std::process::id()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(BIN);
+        isolate(&mut cmd, home.path());
+        let out = cmd.args(args).output().unwrap();
+        assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listing = run(&["runs"]);
+    assert!(
+        listing.contains("1 run directory holds only a log"),
+        "{listing}"
+    );
+    let pruned = run(&["runs", "--prune", "--all-finished"]);
+    assert!(pruned.contains("removed 1 run directory"), "{pruned}");
+    assert!(!leftover.exists());
+    assert!(held.exists(), "a live process holds it");
+    assert!(other.exists(), "not only a log");
+}
