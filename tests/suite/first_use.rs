@@ -119,6 +119,10 @@ mod streaming {
     #[test]
     fn once_a_card_is_there_enter_opens_it() {
         let mut state = mid_run(Theme::default());
+        // While the next turn streams, the cards so far still open.
+        tokens(&mut state, 3, "Now I will write the file ");
+        press(&mut state, KeyCode::Char('['));
+        assert!(state.notice.is_none(), "{:?}", state.notice);
         press(&mut state, KeyCode::Enter);
         assert!(
             matches!(state.overlay(), Some(Overlay::Card(_))),
