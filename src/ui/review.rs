@@ -314,9 +314,7 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                     theme.good(),
                 ),
                 n => (
-                    format!(
-                        "committed {id} · {n} left out: d discard them · q keep them and quit"
-                    ),
+                    format!("committed {id} · {n} left out: d discard them · q keep them and quit"),
                     theme.good(),
                 ),
             },
@@ -325,7 +323,10 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 theme.error(),
             ),
             CommitState::NotYet if state.replay.is_some() => (
-                format!("read-only: nothing to commit · {}", super::status::REPLAY_HINT),
+                format!(
+                    "read-only: nothing to commit · {}",
+                    super::status::REPLAY_HINT
+                ),
                 theme.key(),
             ),
             CommitState::NotYet => (
