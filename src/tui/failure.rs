@@ -22,8 +22,8 @@ pub fn review_error(error: WorktreeError, nothing: &str) -> String {
             path.display()
         ),
         WorktreeError::Io { path, source } => format!(
-            "could not write {}: {source}; {nothing} past that file — free space or fix the \
-             permissions, then try again",
+            "could not write {} ({source}); the files before it may be written already: free \
+             space or fix the permissions, then try again",
             path.display()
         ),
         other => other.to_string(),
