@@ -26,7 +26,7 @@ use super::wrapup::{self, WrapUp};
 use super::{prompt, report, Engine, RoundEnd, RunConfig, Toolbox};
 use super::{MAX_ARGUMENT_BYTES, MAX_REPORT_ATTEMPTS};
 use crate::chat::{ChatFormat, ParsedCall};
-use crate::llm::{BackendError, Child, Generation, Request, StopReason};
+use crate::llm::{BackendError, Child, Generation, Output, Request, StopReason};
 use crate::protocol::event::{Event, WrapUpReason};
 use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
@@ -199,14 +199,21 @@ impl ChildTurns<'_, '_> {
         let rec = &mut *self.rec;
         let started = std::time::Instant::now();
         let mut first_token = None;
-        let generation = child.generate(
+        let generation = child.generate_streaming(
             request,
-            &mut |piece| {
-                first_token.get_or_insert_with(std::time::Instant::now);
-                rec.emit(Event::Token {
+            &mut |out| match out {
+                Output::Text(piece) => {
+                    first_token.get_or_insert_with(std::time::Instant::now);
+                    rec.emit(Event::Token {
+                        round,
+                        text: piece.to_string(),
+                    })
+                }
+                Output::PromptProgress(p) => rec.emit(Event::PromptProgress {
                     round,
-                    text: piece.to_string(),
-                })
+                    done: p.done,
+                    total: p.total,
+                }),
             },
             cancel,
         );

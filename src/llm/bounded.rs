@@ -8,7 +8,7 @@
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Backend, BackendError, BackendInfo, Child, Generation, Request};
+use super::{Backend, BackendError, BackendInfo, Child, Generation, Output, Request};
 
 /// The most text one turn may carry, in bytes (1 MiB): far above a useful turn (the default
 /// cap is 1024 tokens, a few KiB; a whole source file written through `write_file` fits) and
@@ -69,13 +69,34 @@ impl Child for BoundedChild<'_> {
         on_text: &mut dyn FnMut(&str),
         cancel: &CancellationToken,
     ) -> Result<Generation, BackendError> {
+        self.generate_streaming(
+            request,
+            &mut |out| {
+                if let Output::Text(piece) = out {
+                    on_text(piece)
+                }
+            },
+            cancel,
+        )
+    }
+
+    fn generate_streaming(
+        &mut self,
+        request: Request<'_>,
+        on_output: &mut dyn FnMut(Output<'_>),
+        cancel: &CancellationToken,
+    ) -> Result<Generation, BackendError> {
         let turn = cancel.child_token();
         let mut seen = 0usize;
         let mut over = false;
         let limit = self.limit;
-        let generation = self.inner.generate(
+        let generation = self.inner.generate_streaming(
             request,
-            &mut |piece| {
+            &mut |out| {
+                let Output::Text(piece) = out else {
+                    on_output(out);
+                    return;
+                };
                 if over {
                     return;
                 }
@@ -85,7 +106,7 @@ impl Child for BoundedChild<'_> {
                     turn.cancel();
                     return;
                 }
-                on_text(piece);
+                on_output(out);
             },
             &turn,
         )?;

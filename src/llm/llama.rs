@@ -22,6 +22,7 @@ mod sampling;
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use llama_cpp_2::context::params::LlamaContextParams;
@@ -84,6 +85,9 @@ pub struct LlamaBackend {
     /// Whether contexts get the abort callback (always, but for benchmarks measuring its cost).
     abortable: bool,
     prefix: PrefixCache,
+    /// The last prompt evaluation's tokens a second (`f64` bits; 0: none yet), so a turn
+    /// knows before its first batch whether its prompt is slow enough to report progress.
+    prompt_rate: AtomicU64,
 }
 
 impl std::fmt::Debug for LlamaBackend {
@@ -264,6 +268,7 @@ impl LlamaBackend {
             abort: Box::default(),
             abortable: true,
             prefix: PrefixCache::new(true),
+            prompt_rate: AtomicU64::new(0),
         })
     }
 
@@ -369,6 +374,20 @@ impl LlamaBackend {
                 self.device,
                 requested_gpu_layers(&self.settings)
             ),
+        }
+    }
+
+    /// The last prompt evaluation's tokens a second, when one was measured.
+    fn prompt_rate(&self) -> Option<f64> {
+        let rate = f64::from_bits(self.prompt_rate.load(Ordering::Relaxed));
+        (rate > 0.0).then_some(rate)
+    }
+
+    /// Records a prompt evaluation's rate: `tokens` in `took` (skipped when too short to say).
+    fn note_prompt_rate(&self, tokens: usize, took: std::time::Duration) {
+        if tokens >= 16 && took >= std::time::Duration::from_millis(20) {
+            let rate = tokens as f64 / took.as_secs_f64();
+            self.prompt_rate.store(rate.to_bits(), Ordering::Relaxed);
         }
     }
 

@@ -12,7 +12,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Backend, BackendError, BackendInfo, Child, Generation, Request, StopReason};
+use super::progress::{ProgressGate, PromptProgress};
+use super::{Backend, BackendError, BackendInfo, Child, Generation, Output, Request, StopReason};
 use crate::error::UsageError;
 use crate::protocol::report::turn_cap;
 
@@ -21,6 +22,10 @@ use crate::protocol::report::turn_cap;
 struct ScriptFile {
     #[serde(default)]
     token_delay_ms: u64,
+    /// How long each turn's prompt takes to read, as a model's would (its progress is said
+    /// as a model's is; 0: at once).
+    #[serde(default)]
+    prompt_delay_ms: u64,
     /// The context window the script stands in for, in its estimated tokens.
     #[serde(default = "default_ctx_size")]
     ctx_size: u32,
@@ -47,6 +52,7 @@ pub const SCRIPT_CTX_SIZE: u32 = 131_072;
 pub struct ScriptBackend {
     path: PathBuf,
     token_delay: Duration,
+    prompt_delay: Duration,
     ctx_size: u32,
     rounds: Vec<ScriptRound>,
     /// The format its turns are written in (`--chat-format`; `hermes` unless named).
@@ -78,6 +84,7 @@ impl ScriptBackend {
         Ok(Self {
             path: path.to_path_buf(),
             token_delay: Duration::from_millis(file.token_delay_ms),
+            prompt_delay: Duration::from_millis(file.prompt_delay_ms),
             ctx_size: file.ctx_size,
             rounds: file.rounds,
             chat_format: "hermes".into(),
@@ -141,6 +148,7 @@ impl Backend for ScriptBackend {
                 turns,
                 next: 0,
                 token_delay: self.token_delay,
+                prompt_delay: self.prompt_delay,
                 ctx_size: self.ctx_size,
             })),
         }
@@ -152,7 +160,40 @@ struct ScriptChild<'a> {
     turns: &'a [String],
     next: usize,
     token_delay: Duration,
+    prompt_delay: Duration,
     ctx_size: u32,
+}
+
+/// The steps a scripted prompt is read in.
+const PROMPT_STEPS: u32 = 20;
+
+impl ScriptChild<'_> {
+    /// Reads the prompt as a model would: `prompt_delay` in [`PROMPT_STEPS`] steps, its
+    /// progress said through the same gate as the llama backend's.
+    fn read_prompt(
+        &self,
+        total: u32,
+        on_progress: &mut dyn FnMut(PromptProgress),
+        cancel: &CancellationToken,
+    ) {
+        if self.prompt_delay.is_zero() || total == 0 {
+            return;
+        }
+        let step = total.div_ceil(PROMPT_STEPS).max(1);
+        let mut gate = ProgressGate::new(0, total, step, None);
+        if let Some(progress) = gate.begin() {
+            on_progress(progress);
+        }
+        let started = std::time::Instant::now();
+        let mut done = 0;
+        while done < total && !cancel.is_cancelled() {
+            wait(self.prompt_delay / PROMPT_STEPS, cancel);
+            done = (done + step).min(total);
+            if let Some(progress) = gate.step(done, started.elapsed()) {
+                on_progress(progress);
+            }
+        }
+    }
 }
 
 /// Splits text into small, token-like pieces: words with their trailing space, long words cut
@@ -206,7 +247,30 @@ impl Child for ScriptChild<'_> {
         on_text: &mut dyn FnMut(&str),
         cancel: &CancellationToken,
     ) -> Result<Generation, BackendError> {
+        self.generate_streaming(
+            request,
+            &mut |out| {
+                if let Output::Text(piece) = out {
+                    on_text(piece)
+                }
+            },
+            cancel,
+        )
+    }
+
+    fn generate_streaming(
+        &mut self,
+        request: Request<'_>,
+        on_output: &mut dyn FnMut(Output<'_>),
+        cancel: &CancellationToken,
+    ) -> Result<Generation, BackendError> {
         let prompt_tokens = self.count_prompt_tokens(request)?;
+        self.read_prompt(
+            prompt_tokens,
+            &mut |p| on_output(Output::PromptProgress(p)),
+            cancel,
+        );
+        let mut on_text = |piece: &str| on_output(Output::Text(piece));
         let Some(turn) = self.turns.get(self.next) else {
             return Err(BackendError::Exhausted(format!(
                 "script round {} has no turn {} (it has {})",

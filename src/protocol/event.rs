@@ -205,6 +205,15 @@ pub enum Event {
         #[serde(default)]
         prefix_tokens_reused: u32,
     },
+    /// The turn's prompt is being read (evaluated) and that takes longer than about a
+    /// second: `done` of its `total` tokens are in the context (tokens kept from earlier turns
+    /// and the restored prefix count as done). At most a few a second; the last of a turn has
+    /// `done` = `total`.
+    PromptProgress {
+        round: u32,
+        done: u32,
+        total: u32,
+    },
     Token {
         round: u32,
         text: String,

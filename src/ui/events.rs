@@ -73,7 +73,16 @@ impl State {
                 );
                 self.keeping_change_selection(|s| s.round_changes(round).live = true);
             }
+            Event::PromptProgress { done, total, .. } => {
+                self.prompt_gauge = super::model::PromptGauge::update(
+                    self.prompt_gauge.take(),
+                    done,
+                    total,
+                    self.now,
+                );
+            }
             Event::Token { text, .. } => {
+                self.prompt_gauge = None;
                 self.transcript.push_text(&text);
                 self.tokens_total += 1;
                 self.round_tokens += 1;
@@ -93,6 +102,7 @@ impl State {
                 ..
             } => {
                 self.turn_streaming = false;
+                self.prompt_gauge = None;
                 self.context_counted = Some(context_tokens);
                 self.context_streamed = 0;
                 let rate = |n: u32, ms: u64| (ms > 0).then(|| f64::from(n) * 1000.0 / ms as f64);
@@ -109,10 +119,14 @@ impl State {
                 round,
                 name,
                 arguments,
-            } => self.push_card(round, name, arguments),
+            } => {
+                self.tool_running = Some(name.clone());
+                self.push_card(round, name, arguments)
+            }
             Event::ToolResult {
                 name, ok, output, ..
             } => {
+                self.tool_running = None;
                 self.round_tool_bytes += output.len() as u64;
                 self.push_tool_result(&name, ok, &output);
             }
@@ -177,6 +191,9 @@ impl State {
                 changes_unknown,
                 ..
             } => {
+                self.prompt_gauge = None;
+                self.tool_running = None;
+                self.turn_streaming = false;
                 let changes = self.round_changes(round);
                 changes.live = false;
                 changes.unknown = changes_unknown;

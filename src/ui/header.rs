@@ -1,5 +1,9 @@
 //! The header row: repository (and, for a worktree run, the branch the worker works on),
-//! model, device, the round gauge and the elapsed time.
+//! model, device, the round gauge, what the run is doing (loading the model, reading the
+//! prompt with its tokens done of total and an estimate of the time left, generating, running
+//! a command) and the elapsed time.
+
+use std::time::Duration;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -20,6 +24,50 @@ pub fn clock(elapsed: std::time::Duration) -> String {
     }
 }
 
+/// `12 s`, or `m:ss` from a minute on.
+fn short(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 60 {
+        format!("{}:{:02}", s / 60, s % 60)
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// What the run is doing, for the header: empty when there is nothing to say.
+pub fn activity(state: &State) -> String {
+    match (state.phase, state.cancelling()) {
+        (Phase::Finished, _) => return "done".into(),
+        (_, true) => return "cancelling".into(),
+        (Phase::Editing, _) => return String::new(),
+        (Phase::Running, false) => {}
+    }
+    if state.run_started.is_none() {
+        return "loading model".into();
+    }
+    if let Some(tool) = &state.tool_running {
+        return if tool == "run_command" {
+            "running command".into()
+        } else {
+            "running tool".into()
+        };
+    }
+    if state.turn_streaming {
+        return "generating".into();
+    }
+    if let Some(gauge) = &state.prompt_gauge {
+        let left = gauge
+            .left()
+            .map(|left| format!(" ~{}", short(left)))
+            .unwrap_or_default();
+        return format!("prompt {}/{}{left}", gauge.done, gauge.total);
+    }
+    if state.changes.iter().any(|c| c.live) {
+        return "reading prompt".into();
+    }
+    String::new()
+}
+
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
     let setup = &state.setup;
@@ -29,10 +77,11 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         theme.bold(),
     )];
     right.extend(bar(theme, f64::from(state.round) / f64::from(max), 10));
-    let phase = match (state.phase, state.cancelling()) {
-        (Phase::Finished, _) => " done ",
-        (_, true) => " cancelling ",
-        _ => " ",
+    let doing = activity(state);
+    let phase = if doing.is_empty() {
+        " ".to_string()
+    } else {
+        format!(" {doing} ")
     };
     right.push(Span::styled(phase, theme.dim()));
     right.push(Span::raw(format!("{} ", clock(state.elapsed()))));

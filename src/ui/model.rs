@@ -309,3 +309,49 @@ pub enum WorktreeAction {
 
 /// After a Ctrl-C that confirmed the cancel, another one this long after quits at once.
 pub const FORCE_QUIT_AFTER: Duration = Duration::from_secs(3);
+
+/// A prompt being read, from its `prompt_progress` events: the first and the latest.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PromptGauge {
+    pub done: u32,
+    pub total: u32,
+    /// The first event's `done` and when it came (UI time).
+    first: (u32, std::time::Duration),
+    /// When the latest came.
+    at: std::time::Duration,
+}
+
+impl PromptGauge {
+    /// The gauge after an event: `None` once the prompt is read; a new gauge for another
+    /// prompt (another total, or fewer tokens done than before).
+    pub fn update(
+        old: Option<Self>,
+        done: u32,
+        total: u32,
+        now: std::time::Duration,
+    ) -> Option<Self> {
+        if done >= total {
+            return None;
+        }
+        let first = match old {
+            Some(g) if g.total == total && done >= g.done => g.first,
+            _ => (done, now),
+        };
+        Some(Self {
+            done,
+            total,
+            first,
+            at: now,
+        })
+    }
+
+    /// The time left at the rate seen so far; `None` before two events.
+    pub fn left(&self) -> Option<std::time::Duration> {
+        let read = self.done.checked_sub(self.first.0).filter(|n| *n > 0)?;
+        let took = self.at.checked_sub(self.first.1).filter(|d| !d.is_zero())?;
+        let per_token = took.as_secs_f64() / f64::from(read);
+        Some(std::time::Duration::from_secs_f64(
+            per_token * f64::from(self.total - self.done),
+        ))
+    }
+}

@@ -66,6 +66,10 @@ pub struct State {
     pub prompt_per_s: Option<f64>,
     /// A turn is streaming now.
     pub turn_streaming: bool,
+    /// The turn's prompt being read, while it says its progress (`prompt_progress`).
+    pub prompt_gauge: Option<super::model::PromptGauge>,
+    /// The tool the worker's call is running now (not the report).
+    pub tool_running: Option<String>,
     /// When the current round started (UI time).
     pub round_started_at: Option<Duration>,
     pub transcript: Transcript,
@@ -145,6 +149,8 @@ impl State {
             gen_per_s: None,
             prompt_per_s: None,
             turn_streaming: false,
+            prompt_gauge: None,
+            tool_running: None,
             round_started_at: None,
             transcript: Transcript::default(),
             cards: VecDeque::new(),

@@ -753,3 +753,73 @@ fn huge_arguments_are_refused_without_running_the_tool() {
     assert!(r["output"].as_str().unwrap().contains("the limit is"));
     assert!(!repo.path().join("big.txt").exists());
 }
+
+#[test]
+fn a_slow_prompt_says_its_progress_a_few_times_a_second_before_its_first_token() {
+    let repo = TempRepo::new();
+    // Each turn's prompt takes 1.2 s to read.
+    let run = run_script_with(
+        &repo,
+        vec![turns(&[complete_report("done")])],
+        json!({"prompt_delay_ms": 1200}),
+        &["objective"],
+    );
+    assert_eq!(
+        code(&run.out),
+        0,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
+    // The events of each turn: its progress, then its tokens, then turn_finished.
+    let mut progress: Vec<&Value> = Vec::new();
+    let mut tokens_seen = false;
+    let mut turns_seen = 0;
+    for event in &run.events {
+        match event["type"].as_str().unwrap() {
+            "prompt_progress" => {
+                assert!(
+                    !tokens_seen,
+                    "progress after the turn's first token: {event}"
+                );
+                assert_eq!(event["round"], 1);
+                progress.push(event);
+            }
+            "token" => tokens_seen = true,
+            "turn_finished" => {
+                turns_seen += 1;
+                let done: Vec<u64> = progress
+                    .iter()
+                    .map(|e| e["done"].as_u64().unwrap())
+                    .collect();
+                let total = progress[0]["total"].as_u64().unwrap();
+                assert!(total > 0);
+                assert!(progress.iter().all(|e| e["total"] == total));
+                assert_eq!(done[0], 0, "said before the first step: {done:?}");
+                assert_eq!(
+                    *done.last().unwrap(),
+                    total,
+                    "the last says it all: {done:?}"
+                );
+                assert!(done.windows(2).all(|w| w[0] < w[1]), "{done:?}");
+                // 1.2 s at most four a second, the first and the last included.
+                assert!((3..=7).contains(&done.len()), "{done:?}");
+                progress.clear();
+                tokens_seen = false;
+            }
+            _ => {}
+        }
+    }
+    assert!(turns_seen >= 1);
+}
+
+#[test]
+fn a_quick_prompt_says_no_progress() {
+    let repo = TempRepo::new();
+    let run = run_script(
+        &repo,
+        vec![turns(&[complete_report("done")])],
+        &["objective"],
+    );
+    assert_eq!(code(&run.out), 0);
+    assert!(of_type(&run.events, "prompt_progress").is_empty());
+}

@@ -318,3 +318,76 @@ fn snapshot_no_color() {
         "{text}"
     );
 }
+
+/// The header says what the run is doing: loading the model (before `run_started`), reading
+/// the prompt (its tokens done of total once `prompt_progress` says them, and the time left
+/// from the second one on), generating, running a command, then reading the next prompt.
+#[test]
+fn snapshot_the_header_says_the_runs_phase() {
+    use std::time::Duration;
+    let header = |state: &mut State| {
+        let text = screen(state, 100, 24);
+        text.lines().next().unwrap_or_default().to_string()
+    };
+    let at = |state: &mut State, secs: u64| {
+        state.update(Msg::Tick(Duration::from_secs(secs)));
+    };
+    let progress = |state: &mut State, done: u32| {
+        send(
+            state,
+            Event::PromptProgress {
+                round: 1,
+                done,
+                total: 1712,
+            },
+        );
+    };
+    let mut lines = Vec::new();
+    let mut state = State::new(setup(), Some(OBJECTIVE.to_string()), Theme::default());
+    at(&mut state, 0);
+    lines.push(header(&mut state));
+    let mut state = new_state(Theme::default());
+    start_round(&mut state, 1);
+    lines.push(header(&mut state));
+    progress(&mut state, 0);
+    lines.push(header(&mut state));
+    at(&mut state, 11);
+    progress(&mut state, 512);
+    lines.push(header(&mut state));
+    tokens(&mut state, 1, "Reading the files. ");
+    lines.push(header(&mut state));
+    send(
+        &mut state,
+        Event::TurnFinished {
+            round: 1,
+            prompt_tokens: 1712,
+            generated_tokens: 4,
+            prompt_ms: 37_000,
+            gen_ms: 400,
+            context_tokens: 1716,
+        },
+    );
+    send(
+        &mut state,
+        Event::ToolCall {
+            round: 1,
+            name: "run_command".into(),
+            arguments: serde_json::json!({"command": "ls"}),
+        },
+    );
+    lines.push(header(&mut state));
+    send(
+        &mut state,
+        Event::ToolResult {
+            round: 1,
+            name: "run_command".into(),
+            ok: true,
+            output: "README.md".into(),
+        },
+    );
+    lines.push(header(&mut state));
+    // The last progress event of a prompt closes its gauge.
+    progress(&mut state, 1712);
+    lines.push(header(&mut state));
+    insta::assert_snapshot!("header_phases_100", lines.join("\n"));
+}

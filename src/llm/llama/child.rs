@@ -22,7 +22,8 @@ use super::grammar;
 use super::prefix::{Prefix, Restore};
 use super::sampling::{TurnSampler, Utf8Stream};
 use super::LlamaBackend;
-use crate::llm::{BackendError, Child, Generation, Request, StopReason};
+use crate::llm::progress::{ProgressGate, PromptProgress};
+use crate::llm::{BackendError, Child, Generation, Output, Request, StopReason};
 use crate::protocol::report::turn_cap;
 
 /// What llama.cpp's decode returns when the abort callback stopped it.
@@ -132,7 +133,7 @@ impl<'b> LlamaChild<'b> {
     /// Evaluates `tokens` into this child's cache (tests and benchmarks: e.g. a prefix alone,
     /// to compare with a restored state).
     pub fn prefill(&mut self, tokens: &[LlamaToken]) -> Result<(), BackendError> {
-        match self.eval_prompt(tokens, &CancellationToken::new())? {
+        match self.eval_prompt(tokens, &CancellationToken::new(), &mut |_| {})? {
             Prompted::Ready(_) => Ok(()),
             Prompted::Cancelled => Err(BackendError::ChildFailed("prefill aborted".into())),
             Prompted::ContextFull => Err(BackendError::ChildFailed("context full".into())),
@@ -260,10 +261,13 @@ impl<'b> LlamaChild<'b> {
     }
 
     /// Brings the KV cache to `tokens`, reusing the cached prefix; `Err` on a decode failure.
+    /// `on_progress` hears how far the evaluation is when it is slow enough to say
+    /// (`ProgressGate`).
     fn eval_prompt(
         &mut self,
         tokens: &[LlamaToken],
         cancel: &CancellationToken,
+        on_progress: &mut dyn FnMut(PromptProgress),
     ) -> Result<Prompted, BackendError> {
         let mut keep = self
             .cached
@@ -297,6 +301,17 @@ impl<'b> LlamaChild<'b> {
             .filter(|p| tokens.starts_with(&p.tokens))
             .map(Prefix::len)
             .filter(|&b| b > keep && b < tokens.len());
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let mut gate = ProgressGate::new(
+            count(keep),
+            count(tokens.len()),
+            count(batch_cap),
+            self.backend.prompt_rate(),
+        );
+        if let Some(progress) = gate.begin() {
+            on_progress(progress);
+        }
+        let started = Instant::now();
         let mut pos = keep;
         while pos < tokens.len() {
             if cancel.is_cancelled() {
@@ -323,7 +338,12 @@ impl<'b> LlamaChild<'b> {
                 }
             }
             pos = end;
+            if let Some(progress) = gate.step(count(end), started.elapsed()) {
+                on_progress(progress);
+            }
         }
+        self.backend
+            .note_prompt_rate(tokens.len() - keep, started.elapsed());
         Ok(Prompted::Ready(self.batch.n_tokens() - 1))
     }
 
@@ -353,6 +373,23 @@ impl Child for LlamaChild<'_> {
         &mut self,
         request: Request<'_>,
         on_text: &mut dyn FnMut(&str),
+        cancel: &CancellationToken,
+    ) -> Result<Generation, BackendError> {
+        self.generate_streaming(
+            request,
+            &mut |out| {
+                if let Output::Text(piece) = out {
+                    on_text(piece)
+                }
+            },
+            cancel,
+        )
+    }
+
+    fn generate_streaming(
+        &mut self,
+        request: Request<'_>,
+        on_output: &mut dyn FnMut(Output<'_>),
         cancel: &CancellationToken,
     ) -> Result<Generation, BackendError> {
         self.turns += 1;
@@ -390,7 +427,9 @@ impl Child for LlamaChild<'_> {
         }
 
         let started = Instant::now();
-        let mut idx = match self.eval_prompt(&tokens, cancel)? {
+        let mut idx = match self.eval_prompt(&tokens, cancel, &mut |progress| {
+            on_output(Output::PromptProgress(progress))
+        })? {
             Prompted::Cancelled => return Ok(ended(StopReason::Cancelled, String::new(), 0)),
             Prompted::ContextFull => return Ok(ended(StopReason::ContextFull, String::new(), 0)),
             Prompted::Ready(idx) => idx,
@@ -449,7 +488,7 @@ impl Child for LlamaChild<'_> {
             vocab.token_to_piece_into(token, &mut piece, true, None);
             let fresh = utf8.push(&piece);
             if !fresh.is_empty() {
-                on_text(&fresh);
+                on_output(Output::Text(&fresh));
                 text.push_str(&fresh);
                 // A wrap-up turn ends with its first complete call: the report. So does any
                 // turn of a format that takes one call a turn.
@@ -470,7 +509,7 @@ impl Child for LlamaChild<'_> {
         };
         let tail = utf8.finish();
         if !tail.is_empty() {
-            on_text(&tail);
+            on_output(Output::Text(&tail));
             text.push_str(&tail);
         }
         self.stats.generated_tokens = generated;
