@@ -175,8 +175,23 @@ impl LlamaBackend {
             ));
         }
         let requested = requested_gpu_layers(settings);
-        let params = LlamaModelParams::default().with_n_gpu_layers(requested);
         let started = std::time::Instant::now();
+        // llama.cpp says how far the load is; the log gets it in quarters.
+        let mut next_quarter = 1u32;
+        let params = LlamaModelParams::default()
+            .with_n_gpu_layers(requested)
+            .with_progress_callback(move |progress| {
+                let quarters = (progress.clamp(0.0, 1.0) * 4.0) as u32;
+                if quarters >= next_quarter {
+                    next_quarter = quarters + 1;
+                    tracing::info!(
+                        percent = quarters * 25,
+                        ms = started.elapsed().as_millis() as u64,
+                        "model loading"
+                    );
+                }
+                true
+            });
         let llama_model = LlamaModel::load_from_file(runtime, model, &params).map_err(|e| {
             model_error(
                 model,
