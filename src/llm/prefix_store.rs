@@ -198,7 +198,12 @@ impl PrefixStore {
         let text = match std::fs::read_to_string(&header_path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Lookup::Miss("no state is stored for this key".into())
+                return Lookup::Miss(match self.nearest(key) {
+                    Some(differ) => format!(
+                        "no state is stored for this key (the nearest stored one is for another {differ})"
+                    ),
+                    None => "no state is stored for this key".into(),
+                })
             }
             Err(e) => return Lookup::Miss(io("read", &header_path, e)),
         };
@@ -252,6 +257,26 @@ impl PrefixStore {
         }
         touch(&header_path);
         Lookup::Hit(state)
+    }
+
+    /// The fields in which the stored key nearest to `key` differs from it (for the log).
+    fn nearest(&self, key: &PrefixKey) -> Option<String> {
+        std::fs::read_dir(&self.dir)
+            .ok()?
+            .flatten()
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.ends_with(".json") && name != "models.json" && !name.contains(".tmp-")
+            })
+            .filter_map(|e| {
+                let text = std::fs::read_to_string(e.path()).ok()?;
+                let header: Header = serde_json::from_str(&text).ok()?;
+                Some(key.differences(&header.key))
+            })
+            .filter(|differ| !differ.is_empty())
+            .min_by_key(Vec::len)
+            .map(|differ| differ.join(", "))
     }
 
     /// Stores `key`'s state: `write` writes it to the path it is given (a temporary name),
@@ -504,6 +529,14 @@ mod tests {
             store.lookup(&key("a")),
             Lookup::Hit(store.state_path(&key("a")))
         );
+        // A miss names what differs from the nearest stored key.
+        match store.lookup(&PrefixKey {
+            device: "GPU".into(),
+            ..key("a")
+        }) {
+            Lookup::Miss(why) => assert!(why.ends_with("for another device)"), "{why}"),
+            hit => panic!("{hit:?}"),
+        }
         for other in [
             PrefixKey {
                 device: "GPU".into(),
