@@ -82,6 +82,18 @@ pub struct Prepared {
     /// Set when the run works in its own git worktree (`--worktree`); `settings.workspace`
     /// is then the workspace inside that worktree. Made by [`isolate`].
     pub worktree: Option<WorktreeInfo>,
+    /// Hears how far the model's load is (0..=1), before the run starts (the TUI's header).
+    pub on_load: Option<LoadProgress>,
+}
+
+/// A listener for the model load's progress, from 0 to 1.
+#[derive(Clone)]
+pub struct LoadProgress(pub Arc<dyn Fn(f32) + Send + Sync>);
+
+impl std::fmt::Debug for LoadProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LoadProgress")
+    }
 }
 
 impl Prepared {
@@ -177,6 +189,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         fresh_run_dir,
         resume: None,
         worktree: None,
+        on_load: None,
     })
 }
 
@@ -275,10 +288,11 @@ fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
         #[cfg(feature = "llama")]
         BackendPlan::Llama(path) => {
             let settings = &prepared.settings;
-            let backend = crate::llm::llama::LlamaBackend::load(
+            let backend = crate::llm::llama::LlamaBackend::load_reporting(
                 path,
                 &settings.inference,
                 settings.chat_format.as_deref(),
+                prepared.on_load.as_ref().map(|l| l.0.clone()),
             )?
             .with_prefix_cache(settings.prefix_cache)
             .with_disk_prefix_cache(crate::llm::prefix_store::PrefixStore::in_cache(

@@ -166,6 +166,16 @@ impl LlamaBackend {
         settings: &InferenceSettings,
         chat_format: Option<&str>,
     ) -> Result<Self, UsageError> {
+        Self::load_reporting(model, settings, chat_format, None)
+    }
+
+    /// `load`, telling `on_progress` how far llama.cpp's load is (0 to 1) as it goes.
+    pub fn load_reporting(
+        model: &Path,
+        settings: &InferenceSettings,
+        chat_format: Option<&str>,
+        on_progress: Option<std::sync::Arc<dyn Fn(f32) + Send + Sync>>,
+    ) -> Result<Self, UsageError> {
         super::model_file::check(model)?;
         let runtime = runtime().map_err(|e| model_error(model, e))?;
         if llama_cpp_2::gguf::GgufContext::from_file(model).is_none() {
@@ -176,11 +186,21 @@ impl LlamaBackend {
         }
         let requested = requested_gpu_layers(settings);
         let started = std::time::Instant::now();
-        // llama.cpp says how far the load is; the log gets it in quarters.
+        // llama.cpp says how far the load is (once per tensor): the listener hears each new
+        // whole percent, the log each quarter.
         let mut next_quarter = 1u32;
+        let mut last_percent = None;
         let params = LlamaModelParams::default()
             .with_n_gpu_layers(requested)
             .with_progress_callback(move |progress| {
+                let percent = (progress.clamp(0.0, 1.0) * 100.0) as u32;
+                if let Some(listener) = on_progress
+                    .as_ref()
+                    .filter(|_| last_percent != Some(percent))
+                {
+                    last_percent = Some(percent);
+                    listener(progress);
+                }
                 let quarters = (progress.clamp(0.0, 1.0) * 4.0) as u32;
                 if quarters >= next_quarter {
                     next_quarter = quarters + 1;

@@ -49,6 +49,8 @@ enum Inbound {
     Approval(Approval),
     /// The live watcher's files for a running round.
     Live(u32, Vec<ChangedFile>),
+    /// How far the model's load is, 0 to 1.
+    Loading(f32),
     /// The engine thread ended.
     Joined(Result<RunSummary, StartError>),
 }
@@ -132,8 +134,14 @@ impl Driver {
             // Live changes are a view; when the UI lags, dropping one is harmless.
             let _ = live_tx.try_send(Inbound::Live(round, files));
         });
+        let loading_tx = self.inbound_tx.clone();
+        let mut prepared = self.prepared.clone();
+        // The header's load gauge; a lagging UI may drop a step.
+        prepared.on_load = Some(app::LoadProgress(Arc::new(move |progress| {
+            let _ = loading_tx.try_send(Inbound::Loading(progress));
+        })));
         let handle: RunHandle = app::start_with_live(
-            self.prepared.clone(),
+            prepared,
             objective,
             broker.clone(),
             sink(self.inbound_tx.clone()),
@@ -475,6 +483,9 @@ where
                         }
                         Inbound::Live(round, files) => {
                             effects.extend(state.update(Msg::LiveChanges(round, files)));
+                        }
+                        Inbound::Loading(progress) => {
+                            effects.extend(state.update(Msg::ModelLoading(progress)));
                         }
                         Inbound::Joined(Ok(summary)) => {
                             let late = summary.hook_warnings.clone();

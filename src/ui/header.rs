@@ -43,7 +43,10 @@ pub fn activity(state: &State) -> String {
         (Phase::Running, false) => {}
     }
     if state.run_started.is_none() {
-        return "loading model".into();
+        return match state.model_loading {
+            Some(progress) => format!("loading model {:.0}%", progress * 100.0),
+            None => "loading model".into(),
+        };
     }
     if let Some(tool) = &state.tool_running {
         return if tool == "run_command" {

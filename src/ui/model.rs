@@ -236,6 +236,8 @@ pub enum Msg {
     Paste(String),
     /// Time since the UI started.
     Tick(Duration),
+    /// How far the model's load is, 0 to 1 (before `run_started`).
+    ModelLoading(f32),
     DiffLoaded(DiffSource, Result<DiffModel, String>),
     Committed(Result<String, String>),
     /// A round's revert: the paths it changed, or why nothing was changed.

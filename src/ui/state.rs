@@ -70,6 +70,8 @@ pub struct State {
     pub prompt_gauge: Option<super::model::PromptGauge>,
     /// The tool the worker's call is running now (not the report).
     pub tool_running: Option<String>,
+    /// How far the model's load is (0 to 1), once llama.cpp says.
+    pub model_loading: Option<f32>,
     /// When the current round started (UI time).
     pub round_started_at: Option<Duration>,
     pub transcript: Transcript,
@@ -151,6 +153,7 @@ impl State {
             turn_streaming: false,
             prompt_gauge: None,
             tool_running: None,
+            model_loading: None,
             round_started_at: None,
             transcript: Transcript::default(),
             cards: VecDeque::new(),
@@ -209,6 +212,10 @@ impl State {
             }
             Msg::Tick(now) => {
                 self.tick(now);
+                Vec::new()
+            }
+            Msg::ModelLoading(progress) => {
+                self.model_loading = Some(progress.clamp(0.0, 1.0));
                 Vec::new()
             }
             Msg::DiffLoaded(source, result) => {

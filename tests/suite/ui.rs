@@ -319,7 +319,8 @@ fn snapshot_no_color() {
     );
 }
 
-/// The header says what the run is doing: loading the model (before `run_started`), reading
+/// The header says what the run is doing: loading the model (before `run_started`; how far
+/// once llama.cpp says), reading
 /// the prompt (its tokens done of total once `prompt_progress` says them, and the time left
 /// from the second one on), generating, running a command, then reading the next prompt.
 #[test]
@@ -345,6 +346,8 @@ fn snapshot_the_header_says_the_runs_phase() {
     let mut lines = Vec::new();
     let mut state = State::new(setup(), Some(OBJECTIVE.to_string()), Theme::default());
     at(&mut state, 0);
+    lines.push(header(&mut state));
+    state.update(Msg::ModelLoading(0.4));
     lines.push(header(&mut state));
     let mut state = new_state(Theme::default());
     start_round(&mut state, 1);
