@@ -993,6 +993,50 @@ fn a_round_1_restored_from_disk_generates_exactly_what_a_recomputed_one_does() {
 }
 
 #[test]
+fn a_slow_prompt_says_its_progress_through_the_llama_child() {
+    use ralph_tui::llm::Output;
+    let _lock = exclusive();
+    // Small batches make the report prompt (about 620 tokens) many decodes.
+    let backend = load(&InferenceSettings {
+        batch_size: 8,
+        max_tokens: 1,
+        ..greedy()
+    })
+    .with_prefix_cache(false);
+    let tools = vec![report_spec()];
+    let messages = report_messages(&backend, &tools);
+    let mut child = backend.child(1).unwrap();
+    let mut said = Vec::new();
+    let mut text_before_progress_ended = false;
+    let started = Instant::now();
+    child
+        .generate_streaming(
+            Request::new(&messages, &tools),
+            &mut |out| match out {
+                Output::PromptProgress(p) => said.push((p.done, p.total)),
+                Output::Text(_) => {
+                    text_before_progress_ended |= said.last().is_some_and(|(d, t)| d < t)
+                }
+            },
+            &CancellationToken::new(),
+        )
+        .unwrap();
+    let took = started.elapsed();
+    let total = child.last_prompt_tokens().len() as u32;
+    // No rate known yet and many batches: said before the first one, and at the end.
+    assert_eq!(said.first(), Some(&(0, total)), "{said:?}");
+    assert_eq!(said.last(), Some(&(total, total)), "{said:?}");
+    assert!(said.windows(2).all(|w| w[0].0 < w[1].0), "{said:?}");
+    let most = 2 + took.as_millis() / 250;
+    assert!(
+        said.len() as u128 <= most,
+        "{} reports in {took:?}",
+        said.len()
+    );
+    assert!(!text_before_progress_ended);
+}
+
+#[test]
 fn the_abort_callback_stops_a_batch_inside_the_decode() {
     let _lock = exclusive();
     let backend = load(&InferenceSettings {
