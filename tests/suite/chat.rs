@@ -430,12 +430,25 @@ fn detect_reads_the_template_markup() {
     assert_eq!(detect(None, None, None), "generic");
     // A Qwen Coder model writes fenced calls whatever its template teaches.
     let qwen = "{% if tools %}<tools>{{ tools | tojson }}</tools><tool_call>{% endif %}";
-    assert_eq!(detect(Some(qwen), Some("qwen2"), Some("Qwen2.5-Coder")), "qwen-coder");
+    assert_eq!(
+        detect(Some(qwen), Some("qwen2"), Some("Qwen2.5-Coder")),
+        "qwen-coder"
+    );
     assert_eq!(detect(Some(qwen), Some("qwen2"), Some("Qwen2.5")), "hermes");
-    assert_eq!(detect(None, Some("qwen2"), Some("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")), "qwen-coder");
+    assert_eq!(
+        detect(
+            None,
+            Some("qwen2"),
+            Some("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+        ),
+        "qwen-coder"
+    );
     // Qwen3-Coder's XML calls keep hermes, which reads them.
     let xml = "<tool_call>\n<function={{ tc.name }}>";
-    assert_eq!(detect(Some(xml), Some("qwen3moe"), Some("Qwen3-Coder")), "hermes");
+    assert_eq!(
+        detect(Some(xml), Some("qwen3moe"), Some("Qwen3-Coder")),
+        "hermes"
+    );
 }
 
 // ---------------------------------------------------------------------------- grammars
