@@ -104,7 +104,7 @@ impl Family for QwenCoder {
         }
         if tools.iter().any(|t| t.name == REPORT_TOOL) {
             out.push_str(&format!(
-                "\nWhile tests fail or work remains, keep fixing; when the round must end first, report status \"continue\" with next_steps (the next round goes on from the files). \"blocked\" is only for a problem no change in the repository can fix. {REPORT_TOOL} is always your last call."
+                "\nA failing test is work to do, never a blocker: fix it and run it again, and if the round must end first, report status \"continue\" with next_steps. \"blocked\" is only for a problem no change in the repository can fix. {REPORT_TOOL} is always your last call."
             ));
         }
         out

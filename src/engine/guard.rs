@@ -12,6 +12,9 @@
 //!   a file failed with nothing changed after it, or the round called no tool at all.
 //!   Completion stays the worker's claim; the engine only refuses what its own log
 //!   contradicts.
+//! - **A blocker questioned once.** A `blocked` report filed while the round's last command
+//!   failed is sent back once a round, saying that a failing command is work to do; the same
+//!   claim made again stands.
 
 use serde_json::Value;
 
@@ -68,6 +71,8 @@ pub struct CallLog {
     tool_calls: u32,
     /// The round's last file tool call, when it failed and no file changed after it.
     failed_change: Option<String>,
+    /// A `blocked` report has been questioned once this round.
+    block_questioned: bool,
 }
 
 /// A call's arguments in one canonical text (keys sorted, as serde_json's map keeps them).
@@ -175,6 +180,22 @@ impl CallLog {
                     )
                 })
             })
+    }
+
+    /// Questions a `blocked` report once a round when the round's last command failed: small
+    /// models report a failing test as a blocker. The worker may report `blocked` again (then
+    /// it stands) or go on. `None` lets the report through.
+    pub fn question_block(&mut self, report: &Report) -> Option<String> {
+        if report.status != ReportStatus::Blocked || self.block_questioned {
+            return None;
+        }
+        let last = self.commands.last().filter(|run| !run.ok)?;
+        self.block_questioned = true;
+        Some(format!(
+            "a failing command is work to do, not a blocker: `{}` ended with \"{}\". Fix the cause and run it again, or report status \"continue\" with next_steps for the next round; only if no change in the repository can fix it, report \"blocked\" again",
+            clip(&last.command, 120),
+            clip(&last.first_line, 120),
+        ))
     }
 
     /// An evidence item written as `COMMAND: exit code N` (the shape the instructions
@@ -439,6 +460,28 @@ mod tests {
             log.contradiction(&complete(&["python3 -m unittest: exit code 0"])),
             None
         );
+    }
+
+    #[test]
+    fn a_blocker_after_a_failing_command_is_questioned_once() {
+        let mut log = CallLog::default();
+        let mut blocked = complete(&[]);
+        blocked.status = ReportStatus::Blocked;
+        blocked.blocker = "the tests fail".into();
+        assert_eq!(log.question_block(&blocked), None, "no command ran");
+        let test = json!({"command": "python3 -m unittest"});
+        log.record("run_command", &test, &failed("exit code 1\nFAILED"), false);
+        let why = log.question_block(&blocked).unwrap();
+        assert!(
+            why.contains("python3 -m unittest") && why.contains("exit code 1"),
+            "{why}"
+        );
+        // Said again, the claim stands.
+        assert_eq!(log.question_block(&blocked), None);
+        // A passing last command is no reason to question it.
+        let mut log = CallLog::default();
+        log.record("run_command", &test, &ok("exit code 0"), false);
+        assert_eq!(log.question_block(&blocked), None);
     }
 
     #[test]

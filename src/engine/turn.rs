@@ -312,7 +312,11 @@ impl ChildTurns<'_, '_> {
     fn handle_report_call(&mut self, arguments: &Value) -> Option<RoundEnd> {
         let round = self.scope.round;
         let checked = report::validate(arguments).and_then(|report| {
-            match self.calls.contradiction(&report) {
+            let refusal = self
+                .calls
+                .contradiction(&report)
+                .or_else(|| self.calls.question_block(&report));
+            match refusal {
                 Some(reason) => Err(crate::protocol::report::Rejection(reason)),
                 None => Ok(report),
             }

@@ -262,3 +262,33 @@ fn a_complete_report_from_a_round_without_tool_calls_is_refused() {
         .unwrap()
         .contains("called no tool"));
 }
+
+#[test]
+fn a_blocker_after_a_failing_command_is_questioned_once_and_stands_when_said_again() {
+    let repo = TempRepo::new();
+    let blocked = report("blocked", "the tests fail", &[], &[], "the tests fail");
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            call("run_command", json!({"command": "sh -c 'exit 1'"})),
+            blocked.clone(),
+            blocked,
+        ])],
+        &["-n", "1", "x"],
+    );
+    assert_eq!(
+        code(&run.out),
+        3,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
+    let rejected = of_type(&run.events, "report_rejected");
+    assert_eq!(rejected.len(), 1);
+    let reason = rejected[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("not a blocker") && reason.contains("exit code 1"),
+        "{reason}"
+    );
+    let accepted = of_type(&run.events, "report_accepted");
+    assert_eq!(accepted[0]["report"]["status"], "blocked");
+}
