@@ -100,9 +100,8 @@ pub fn run(prepared: Prepared, objective: Option<String>, log_file: &Path) -> Ex
             return ExitCode::Internal;
         }
     };
-    let backend = clean::CleanBackend::new(ratatui::backend::CrosstermBackend::new(
-        std::io::stdout(),
-    ));
+    let backend =
+        clean::CleanBackend::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()));
     let ended = match ratatui::Terminal::new(backend) {
         Ok(mut terminal) => {
             let _ = terminal.clear();

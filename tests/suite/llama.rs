@@ -1190,5 +1190,9 @@ fn the_default_coder_models_fenced_calls_are_executed() {
             assert!(*calls > 0, "a call was written and lost: {text}");
         }
     }
-    assert!([0, 3, 4, 5].contains(&code(&out)), "exit {}: {stderr}", code(&out));
+    assert!(
+        [0, 3, 4, 5].contains(&code(&out)),
+        "exit {}: {stderr}",
+        code(&out)
+    );
 }

@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use ralph_tui::config::{Dirs, Settings, Source};
-use ralph_tui::model_file::{MetaValue, ModelMeta};
 use ralph_tui::model_defaults::{self as defaults, ContextChoice};
+use ralph_tui::model_file::{MetaValue, ModelMeta};
 use serde_json::Value;
 
 use super::common::*;

@@ -754,7 +754,10 @@ fn a_headless_run_completes_on_native_calls_and_never_writes_the_key() {
         .iter()
         .map(|e| e["name"].as_str().unwrap())
         .collect();
-    assert_eq!(calls, ["read_file", "ralph_report", "list_dir", "ralph_report"]);
+    assert_eq!(
+        calls,
+        ["read_file", "ralph_report", "list_dir", "ralph_report"]
+    );
     assert!(
         !of_type(&events, "token").is_empty(),
         "tokens were streamed"
