@@ -114,6 +114,16 @@ pub enum Output<'a> {
     PromptProgress(progress::PromptProgress),
 }
 
+/// An `on_output` for `generate_streaming` that passes the text to `on_text` and drops the
+/// rest: how a child whose real work is in `generate_streaming` implements `generate`.
+pub fn text_only<'f>(on_text: &'f mut dyn FnMut(&str)) -> impl FnMut(Output<'_>) + 'f {
+    move |out| {
+        if let Output::Text(piece) = out {
+            on_text(piece)
+        }
+    }
+}
+
 /// A model for the whole run.
 pub trait Backend {
     fn info(&self) -> BackendInfo;

@@ -247,15 +247,7 @@ impl Child for ScriptChild<'_> {
         on_text: &mut dyn FnMut(&str),
         cancel: &CancellationToken,
     ) -> Result<Generation, BackendError> {
-        self.generate_streaming(
-            request,
-            &mut |out| {
-                if let Output::Text(piece) = out {
-                    on_text(piece)
-                }
-            },
-            cancel,
-        )
+        self.generate_streaming(request, &mut super::text_only(on_text), cancel)
     }
 
     fn generate_streaming(

@@ -50,12 +50,22 @@ pub(super) fn exclusive() -> Exclusive {
 /// The test suite's model (SmolLM2-135M, not the default model), or the test fails saying
 /// how to get it.
 pub(super) fn model_path() -> PathBuf {
-    let path = std::env::var_os("RALPH_TEST_MODEL")
+    model_file(
+        "RALPH_TEST_MODEL",
+        |dirs| dirs.test_model(),
+        "the test model",
+    )
+}
+
+/// The model file `env` names, else `default`'s; a test fails saying how to get it when it
+/// is not there.
+fn model_file(env: &str, default: fn(&Dirs) -> PathBuf, what: &str) -> PathBuf {
+    let path = std::env::var_os(env)
         .map(PathBuf::from)
-        .unwrap_or_else(|| Dirs::discover().unwrap().test_model());
+        .unwrap_or_else(|| default(&Dirs::discover().unwrap()));
     assert!(
         path.is_file(),
-        "the real-model tests need the test model at {}: run `make model` (make test fetches it first), or set RALPH_TEST_MODEL to a GGUF file",
+        "the real-model tests need {what} at {}: run `make model` (make test fetches it first), or set {env} to a GGUF file",
         path.display()
     );
     path
@@ -1091,15 +1101,11 @@ fn cancel_during_one_big_prompt_batch_returns_without_finishing_it() {
 /// The default model, Qwen2.5-Coder-1.5B (`make model` fetches it; `RALPH_CODER_MODEL` points
 /// elsewhere), or the test fails saying how to get it.
 fn coder_model_path() -> PathBuf {
-    let path = std::env::var_os("RALPH_CODER_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Dirs::discover().unwrap().default_model());
-    assert!(
-        path.is_file(),
-        "this test needs the default model at {}: run `make model`, or set RALPH_CODER_MODEL to a Qwen2.5-Coder GGUF file",
-        path.display()
-    );
-    path
+    model_file(
+        "RALPH_CODER_MODEL",
+        |dirs| dirs.default_model(),
+        "the default model (Qwen2.5-Coder-1.5B)",
+    )
 }
 
 /// A format check on the default model, not a task check: Qwen2.5-Coder writes its calls as
