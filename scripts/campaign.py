@@ -135,6 +135,17 @@ def pids_matching(pattern):
     return [int(p) for p in out.stdout.split()]
 
 
+def kill_survivors(pattern):
+    """Kills every process whose command line matches `pattern`; returns how many there were."""
+    alive = pids_matching(pattern)
+    for pid in alive:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return len(alive)
+
+
 def campaign_cancel(bin_path, base, count, rng):
     codes, latencies, torn, unfinished = {}, [], 0, 0
     for i in range(count):
@@ -269,13 +280,7 @@ def campaign_kill9(bin_path, base, count, rng):
         proc.kill()
         proc.wait()
         time.sleep(0.5)
-        alive = pids_matching(f"sleep {mark}")
-        survivors += len(alive)
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        survivors += kill_survivors(f"sleep {mark}")
         _, t, _ = box.events()
         torn += t
         shutil.rmtree(box.dir, ignore_errors=True)
@@ -335,13 +340,7 @@ def kill9_outside_rounds(bin_path, base, count, rng):
             proc.kill()
             proc.wait()
             time.sleep(0.5)
-            alive = pids_matching(f"sleep {mark}")
-            survivors += len(alive)
-            for pid in alive:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            survivors += kill_survivors(f"sleep {mark}")
             shutil.rmtree(box.dir, ignore_errors=True)
         result[f"surviving processes after kill -9 during {kind} ({count} runs)"] = survivors
         result[f"runs whose {kind} never started its processes"] = not_started
@@ -528,10 +527,7 @@ def confinement_cases(base, outside):
 
     def no_survivor_of(mark):
         def check(_box, _proc):
-            alive = pids_matching(f"sleep {mark}")
-            for pid in alive:
-                os.kill(pid, signal.SIGKILL)
-            return not alive
+            return kill_survivors(f"sleep {mark}") == 0
         return check
 
     def outside_absent(name):
@@ -832,10 +828,7 @@ def campaign_escapes(bin_path, base, only=None):
         return box.events()[2] == "run_finished"
 
     def no_survivor(_box, _proc):
-        alive = pids_matching("sleep 4000001")
-        for pid in alive:
-            os.kill(pid, signal.SIGKILL)
-        return not alive
+        return kill_survivors("sleep 4000001") == 0
 
     def secret_absent(box, _proc):
         prompt = box.run_dir / "rounds" / "02" / "prompt.json"
