@@ -20,7 +20,7 @@ pub mod llama3;
 pub mod mistral;
 pub mod native;
 pub mod qwen_coder;
-mod scan;
+pub(crate) mod scan;
 
 use serde_json::{json, Value};
 

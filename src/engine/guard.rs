@@ -18,6 +18,7 @@
 
 use serde_json::Value;
 
+use crate::chat::scan::clip;
 use crate::protocol::report::{Report, ReportStatus};
 use crate::tools::ToolResult;
 
@@ -235,16 +236,6 @@ fn cited_exit_code(item: &str) -> Option<(String, i64)> {
         .ok()?;
     let command = normalize(command.trim().trim_matches('`'));
     (!command.is_empty()).then_some((command, code))
-}
-
-/// At most `max` bytes of `text` (at a character boundary), marked when cut.
-fn clip(text: &str, max: usize) -> String {
-    let cut = crate::text::cut_at_char_boundary(text, max);
-    if cut.len() < text.len() {
-        format!("{cut}…")
-    } else {
-        cut.to_string()
-    }
 }
 
 /// Whitespace runs as one space, trimmed.
