@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::abort::AbortSlot;
 use super::grammar;
 use super::prefix::{Prefix, Restore};
-use super::sampling::{TurnSampler, Utf8Stream};
+use super::sampling::{TurnGrammar, TurnSampler, Utf8Stream};
 use super::LlamaBackend;
 use crate::llm::progress::{ProgressGate, PromptProgress};
 use crate::llm::{BackendError, Child, Generation, Output, Request, StopReason};
@@ -384,6 +384,45 @@ impl Child for LlamaChild<'_> {
         on_output: &mut dyn FnMut(Output<'_>),
         cancel: &CancellationToken,
     ) -> Result<Generation, BackendError> {
+        let (tokens, prompt_tokens) = self.begin_turn(request)?;
+        let _armed = Armed::new(&self.backend.abort, cancel);
+        let ended = |stop, text: String, generated| Generation {
+            text,
+            prompt_tokens,
+            generated_tokens: generated,
+            stop,
+        };
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if tokens.len() >= n_ctx {
+            return Ok(ended(StopReason::ContextFull, String::new(), 0));
+        }
+
+        let started = Instant::now();
+        let idx = match self.eval_prompt(&tokens, cancel, &mut |progress| {
+            on_output(Output::PromptProgress(progress))
+        })? {
+            Prompted::Cancelled => return Ok(ended(StopReason::Cancelled, String::new(), 0)),
+            Prompted::ContextFull => return Ok(ended(StopReason::ContextFull, String::new(), 0)),
+            Prompted::Ready(idx) => idx,
+        };
+        self.stats.prompt_time = started.elapsed();
+        self.stats.evaluated_tokens =
+            u32::try_from(tokens.len() - usize::try_from(self.stats.reused_tokens).unwrap_or(0))
+                .unwrap_or(0);
+
+        let n_ctx_tokens = u32::try_from(n_ctx).unwrap_or(u32::MAX);
+        let (grammar, cap) = turn_grammar(self.backend, request, n_ctx_tokens, prompt_tokens);
+        let (stop, text) =
+            self.sample_turn(request, idx, grammar.as_ref(), cap, on_output, cancel)?;
+        self.log_turn_finished(stop);
+        Ok(ended(stop, text, self.stats.generated_tokens))
+    }
+}
+
+impl LlamaChild<'_> {
+    /// A turn's first step: renders and tokenizes the prompt, readies the fixed prefix, and
+    /// starts the turn's figures. The prompt's tokens and their count.
+    fn begin_turn(&mut self, request: Request<'_>) -> Result<(Vec<LlamaToken>, u32), BackendError> {
         self.turns += 1;
         let backend = self.backend;
         let prompt = backend.render_prompt(request)?;
@@ -393,7 +432,6 @@ impl Child for LlamaChild<'_> {
         }
         let prompt_tokens = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
         self.prepare_prefix(request, &prompt, &tokens);
-        let _armed = Armed::new(&backend.abort, cancel);
         tracing::info!(
             round = self.round,
             turn = self.turns,
@@ -407,51 +445,30 @@ impl Child for LlamaChild<'_> {
             prompt_tokens,
             ..TurnStats::default()
         };
-        let ended = |stop, text: String, generated| Generation {
-            text,
-            prompt_tokens,
-            generated_tokens: generated,
-            stop,
-        };
+        Ok((tokens, prompt_tokens))
+    }
+
+    /// The token loop: samples from the logits at batch index `idx`, streams each whole
+    /// UTF-8 piece, and decodes each token, until a stop. The stop and the turn's text; the
+    /// generation figures go to `self.stats`.
+    fn sample_turn(
+        &mut self,
+        request: Request<'_>,
+        mut idx: i32,
+        grammar: Option<&TurnGrammar>,
+        cap: u32,
+        on_output: &mut dyn FnMut(Output<'_>),
+        cancel: &CancellationToken,
+    ) -> Result<(StopReason, String), BackendError> {
+        let backend = self.backend;
         let n_ctx = self.ctx.n_ctx() as usize;
-        if tokens.len() >= n_ctx {
-            return Ok(ended(StopReason::ContextFull, String::new(), 0));
-        }
-
-        let started = Instant::now();
-        let mut idx = match self.eval_prompt(&tokens, cancel, &mut |progress| {
-            on_output(Output::PromptProgress(progress))
-        })? {
-            Prompted::Cancelled => return Ok(ended(StopReason::Cancelled, String::new(), 0)),
-            Prompted::ContextFull => return Ok(ended(StopReason::ContextFull, String::new(), 0)),
-            Prompted::Ready(idx) => idx,
-        };
-        self.stats.prompt_time = started.elapsed();
-        self.stats.evaluated_tokens =
-            u32::try_from(tokens.len() - usize::try_from(self.stats.reused_tokens).unwrap_or(0))
-                .unwrap_or(0);
-
-        let settings = backend.settings();
-        let n_ctx_tokens = u32::try_from(n_ctx).unwrap_or(u32::MAX);
-        // A wrap-up turn may use all the context that is left (the engine keeps at least the
-        // report's reserve free), and its grammar bounds the report to fit that room, so the
-        // report can never be cut. An ordinary turn stops where the report's reserve and the
-        // turn margin would still be free.
-        let (grammar, cap) = if request.report_only {
-            let room = n_ctx_tokens.saturating_sub(prompt_tokens);
-            (
-                grammar::for_report(backend.format(), request.tools, room),
-                room,
-            )
-        } else {
-            (
-                grammar::for_turn(backend.format(), request.tools, request.messages),
-                turn_cap(n_ctx_tokens, prompt_tokens, settings.max_tokens),
-            )
-        };
         let mut sampler =
-            TurnSampler::new(backend.model(), settings, self.seed(), grammar.as_ref());
+            TurnSampler::new(backend.model(), backend.settings(), self.seed(), grammar);
         let vocab = backend.model().vocab();
+        let format = backend.format();
+        // A wrap-up turn ends with its first complete call: the report. So does any turn of a
+        // format that takes one call a turn.
+        let one_call = request.report_only || format.one_call_per_turn();
         let started = Instant::now();
         let mut text = String::new();
         let mut utf8 = Utf8Stream::default();
@@ -482,10 +499,7 @@ impl Child for LlamaChild<'_> {
             if !fresh.is_empty() {
                 on_output(Output::Text(&fresh));
                 text.push_str(&fresh);
-                // A wrap-up turn ends with its first complete call: the report. So does any
-                // turn of a format that takes one call a turn.
-                let one_call = request.report_only || backend.format().one_call_per_turn();
-                if one_call && backend.format().parse_partial(&text).1 > 0 {
+                if one_call && format.parse_partial(&text).1 > 0 {
                     break StopReason::EndOfTurn;
                 }
             }
@@ -507,18 +521,45 @@ impl Child for LlamaChild<'_> {
         self.stats.generated_tokens = generated;
         self.stats.generation_time = started.elapsed();
         self.stats.resampled = sampler.resampled;
+        Ok((stop, text))
+    }
+
+    fn log_turn_finished(&self, stop: StopReason) {
         tracing::debug!(
             round = self.round,
             turn = self.turns,
             reused = self.stats.reused_tokens,
             evaluated = self.stats.evaluated_tokens,
             prompt_ms = self.stats.prompt_time.as_millis() as u64,
-            generated,
+            generated = self.stats.generated_tokens,
             generation_ms = self.stats.generation_time.as_millis() as u64,
-            resampled = sampler.resampled,
+            resampled = self.stats.resampled,
             ?stop,
             "turn finished"
         );
-        Ok(ended(stop, text, generated))
+    }
+}
+
+/// A turn's call grammar and token cap. A wrap-up turn may use all the context that is left
+/// (the engine keeps at least the report's reserve free), and its grammar bounds the report
+/// to fit that room, so the report can never be cut. An ordinary turn stops where the
+/// report's reserve and the turn margin would still be free.
+fn turn_grammar(
+    backend: &LlamaBackend,
+    request: Request<'_>,
+    n_ctx_tokens: u32,
+    prompt_tokens: u32,
+) -> (Option<TurnGrammar>, u32) {
+    if request.report_only {
+        let room = n_ctx_tokens.saturating_sub(prompt_tokens);
+        (
+            grammar::for_report(backend.format(), request.tools, room),
+            room,
+        )
+    } else {
+        (
+            grammar::for_turn(backend.format(), request.tools, request.messages),
+            turn_cap(n_ctx_tokens, prompt_tokens, backend.settings().max_tokens),
+        )
     }
 }
