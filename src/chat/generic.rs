@@ -10,9 +10,8 @@
 use serde_json::Value;
 
 use super::family::Family;
-use super::fence::{first_loose_call, scan_loose};
 use super::grammar::{json_call, repeat_sep, Gbnf, MAX_CALLS};
-use super::hermes::{scan_tagged, tagged_call, CLOSE, OPEN};
+use super::hermes::{first_tagged_or_loose, scan_tagged_or_loose, tagged_call, CLOSE, OPEN};
 use super::scan::{self, TurnBuilder};
 use super::{example_call, example_report, tool_signatures};
 use crate::protocol::message::{Message, Role};
@@ -29,16 +28,11 @@ impl Family for Generic {
     }
 
     fn first_marker(&self, text: &str) -> Option<usize> {
-        [text.find(OPEN), first_loose_call(text)]
-            .into_iter()
-            .flatten()
-            .min()
+        first_tagged_or_loose(text)
     }
 
     fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
-        scan_tagged(body, turn, HINT, |prose, turn| {
-            scan_loose(prose, turn, HINT)
-        });
+        scan_tagged_or_loose(body, turn, HINT);
     }
 
     fn write_call(&self, name: &str, arguments: &Value) -> String {

@@ -119,24 +119,35 @@ pub(crate) fn tagged_call(g: &mut Gbnf, tools: &[ToolSpec]) -> String {
     )
 }
 
+/// Where the first call of a turn starts: a `<tool_call>` tag, or a fenced or bare call
+/// object (which Qwen models write whatever their template says).
+pub(crate) fn first_tagged_or_loose(text: &str) -> Option<usize> {
+    [text.find(OPEN), first_loose_call(text)]
+        .into_iter()
+        .flatten()
+        .min()
+}
+
+/// Tagged calls, and in the prose between them fenced or bare call objects.
+pub(crate) fn scan_tagged_or_loose(body: &str, turn: &mut TurnBuilder, hint: &str) {
+    scan_tagged(body, turn, hint, |prose, turn| {
+        scan_loose(prose, turn, hint)
+    });
+}
+
 impl Family for Hermes {
     fn format_name(&self) -> &'static str {
         "hermes"
     }
 
     fn first_marker(&self, text: &str) -> Option<usize> {
-        [text.find(OPEN), first_loose_call(text)]
-            .into_iter()
-            .flatten()
-            .min()
+        first_tagged_or_loose(text)
     }
 
     /// Tagged calls, and in the prose between them fenced or bare call objects (which Qwen
     /// models write whatever their template says).
     fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
-        scan_tagged(body, turn, HINT, |prose, turn| {
-            scan_loose(prose, turn, HINT)
-        });
+        scan_tagged_or_loose(body, turn, HINT);
     }
 
     fn write_call(&self, name: &str, arguments: &Value) -> String {

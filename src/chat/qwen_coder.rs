@@ -15,9 +15,9 @@
 use serde_json::{json, Value};
 
 use super::family::Family;
-use super::fence::{first_loose_call, scan_loose, FENCE, JSON_FENCE};
+use super::fence::{FENCE, JSON_FENCE};
 use super::grammar::{json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
-use super::hermes::{scan_tagged, tagged_call, OPEN};
+use super::hermes::{first_tagged_or_loose, scan_tagged_or_loose, tagged_call, OPEN};
 use super::scan::{self, TurnBuilder};
 use super::tool_signatures_brief;
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
@@ -71,16 +71,11 @@ impl Family for QwenCoder {
     }
 
     fn first_marker(&self, text: &str) -> Option<usize> {
-        [text.find(OPEN), first_loose_call(text)]
-            .into_iter()
-            .flatten()
-            .min()
+        first_tagged_or_loose(text)
     }
 
     fn scan_answer(&self, body: &str, turn: &mut TurnBuilder) {
-        scan_tagged(body, turn, HINT, |prose, turn| {
-            scan_loose(prose, turn, HINT)
-        });
+        scan_tagged_or_loose(body, turn, HINT);
     }
 
     fn write_call(&self, name: &str, arguments: &Value) -> String {
