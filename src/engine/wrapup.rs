@@ -197,29 +197,9 @@ impl ChildTurns<'_, '_> {
             if let Some(i) = largest_cuttable(&self.messages, pending, end, keep)
                 .or_else(|| largest_cuttable(&self.messages, start, end, keep))
             {
-                // About four bytes a token; the loop cuts again if that was not enough.
-                let content = &self.messages[i].content;
-                let keep = content
-                    .len()
-                    .saturating_sub(excess.saturating_mul(4).saturating_add(CUT_MIN_BYTES));
-                let kept = crate::text::cut_at_char_boundary(content, keep);
-                let note = format!(
-                    "\n[{} bytes cut to keep room for the report]",
-                    content.len() - kept.len()
-                );
-                self.messages[i].content = format!("{kept}{note}");
+                cut_for_report(&mut self.messages[i], excess);
                 cut += 1;
-            } else if let Some(oldest) =
-                (start + usize::from(left_out > 0)..end).find(|&j| !keep(&self.messages[j]))
-            {
-                // Leave out the round's oldest message, behind one note.
-                let mut oldest = oldest;
-                if left_out == 0 {
-                    self.messages
-                        .insert(start, Message::new(Role::User, LEFT_OUT_NOTE));
-                    oldest += 1;
-                }
-                self.messages.remove(oldest);
+            } else if self.leave_out_oldest(start, end, left_out > 0, keep) {
                 left_out += 1;
             } else {
                 break;
@@ -243,6 +223,30 @@ impl ChildTurns<'_, '_> {
             )));
         }
         Ok(())
+    }
+
+    /// Leaves out the oldest message in `start..end` that is not one to `keep`, behind one
+    /// note at `start` (put there with the first one left out, `noted` after). False when
+    /// none is left to leave out.
+    fn leave_out_oldest(
+        &mut self,
+        start: usize,
+        end: usize,
+        noted: bool,
+        keep: impl Fn(&Message) -> bool,
+    ) -> bool {
+        let Some(mut oldest) =
+            (start + usize::from(noted)..end).find(|&j| !keep(&self.messages[j]))
+        else {
+            return false;
+        };
+        if !noted {
+            self.messages
+                .insert(start, Message::new(Role::User, LEFT_OUT_NOTE));
+            oldest += 1;
+        }
+        self.messages.remove(oldest);
+        true
     }
 
     /// Cuts a tool result that would leave less than the report's reserve and the turn margin
@@ -306,6 +310,20 @@ impl ChildTurns<'_, '_> {
 /// What stands where the round's earliest turns were left out to make room for the report.
 const LEFT_OUT_NOTE: &str =
     "[the round's earliest turns were left out here to keep room for the report]";
+
+/// Cuts `message` by about `excess` tokens (four bytes a token; the caller cuts again if
+/// that was not enough) and the length of the note of the cut that ends it.
+fn cut_for_report(message: &mut Message, excess: usize) {
+    let content = &message.content;
+    let keep = content
+        .len()
+        .saturating_sub(excess.saturating_mul(4).saturating_add(CUT_MIN_BYTES));
+    let kept = crate::text::cut_at_char_boundary(content, keep);
+    message.content = format!(
+        "{kept}\n[{} bytes cut to keep room for the report]",
+        content.len() - kept.len()
+    );
+}
 
 /// The largest message in `from..to` that may be cut to make room for the report: not a
 /// generated turn, not one to `keep` whole, and longer than a note of the cut would be.
