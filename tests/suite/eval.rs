@@ -410,13 +410,11 @@ fn bad_requests_are_usage_errors() {
     assert_eq!(code(&out), 2);
 }
 
-/// The shipped tasks: every folder is well formed, and each scripted worker ends as its
-/// script says (this exercises the real tools on the real task repositories). The Rust task
-/// is left out: it would run cargo inside the test run.
-#[test]
-fn the_shipped_tasks_play_their_scripts_as_documented() {
+/// Options for the shipped tasks but the Rust one (it would run cargo inside the test run),
+/// three rounds, one arm.
+fn shipped_tasks_but_rust(arm: Arm) -> EvalOptions {
     let tasks = Path::new(env!("CARGO_MANIFEST_DIR")).join("evals/tasks");
-    let mut o = options(&tasks, 3, &[Arm::Ralph]);
+    let mut o = options(&tasks, 3, &[arm]);
     o.filters = [
         "create-file",
         "fix-typo",
@@ -430,6 +428,15 @@ fn the_shipped_tasks_play_their_scripts_as_documented() {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    o
+}
+
+/// The shipped tasks: every folder is well formed, and each scripted worker ends as its
+/// script says (this exercises the real tools on the real task repositories). The Rust task
+/// is left out: it would run cargo inside the test run.
+#[test]
+fn the_shipped_tasks_play_their_scripts_as_documented() {
+    let o = shipped_tasks_but_rust(Arm::Ralph);
     let results = run(&o);
     let outcome = |name: &str| {
         let r = results
@@ -473,21 +480,7 @@ fn oneshot_answer(task_dir: &Path, answer: &str) {
 /// out: it would run cargo inside the test run).
 #[test]
 fn the_shipped_oneshot_answers_are_written_and_pass_verify() {
-    let tasks = Path::new(env!("CARGO_MANIFEST_DIR")).join("evals/tasks");
-    let mut o = options(&tasks, 3, &[Arm::Oneshot]);
-    o.filters = [
-        "create-file",
-        "fix-typo",
-        "config-port",
-        "shell-greet",
-        "py-slugify",
-        "py-median",
-        "py-inventory",
-        "rename-api",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let o = shipped_tasks_but_rust(Arm::Oneshot);
     let results = run(&o);
     assert_eq!(results.runs.len(), 8);
     for r in &results.runs {
