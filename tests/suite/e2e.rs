@@ -171,6 +171,19 @@ impl Launch {
         path
     }
 
+    /// Writes the worker's script (`delay_ms` between tokens) and the launch script for
+    /// `args`, and starts it in a fresh tmux.
+    fn start(
+        &self,
+        repo: &Path,
+        rounds: Vec<serde_json::Value>,
+        delay_ms: u64,
+        args: &[&str],
+    ) -> Tmux {
+        let script = script_with_delay(self.tmp.path(), rounds, delay_ms);
+        Tmux::start(&self.script(repo, &script, args))
+    }
+
     /// The exit code and the terminal is restored: alternate screen left, cursor shown,
     /// mouse reporting off, canonical mode and echo back on, the shell's output visible.
     fn assert_restored(&self, tmux: &Tmux, code: i32) {
@@ -216,9 +229,12 @@ fn slow_rounds(n: usize) -> Vec<serde_json::Value> {
 fn rounds_advance_esc_cancels_exit_130_and_the_terminal_is_restored() {
     let repo = TempRepo::new();
     let launch = Launch::new();
-    let script = script_with_delay(launch.tmp.path(), slow_rounds(8), 8);
-    let sh = launch.script(repo.path(), &script, &["-n", "8", "watch the rounds go by"]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(
+        repo.path(),
+        slow_rounds(8),
+        8,
+        &["-n", "8", "watch the rounds go by"],
+    );
 
     let screen = tmux.wait_for("round 2", |s| s.contains("Round 2/8"));
     assert!(
@@ -263,9 +279,7 @@ fn rounds_advance_esc_cancels_exit_130_and_the_terminal_is_restored() {
 fn editor_starts_a_run_and_a_double_ctrl_c_cancels_at_once() {
     let repo = TempRepo::new();
     let launch = Launch::new();
-    let script = script_with_delay(launch.tmp.path(), slow_rounds(8), 8);
-    let sh = launch.script(repo.path(), &script, &[]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), slow_rounds(8), 8, &[]);
 
     tmux.wait_for("the objective editor", |s| s.contains("new run in"));
     tmux.keys(&["-l", "typed in the editor"]);
@@ -284,9 +298,7 @@ fn editor_starts_a_run_and_a_double_ctrl_c_cancels_at_once() {
 fn quitting_the_objective_editor_exits_130() {
     let repo = TempRepo::new();
     let launch = Launch::new();
-    let script = script_with_delay(launch.tmp.path(), slow_rounds(1), 0);
-    let sh = launch.script(repo.path(), &script, &[]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), slow_rounds(1), 0, &[]);
     tmux.wait_for("the objective editor", |s| s.contains("new run in"));
     tmux.keys(&["Escape"]);
     launch.assert_restored(&tmux, 130);
@@ -300,9 +312,7 @@ fn quitting_the_objective_editor_exits_130() {
 fn esc_over_a_typed_objective_asks_first_and_a_worktree_run_never_started_leaves_nothing() {
     let repo = TempRepo::new();
     let launch = Launch::new();
-    let script = script_with_delay(launch.tmp.path(), slow_rounds(1), 0);
-    let sh = launch.script(repo.path(), &script, &["--worktree"]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), slow_rounds(1), 0, &["--worktree"]);
     tmux.wait_for("the objective editor", |s| s.contains("new run in"));
     tmux.keys(&["-l", "half an objective"]);
     tmux.wait_for("the typed objective", |s| s.contains("half an objective"));
@@ -359,9 +369,7 @@ fn a_worktree_runs_reverted_round_stays_out_of_apply_and_x_x_leaves_only_quit() 
             complete_report("round two: two files"),
         ]),
     ];
-    let script = script_with_delay(launch.tmp.path(), rounds, 0);
-    let sh = launch.script(repo.path(), &script, &["--worktree", "three files"]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), rounds, 0, &["--worktree", "three files"]);
     tmux.wait_for("the review", |s| {
         s.contains("complete after") && s.contains("Changes (3)")
     });
@@ -412,9 +420,7 @@ fn review_of_a_worktree_run_applies_its_changes_to_the_persons_work_tree() {
         ),
         complete_report("wrote hello.txt"),
     ])];
-    let script = script_with_delay(launch.tmp.path(), rounds, 0);
-    let sh = launch.script(repo.path(), &script, &["--worktree", "write hello.txt"]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), rounds, 0, &["--worktree", "write hello.txt"]);
 
     let review = tmux.wait_for("the review of a worktree run", |s| {
         s.contains("complete after") && s.contains("hello.txt") && s.contains("A apply")
@@ -460,9 +466,7 @@ fn review_of_a_worktree_run_commits_on_the_persons_branch_and_removes_the_worktr
         ),
         complete_report("wrote hello.txt"),
     ])];
-    let script = script_with_delay(launch.tmp.path(), rounds, 0);
-    let sh = launch.script(repo.path(), &script, &["--worktree", "write hello.txt"]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), rounds, 0, &["--worktree", "write hello.txt"]);
 
     tmux.wait_for("the review of a worktree run", |s| {
         s.contains("complete after") && s.contains("A apply")
@@ -500,9 +504,7 @@ fn review_commits_exactly_the_runs_changes() {
         ),
         complete_report("wrote hello.txt"),
     ])];
-    let script = script_with_delay(launch.tmp.path(), rounds, 0);
-    let sh = launch.script(repo.path(), &script, &["write hello.txt"]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), rounds, 0, &["write hello.txt"]);
 
     let review = tmux.wait_for("the review with its diff", |s| {
         s.contains("complete after") && s.contains("hello.txt")
@@ -563,9 +565,7 @@ fn review_reverts_a_round_then_commits_only_the_chosen_files() {
             complete_report("wrote two.txt"),
         ]),
     ];
-    let script = script_with_delay(launch.tmp.path(), rounds, 0);
-    let sh = launch.script(repo.path(), &script, &["write three files"]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), rounds, 0, &["write three files"]);
 
     tmux.wait_for("the review with its diff", |s| {
         s.contains("complete after")
@@ -625,9 +625,7 @@ fn review_discards_the_runs_changes_after_listing_them() {
         ),
         complete_report("changed and added"),
     ])];
-    let script = script_with_delay(launch.tmp.path(), rounds, 0);
-    let sh = launch.script(repo.path(), &script, &["change things"]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), rounds, 0, &["change things"]);
 
     tmux.wait_for("the review with its diff", |s| {
         s.contains("complete after") && s.contains("added.txt")
@@ -657,13 +655,12 @@ fn approval_ask_shows_the_command_and_runs_it_once_approved() {
         ),
         complete_report("ran the command"),
     ])];
-    let script = script_with_delay(launch.tmp.path(), rounds, 0);
-    let sh = launch.script(
+    let tmux = launch.start(
         repo.path(),
-        &script,
+        rounds,
+        0,
         &["--approval", "ask", "run one command"],
     );
-    let tmux = Tmux::start(&sh);
 
     let modal = tmux.wait_for("the approval question", |s| s.contains("Approval needed"));
     assert!(modal.contains("echo approved-and-ran"), "{modal}");
@@ -690,9 +687,7 @@ fn files_changed_show_live_while_the_round_runs() {
         ),
         format!("{slow}\n{}", complete_report("wrote live.txt")),
     ])];
-    let script = script_with_delay(launch.tmp.path(), rounds, 10);
-    let sh = launch.script(repo.path(), &script, &["write live.txt"]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), rounds, 10, &["write live.txt"]);
 
     // Before the round ends (its report is seconds of tokens away), the watcher's list shows.
     let screen = tmux.wait_for("the live change", |s| {
@@ -717,7 +712,6 @@ fn a_command_under_the_tui_holds_no_terminal_descriptor() {
         call("run_command", json!({ "command": LIST_FDS })),
         complete_report("listed the descriptors"),
     ])];
-    let script = script_with_delay(launch.tmp.path(), rounds, 0);
     let mut args = vec!["list descriptors"];
     let support = ralph_tui::tools::sandbox::probe_with(Path::new(BIN));
     if support
@@ -729,8 +723,7 @@ fn a_command_under_the_tui_holds_no_terminal_descriptor() {
     {
         args.splice(0..0, ["--sandbox", "off"]);
     }
-    let sh = launch.script(repo.path(), &script, &args);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), rounds, 0, &args);
     tmux.wait_for("the review", |s| s.contains("complete after"));
     tmux.keys(&["q"]);
     launch.assert_restored(&tmux, 0);
@@ -763,9 +756,7 @@ fn the_review_lists_a_file_written_into_an_ignored_directory() {
         ),
         complete_report("wrote them"),
     ])];
-    let script = script_with_delay(launch.tmp.path(), rounds, 0);
-    let sh = launch.script(repo.path(), &script, &["write into build"]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), rounds, 0, &["write into build"]);
 
     let review = tmux.wait_for("the review with the hidden group", |s| {
         s.contains("complete after") && s.contains("not shown by git")
@@ -794,9 +785,7 @@ fn escape_sequences_from_the_worker_never_reach_the_terminal() {
         ),
         complete_report(&format!("wrote a{evil}.txt")),
     ])];
-    let script = script_with_delay(launch.tmp.path(), rounds, 0);
-    let sh = launch.script(repo.path(), &script, &["--sandbox", "off", "hostile"]);
-    let tmux = Tmux::start(&sh);
+    let tmux = launch.start(repo.path(), rounds, 0, &["--sandbox", "off", "hostile"]);
     let before = tmux.format("#{pane_title}");
 
     tmux.wait_for("the review", |s| s.contains("complete after"));
