@@ -793,16 +793,21 @@ fn runs_and_show_name_the_persons_repository_and_the_branch() {
         "{line}"
     );
     let shown = run(&["show", info.run_id()]);
+    assert_show_names_the_kept_worktree(&shown, &info.user_repo, &info.branch);
+}
+
+/// `show`'s text names the person's repository `top`, the worktree's `branch`, and says the
+/// branch is still there.
+pub(super) fn assert_show_names_the_kept_worktree(shown: &str, top: &Path, branch: &str) {
     assert!(
         shown.contains(&format!(
-            "workspace: {} (worked in its own worktree on branch {}",
-            info.user_repo.display(),
-            info.branch
+            "workspace: {} (worked in its own worktree on branch {branch}",
+            top.display(),
         )),
         "{shown}"
     );
     assert!(
-        shown.contains(&format!("branch: {} is still there", info.branch)),
+        shown.contains(&format!("branch: {branch} is still there")),
         "{shown}"
     );
 }
