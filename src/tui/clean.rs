@@ -32,12 +32,13 @@ impl<B> CleanBackend<B> {
 }
 
 /// The cell as it may reach the terminal: its symbol sanitized, unchanged when already clean.
+/// Runs for every drawn cell, so a clean one (nearly all) costs a scan and no allocation.
 fn clean(cell: &Cell) -> Option<Cell> {
     let symbol = cell.symbol();
-    let cleaned = crate::text::sanitize_line(symbol);
-    if cleaned == symbol {
+    if !symbol.chars().any(crate::text::is_unsafe_on_a_terminal) {
         return None;
     }
+    let cleaned = crate::text::sanitize_line(symbol);
     let mut out = cell.clone();
     out.set_symbol(if cleaned.chars().all(|c| c == ' ') {
         " "
