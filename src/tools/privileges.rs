@@ -5,8 +5,8 @@
 //! Landlock confines paths, but not `connect()` to a pathname Unix socket, so a command could
 //! reach any service listening on one (a tmux server that runs commands, the D-Bus session bus,
 //! ssh-agent, Docker) and have it act outside the sandbox. The filter refuses `socket()` for
-//! `AF_UNIX` altogether (`socketpair()` stays, it reaches nothing), so no pathname or abstract
-//! socket can be reached from inside; io_uring is refused because its requests bypass seccomp.
+//! `AF_UNIX` altogether (a `socketpair()` of stream sockets stays, it reaches nothing; any
+//! other type is refused), so no pathname or abstract socket can be reached from inside; io_uring is refused because its requests bypass seccomp.
 //! Syscalls of another ABI (32-bit x86, x32) are refused as a whole, as their numbers differ.
 //! A root command also loses every capability (bounding, ambient, inheritable, permitted and
 //! effective sets, with the securebits that keep `exec` from giving them back) so it cannot
