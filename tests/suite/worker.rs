@@ -22,6 +22,25 @@ fn tool_results<'a>(run: &'a Run, name: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// Runs one scripted round of `items` on a one-word task and asserts the run's exit code.
+fn run_round(repo: &TempRepo, items: &[String], expected: i32) -> Run {
+    let run = run_script(repo, vec![turns(items)], &["-n", "1", "x"]);
+    assert_eq!(
+        code(&run.out),
+        expected,
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
+    run
+}
+
+/// The reason of the run's one rejected report.
+fn rejected_once(run: &Run) -> &str {
+    let rejected = of_type(&run.events, "report_rejected");
+    assert_eq!(rejected.len(), 1);
+    rejected[0]["reason"].as_str().unwrap()
+}
+
 #[test]
 fn fenced_and_bare_calls_run_in_every_json_format() {
     for format in ["hermes", "qwen-coder", "generic", "llama3"] {
@@ -60,20 +79,14 @@ fn fenced_and_bare_calls_run_in_every_json_format() {
 #[test]
 fn a_fence_with_broken_json_or_an_unknown_tool_is_a_tool_error_not_a_crash() {
     let repo = TempRepo::new();
-    let run = run_script(
+    let run = run_round(
         &repo,
-        vec![turns(&[
+        &[
             "```json\n{\"name\": \"read_file\", \"arguments\": {path: \"a\"}}\n```".to_string(),
             fenced("delete_everything", json!({"path": "."})),
             continue_report("tried"),
-        ])],
-        &["-n", "1", "x"],
-    );
-    assert_eq!(
-        code(&run.out),
+        ],
         4,
-        "{}",
-        String::from_utf8_lossy(&run.out.stderr)
     );
     let results = of_type(&run.events, "tool_result");
     assert_eq!(results[0]["name"], "(malformed)");
@@ -92,19 +105,13 @@ fn a_fence_with_broken_json_or_an_unknown_tool_is_a_tool_error_not_a_crash() {
 #[test]
 fn a_code_block_that_is_not_a_call_stays_prose() {
     let repo = TempRepo::new();
-    let run = run_script(
+    let run = run_round(
         &repo,
-        vec![turns(&[
+        &[
             "Here is the fix:\n```python\nprint({\"name\": \"read_file\", \"arguments\": {}})\n```\n```json\n{\"name\": \"slug\", \"version\": 2}\n```".to_string(),
             continue_report("explained"),
-        ])],
-        &["-n", "1", "x"],
-    );
-    assert_eq!(
-        code(&run.out),
+        ],
         4,
-        "{}",
-        String::from_utf8_lossy(&run.out.stderr)
     );
     let calls: Vec<&str> = of_type(&run.events, "tool_call")
         .iter()
@@ -117,21 +124,15 @@ fn a_code_block_that_is_not_a_call_stays_prose() {
 fn an_identical_call_is_refused_and_the_third_begins_the_wrap_up() {
     let repo = TempRepo::new();
     let read = call("read_file", json!({"path": "missing.md"}));
-    let run = run_script(
+    let run = run_round(
         &repo,
-        vec![turns(&[
+        &[
             read.clone(),
             read.clone(),
             format!("{read}\n{read}"),
             continue_report("the file is missing"),
-        ])],
-        &["-n", "1", "x"],
-    );
-    assert_eq!(
-        code(&run.out),
+        ],
         4,
-        "{}",
-        String::from_utf8_lossy(&run.out.stderr)
     );
     let results = tool_results(&run, "read_file");
     assert_eq!(results.len(), 4);
@@ -159,22 +160,16 @@ fn an_identical_call_is_refused_and_the_third_begins_the_wrap_up() {
 fn a_file_change_lets_an_identical_call_run_again() {
     let repo = TempRepo::new();
     let check = call("run_command", json!({"command": "cat a.txt"}));
-    let run = run_script(
+    let run = run_round(
         &repo,
-        vec![turns(&[
+        &[
             call("write_file", json!({"path": "a.txt", "content": "one\n"})),
             check.clone(),
             call("write_file", json!({"path": "a.txt", "content": "two\n"})),
             check.clone(),
             continue_report("wrote twice"),
-        ])],
-        &["-n", "1", "x"],
-    );
-    assert_eq!(
-        code(&run.out),
+        ],
         4,
-        "{}",
-        String::from_utf8_lossy(&run.out.stderr)
     );
     let results = tool_results(&run, "run_command");
     assert_eq!(results.len(), 2);
@@ -193,24 +188,16 @@ fn a_complete_report_citing_a_failed_command_is_refused_with_its_exit_code() {
         &[],
         "",
     );
-    let run = run_script(
+    let run = run_round(
         &repo,
-        vec![turns(&[
+        &[
             call("run_command", json!({"command": "sh -c 'exit 3'"})),
             claim.clone(),
             continue_report("the tests still fail"),
-        ])],
-        &["-n", "1", "x"],
-    );
-    assert_eq!(
-        code(&run.out),
+        ],
         4,
-        "{}",
-        String::from_utf8_lossy(&run.out.stderr)
     );
-    let rejected = of_type(&run.events, "report_rejected");
-    assert_eq!(rejected.len(), 1);
-    let reason = rejected[0]["reason"].as_str().unwrap();
+    let reason = rejected_once(&run);
     assert!(reason.contains("exit code 3"), "{reason}");
     let accepted = of_type(&run.events, "report_accepted");
     assert_eq!(accepted[0]["report"]["status"], "continue");
@@ -219,20 +206,14 @@ fn a_complete_report_citing_a_failed_command_is_refused_with_its_exit_code() {
 #[test]
 fn a_complete_report_whose_command_passed_is_accepted() {
     let repo = TempRepo::new();
-    let run = run_script(
+    let run = run_round(
         &repo,
-        vec![turns(&[
+        &[
             call("run_command", json!({"command": "sh -c 'exit 3'"})),
             call("run_command", json!({"command": "true"})),
             report("complete", "done", &["`true` exits 0"], &[], ""),
-        ])],
-        &["-n", "1", "x"],
-    );
-    assert_eq!(
-        code(&run.out),
+        ],
         0,
-        "{}",
-        String::from_utf8_lossy(&run.out.stderr)
     );
     assert!(of_type(&run.events, "report_rejected").is_empty());
 }
@@ -241,50 +222,28 @@ fn a_complete_report_whose_command_passed_is_accepted() {
 fn a_complete_report_from_a_round_without_tool_calls_is_refused() {
     let repo = TempRepo::new();
     let claim = report("complete", "done", &["it works"], &[], "");
-    let run = run_script(
+    let run = run_round(
         &repo,
-        vec![turns(&[
-            claim.clone(),
-            continue_report("nothing checked yet"),
-        ])],
-        &["-n", "1", "x"],
-    );
-    assert_eq!(
-        code(&run.out),
+        &[claim.clone(), continue_report("nothing checked yet")],
         4,
-        "{}",
-        String::from_utf8_lossy(&run.out.stderr)
     );
-    let rejected = of_type(&run.events, "report_rejected");
-    assert_eq!(rejected.len(), 1);
-    assert!(rejected[0]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("called no tool"));
+    assert!(rejected_once(&run).contains("called no tool"));
 }
 
 #[test]
 fn a_blocker_after_a_failing_command_is_questioned_once_and_stands_when_said_again() {
     let repo = TempRepo::new();
     let blocked = report("blocked", "the tests fail", &[], &[], "the tests fail");
-    let run = run_script(
+    let run = run_round(
         &repo,
-        vec![turns(&[
+        &[
             call("run_command", json!({"command": "sh -c 'exit 1'"})),
             blocked.clone(),
             blocked,
-        ])],
-        &["-n", "1", "x"],
-    );
-    assert_eq!(
-        code(&run.out),
+        ],
         3,
-        "{}",
-        String::from_utf8_lossy(&run.out.stderr)
     );
-    let rejected = of_type(&run.events, "report_rejected");
-    assert_eq!(rejected.len(), 1);
-    let reason = rejected[0]["reason"].as_str().unwrap();
+    let reason = rejected_once(&run);
     assert!(
         reason.contains("not a blocker") && reason.contains("exit code 1"),
         "{reason}"
