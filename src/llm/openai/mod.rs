@@ -383,24 +383,24 @@ impl OpenAiBackend {
     }
 
     async fn post_probe(&self, url: &str, body: String) -> Option<Value> {
-        let response = self
-            .authorized(self.client.post(url))
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .timeout(PROBE_TIMEOUT)
-            .send()
-            .await
-            .ok()?;
-        if !response.status().is_success() {
-            return None;
-        }
-        let text = response.text().await.ok()?;
-        serde_json::from_str(&text).ok()
+        self.probe_json(
+            self.client
+                .post(url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body),
+        )
+        .await
     }
 
     async fn probe(&self, url: &str) -> Option<Value> {
+        self.probe_json(self.client.get(url)).await
+    }
+
+    /// Sends a probe (authorized, within [`PROBE_TIMEOUT`]): its JSON answer, or `None` on
+    /// any failure.
+    async fn probe_json(&self, request: reqwest::RequestBuilder) -> Option<Value> {
         let response = self
-            .authorized(self.client.get(url))
+            .authorized(request)
             .timeout(PROBE_TIMEOUT)
             .send()
             .await
