@@ -164,6 +164,17 @@ struct Session {
     tmp: tempfile::TempDir,
 }
 
+impl Session {
+    /// One of the notices the session showed starts with `start`.
+    fn assert_noticed(&self, start: &str) {
+        assert!(
+            self.notices.iter().any(|n| n.starts_with(start)),
+            "{:?}",
+            self.notices
+        );
+    }
+}
+
 /// Runs the two-round script (in a worktree when `worktree`), waits for the review, performs
 /// `steps` one after the other, then quits.
 fn session(repo: &TempRepo, worktree: bool, steps: Vec<Step>) -> Session {
@@ -307,11 +318,7 @@ fn assert_untouched(repo: &TempRepo) {
 fn worktree_revert_then_apply_applies_only_what_is_left() {
     let repo = TempRepo::new();
     let s = session(&repo, true, vec![revert(0), close(), apply()]);
-    assert!(
-        s.notices.iter().any(|n| n.starts_with("applied 1 file(s)")),
-        "{:?}",
-        s.notices
-    );
+    s.assert_noticed("applied 1 file(s)");
     assert_eq!(repo.read("a.txt"), "round one\n");
     assert_round_two_absent(&repo);
     // The branch is kept, as apply says.
@@ -338,11 +345,7 @@ fn worktree_revert_then_apply_applies_only_what_is_left() {
 fn worktree_discard_then_apply_applies_nothing() {
     let repo = TempRepo::new();
     let s = session(&repo, true, vec![discard(), apply()]);
-    assert!(
-        s.notices.iter().any(|n| n.starts_with("nothing to apply")),
-        "{:?}",
-        s.notices
-    );
+    s.assert_noticed("nothing to apply");
     assert_untouched(&repo);
 }
 
@@ -373,11 +376,7 @@ fn worktree_revert_revert_then_apply_applies_nothing() {
         true,
         vec![revert(0), close(), revert(1), close(), apply()],
     );
-    assert!(
-        s.notices.iter().any(|n| n.starts_with("nothing to apply")),
-        "{:?}",
-        s.notices
-    );
+    s.assert_noticed("nothing to apply");
     assert_untouched(&repo);
 }
 
@@ -570,13 +569,7 @@ fn a_failing_on_finish_hook_is_shown_in_the_review() {
         "{:?}",
         s.warnings
     );
-    assert!(
-        s.notices
-            .iter()
-            .any(|n| n.starts_with("warning: hook on_finish")),
-        "{:?}",
-        s.notices
-    );
+    s.assert_noticed("warning: hook on_finish");
 }
 
 /// `ralph-tui show` for a reviewed run.
