@@ -76,6 +76,22 @@ fn connect(server: &FakeServer) -> OpenAiBackend {
     OpenAiBackend::connect(config(server)).unwrap()
 }
 
+/// A wrap-up turn (report only) of a fresh child, its text unheard.
+fn wrap_up(backend: &mut OpenAiBackend, messages: &[Message], tools: &[ToolSpec]) -> Generation {
+    let mut child = backend.new_child(1).unwrap();
+    child
+        .generate(
+            Request {
+                messages,
+                tools,
+                report_only: true,
+            },
+            &mut |_| {},
+            &CancellationToken::new(),
+        )
+        .unwrap()
+}
+
 fn names(text: &str) -> Vec<(String, Value)> {
     chat::by_name("hermes")
         .unwrap()
@@ -190,18 +206,7 @@ fn a_report_only_turn_sends_the_report_schema_and_no_tools() {
     let mut backend = connect(&server);
     let messages = messages();
     let tools = tools();
-    let mut child = backend.new_child(1).unwrap();
-    let generation = child
-        .generate(
-            Request {
-                messages: &messages,
-                tools: &tools,
-                report_only: true,
-            },
-            &mut |_| {},
-            &CancellationToken::new(),
-        )
-        .unwrap();
+    let generation = wrap_up(&mut backend, &messages, &tools);
     assert_eq!(
         names(&generation.text),
         vec![("ralph_report".to_string(), report)]
@@ -352,18 +357,7 @@ fn llama_server_samples_a_wrap_up_under_the_bounded_report_grammar() {
     let mut messages = messages();
     messages.push(Message::tool("read_file", "x".repeat(4 * 3_300)));
     let tools = vec![ralph_tui::tools::report_spec()];
-    let mut child = backend.new_child(1).unwrap();
-    let generation = child
-        .generate(
-            Request {
-                messages: &messages,
-                tools: &tools,
-                report_only: true,
-            },
-            &mut |_| {},
-            &CancellationToken::new(),
-        )
-        .unwrap();
+    let generation = wrap_up(&mut backend, &messages, &tools);
     assert_eq!(names(&generation.text)[0].0, "ralph_report");
     let sent = &server.seen()[0].body;
     assert!(sent.get("response_format").is_none() && sent.get("tools").is_none());
