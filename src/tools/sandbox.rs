@@ -390,6 +390,7 @@ pub fn exec_main(args: &[String]) -> ! {
     if let Err(e) = supervisor::detach() {
         fail(&format!("cannot supervise this command ({e})"));
     }
+    let confined = parsed.mode.is_some_and(|m| m != SandboxMode::Off);
     let mut in_user_ns = false;
     if parsed.no_network {
         match isolate_network() {
@@ -398,7 +399,7 @@ pub fn exec_main(args: &[String]) -> ! {
                 "cannot cut this command off the network ({e}); run with --network to allow it, or --sandbox off"
             )),
         }
-    } else if parsed.mode.is_some_and(|m| m != SandboxMode::Off) {
+    } else if confined {
         match isolate_host() {
             Ok(user_ns) => in_user_ns = user_ns,
             // Only root could change the hostname or others' IPC objects; it must not fail.
@@ -408,7 +409,7 @@ pub fn exec_main(args: &[String]) -> ! {
             Err(_) => {}
         }
     }
-    if parsed.mode.is_some_and(|m| m != SandboxMode::Off) {
+    if confined {
         if let Err(e) = mount_read_only(&parsed.read_only, in_user_ns).and_then(|()| private_dev())
         {
             fail(&format!(
@@ -426,7 +427,7 @@ pub fn exec_main(args: &[String]) -> ! {
     for dir in &parsed.writable {
         inner.arg("--write").arg(dir);
     }
-    if parsed.mode.is_some_and(|m| m != SandboxMode::Off) {
+    if confined {
         // Its own (see `private_dev`), so writable in every confined mode.
         inner.arg("--write").arg(SHM);
     }
@@ -552,6 +553,14 @@ mod tests {
         items.iter().map(|s| (*s).to_string()).collect()
     }
 
+    /// The variables `cmd` takes out of the environment it inherits.
+    fn removed_env(cmd: &Command) -> Vec<String> {
+        cmd.get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| name.to_string_lossy().into_owned())
+            .collect()
+    }
+
     #[test]
     fn parses_the_helper_command_line() {
         let parsed = parse(&strings(&[
@@ -608,11 +617,7 @@ mod tests {
             ])
         );
         // The secrets and the variables that lead to a socket are taken out.
-        let removed: Vec<String> = cmd
-            .get_envs()
-            .filter(|(_, value)| value.is_none())
-            .map(|(name, _)| name.to_string_lossy().into_owned())
-            .collect();
+        let removed = removed_env(&cmd);
         for name in [
             "OPENAI_API_KEY",
             "TMUX",
@@ -632,11 +637,7 @@ mod tests {
         );
         assert!(is_supervised(&cmd));
         assert_eq!(cmd.get_current_dir(), Some(Path::new("/w")));
-        let removed: Vec<String> = cmd
-            .get_envs()
-            .filter(|(_, value)| value.is_none())
-            .map(|(name, _)| name.to_string_lossy().into_owned())
-            .collect();
+        let removed = removed_env(&cmd);
         assert!(removed.iter().any(|r| r == "OPENAI_API_KEY"), "{removed:?}");
         assert!(!removed.iter().any(|r| r == "TMUX"), "{removed:?}");
     }
