@@ -87,10 +87,12 @@ impl std::fmt::Debug for HookRunner {
 }
 
 impl HookRunner {
-    /// Starts the hook thread; `None` when no hook is set. `warn` hears each failed hook.
+    /// Starts the hook thread; `None` when no hook is set. `warn` hears each failed hook and
+    /// puts those after `run_finished` in `late`, which [`HookRunner::finish`] hands back.
     pub fn start(
         hooks: Hooks,
         place: Place,
+        late: Arc<Mutex<Vec<String>>>,
         mut warn: Box<dyn FnMut(String) + Send>,
     ) -> Option<Self> {
         if hooks.on_round_end.is_none() && hooks.on_finish.is_none() && hooks.on_approval.is_none()
@@ -137,7 +139,7 @@ impl HookRunner {
             sandbox,
             jobs,
             thread,
-            late: Arc::default(),
+            late,
         })
     }
 
@@ -274,7 +276,7 @@ pub fn attach(hooks: Hooks, place: Place, sink: EventSink) -> (EventSink, Option
             Err(_) => say_warning(&message),
         }
     });
-    let Some(mut runner) = HookRunner::start(hooks, place, warn) else {
+    let Some(runner) = HookRunner::start(hooks, place, late, warn) else {
         let sink = Box::new(move |event: &Stamped| {
             if let Ok(mut sink) = shared.lock() {
                 sink(event);
@@ -282,7 +284,6 @@ pub fn attach(hooks: Hooks, place: Place, sink: EventSink) -> (EventSink, Option
         });
         return (sink, None);
     };
-    runner.late = late;
     let jobs = runner.jobs.clone();
     let hooks = runner.hooks.clone();
     let run_sandbox = runner.sandbox;
@@ -411,6 +412,7 @@ mod tests {
                     false
                 ),
             },
+            Arc::default(),
             Box::new(|_| {})
         )
         .is_none());
