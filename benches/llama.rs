@@ -101,6 +101,21 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// Generates `request`'s turn on `child`: when its first text came (its end, if none came).
+fn first_text_at(child: &mut impl Child, request: Request<'_>) -> Instant {
+    let mut first = None;
+    child
+        .generate(
+            request,
+            &mut |_| {
+                first.get_or_insert_with(Instant::now);
+            },
+            &CancellationToken::new(),
+        )
+        .unwrap();
+    first.unwrap_or_else(Instant::now)
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -207,17 +222,7 @@ fn round_starts(a: &Args) {
             let begun = Instant::now();
             let mut child = backend.child(round).unwrap();
             child.prepare(request).unwrap();
-            let mut first = None;
-            child
-                .generate(
-                    request,
-                    &mut |_| {
-                        first.get_or_insert_with(Instant::now);
-                    },
-                    &CancellationToken::new(),
-                )
-                .unwrap();
-            let first = first.unwrap_or_else(Instant::now);
+            let first = first_text_at(&mut child, request);
             starts.push(ms(first.saturating_duration_since(begun)));
             shown = (
                 child.prefix().map_or(0, |p| p.len()),
@@ -268,17 +273,7 @@ fn round_one_from_disk(a: &Args) {
         let begun = Instant::now();
         let mut child = backend.child(1).unwrap();
         let reused = child.prepare(request).unwrap();
-        let mut first = None;
-        child
-            .generate(
-                request,
-                &mut |_| {
-                    first.get_or_insert_with(Instant::now);
-                },
-                &CancellationToken::new(),
-            )
-            .unwrap();
-        let first = first.unwrap_or_else(Instant::now);
+        let first = first_text_at(&mut child, request);
         runs.push((ms(first.saturating_duration_since(begun)), reused));
     }
     let ((cold, _), (restored, reused)) = (runs[0], runs[1]);
