@@ -29,7 +29,7 @@ use crate::chat::ChatFormat;
 use crate::llm::{Backend, Child, Request};
 use crate::protocol::event::{Event, WrapUpReason};
 use crate::protocol::message::{Message, Role};
-use crate::protocol::report::{REPORT_RESERVE_TOKENS, TURN_MARGIN_TOKENS};
+use crate::protocol::report::{turn_cap, REPORT_RESERVE_TOKENS, TURN_MARGIN_TOKENS};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::{cap_output, ToolResult};
 
@@ -66,18 +66,17 @@ pub struct NextTurn {
 
 impl NextTurn {
     /// Why the next turn must be the wrap-up, if it must: it is the round's last, or it might
-    /// not fit (prompt + `--max-tokens` + the reserve + the turn margin > the context), or it
-    /// could cross the token budget.
+    /// not fit (its cap, `report::turn_cap`, is below `--max-tokens`, as when the prompt,
+    /// `--max-tokens`, the reserve and the turn margin exceed the context), or it could cross
+    /// the token budget.
     pub fn wrap_up_reason(&self) -> Option<WrapUpReason> {
         if self.turn >= self.max_turns {
             return Some(WrapUpReason::Turns);
         }
-        if self.prompt_tokens.is_some_and(|used| {
-            u64::from(used)
-                + u64::from(self.max_tokens)
-                + u64::from(REPORT_RESERVE_TOKENS + TURN_MARGIN_TOKENS)
-                > u64::from(self.ctx_size)
-        }) {
+        if self
+            .prompt_tokens
+            .is_some_and(|used| turn_cap(self.ctx_size, used, self.max_tokens) < self.max_tokens)
+        {
             return Some(WrapUpReason::Context);
         }
         if self.token_budget.is_some_and(|budget| {
