@@ -205,6 +205,29 @@ pub fn show(dir: &Path, dirs: &Dirs) -> Result<String, FindError> {
     let past = PastRun::load(dir)?;
     let running = running_ids(&dirs.data);
     let listed = entry(&past, &running);
+    let mut out = head_lines(&past, &listed);
+    let told = Told::read(dir);
+    for (round, facts) in &told.rounds {
+        round_lines(&mut out, *round, facts);
+    }
+    out.push('\n');
+    if let Some(error) = told.error {
+        out.push_str(&format!("error: {error}\n"));
+    }
+    for warning in told.warnings {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
+    match &told.verification {
+        Some(v) => out.push_str(&verification_line(v)),
+        None => out.push_str("verification: none\n"),
+    }
+    out.push_str(&review_lines(&past));
+    out.push_str(&format!("run log: {}\n", past.dir.display()));
+    Ok(out)
+}
+
+/// `show`'s first lines: the run, its objective, workspace, backend, times and outcome.
+fn head_lines(past: &PastRun, listed: &Entry) -> String {
     let record = &past.record;
     let mut out = String::new();
     out.push_str(&format!("run {}\n", record.run_id));
@@ -212,7 +235,7 @@ pub fn show(dir: &Path, dirs: &Dirs) -> Result<String, FindError> {
     match &record.info.worktree {
         Some(info) => out.push_str(&format!(
             "workspace: {} (worked in its own worktree on branch {}: {})\n",
-            repository_of(&past).display(),
+            repository_of(past).display(),
             info.branch,
             info.path.display()
         )),
@@ -240,97 +263,100 @@ pub fn show(dir: &Path, dirs: &Dirs) -> Result<String, FindError> {
         "outcome: {} after {} round(s) — {how}\n",
         listed.outcome, past.last_round
     ));
+    out
+}
 
-    let mut rounds: BTreeMap<u32, RoundFacts> = BTreeMap::new();
-    let mut verification = None;
-    let mut error = None;
-    let mut warnings = Vec::new();
-    for stamped in read_events(&dir.join("events.jsonl"), false) {
-        match stamped.event {
-            Event::RoundStarted { round, .. } => {
-                rounds.entry(round).or_default();
-            }
-            Event::ReportRejected { round, .. } => rounds.entry(round).or_default().rejected += 1,
-            Event::ReportAccepted { round, report } => {
-                rounds.entry(round).or_default().report = Some(report);
-            }
-            Event::WorkspaceChanged { round, files } => {
-                rounds.entry(round).or_default().files = files
-            }
-            Event::RoundFinished {
-                round,
-                outcome,
-                wall_ms,
-                error,
-                ..
-            } => {
-                let facts = rounds.entry(round).or_default();
-                facts.outcome = Some(outcome);
-                facts.wall_ms = wall_ms;
-                facts.error = error;
-            }
-            Event::Warning { message } => warnings.push(message),
-            Event::RunFinished {
-                verification: v,
-                error: e,
-                ..
-            } => {
-                verification = v;
-                error = e;
-            }
-            _ => {}
-        }
-    }
-    for (round, facts) in &rounds {
-        let (ins, del) = facts
-            .files
-            .iter()
-            .fold((0, 0), |(i, d), f| (i + f.insertions, d + f.deletions));
-        out.push_str(&format!(
-            "\nround {round}: {}, {:.1} s, {} file(s) changed +{ins} −{del}\n",
-            outcome_word(facts.outcome),
-            Duration::from_millis(facts.wall_ms).as_secs_f64(),
-            facts.files.len()
-        ));
-        if let Some(error) = &facts.error {
-            out.push_str(&format!("  error: {error}\n"));
-        }
-        if facts.rejected > 0 {
-            out.push_str(&format!("  {} report(s) rejected\n", facts.rejected));
-        }
-        match &facts.report {
-            Some(report) => report_lines(&mut out, report, "  "),
-            None => out.push_str("  no report\n"),
-        }
-        for file in &facts.files {
-            out.push_str(&format!(
-                "  {} {} +{} −{}{}\n",
-                file.status.letter(),
-                file.path,
-                file.insertions,
-                file.deletions,
-                if file.outside_run {
-                    " (changed outside the run)"
-                } else {
-                    ""
+/// What `show` reads from a run's `events.jsonl`: each round's facts and how the run ended.
+#[derive(Default)]
+struct Told {
+    rounds: BTreeMap<u32, RoundFacts>,
+    verification: Option<Verification>,
+    error: Option<String>,
+    warnings: Vec<String>,
+}
+
+impl Told {
+    fn read(dir: &Path) -> Self {
+        let mut told = Self::default();
+        let rounds = &mut told.rounds;
+        for stamped in read_events(&dir.join("events.jsonl"), false) {
+            match stamped.event {
+                Event::RoundStarted { round, .. } => {
+                    rounds.entry(round).or_default();
                 }
-            ));
+                Event::ReportRejected { round, .. } => {
+                    rounds.entry(round).or_default().rejected += 1
+                }
+                Event::ReportAccepted { round, report } => {
+                    rounds.entry(round).or_default().report = Some(report);
+                }
+                Event::WorkspaceChanged { round, files } => {
+                    rounds.entry(round).or_default().files = files
+                }
+                Event::RoundFinished {
+                    round,
+                    outcome,
+                    wall_ms,
+                    error,
+                    ..
+                } => {
+                    let facts = rounds.entry(round).or_default();
+                    facts.outcome = Some(outcome);
+                    facts.wall_ms = wall_ms;
+                    facts.error = error;
+                }
+                Event::Warning { message } => told.warnings.push(message),
+                Event::RunFinished {
+                    verification,
+                    error,
+                    ..
+                } => {
+                    told.verification = verification;
+                    told.error = error;
+                }
+                _ => {}
+            }
         }
+        told
     }
-    out.push('\n');
-    if let Some(error) = error {
-        out.push_str(&format!("error: {error}\n"));
+}
+
+/// One round's lines in `show`: its outcome and time, error, rejected reports, report, files.
+fn round_lines(out: &mut String, round: u32, facts: &RoundFacts) {
+    let (ins, del) = facts
+        .files
+        .iter()
+        .fold((0, 0), |(i, d), f| (i + f.insertions, d + f.deletions));
+    out.push_str(&format!(
+        "\nround {round}: {}, {:.1} s, {} file(s) changed +{ins} −{del}\n",
+        outcome_word(facts.outcome),
+        Duration::from_millis(facts.wall_ms).as_secs_f64(),
+        facts.files.len()
+    ));
+    if let Some(error) = &facts.error {
+        out.push_str(&format!("  error: {error}\n"));
     }
-    for warning in warnings {
-        out.push_str(&format!("warning: {warning}\n"));
+    if facts.rejected > 0 {
+        out.push_str(&format!("  {} report(s) rejected\n", facts.rejected));
     }
-    match &verification {
-        Some(v) => out.push_str(&verification_line(v)),
-        None => out.push_str("verification: none\n"),
+    match &facts.report {
+        Some(report) => report_lines(out, report, "  "),
+        None => out.push_str("  no report\n"),
     }
-    out.push_str(&review_lines(&past));
-    out.push_str(&format!("run log: {}\n", past.dir.display()));
-    Ok(out)
+    for file in &facts.files {
+        out.push_str(&format!(
+            "  {} {} +{} −{}{}\n",
+            file.status.letter(),
+            file.path,
+            file.insertions,
+            file.deletions,
+            if file.outside_run {
+                " (changed outside the run)"
+            } else {
+                ""
+            }
+        ));
+    }
 }
 
 /// What happened at the review (`review.jsonl`): each action, then where a worktree run's
