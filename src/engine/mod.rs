@@ -259,19 +259,7 @@ impl<'a> Engine<'a> {
             }
         }
 
-        let verification = match (&self.config.verify, status) {
-            (Some(command), RunStatus::Complete) => {
-                let command = command.clone();
-                Some(verify::run(
-                    &command,
-                    self.workspace.root(),
-                    &self.tools.policy,
-                    &self.config.run_id,
-                    &self.cancel,
-                ))
-            }
-            _ => None,
-        };
+        let verification = self.verify(status);
         self.rec.emit(Event::RunFinished {
             status,
             rounds_started,
@@ -292,5 +280,19 @@ impl<'a> Engine<'a> {
             run_dir: self.rec.log.dir().to_path_buf(),
             hook_warnings: Vec::new(),
         }
+    }
+
+    /// `--verify`'s check of a run that ended `complete`; `None` otherwise.
+    fn verify(&self, status: RunStatus) -> Option<Verification> {
+        let command = self.config.verify.as_deref()?;
+        (status == RunStatus::Complete).then(|| {
+            verify::run(
+                command,
+                self.workspace.root(),
+                &self.tools.policy,
+                &self.config.run_id,
+                &self.cancel,
+            )
+        })
     }
 }
