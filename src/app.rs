@@ -265,10 +265,6 @@ fn committing_sink(info: WorktreeInfo, mut sink: EventSink) -> EventSink {
     })
 }
 
-fn file_sha256(path: &Path) -> Option<String> {
-    crate::text::sha256_hex_reader(std::fs::File::open(path).ok()?).ok()
-}
-
 /// Loads the backend, its turns bounded to [`MAX_TURN_BYTES`].
 pub fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
     let backend = load_unbounded(prepared)?;
@@ -464,7 +460,10 @@ fn run_on_this_thread(
     // name is kept as it is.
     let absolute = |path: &PathBuf| path.canonicalize().unwrap_or_else(|_| path.clone());
     let (source, source_sha) = match &prepared.backend {
-        BackendPlan::Script(_, path) => (absolute(path), file_sha256(path)),
+        BackendPlan::Script(_, path) => (
+            absolute(path),
+            crate::llm::prefix_store::file_sha256(path).ok(),
+        ),
         // Read from the record the prefix cache keeps (hashed once per file identity).
         BackendPlan::Llama(path) => (
             absolute(path),

@@ -437,7 +437,7 @@ fn sha256_file(path: &Path) -> Result<String, EvalError> {
         what: format!("cannot read the model {}", path.display()),
         source,
     };
-    crate::text::sha256_hex_reader(std::fs::File::open(path).map_err(io)?).map_err(io)
+    crate::llm::prefix_store::file_sha256(path).map_err(io)
 }
 
 /// `ralph-tui --version`, e.g. `ralph-tui 0.1.0`.

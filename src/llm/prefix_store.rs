@@ -140,7 +140,8 @@ fn temp_name(base: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-fn file_sha256(path: &Path) -> std::io::Result<String> {
+/// sha256 of a file's bytes, read as a stream.
+pub fn file_sha256(path: &Path) -> std::io::Result<String> {
     crate::text::sha256_hex_reader(std::fs::File::open(path)?)
 }
 
