@@ -332,11 +332,6 @@ impl State {
             Loadable::Ready(diff) => diff.files.len(),
             _ => 0,
         };
-        // What a commit would take: the files not changed outside the run.
-        let outside = match &review.diff {
-            Loadable::Ready(diff) => diff.outside_run().len(),
-            _ => 0,
-        };
         match keys::action(&[&keys::REVIEW, &keys::EVERYWHERE], &key) {
             Some(Action::Quit | Action::Interrupt) => return vec![Effect::Quit(exit)],
             Some(Action::Back) => {
@@ -355,55 +350,7 @@ impl State {
                     None => self.notice = Some("no report was accepted in this run".into()),
                 }
             }
-            Some(Action::Commit) => match &review.commit {
-                CommitState::Done(id) => self.notice = Some(format!("already committed as {id}")),
-                CommitState::Committing => self.notice = Some("committing…".into()),
-                _ if matches!(review.diff, Loadable::Loading) => {
-                    self.notice = Some("the run's changes are still being read".into())
-                }
-                _ if matches!(review.diff, Loadable::Failed(_)) => {
-                    self.notice =
-                        Some("cannot commit: the run's changes could not be read".into())
-                }
-                _ if review.chosen().is_empty() => {
-                    self.notice = Some(match &review.diff {
-                        Loadable::Ready(d) if !d.files.is_empty() && files == outside => {
-                            "nothing to commit: every change was made outside the run (space \
-                             chooses one to commit anyway)"
-                                .into()
-                        }
-                        Loadable::Ready(d) if !d.files.is_empty() => {
-                            "no file is chosen: space chooses the selected file".into()
-                        }
-                        Loadable::Ready(d) if !d.unseen.is_empty() => format!(
-                            "nothing to commit among the files that could be read; {} could not be looked into",
-                            d.unseen.join(", ")
-                        ),
-                        _ => "nothing to commit: the run changed no files".into(),
-                    })
-                }
-                _ => {
-                    // Only the files changed outside the run left out: the default, said as
-                    // such; any other choice is said in numbers.
-                    let default = match &review.diff {
-                        Loadable::Ready(d) => d
-                            .files
-                            .iter()
-                            .all(|f| review.is_chosen(&f.path) != f.outside_run),
-                        _ => true,
-                    };
-                    let mut editor =
-                        CommitEditor::new(&self.commit_message()).leaving_out(outside > 0);
-                    if let Some(review) = self.review.as_ref().filter(|_| !default) {
-                        editor.note = Some(format!(
-                            "Commits only the {} chosen of the {files} files this run changed; \
-                             the others stay uncommitted. Edit the message:",
-                            review.chosen().len()
-                        ));
-                    }
-                    self.open(Overlay::Commit(Box::new(editor)));
-                }
-            },
+            Some(Action::Commit) => self.ask_commit(),
             Some(Action::Toggle) if matches!(review.commit, CommitState::Done(_)) => {
                 self.notice = Some(
                     "already committed: the files marked [ ] were left out (d discards them)"
@@ -446,6 +393,72 @@ impl State {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// `c` at the review: the commit editor over the chosen files, or a notice saying why
+    /// there is nothing to commit yet.
+    fn ask_commit(&mut self) {
+        let Some(review) = &self.review else {
+            return;
+        };
+        let files = match &review.diff {
+            Loadable::Ready(diff) => diff.files.len(),
+            _ => 0,
+        };
+        // What a commit would take: the files not changed outside the run.
+        let outside = match &review.diff {
+            Loadable::Ready(diff) => diff.outside_run().len(),
+            _ => 0,
+        };
+        match &review.commit {
+            CommitState::Done(id) => self.notice = Some(format!("already committed as {id}")),
+            CommitState::Committing => self.notice = Some("committing…".into()),
+            _ if matches!(review.diff, Loadable::Loading) => {
+                self.notice = Some("the run's changes are still being read".into())
+            }
+            _ if matches!(review.diff, Loadable::Failed(_)) => {
+                self.notice =
+                    Some("cannot commit: the run's changes could not be read".into())
+            }
+            _ if review.chosen().is_empty() => {
+                self.notice = Some(match &review.diff {
+                    Loadable::Ready(d) if !d.files.is_empty() && files == outside => {
+                        "nothing to commit: every change was made outside the run (space \
+                         chooses one to commit anyway)"
+                            .into()
+                    }
+                    Loadable::Ready(d) if !d.files.is_empty() => {
+                        "no file is chosen: space chooses the selected file".into()
+                    }
+                    Loadable::Ready(d) if !d.unseen.is_empty() => format!(
+                        "nothing to commit among the files that could be read; {} could not be looked into",
+                        d.unseen.join(", ")
+                    ),
+                    _ => "nothing to commit: the run changed no files".into(),
+                })
+            }
+            _ => {
+                // Only the files changed outside the run left out: the default, said as
+                // such; any other choice is said in numbers.
+                let default = match &review.diff {
+                    Loadable::Ready(d) => d
+                        .files
+                        .iter()
+                        .all(|f| review.is_chosen(&f.path) != f.outside_run),
+                    _ => true,
+                };
+                let mut editor =
+                    CommitEditor::new(&self.commit_message()).leaving_out(outside > 0);
+                if let Some(review) = self.review.as_ref().filter(|_| !default) {
+                    editor.note = Some(format!(
+                        "Commits only the {} chosen of the {files} files this run changed; \
+                         the others stay uncommitted. Edit the message:",
+                        review.chosen().len()
+                    ));
+                }
+                self.open(Overlay::Commit(Box::new(editor)));
+            }
+        }
     }
 
     /// Opens the revert question over the rounds that changed files.
