@@ -49,6 +49,81 @@ use crate::protocol::message::{Message, Role};
 /// Whether this build has a GPU backend compiled in.
 pub const GPU_BUILD: bool = cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal"));
 
+/// Loads the weights with `requested` layers on the GPU, telling `on_progress` how far
+/// llama.cpp's load is (0 to 1) and logging each quarter.
+fn load_model(
+    runtime: &Runtime,
+    model: &Path,
+    requested: u32,
+    on_progress: Option<std::sync::Arc<dyn Fn(f32) + Send + Sync>>,
+) -> Result<LlamaModel, UsageError> {
+    let started = std::time::Instant::now();
+    // llama.cpp says how far the load is (once per tensor): the listener hears each new
+    // whole percent, the log each quarter.
+    let mut next_quarter = 1u32;
+    let mut last_percent = None;
+    let params = LlamaModelParams::default()
+        .with_n_gpu_layers(requested)
+        .with_progress_callback(move |progress| {
+            let percent = (progress.clamp(0.0, 1.0) * 100.0) as u32;
+            if let Some(listener) = on_progress
+                .as_ref()
+                .filter(|_| last_percent != Some(percent))
+            {
+                last_percent = Some(percent);
+                listener(progress);
+            }
+            let quarters = (progress.clamp(0.0, 1.0) * 4.0) as u32;
+            if quarters >= next_quarter {
+                next_quarter = quarters + 1;
+                tracing::info!(
+                    percent = quarters * 25,
+                    ms = started.elapsed().as_millis() as u64,
+                    "model loading"
+                );
+            }
+            true
+        });
+    let llama_model = LlamaModel::load_from_file(runtime, model, &params).map_err(|e| {
+        model_error(
+            model,
+            format!("llama.cpp cannot load it ({e}): the file is corrupt, truncated or of an unsupported architecture (details in the log file)"),
+        )
+    })?;
+    tracing::info!(
+        path = %model.display(),
+        ms = started.elapsed().as_millis() as u64,
+        "model loaded"
+    );
+    Ok(llama_model)
+}
+
+/// The chat format: `chat_format` when it names one, else the one detected from the model's
+/// template, architecture and name.
+fn pick_format(
+    llama_model: &LlamaModel,
+    chat_format: Option<&str>,
+    template_source: Option<&str>,
+    architecture: Option<&str>,
+) -> Result<Box<dyn ChatFormat>, UsageError> {
+    let model_name = llama_model
+        .meta_val_str("general.basename")
+        .or_else(|_| llama_model.meta_val_str("general.name"))
+        .ok();
+    let format_name = match chat_format {
+        None | Some("auto") => {
+            chat::detect(template_source, architecture, model_name.as_deref()).to_string()
+        }
+        Some(name) => name.to_string(),
+    };
+    chat::by_name(&format_name).ok_or_else(|| {
+        UsageError::Invalid(format!(
+            "unknown --chat-format '{format_name}': use auto or one of {}",
+            chat::FORMAT_NAMES.join(", ")
+        ))
+    })
+}
+
 /// llama.cpp's process-wide state: initialised once, never torn down.
 fn runtime() -> Result<&'static Runtime, String> {
     static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
@@ -185,69 +260,19 @@ impl LlamaBackend {
             ));
         }
         let requested = requested_gpu_layers(settings);
-        let started = std::time::Instant::now();
-        // llama.cpp says how far the load is (once per tensor): the listener hears each new
-        // whole percent, the log each quarter.
-        let mut next_quarter = 1u32;
-        let mut last_percent = None;
-        let params = LlamaModelParams::default()
-            .with_n_gpu_layers(requested)
-            .with_progress_callback(move |progress| {
-                let percent = (progress.clamp(0.0, 1.0) * 100.0) as u32;
-                if let Some(listener) = on_progress
-                    .as_ref()
-                    .filter(|_| last_percent != Some(percent))
-                {
-                    last_percent = Some(percent);
-                    listener(progress);
-                }
-                let quarters = (progress.clamp(0.0, 1.0) * 4.0) as u32;
-                if quarters >= next_quarter {
-                    next_quarter = quarters + 1;
-                    tracing::info!(
-                        percent = quarters * 25,
-                        ms = started.elapsed().as_millis() as u64,
-                        "model loading"
-                    );
-                }
-                true
-            });
-        let llama_model = LlamaModel::load_from_file(runtime, model, &params).map_err(|e| {
-            model_error(
-                model,
-                format!("llama.cpp cannot load it ({e}): the file is corrupt, truncated or of an unsupported architecture (details in the log file)"),
-            )
-        })?;
-        tracing::info!(
-            path = %model.display(),
-            ms = started.elapsed().as_millis() as u64,
-            "model loaded"
-        );
+        let llama_model = load_model(runtime, model, requested, on_progress)?;
 
         let architecture = llama_model.meta_val_str("general.architecture").ok();
-        let model_name = llama_model
-            .meta_val_str("general.basename")
-            .or_else(|_| llama_model.meta_val_str("general.name"))
-            .ok();
         let template_source = llama_model
             .chat_template(None)
             .ok()
             .and_then(|t| t.to_string().ok());
-        let format_name = match chat_format {
-            None | Some("auto") => chat::detect(
-                template_source.as_deref(),
-                architecture.as_deref(),
-                model_name.as_deref(),
-            )
-            .to_string(),
-            Some(name) => name.to_string(),
-        };
-        let format = chat::by_name(&format_name).ok_or_else(|| {
-            UsageError::Invalid(format!(
-                "unknown --chat-format '{format_name}': use auto or one of {}",
-                chat::FORMAT_NAMES.join(", ")
-            ))
-        })?;
+        let format = pick_format(
+            &llama_model,
+            chat_format,
+            template_source.as_deref(),
+            architecture.as_deref(),
+        )?;
 
         let vocab = llama_model.vocab();
         let token_text = |t: LlamaToken| {
