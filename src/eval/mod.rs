@@ -283,22 +283,7 @@ pub fn run(
     let tasks = task::discover(&options.tasks_dir, &options.filters)?;
     let server = options.server_backend();
     if server.is_none() && options.backend == BackendChoice::Script {
-        let agents = options.arms.iter().any(|&a| a != Arm::Oneshot);
-        if let Some(task) = tasks.iter().find(|t| agents && t.script.is_none()) {
-            return Err(EvalError::Task {
-                task: task.name.clone(),
-                message: "it has no script.json, which the script backend needs".into(),
-            });
-        }
-        let oneshot = options.arms.contains(&Arm::Oneshot);
-        if let Some(task) = tasks.iter().find(|t| oneshot && t.oneshot.is_none()) {
-            return Err(EvalError::Task {
-                task: task.name.clone(),
-                message:
-                    "it has no oneshot.txt, which the oneshot arm needs with the script backend"
-                        .into(),
-            });
-        }
+        check_script_tasks(options, &tasks)?;
     }
     let model = match options.backend {
         _ if server.is_some() => None,
@@ -343,50 +328,7 @@ pub fn run(
         .into_iter()
         .filter(|a| options.arms.contains(a))
         .collect();
-    let total = tasks.len() * options.seeds.len() * arms.len();
-    let mut runs = Vec::new();
-    let mut index = 0;
-    let mut interrupted = false;
-    'all: for task in &tasks {
-        for &seed in &options.seeds {
-            let mut ralph_generated = None;
-            for &arm in &arms {
-                if cancel.is_cancelled() {
-                    interrupted = true;
-                    break 'all;
-                }
-                index += 1;
-                progress(Progress::Started {
-                    index,
-                    total,
-                    task: &task.name,
-                    arm,
-                    seed,
-                });
-                let outcome = match arm {
-                    Arm::Ralph => trial::run_one(&setup, task, arm, seed, None, cancel)?,
-                    Arm::Single => {
-                        let budget = options.single_budget.or(ralph_generated);
-                        trial::run_one(&setup, task, arm, seed, budget, cancel)?
-                    }
-                    Arm::Oneshot => oneshot::run_one(&setup, task, seed, ralph_generated, cancel)?,
-                };
-                let Some(record) = outcome else {
-                    interrupted = true;
-                    break 'all;
-                };
-                if arm == Arm::Ralph {
-                    ralph_generated = Some(record.generated_tokens);
-                }
-                progress(Progress::Finished {
-                    index,
-                    total,
-                    record: &record,
-                });
-                runs.push(record);
-            }
-        }
-    }
+    let (runs, interrupted) = run_all(&setup, &tasks, &arms, cancel, progress)?;
     let summary = arms.iter().map(|&arm| ArmSummary::of(arm, &runs)).collect();
     Ok(EvalResults {
         date: started.format("%Y-%m-%d").to_string(),
@@ -413,6 +355,84 @@ pub fn run(
         runs,
         summary,
     })
+}
+
+/// The script backend needs each task's script (for the agent arms) and canned answer (for
+/// the oneshot arm): the first task that lacks one it needs is an error.
+fn check_script_tasks(options: &EvalOptions, tasks: &[task::Task]) -> Result<(), EvalError> {
+    let agents = options.arms.iter().any(|&a| a != Arm::Oneshot);
+    if let Some(task) = tasks.iter().find(|t| agents && t.script.is_none()) {
+        return Err(EvalError::Task {
+            task: task.name.clone(),
+            message: "it has no script.json, which the script backend needs".into(),
+        });
+    }
+    let oneshot = options.arms.contains(&Arm::Oneshot);
+    if let Some(task) = tasks.iter().find(|t| oneshot && t.oneshot.is_none()) {
+        return Err(EvalError::Task {
+            task: task.name.clone(),
+            message: "it has no oneshot.txt, which the oneshot arm needs with the script backend"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+/// Runs every task × seed × arm in order (the Ralph arm's generated tokens budget the arms
+/// after it): the records, and whether a cancel or an interrupted run cut it short.
+fn run_all(
+    setup: &Setup<'_>,
+    tasks: &[task::Task],
+    arms: &[Arm],
+    cancel: &CancellationToken,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<(Vec<RunRecord>, bool), EvalError> {
+    let options = setup.options;
+    let total = tasks.len() * options.seeds.len() * arms.len();
+    let mut runs = Vec::new();
+    let mut index = 0;
+    let mut interrupted = false;
+    'all: for task in tasks {
+        for &seed in &options.seeds {
+            let mut ralph_generated = None;
+            for &arm in arms {
+                if cancel.is_cancelled() {
+                    interrupted = true;
+                    break 'all;
+                }
+                index += 1;
+                progress(Progress::Started {
+                    index,
+                    total,
+                    task: &task.name,
+                    arm,
+                    seed,
+                });
+                let outcome = match arm {
+                    Arm::Ralph => trial::run_one(setup, task, arm, seed, None, cancel)?,
+                    Arm::Single => {
+                        let budget = options.single_budget.or(ralph_generated);
+                        trial::run_one(setup, task, arm, seed, budget, cancel)?
+                    }
+                    Arm::Oneshot => oneshot::run_one(setup, task, seed, ralph_generated, cancel)?,
+                };
+                let Some(record) = outcome else {
+                    interrupted = true;
+                    break 'all;
+                };
+                if arm == Arm::Ralph {
+                    ralph_generated = Some(record.generated_tokens);
+                }
+                progress(Progress::Finished {
+                    index,
+                    total,
+                    record: &record,
+                });
+                runs.push(record);
+            }
+        }
+    }
+    Ok((runs, interrupted))
 }
 
 /// `--model`, else the default model `make model` fetches; it must exist.
