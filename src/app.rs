@@ -410,6 +410,78 @@ fn unwrite_run_dir(prepared: &Prepared) {
     }
 }
 
+/// The chat format the run's turns are parsed with: the backend's, else hermes; wrapped for
+/// a backend that takes tools natively.
+fn turn_format(info: &crate::llm::BackendInfo) -> Result<Box<dyn chat::ChatFormat>, StartError> {
+    let format = chat::by_name(&info.chat_format)
+        .or_else(|| chat::by_name("hermes"))
+        .ok_or_else(|| StartError::Internal("no chat format".into()))?;
+    Ok(if info.native_tools {
+        Box::new(chat::native::NativeTools(format))
+    } else {
+        format
+    })
+}
+
+/// The model's source for `run.json` and its sha256. A file is made absolute, so `--resume`
+/// finds it from any directory; a server's model name is kept as it is.
+fn model_source(prepared: &Prepared) -> (PathBuf, Option<String>) {
+    let settings = &prepared.settings;
+    let absolute = |path: &PathBuf| path.canonicalize().unwrap_or_else(|_| path.clone());
+    match &prepared.backend {
+        BackendPlan::Script(_, path) => (
+            absolute(path),
+            crate::llm::prefix_store::file_sha256(path).ok(),
+        ),
+        // Read from the record the prefix cache keeps (hashed once per file identity).
+        BackendPlan::Llama(path) => (
+            absolute(path),
+            crate::llm::prefix_store::model_sha256(
+                &crate::llm::prefix_store::dir_in(&settings.dirs.cache),
+                path,
+            ),
+        ),
+        BackendPlan::OpenAi { model, .. } => (PathBuf::from(model), None),
+    }
+}
+
+/// The settings `run.json` records.
+fn run_settings(settings: &Settings) -> RunSettings {
+    RunSettings {
+        max_turns: settings.max_turns,
+        token_budget: settings.token_budget,
+        sandbox: settings.sandbox,
+        approval: settings.approval,
+        network: settings.network,
+        command_timeout_s: settings.command_timeout_s,
+        verify: settings.verify.clone(),
+        prefix_cache: settings.prefix_cache,
+        api_key_env: settings.api_key_env.clone(),
+        request_timeout_s: settings.request_timeout_s,
+        inference: settings.inference.clone(),
+        sources: settings.sources.clone(),
+    }
+}
+
+/// The live watch of the workspace's changes when there is a listener; one that cannot start
+/// is a warning.
+fn live_watch(
+    live: Option<OnChange>,
+    root: &Path,
+    warnings: &mut Vec<String>,
+) -> Option<Box<dyn RoundWatch>> {
+    match live {
+        Some(on_change) => match LiveWatch::start(root, on_change) {
+            Ok(watch) => Some(Box::new(watch)),
+            Err(e) => {
+                warnings.push(format!("live changes are off: {e}"));
+                None
+            }
+        },
+        None => None,
+    }
+}
+
 fn run_on_this_thread(
     prepared: Prepared,
     objective: String,
@@ -427,14 +499,7 @@ fn run_on_this_thread(
     );
     let mut backend = load_backend(&prepared)?;
     let info = backend.info();
-    let format = chat::by_name(&info.chat_format)
-        .or_else(|| chat::by_name("hermes"))
-        .ok_or_else(|| StartError::Internal("no chat format".into()))?;
-    let format: Box<dyn chat::ChatFormat> = if info.native_tools {
-        Box::new(chat::native::NativeTools(format))
-    } else {
-        format
-    };
+    let format = turn_format(&info)?;
     let workspace = open_workspace(&settings.workspace)?;
     let registry = Registry::standard();
     // The round prompt must leave room for the report: refused here, before anything is written.
@@ -456,24 +521,7 @@ fn run_on_this_thread(
     unstarted.started();
     log.stop_run_on_failure(cancel.clone());
     let log_failure = log.failure();
-    // A file is made absolute, so `--resume` finds it from any directory; a server's model
-    // name is kept as it is.
-    let absolute = |path: &PathBuf| path.canonicalize().unwrap_or_else(|_| path.clone());
-    let (source, source_sha) = match &prepared.backend {
-        BackendPlan::Script(_, path) => (
-            absolute(path),
-            crate::llm::prefix_store::file_sha256(path).ok(),
-        ),
-        // Read from the record the prefix cache keeps (hashed once per file identity).
-        BackendPlan::Llama(path) => (
-            absolute(path),
-            crate::llm::prefix_store::model_sha256(
-                &crate::llm::prefix_store::dir_in(&settings.dirs.cache),
-                path,
-            ),
-        ),
-        BackendPlan::OpenAi { model, .. } => (PathBuf::from(model), None),
-    };
+    let (source, source_sha) = model_source(&prepared);
     let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);
     policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);
     policy.secrets.add(&settings.api_key_env);
@@ -494,16 +542,7 @@ fn run_on_this_thread(
         tracing::warn!("{problem}");
         warnings.push(problem);
     }
-    let watch: Option<Box<dyn RoundWatch>> = match live {
-        Some(on_change) => match LiveWatch::start(workspace.root(), on_change) {
-            Ok(watch) => Some(Box::new(watch)),
-            Err(e) => {
-                warnings.push(format!("live changes are off: {e}"));
-                None
-            }
-        },
-        None => None,
-    };
+    let watch = live_watch(live, workspace.root(), &mut warnings);
     let config = RunConfig {
         run_id: prepared.run_id.clone(),
         objective,
@@ -519,20 +558,7 @@ fn run_on_this_thread(
             model_sha256: source_sha,
             device: info.device,
             chat_format: info.chat_format,
-            settings: RunSettings {
-                max_turns: settings.max_turns,
-                token_budget: settings.token_budget,
-                sandbox: settings.sandbox,
-                approval: settings.approval,
-                network: settings.network,
-                command_timeout_s: settings.command_timeout_s,
-                verify: settings.verify.clone(),
-                prefix_cache: settings.prefix_cache,
-                api_key_env: settings.api_key_env.clone(),
-                request_timeout_s: settings.request_timeout_s,
-                inference: settings.inference.clone(),
-                sources: settings.sources.clone(),
-            },
+            settings: run_settings(settings),
             repo_root,
             resumed_from,
             resumed_report: start.previous.clone(),
