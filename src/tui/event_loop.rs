@@ -344,6 +344,103 @@ where
     drive_notifying(terminal, input, state, prepared, on_frame, &mut quiet).await
 }
 
+/// The message a terminal event makes, if any; focus changes go to the notifier.
+fn terminal_msg(event: crossterm::event::Event, notifier: &mut Notifier) -> Option<Msg> {
+    use crossterm::event::Event as Term;
+    match event {
+        Term::Key(key) => Some(Msg::Key(key)),
+        Term::Mouse(mouse) => Some(Msg::Mouse(mouse)),
+        Term::Paste(text) => Some(Msg::Paste(text)),
+        Term::FocusGained => {
+            notifier.focus(true);
+            None
+        }
+        Term::FocusLost => {
+            notifier.focus(false);
+            None
+        }
+        Term::Resize(..) => None,
+    }
+}
+
+/// One frame, at the terminal's size (the last known one when it cannot be read).
+fn draw<B: Backend>(terminal: &mut Terminal<B>, state: &mut State) {
+    let area = match terminal.size() {
+        Ok(size) => Rect::new(0, 0, size.width, size.height),
+        Err(e) => {
+            tracing::error!("terminal size: {e}");
+            state.screen
+        }
+    };
+    state.sync(area);
+    if let Err(e) = terminal.draw(|frame| frame.render_widget(&*state, frame.area())) {
+        tracing::error!("draw: {e}");
+    }
+}
+
+impl Driver {
+    /// A background task's result: the message for the state, or none where it only moved
+    /// the review (a worktree run's commit reached the person's work tree).
+    fn finished(&mut self, done: Done) -> Option<Msg> {
+        match done {
+            Done::Msg(msg) => Some(msg),
+            Done::Reviewed(snapshot, only, result) => {
+                self.reviewed = Some((snapshot, only));
+                Some(Msg::DiffLoaded(DiffSource::Review, result))
+            }
+            Done::Moved(root, before, after) => {
+                self.moved = Some((root, before));
+                if let Some((shown, _)) = &mut self.reviewed {
+                    *shown = after;
+                }
+                None
+            }
+        }
+    }
+
+    /// One message from the engine's side: the effects the state asks for, or how the
+    /// session ends.
+    fn inbound(
+        &mut self,
+        inbound: Inbound,
+        state: &mut State,
+        notifier: &mut Notifier,
+    ) -> Result<Vec<Effect>, Ended> {
+        Ok(match inbound {
+            Inbound::Event(event) => {
+                notifier.observe(&event);
+                if let Event::WorkspaceChanged { files, .. } = &event {
+                    let worker = files.iter().filter(|f| !f.outside_run);
+                    self.worker.add(worker.map(|f| f.path.clone()));
+                }
+                state.update(Msg::Engine(event))
+            }
+            Inbound::Approval(approval) => {
+                notifier.approval(&approval.command);
+                state.update(Msg::ApprovalAsked(approval))
+            }
+            Inbound::Live(round, files) => state.update(Msg::LiveChanges(round, files)),
+            Inbound::Loading(progress) => state.update(Msg::ModelLoading(progress)),
+            Inbound::Joined(Ok(summary)) => {
+                let mut effects = Vec::new();
+                let late = summary.hook_warnings.clone();
+                if state.phase != Phase::Finished {
+                    effects.extend(state.update(Msg::Engine(finished_from(summary))));
+                }
+                // Hooks that failed after the run's end (`on_finish`).
+                for message in late {
+                    let warning = Event::Warning { message };
+                    effects.extend(state.update(Msg::Engine(warning)));
+                }
+                effects
+            }
+            // Also after `run_finished`: a run whose log could not be written ends in this
+            // error, not in its review.
+            Inbound::Joined(Err(e)) => return Err(usage_or_internal(e)),
+        })
+    }
+}
+
 /// Like [`drive`], with `notifier` told of focus changes, failed rounds, approvals and the
 /// run's end.
 pub async fn drive_notifying<B, S>(
@@ -397,22 +494,7 @@ where
             biased;
             input_event = input.next(), if input_open => match input_event {
                 Some(Ok(event)) => {
-                    use crossterm::event::Event as Term;
-                    let msg = match event {
-                        Term::Key(key) => Some(Msg::Key(key)),
-                        Term::Mouse(mouse) => Some(Msg::Mouse(mouse)),
-                        Term::Paste(text) => Some(Msg::Paste(text)),
-                        Term::FocusGained => {
-                            notifier.focus(true);
-                            None
-                        }
-                        Term::FocusLost => {
-                            notifier.focus(false);
-                            None
-                        }
-                        Term::Resize(..) => None,
-                    };
-                    if let Some(msg) = msg {
+                    if let Some(msg) = terminal_msg(event, notifier) {
                         effects = state.update(msg);
                     }
                     frames.request();
@@ -428,37 +510,15 @@ where
                 }
             },
             () = frame_due(frames.deadline()) => {
-                let area = match terminal.size() {
-                    Ok(size) => Rect::new(0, 0, size.width, size.height),
-                    Err(e) => {
-                        tracing::error!("terminal size: {e}");
-                        state.screen
-                    }
-                };
-                state.sync(area);
-                if let Err(e) = terminal.draw(|frame| frame.render_widget(&state, frame.area())) {
-                    tracing::error!("draw: {e}");
-                }
+                draw(terminal, &mut state);
                 frames.drawn(Instant::now());
                 on_frame(&state);
             }
             Some(done) = done_rx.recv() => {
-                let msg = match done {
-                    Done::Msg(msg) => msg,
-                    Done::Reviewed(snapshot, only, result) => {
-                        driver.reviewed = Some((snapshot, only));
-                        Msg::DiffLoaded(DiffSource::Review, result)
-                    }
-                    Done::Moved(root, before, after) => {
-                        driver.moved = Some((root, before));
-                        if let Some((shown, _)) = &mut driver.reviewed {
-                            *shown = after;
-                        }
-                        continue;
-                    }
-                };
-                effects = state.update(msg);
-                frames.request();
+                if let Some(msg) = driver.finished(done) {
+                    effects = state.update(msg);
+                    frames.request();
+                }
             }
             Some(first) = inbound_rx.recv() => {
                 if last_clock.elapsed() >= Duration::from_millis(100) {
@@ -468,39 +528,9 @@ where
                 let mut next = Some(first);
                 let mut handled = 0;
                 while let Some(inbound) = next.take() {
-                    match inbound {
-                        Inbound::Event(event) => {
-                            notifier.observe(&event);
-                            if let Event::WorkspaceChanged { files, .. } = &event {
-                                let worker = files.iter().filter(|f| !f.outside_run);
-                                driver.worker.add(worker.map(|f| f.path.clone()));
-                            }
-                            effects.extend(state.update(Msg::Engine(event)));
-                        }
-                        Inbound::Approval(approval) => {
-                            notifier.approval(&approval.command);
-                            effects.extend(state.update(Msg::ApprovalAsked(approval)));
-                        }
-                        Inbound::Live(round, files) => {
-                            effects.extend(state.update(Msg::LiveChanges(round, files)));
-                        }
-                        Inbound::Loading(progress) => {
-                            effects.extend(state.update(Msg::ModelLoading(progress)));
-                        }
-                        Inbound::Joined(Ok(summary)) => {
-                            let late = summary.hook_warnings.clone();
-                            if state.phase != Phase::Finished {
-                                effects.extend(state.update(Msg::Engine(finished_from(summary))));
-                            }
-                            // Hooks that failed after the run's end (`on_finish`).
-                            for message in late {
-                                let warning = Event::Warning { message };
-                                effects.extend(state.update(Msg::Engine(warning)));
-                            }
-                        }
-                        // Also after `run_finished`: a run whose log could not be written
-                        // ends in this error, not in its review.
-                        Inbound::Joined(Err(e)) => return usage_or_internal(e),
+                    match driver.inbound(inbound, &mut state, notifier) {
+                        Ok(more) => effects.extend(more),
+                        Err(ended) => return ended,
                     }
                     handled += 1;
                     if handled < BATCH {
