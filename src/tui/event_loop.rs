@@ -398,6 +398,28 @@ impl Driver {
         }
     }
 
+    /// `first` and up to [`BATCH`] messages in all that wait behind it: the effects the
+    /// state asks for, or how the session ends.
+    fn batch(
+        &mut self,
+        first: Inbound,
+        inbound_rx: &mut mpsc::Receiver<Inbound>,
+        state: &mut State,
+        notifier: &mut Notifier,
+    ) -> Result<Vec<Effect>, Ended> {
+        let mut effects = Vec::new();
+        let mut next = Some(first);
+        let mut handled = 0;
+        while let Some(inbound) = next.take() {
+            effects.extend(self.inbound(inbound, state, notifier)?);
+            handled += 1;
+            if handled < BATCH {
+                next = inbound_rx.try_recv().ok();
+            }
+        }
+        Ok(effects)
+    }
+
     /// One message from the engine's side: the effects the state asks for, or how the
     /// session ends.
     fn inbound(
@@ -525,17 +547,9 @@ where
                     last_clock = Instant::now();
                     state.update(Msg::Tick(started.elapsed()));
                 }
-                let mut next = Some(first);
-                let mut handled = 0;
-                while let Some(inbound) = next.take() {
-                    match driver.inbound(inbound, &mut state, notifier) {
-                        Ok(more) => effects.extend(more),
-                        Err(ended) => return ended,
-                    }
-                    handled += 1;
-                    if handled < BATCH {
-                        next = inbound_rx.try_recv().ok();
-                    }
+                match driver.batch(first, &mut inbound_rx, &mut state, notifier) {
+                    Ok(more) => effects = more,
+                    Err(ended) => return ended,
                 }
                 frames.request();
             }
