@@ -482,6 +482,54 @@ fn live_watch(
     }
 }
 
+/// The round prompt must leave room for the report: refused here, before anything is
+/// written (the run folder made for it goes).
+fn refuse_unfit_prompt(
+    prepared: &Prepared,
+    backend: &mut dyn Backend,
+    format: &dyn chat::ChatFormat,
+    registry: &Registry,
+    objective: &str,
+    root: &Path,
+) -> Result<(), StartError> {
+    if let Some(fit) = crate::engine::wrapup::check_prompt_fits(
+        backend,
+        format,
+        &registry.specs(),
+        objective,
+        prepared.settings.max_rounds,
+        root,
+    )
+    .filter(|fit| !fit.fits())
+    {
+        unwrite_run_dir(prepared);
+        return Err(StartError::Usage(UsageError::Invalid(fit.refusal())));
+    }
+    Ok(())
+}
+
+/// The run's sink with the hooks attached (and, in a worktree, each round committed before
+/// the hooks hear of its end), and the hooks' runner.
+fn hooked_sink(
+    prepared: &Prepared,
+    policy: &ToolPolicy,
+    sink: EventSink,
+) -> (EventSink, Option<crate::hooks::HookRunner>) {
+    let settings = &prepared.settings;
+    let place = crate::hooks::Place {
+        cwd: settings.workspace.clone(),
+        run_dir: prepared.run_dir.clone(),
+        policy: policy.clone(),
+    };
+    let (sink, hooks) = crate::hooks::attach(settings.hooks.clone(), place, sink);
+    // The round's commit comes before the hooks hear of the round's end.
+    let sink = match &prepared.worktree {
+        Some(info) => committing_sink(info.clone(), sink),
+        None => sink,
+    };
+    (sink, hooks)
+}
+
 fn run_on_this_thread(
     prepared: Prepared,
     objective: String,
@@ -502,20 +550,14 @@ fn run_on_this_thread(
     let format = turn_format(&info)?;
     let workspace = open_workspace(&settings.workspace)?;
     let registry = Registry::standard();
-    // The round prompt must leave room for the report: refused here, before anything is written.
-    if let Some(fit) = crate::engine::wrapup::check_prompt_fits(
+    refuse_unfit_prompt(
+        &prepared,
         backend.as_mut(),
         format.as_ref(),
-        &registry.specs(),
+        &registry,
         &objective,
-        settings.max_rounds,
         workspace.root(),
-    )
-    .filter(|fit| !fit.fits())
-    {
-        unwrite_run_dir(&prepared);
-        return Err(StartError::Usage(UsageError::Invalid(fit.refusal())));
-    }
+    )?;
     let mut log = RunLog::create(&prepared.run_dir)
         .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
     unstarted.started();
@@ -565,17 +607,7 @@ fn run_on_this_thread(
             worktree: prepared.worktree.clone(),
         },
     };
-    let place = crate::hooks::Place {
-        cwd: settings.workspace.clone(),
-        run_dir: prepared.run_dir.clone(),
-        policy: policy.clone(),
-    };
-    let (sink, hooks) = crate::hooks::attach(settings.hooks.clone(), place, sink);
-    // The round's commit comes before the hooks hear of the round's end.
-    let sink = match &prepared.worktree {
-        Some(info) => committing_sink(info.clone(), sink),
-        None => sink,
-    };
+    let (sink, hooks) = hooked_sink(&prepared, &policy, sink);
     let tools = Toolbox {
         registry: &registry,
         policy,
