@@ -371,12 +371,7 @@ fn the_worker_never_sees_the_verify_script_and_workspaces_start_committed() {
     o.keep_in = Some(keep.clone());
     let results = run(&o);
     assert!(only(&results, "peek", Arm::Ralph).completed, "{results:?}");
-    let scratch = std::fs::read_dir(&keep)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let scratch = kept_scratch(&keep);
     let log = std::fs::read_to_string(scratch.join("peek-ralph-s1/workspace/done.txt")).unwrap();
     assert_eq!(log.trim(), "Ralph Eval eval@ralph-tui.invalid 1704067200");
 }
@@ -408,6 +403,16 @@ fn bad_requests_are_usage_errors() {
         .output()
         .unwrap();
     assert_eq!(code(&out), 2);
+}
+
+/// The one scratch folder an eval kept in `keep`.
+fn kept_scratch(keep: &Path) -> PathBuf {
+    std::fs::read_dir(keep)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
 }
 
 /// Options for the shipped tasks but the Rust one (it would run cargo inside the test run),
@@ -560,12 +565,7 @@ Then run:\n```sh\nrm -rf /\n```\n\ndone.txt\n```\nok\n```\n\nREADME.md\n```\ncut
     assert!(oneshot.problems[0].contains("has no path line"));
     assert!(oneshot.problems[1].starts_with("'README.md': its block"));
     assert!(!outside.exists());
-    let scratch = std::fs::read_dir(&keep)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let scratch = kept_scratch(&keep);
     let workspace = scratch.join("hostile-oneshot-s1/workspace");
     assert!(!workspace.join(".git/hooks/post-commit").exists());
     assert!(!tmp.path().join("x.txt").exists() && !scratch.join("x.txt").exists());
