@@ -379,6 +379,23 @@ fn draw<B: Backend>(terminal: &mut Terminal<B>, state: &mut State) {
 }
 
 impl Driver {
+    /// A driver for `prepared`, before its run starts.
+    fn new(
+        prepared: Prepared,
+        inbound_tx: mpsc::Sender<Inbound>,
+        done_tx: mpsc::UnboundedSender<Done>,
+    ) -> Self {
+        Self {
+            prepared,
+            run: None,
+            reviewed: None,
+            worker: Attribution::new(),
+            moved: None,
+            inbound_tx,
+            done_tx,
+        }
+    }
+
     /// A background task's result: the message for the state, or none where it only moved
     /// the review (a worktree run's commit reached the person's work tree).
     fn finished(&mut self, done: Done) -> Option<Msg> {
@@ -480,15 +497,7 @@ where
     use tokio::signal::unix::{signal, SignalKind};
     let (inbound_tx, mut inbound_rx) = mpsc::channel(CHANNEL);
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
-    let mut driver = Driver {
-        prepared,
-        run: None,
-        reviewed: None,
-        worker: Attribution::new(),
-        moved: None,
-        inbound_tx,
-        done_tx,
-    };
+    let mut driver = Driver::new(prepared, inbound_tx, done_tx);
     let started = Instant::now();
     let mut frames = FrameScheduler::default();
     frames.request();
