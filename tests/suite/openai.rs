@@ -197,11 +197,7 @@ fn the_request_carries_the_rounds_messages_tools_usage_option_and_the_key() {
 fn a_report_only_turn_sends_the_report_schema_and_no_tools() {
     let server = FakeServer::start(&["m"]);
     let report = json!({"status": "continue", "summary": "s", "evidence": [], "next_steps": ["n"], "blocker": ""});
-    let body = format!(
-        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
-        json!({"choices": [{"index": 0, "delta": {"content": report.to_string()}}]}),
-        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
-    );
+    let body = sse_text(&report.to_string());
     server.push(Reply::sse(&body));
     let mut backend = connect(&server);
     let messages = messages();
@@ -236,11 +232,7 @@ fn a_short_context_bounds_the_report_schema_and_caps_every_turn() {
     let server = FakeServer::start(&["m"]);
     let report = json!({"status": "continue", "summary": "s", "evidence": [], "next_steps": ["n"], "blocker": ""});
     for _ in 0..2 {
-        server.push(Reply::sse(&format!(
-            "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
-            json!({"choices": [{"index": 0, "delta": {"content": report.to_string()}}]}),
-            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
-        )));
+        server.push(Reply::sse(&sse_text(&report.to_string())));
     }
     let mut backend = connect(&server);
     // About 3,400 tokens of prompt at four bytes a token: 696 left of 4,096.
@@ -304,11 +296,7 @@ fn a_short_context_bounds_the_report_schema_and_caps_every_turn() {
 #[test]
 fn the_servers_own_prompt_count_is_used_where_it_gives_one() {
     let report = json!({"status": "continue", "summary": "s", "evidence": [], "next_steps": ["n"], "blocker": ""});
-    let reply = format!(
-        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
-        json!({"choices": [{"index": 0, "delta": {"content": report.to_string()}}]}),
-        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
-    );
+    let reply = sse_text(&report.to_string());
     let mut messages = messages();
     messages.push(Message::tool("read_file", "{\"k\": [1, 2]} ".repeat(400)));
     let tools = tools();
@@ -348,11 +336,7 @@ fn the_servers_own_prompt_count_is_used_where_it_gives_one() {
 fn llama_server_samples_a_wrap_up_under_the_bounded_report_grammar() {
     let server = FakeServer::start(&["m"]).with_props_ctx(4096);
     let report = json!({"status": "continue", "summary": "s", "evidence": [], "next_steps": ["n"], "blocker": ""});
-    server.push(Reply::sse(&format!(
-        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
-        json!({"choices": [{"index": 0, "delta": {"content": report.to_string()}}]}),
-        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
-    )));
+    server.push(Reply::sse(&sse_text(&report.to_string())));
     let mut backend = connect(&server);
     let mut messages = messages();
     messages.push(Message::tool("read_file", "x".repeat(4 * 3_300)));
@@ -676,6 +660,15 @@ fn a_cancel_during_a_stall_and_a_stall_past_the_timeout_each_end_within_a_second
 }
 
 // ---- headless runs through the binary ----
+
+/// One streamed text turn that ends with `stop` and reports no usage.
+fn sse_text(text: &str) -> String {
+    format!(
+        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": text}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    )
+}
 
 pub(super) fn sse_turn(text: &str) -> String {
     format!(
