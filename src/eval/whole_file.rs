@@ -192,13 +192,11 @@ pub fn check_path(raw: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A path fit for a message: control characters replaced, at most [`SHOWN_PATH_BYTES`].
+/// A path fit for a message: cleaned as every terminal string is ([`crate::text::sanitize_line`]),
+/// at most [`SHOWN_PATH_BYTES`].
 pub fn shown(path: &str) -> String {
     let cut = crate::text::cut_at_char_boundary(path, SHOWN_PATH_BYTES);
-    let mut out: String = cut
-        .chars()
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect();
+    let mut out = crate::text::sanitize_line(cut);
     if cut.len() < path.len() {
         out.push('…');
     }
