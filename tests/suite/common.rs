@@ -74,6 +74,11 @@ pub fn call(name: &str, arguments: Value) -> String {
     )
 }
 
+/// The worker's `write_file` call for `path` with `content`.
+pub fn write_file_call(path: &str, content: &str) -> String {
+    call("write_file", json!({ "path": path, "content": content }))
+}
+
 pub fn report(
     status: &str,
     summary: &str,

@@ -212,11 +212,6 @@ impl Launch {
     }
 }
 
-/// The worker's `write_file` call for `path` with `content`.
-fn write(path: &str, content: &str) -> String {
-    call("write_file", json!({ "path": path, "content": content }))
-}
-
 /// Rounds that stream slowly: each a long turn, then a `continue` report.
 fn slow_rounds(n: usize) -> Vec<serde_json::Value> {
     let words = "thinking about the objective step by step ".repeat(40);
@@ -356,12 +351,12 @@ fn a_worktree_runs_reverted_round_stays_out_of_apply_and_x_x_leaves_only_quit() 
     let launch = Launch::new();
     let rounds = vec![
         turns(&[
-            write("one.txt", "round one\n"),
+            write_file_call("one.txt", "round one\n"),
             continue_report("round one: one.txt"),
         ]),
         turns(&[
-            write("two.txt", "round two\n"),
-            write("notes.txt", "notes\n"),
+            write_file_call("two.txt", "round two\n"),
+            write_file_call("notes.txt", "notes\n"),
             complete_report("round two: two files"),
         ]),
     ];
@@ -410,7 +405,7 @@ fn review_of_a_worktree_run_applies_its_changes_to_the_persons_work_tree() {
     repo.write("untouched.txt", "the person's own edit\n");
     let launch = Launch::new();
     let rounds = vec![turns(&[
-        write("hello.txt", "hello from the run\n"),
+        write_file_call("hello.txt", "hello from the run\n"),
         complete_report("wrote hello.txt"),
     ])];
     let tmux = launch.start(repo.path(), rounds, 0, &["--worktree", "write hello.txt"]);
@@ -453,7 +448,7 @@ fn review_of_a_worktree_run_commits_on_the_persons_branch_and_removes_the_worktr
     repo.write("untouched.txt", "the person's own edit\n");
     let launch = Launch::new();
     let rounds = vec![turns(&[
-        write("hello.txt", "hello from the run\n"),
+        write_file_call("hello.txt", "hello from the run\n"),
         complete_report("wrote hello.txt"),
     ])];
     let tmux = launch.start(repo.path(), rounds, 0, &["--worktree", "write hello.txt"]);
@@ -488,7 +483,7 @@ fn review_commits_exactly_the_runs_changes() {
     repo.write("untouched.txt", "the person's own edit\n");
     let launch = Launch::new();
     let rounds = vec![turns(&[
-        write("hello.txt", "hello from the run\n"),
+        write_file_call("hello.txt", "hello from the run\n"),
         complete_report("wrote hello.txt"),
     ])];
     let tmux = launch.start(repo.path(), rounds, 0, &["write hello.txt"]);
@@ -534,12 +529,12 @@ fn review_reverts_a_round_then_commits_only_the_chosen_files() {
     let launch = Launch::new();
     let rounds = vec![
         turns(&[
-            write("keep.txt", "kept, not committed\n"),
-            write("one.txt", "round one\n"),
+            write_file_call("keep.txt", "kept, not committed\n"),
+            write_file_call("one.txt", "round one\n"),
             continue_report("wrote keep.txt and one.txt"),
         ]),
         turns(&[
-            write("two.txt", "round two\n"),
+            write_file_call("two.txt", "round two\n"),
             complete_report("wrote two.txt"),
         ]),
     ];
@@ -593,8 +588,8 @@ fn review_discards_the_runs_changes_after_listing_them() {
     repo.commit_all("tracked");
     let launch = Launch::new();
     let rounds = vec![turns(&[
-        write("tracked.txt", "changed by the run\n"),
-        write("added.txt", "added by the run\n"),
+        write_file_call("tracked.txt", "changed by the run\n"),
+        write_file_call("added.txt", "added by the run\n"),
         complete_report("changed and added"),
     ])];
     let tmux = launch.start(repo.path(), rounds, 0, &["change things"]);
@@ -653,7 +648,7 @@ fn files_changed_show_live_while_the_round_runs() {
     let launch = Launch::new();
     let slow = "still working on it ".repeat(150);
     let rounds = vec![turns(&[
-        write("live.txt", "written early\n"),
+        write_file_call("live.txt", "written early\n"),
         format!("{slow}\n{}", complete_report("wrote live.txt")),
     ])];
     let tmux = launch.start(repo.path(), rounds, 10, &["write live.txt"]);
@@ -715,8 +710,8 @@ fn the_review_lists_a_file_written_into_an_ignored_directory() {
     repo.commit_all("ignore build");
     let launch = Launch::new();
     let rounds = vec![turns(&[
-        write("build/tool.sh", "#!/bin/sh\necho planted\n"),
-        write("seen.txt", "shown\n"),
+        write_file_call("build/tool.sh", "#!/bin/sh\necho planted\n"),
+        write_file_call("seen.txt", "shown\n"),
         complete_report("wrote them"),
     ])];
     let tmux = launch.start(repo.path(), rounds, 0, &["write into build"]);
@@ -738,7 +733,7 @@ fn escape_sequences_from_the_worker_never_reach_the_terminal() {
     let launch = Launch::new();
     let evil = "\u{1b}]2;PWNED-TITLE\u{7}\u{1b}]52;c;aHVudGVyMg==\u{7}";
     let rounds = vec![turns(&[
-        write(&format!("a{evil}.txt"), &format!("x{evil}\n")),
+        write_file_call(&format!("a{evil}.txt"), &format!("x{evil}\n")),
         call(
             "run_command",
             json!({"command": "printf 'out\\033]2;PWNED-TITLE\\007\\n'"}),

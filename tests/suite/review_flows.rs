@@ -16,7 +16,6 @@ use ralph_tui::ui::{Phase, State, Theme};
 use ralph_tui::workspace::WorktreeInfo;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use serde_json::json;
 
 use super::common::*;
 
@@ -128,25 +127,13 @@ fn two_rounds(dir: &Path) -> std::path::PathBuf {
         dir,
         vec![
             turns(&[
-                call(
-                    "write_file",
-                    json!({"path": "a.txt", "content": "round one\n"}),
-                ),
+                write_file_call("a.txt", "round one\n"),
                 continue_report("round one: a.txt"),
             ]),
             turns(&[
-                call(
-                    "write_file",
-                    json!({"path": "README.md", "content": "# demo\nround two\n"}),
-                ),
-                call(
-                    "write_file",
-                    json!({"path": "notes.txt", "content": "notes\n"}),
-                ),
-                call(
-                    "write_file",
-                    json!({"path": "CHANGELOG.md", "content": "changes\n"}),
-                ),
+                write_file_call("README.md", "# demo\nround two\n"),
+                write_file_call("notes.txt", "notes\n"),
+                write_file_call("CHANGELOG.md", "changes\n"),
                 complete_report("round two: three files"),
             ]),
         ],

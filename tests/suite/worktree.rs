@@ -140,21 +140,12 @@ fn two_round_script(dir: &Path) -> PathBuf {
         dir,
         vec![
             turns(&[
-                call(
-                    "write_file",
-                    json!({"path": "a.txt", "content": "one\ntwo\nthree\nstaged four\nfive by the run\n"}),
-                ),
-                call(
-                    "write_file",
-                    json!({"path": "new.txt", "content": "made by the run\n"}),
-                ),
+                write_file_call("a.txt", "one\ntwo\nthree\nstaged four\nfive by the run\n"),
+                write_file_call("new.txt", "made by the run\n"),
                 continue_report("round one: a.txt and new.txt"),
             ]),
             turns(&[
-                call(
-                    "write_file",
-                    json!({"path": "b.txt", "content": "round two\n"}),
-                ),
+                write_file_call("b.txt", "round two\n"),
                 complete_report("round two: b.txt"),
             ]),
         ],
@@ -425,12 +416,12 @@ fn a_killed_runs_branch_holds_its_finished_rounds_and_resume_goes_on_in_the_work
         home.path(),
         vec![
             turns(&[
-                call("write_file", json!({"path": "one.txt", "content": "1\n"})),
+                write_file_call("one.txt", "1\n"),
                 continue_report("round one"),
             ]),
             turns(&[long_turn]),
             turns(&[
-                call("write_file", json!({"path": "three.txt", "content": "3\n"})),
+                write_file_call("three.txt", "3\n"),
                 complete_report("round three"),
             ]),
         ],
@@ -727,11 +718,8 @@ fn apply_and_commit_never_write_through_a_symlink_in_the_checkout() {
     let script = script(
         home.path(),
         vec![turns(&[
-            call("write_file", json!({"path": ".gitignore", "content": ""})),
-            call(
-                "write_file",
-                json!({"path": "vendor/evil.txt", "content": "planted\n"}),
-            ),
+            write_file_call(".gitignore", ""),
+            write_file_call("vendor/evil.txt", "planted\n"),
             complete_report("vendor/evil.txt written"),
         ])],
     );
