@@ -6,11 +6,12 @@
 //! `add_generation_prompt`, `bos_token`, `eos_token`, `raise_exception`, `strftime_now`, a
 //! `tojson` that writes Python's `json.dumps` layout) is what keeps a prompt in the shape the
 //! model expects. MiniJinja lacks Python's string and dict methods, which many templates call
-//! (`.strip()`, `.startswith()`, `.items()`, ...); the common ones are supplied here. This module
-//! has no llama.cpp dependency, so it is tested on its own.
+//! (`.strip()`, `.startswith()`, `.items()`, ...); `minijinja-contrib`'s pycompat supplies them.
+//! `tojson` and `strftime_now` are ours, as `transformers` defines them. This module has no
+//! llama.cpp dependency, so it is tested on its own.
 
-use minijinja::value::{Kwargs, Value, ValueKind};
-use minijinja::{Environment, Error, ErrorKind, State};
+use minijinja::value::{Kwargs, Value};
+use minijinja::{Environment, Error, ErrorKind};
 use serde::Serialize;
 
 use crate::protocol::message::{Message, Role};
@@ -75,7 +76,7 @@ impl ChatTemplate {
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
         env.add_filter("tojson", tojson);
-        env.set_unknown_method_callback(python_method);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_template_owned(TEMPLATE_NAME, source.to_string())
             .map_err(|e| TemplateError(format!("the chat template does not compile: {e}")))?;
         let uses_tools = source.contains("tools");
@@ -183,145 +184,6 @@ fn tojson(value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<Value,
     Ok(Value::from_safe_string(text))
 }
 
-fn no_method() -> Error {
-    Error::from(ErrorKind::UnknownMethod)
-}
-
-fn str_arg(args: &[Value], index: usize) -> Option<&str> {
-    args.get(index).and_then(Value::as_str)
-}
-
-fn strip_with<'a>(text: &'a str, chars: Option<&str>, left: bool, right: bool) -> &'a str {
-    let matches = |c: char| match chars {
-        Some(set) => set.contains(c),
-        None => c.is_whitespace(),
-    };
-    let mut out = text;
-    if left {
-        out = out.trim_start_matches(matches);
-    }
-    if right {
-        out = out.trim_end_matches(matches);
-    }
-    out
-}
-
-/// Prefix/suffix tests accept one string or a sequence of strings, as in Python.
-fn affix_test(arg: Option<&Value>, test: impl Fn(&str) -> bool) -> Result<Value, Error> {
-    let Some(arg) = arg else {
-        return Err(Error::from(ErrorKind::MissingArgument));
-    };
-    if let Some(s) = arg.as_str() {
-        return Ok(Value::from(test(s)));
-    }
-    for item in arg.try_iter()? {
-        if item.as_str().is_some_and(&test) {
-            return Ok(Value::from(true));
-        }
-    }
-    Ok(Value::from(false))
-}
-
-fn string_method(text: &str, method: &str, args: &[Value]) -> Result<Value, Error> {
-    let out = match method {
-        "strip" => Value::from(strip_with(text, str_arg(args, 0), true, true)),
-        "lstrip" => Value::from(strip_with(text, str_arg(args, 0), true, false)),
-        "rstrip" => Value::from(strip_with(text, str_arg(args, 0), false, true)),
-        "upper" => Value::from(text.to_uppercase()),
-        "lower" => Value::from(text.to_lowercase()),
-        "startswith" => return affix_test(args.first(), |p| text.starts_with(p)),
-        "endswith" => return affix_test(args.first(), |p| text.ends_with(p)),
-        "replace" => {
-            let (Some(old), Some(new)) = (str_arg(args, 0), str_arg(args, 1)) else {
-                return Err(Error::from(ErrorKind::MissingArgument));
-            };
-            match args.get(2).and_then(Value::as_usize) {
-                Some(count) => Value::from(text.replacen(old, new, count)),
-                None => Value::from(text.replace(old, new)),
-            }
-        }
-        "split" => {
-            let parts: Vec<Value> = match str_arg(args, 0) {
-                Some(sep) => text.split(sep).map(Value::from).collect(),
-                None => text.split_whitespace().map(Value::from).collect(),
-            };
-            Value::from(parts)
-        }
-        "find" => {
-            let needle = str_arg(args, 0).ok_or_else(|| Error::from(ErrorKind::MissingArgument))?;
-            let at = text
-                .find(needle)
-                .map(|i| text[..i].chars().count() as i64)
-                .unwrap_or(-1);
-            Value::from(at)
-        }
-        "count" => {
-            let needle = str_arg(args, 0).ok_or_else(|| Error::from(ErrorKind::MissingArgument))?;
-            Value::from(text.matches(needle).count())
-        }
-        "join" => {
-            let items = args
-                .first()
-                .ok_or_else(|| Error::from(ErrorKind::MissingArgument))?;
-            let parts: Vec<String> = items.try_iter()?.map(|v| v.to_string()).collect();
-            Value::from(parts.join(text))
-        }
-        "title" => {
-            let mut out = String::with_capacity(text.len());
-            let mut start = true;
-            for c in text.chars() {
-                if start {
-                    out.extend(c.to_uppercase());
-                } else {
-                    out.extend(c.to_lowercase());
-                }
-                start = !c.is_alphanumeric();
-            }
-            Value::from(out)
-        }
-        _ => return Err(no_method()),
-    };
-    Ok(out)
-}
-
-fn map_method(state: &State, map: &Value, method: &str, args: &[Value]) -> Result<Value, Error> {
-    match method {
-        "items" => state.apply_filter("items", std::slice::from_ref(map)),
-        "keys" => Ok(Value::from(map.try_iter()?.collect::<Vec<_>>())),
-        "values" => {
-            let values: Result<Vec<Value>, Error> =
-                map.try_iter()?.map(|k| map.get_item(&k)).collect();
-            Ok(Value::from(values?))
-        }
-        "get" => {
-            let key = args
-                .first()
-                .ok_or_else(|| Error::from(ErrorKind::MissingArgument))?;
-            let value = map.get_item(key)?;
-            if value.is_undefined() {
-                Ok(args.get(1).cloned().unwrap_or(Value::from(())))
-            } else {
-                Ok(value)
-            }
-        }
-        _ => Err(no_method()),
-    }
-}
-
-/// The Python methods templates commonly call.
-fn python_method(
-    state: &State,
-    value: &Value,
-    method: &str,
-    args: &[Value],
-) -> Result<Value, Error> {
-    match value.kind() {
-        ValueKind::String => string_method(value.as_str().unwrap_or_default(), method, args),
-        ValueKind::Map => map_method(state, value, method, args),
-        _ => Err(no_method()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,6 +226,27 @@ mod tests {
         let bad = vec![Message::new(Role::User, "nope")];
         let err = t.render(&bad, None).unwrap_err();
         assert!(err.0.contains("bad user turn"), "{err}");
+    }
+
+    #[test]
+    fn dict_and_string_methods_of_thinking_and_tool_templates_work() {
+        // The calls Qwen3, DeepSeek R1, GLM and Hermes templates make on messages and tools.
+        let src = "{% for m in messages %}{{ m.get('name', 'none') }}|{{ m.content.split('</think>')[-1].lstrip('\\n') }}|{{ m.content.split('/', 1) | length }}\n{% endfor %}{% for k, v in tools[0].function.parameters.items() %}{{ '{}={}'.format(k, v) }};{% endfor %}{{ messages[0].content.replace('/', ':', 1) }}";
+        let t = ChatTemplate::new(src, "", "").unwrap();
+        let tools = vec![ToolSpec {
+            name: "read_file".into(),
+            description: "Read a file".into(),
+            parameters: json!({"type": "object", "required": ["path"]}),
+        }];
+        let messages = vec![
+            Message::new(Role::Assistant, "<think>a/b</think>\n\nc/d/e"),
+            Message::tool("read_file", "x"),
+        ];
+        let out = t.render(&messages, Some(&tools)).unwrap();
+        assert_eq!(
+            out,
+            "none|c/d/e|2\nread_file|x|1\nrequired=[\"path\"];type=object;<think>a:b</think>\n\nc/d/e"
+        );
     }
 
     #[test]
