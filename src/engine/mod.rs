@@ -14,6 +14,7 @@
 
 mod announce;
 mod changes;
+mod conversation;
 mod guard;
 pub mod prompt;
 pub mod report;
@@ -32,7 +33,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::chat::ChatFormat;
-use crate::llm::Backend;
+use crate::llm::{Backend, BackendInfo};
 use crate::protocol::event::{Event, RunStatus, Stamped, Verification};
 use crate::protocol::report::{Report, ReportStatus};
 use crate::tools::approval::Approver;
@@ -189,6 +190,33 @@ impl<'a> Engine<'a> {
         let first_round = start.round.max(1);
         self.write_run_json(None, first_round - 1, &started_at);
         let info = self.backend.info();
+        self.announce_run(&info);
+        let end = self.run_rounds(first_round, start.previous, &info);
+        let verification = self.verify(end.status);
+        self.rec.emit(Event::RunFinished {
+            status: end.status,
+            rounds_started: end.rounds_started,
+            report: end.final_report.clone(),
+            last_valid_report: end.last_valid.clone(),
+            error: end.error.clone(),
+            worker_reported: end.status.is_worker_report(),
+            verification: verification.clone(),
+        });
+        self.write_run_json(Some(end.status), end.rounds_started, &started_at);
+        RunSummary {
+            status: end.status,
+            rounds_started: end.rounds_started,
+            report: end.final_report,
+            last_valid_report: end.last_valid,
+            error: end.error,
+            verification,
+            run_dir: self.rec.log.dir().to_path_buf(),
+            hook_warnings: Vec::new(),
+        }
+    }
+
+    /// Emits `run_started`, then a `warning` for each of the run's warnings.
+    fn announce_run(&mut self, info: &BackendInfo) {
         let sandbox = serde_json::to_value(self.tools.policy.sandbox)
             .ok()
             .and_then(|v| v.as_str().map(String::from))
@@ -204,84 +232,41 @@ impl<'a> Engine<'a> {
             sandbox,
             run_dir: self.rec.log.dir().display().to_string(),
         });
-
         for message in self.config.warnings.clone() {
             self.rec.emit(Event::Warning { message });
         }
-
-        let mut last_valid: Option<Report> = start.previous;
-        let mut rounds_started = first_round - 1;
-        let mut error = None;
-        let mut final_report = None;
-        let mut status = RunStatus::BudgetLimited;
-        for round in first_round..=self.config.max_rounds {
-            if self.cancel.is_cancelled() {
-                status = RunStatus::Cancelled;
-                break;
-            }
-            rounds_started = round;
-            match self.round(round, last_valid.as_ref(), info.ctx_size, info.max_tokens) {
-                RoundEnd::Reported(report) => {
-                    let report_status = report.status;
-                    last_valid = Some(report.clone());
-                    match report_status {
-                        ReportStatus::Continue => {
-                            if round == self.config.max_rounds {
-                                final_report = Some(report);
-                            }
-                        }
-                        ReportStatus::Complete => {
-                            status = RunStatus::Complete;
-                            final_report = Some(report);
-                            break;
-                        }
-                        ReportStatus::Blocked => {
-                            status = RunStatus::Blocked;
-                            final_report = Some(report);
-                            break;
-                        }
-                    }
-                }
-                RoundEnd::Failed(reason) => {
-                    status = RunStatus::RoundFailed;
-                    error = Some(format!("round {round}: {reason}"));
-                    break;
-                }
-                RoundEnd::OutOfBudget => {
-                    status = RunStatus::BudgetLimited;
-                    error = Some(format!("round {round}: the run's token budget is spent"));
-                    break;
-                }
-                RoundEnd::Cancelled => {
-                    status = RunStatus::Cancelled;
-                    break;
-                }
-            }
-        }
-
-        let verification = self.verify(status);
-        self.rec.emit(Event::RunFinished {
-            status,
-            rounds_started,
-            report: final_report.clone(),
-            last_valid_report: last_valid.clone(),
-            error: error.clone(),
-            worker_reported: status.is_worker_report(),
-            verification: verification.clone(),
-        });
-        self.write_run_json(Some(status), rounds_started, &started_at);
-        RunSummary {
-            status,
-            rounds_started,
-            report: final_report,
-            last_valid_report: last_valid,
-            error,
-            verification,
-            run_dir: self.rec.log.dir().to_path_buf(),
-            hook_warnings: Vec::new(),
-        }
     }
 
+    /// Runs rounds from `first_round` until a report ends the run, a round fails, the budget
+    /// is spent, the run is cancelled or `max_rounds` is reached.
+    fn run_rounds(
+        &mut self,
+        first_round: u32,
+        previous: Option<Report>,
+        info: &BackendInfo,
+    ) -> LoopEnd {
+        let mut end = LoopEnd {
+            status: RunStatus::BudgetLimited,
+            rounds_started: first_round - 1,
+            last_valid: previous,
+            final_report: None,
+            error: None,
+        };
+        for round in first_round..=self.config.max_rounds {
+            if self.cancel.is_cancelled() {
+                end.status = RunStatus::Cancelled;
+                break;
+            }
+            end.rounds_started = round;
+            let last_valid = end.last_valid.as_ref();
+            let round_end = self.round(round, last_valid, info.ctx_size, info.max_tokens);
+            let is_last = round == self.config.max_rounds;
+            if end.take(round, round_end, is_last) {
+                break;
+            }
+        }
+        end
+    }
     /// `--verify`'s check of a run that ended `complete`; `None` otherwise.
     fn verify(&self, status: RunStatus) -> Option<Verification> {
         let command = self.config.verify.as_deref()?;
@@ -294,5 +279,60 @@ impl<'a> Engine<'a> {
                 &self.cancel,
             )
         })
+    }
+}
+
+/// Where the round loop stopped, and what the run carries out of it.
+struct LoopEnd {
+    status: RunStatus,
+    rounds_started: u32,
+    /// The last report the engine accepted, from this run or the one it resumes.
+    last_valid: Option<Report>,
+    /// The report that ended the run (or the last round's, when the rounds ran out).
+    final_report: Option<Report>,
+    error: Option<String>,
+}
+
+impl LoopEnd {
+    /// Takes round `round`'s end into account; true when the run stops here.
+    fn take(&mut self, round: u32, round_end: RoundEnd, is_last: bool) -> bool {
+        match round_end {
+            RoundEnd::Reported(report) => {
+                let report_status = report.status;
+                self.last_valid = Some(report.clone());
+                match report_status {
+                    ReportStatus::Continue => {
+                        if is_last {
+                            self.final_report = Some(report);
+                        }
+                        false
+                    }
+                    ReportStatus::Complete => {
+                        self.status = RunStatus::Complete;
+                        self.final_report = Some(report);
+                        true
+                    }
+                    ReportStatus::Blocked => {
+                        self.status = RunStatus::Blocked;
+                        self.final_report = Some(report);
+                        true
+                    }
+                }
+            }
+            RoundEnd::Failed(reason) => {
+                self.status = RunStatus::RoundFailed;
+                self.error = Some(format!("round {round}: {reason}"));
+                true
+            }
+            RoundEnd::OutOfBudget => {
+                self.status = RunStatus::BudgetLimited;
+                self.error = Some(format!("round {round}: the run's token budget is spent"));
+                true
+            }
+            RoundEnd::Cancelled => {
+                self.status = RunStatus::Cancelled;
+                true
+            }
+        }
     }
 }

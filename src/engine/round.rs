@@ -14,7 +14,9 @@ use super::runlog::BASE_TREE;
 use super::turn::{RoundScope, RoundTally};
 use super::{Engine, RoundEnd};
 use crate::protocol::event::{Event, RoundOutcome};
+use crate::protocol::message::Message;
 use crate::protocol::report::Report;
+use crate::protocol::tool::ToolSpec;
 use crate::tools::process::ProcessTracker;
 use crate::workspace::gitguard::GitFingerprint;
 use crate::workspace::Snapshot;
@@ -36,42 +38,8 @@ impl Engine<'_> {
             watch.round_started(round, base);
         }
         let tools = self.tools.registry.specs();
-        let agents = prompt::agents_file(self.workspace.root()).unwrap_or_else(|message| {
-            self.rec.emit(Event::Warning { message });
-            None
-        });
-        let tool_instructions = self.format.tool_instructions(&tools);
-        let messages = prompt::RoundPrompt {
-            objective: &self.config.objective,
-            round,
-            max_rounds: self.config.max_rounds,
-            previous,
-            agents: agents.as_deref(),
-            tool_instructions: &tool_instructions,
-        }
-        .messages();
-        let prompt_json = serde_json::to_vec_pretty(&json!({
-            "round": round,
-            "max_rounds": self.config.max_rounds,
-            "chat_format": self.format.name(),
-            "messages": messages,
-            "tools": tools,
-        }))
-        .unwrap_or_default();
-        if let Err(e) = self.rec.log.begin_round(round, &prompt_json) {
-            tracing::error!("run log: {e}");
-        }
-        // The tree the round starts from, so a viewer can show the round's own diff live.
-        if let Some(base) = base {
-            let tree = base.tree.to_string();
-            if let Err(e) = self
-                .rec
-                .log
-                .write_round_file(round, BASE_TREE, tree.as_bytes())
-            {
-                tracing::error!("{BASE_TREE}: {e}");
-            }
-        }
+        let (messages, prompt_json) = self.round_prompt(round, previous, &tools);
+        self.log_round_start(round, &prompt_json, base);
 
         let git_before = GitFingerprint::take(self.workspace.root());
         let processes = ProcessTracker::new();
@@ -108,6 +76,57 @@ impl Engine<'_> {
         };
         self.record_round_end(round, &end, base, &tally, started);
         end
+    }
+
+    /// Round `round`'s prompt messages (an unreadable `AGENTS.md` is a `warning`), and the
+    /// prompt as the run log keeps it: round, format, messages and tools as JSON.
+    fn round_prompt(
+        &mut self,
+        round: u32,
+        previous: Option<&Report>,
+        tools: &[ToolSpec],
+    ) -> (Vec<Message>, Vec<u8>) {
+        let agents = prompt::agents_file(self.workspace.root()).unwrap_or_else(|message| {
+            self.rec.emit(Event::Warning { message });
+            None
+        });
+        let tool_instructions = self.format.tool_instructions(tools);
+        let messages = prompt::RoundPrompt {
+            objective: &self.config.objective,
+            round,
+            max_rounds: self.config.max_rounds,
+            previous,
+            agents: agents.as_deref(),
+            tool_instructions: &tool_instructions,
+        }
+        .messages();
+        let prompt_json = serde_json::to_vec_pretty(&json!({
+            "round": round,
+            "max_rounds": self.config.max_rounds,
+            "chat_format": self.format.name(),
+            "messages": messages,
+            "tools": tools,
+        }))
+        .unwrap_or_default();
+        (messages, prompt_json)
+    }
+
+    /// Opens the round in the run log with its prompt, and writes the tree the round starts
+    /// from, so a viewer can show the round's own diff live.
+    fn log_round_start(&mut self, round: u32, prompt_json: &[u8], base: Option<Snapshot>) {
+        if let Err(e) = self.rec.log.begin_round(round, prompt_json) {
+            tracing::error!("run log: {e}");
+        }
+        if let Some(base) = base {
+            let tree = base.tree.to_string();
+            if let Err(e) = self
+                .rec
+                .log
+                .write_round_file(round, BASE_TREE, tree.as_bytes())
+            {
+                tracing::error!("{BASE_TREE}: {e}");
+            }
+        }
     }
 
     /// Writes the round's report and diff and emits `workspace_changed` (when files changed)

@@ -1,12 +1,12 @@
 //! The child's turn loop inside one round, in named steps.
 //!
-//! Each turn: [`ChildTurns::before_turn`] (in `wrapup`: is the context full, is the budget
+//! Each turn: `WrapUpWatch::before_turn` (in `wrapup`: is the context full, is the budget
 //! spent, must this turn be the wrap-up), [`ChildTurns::generate_turn`] (a cancel check, then
 //! one streamed generation), parse the calls, and hand each to
 //! [`ChildTurns::handle_report_call`] or [`ChildTurns::handle_tool_call`]. Every tool outcome,
-//! whatever produced it, reaches the child the same way: [`ChildTurns::tool_message`] emits
+//! whatever produced it, reaches the child the same way: `Conversation::tool_message` emits
 //! `tool_result` and renders the message the child reads next; a result too large for what is
-//! left of the context is cut first ([`ChildTurns::fit_tool_result`]). The loop ends on an
+//! left of the context is cut first (`wrapup::fit_tool_result`). The loop ends on an
 //! accepted report, a failure, the budget or a cancel; the round's last turn is always a
 //! wrap-up turn that may only report.
 //!
@@ -15,17 +15,19 @@
 //! is carried to the next round.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::changes::RunChanges;
+use super::conversation::Conversation;
 use super::guard::{CallLog, Repeat, REPEATS_BEFORE_WRAP_UP};
 use super::record::Recorder;
-use super::wrapup::{self, WrapUp};
+use super::wrapup::{self, WrapUpWatch};
 use super::{prompt, report, Engine, RoundEnd, RunConfig, Toolbox};
 use super::{MAX_ARGUMENT_BYTES, MAX_REPORT_ATTEMPTS};
-use crate::chat::{ChatFormat, ParsedCall};
+use crate::chat::ParsedCall;
 use crate::llm::{BackendError, Child, Generation, Output, Request, StopReason};
 use crate::protocol::event::{Event, WrapUpReason};
 use crate::protocol::message::{Message, Role};
@@ -74,16 +76,26 @@ impl Engine<'_> {
         };
         let mut turns = ChildTurns {
             config: &self.config,
-            format: self.format,
             tools: &self.tools,
             workspace: &self.workspace,
-            rec: &mut self.rec,
+            convo: Conversation {
+                format: self.format,
+                rec: &mut self.rec,
+                round: scope.round,
+                tools: scope.tools,
+                ctx_size: scope.ctx_size,
+                messages,
+            },
             changes: &mut self.changes,
             generated_total: &mut self.generated_total,
             scope,
-            messages,
             rejections: 0,
-            wrap_up: None,
+            wrap_up: WrapUpWatch {
+                current: None,
+                max_turns: self.config.max_turns,
+                token_budget: self.config.token_budget,
+                max_tokens: scope.max_tokens,
+            },
             calls: CallLog::default(),
             tally,
         };
@@ -92,21 +104,20 @@ impl Engine<'_> {
 }
 
 /// One round's conversation with its child, and the parts of the engine it works with.
-pub(super) struct ChildTurns<'t, 'a> {
-    pub(super) config: &'t RunConfig,
-    pub(super) format: &'a dyn ChatFormat,
+struct ChildTurns<'t, 'a> {
+    config: &'t RunConfig,
     tools: &'t Toolbox<'a>,
     workspace: &'t Workspace,
-    pub(super) rec: &'t mut Recorder,
+    /// The messages so far, and the recorder that writes them.
+    convo: Conversation<'t, 'a>,
     /// Whose changes the workspace shows: the tool calls' snapshots go here.
     changes: &'t mut RunChanges,
-    pub(super) generated_total: &'t mut u64,
-    pub(super) scope: &'t RoundScope<'t>,
-    pub(super) messages: Vec<Message>,
+    generated_total: &'t mut u64,
+    scope: &'t RoundScope<'t>,
     /// Reports rejected so far this round.
     rejections: u32,
-    /// The round's wrap-up, once it has begun.
-    pub(super) wrap_up: Option<WrapUp>,
+    /// When the round must wrap up, and its wrap-up once it has begun.
+    wrap_up: WrapUpWatch,
     /// The round's calls so far (the loop guard and the claims check read it).
     calls: CallLog,
     tally: &'t mut RoundTally,
@@ -116,23 +127,28 @@ impl ChildTurns<'_, '_> {
     fn run(&mut self, child: &mut dyn Child) -> RoundEnd {
         self.announce(child);
         for turn in 1.. {
-            if let Err(end) = self.before_turn(child, turn) {
+            let generated = *self.generated_total;
+            if let Err(end) = self
+                .wrap_up
+                .before_turn(&mut self.convo, child, turn, generated)
+            {
                 return end;
             }
             let generation = match self.generate_turn(child) {
                 Ok(generation) => generation,
                 Err(end) => return end,
             };
-            let parsed = self.format.parse(&generation.text);
+            let parsed = self.convo.format.parse(&generation.text);
             if parsed.calls.is_empty() {
                 if generation.stop == StopReason::ContextFull {
                     return RoundEnd::Failed(CONTEXT_FILLED.into());
                 }
-                let reminder = match self.wrap_up {
-                    Some(_) => prompt::WRAP_UP_REMINDER,
-                    None => prompt::NO_CALL_REMINDER,
+                let reminder = if self.wrap_up.is_on() {
+                    prompt::WRAP_UP_REMINDER
+                } else {
+                    prompt::NO_CALL_REMINDER
                 };
-                self.push(Message::new(Role::User, reminder));
+                self.convo.push(Message::new(Role::User, reminder));
                 continue;
             }
             for call in parsed.calls {
@@ -152,18 +168,18 @@ impl ChildTurns<'_, '_> {
 
     /// Emits `round_started` and writes the prompt's messages to the transcript.
     fn announce(&mut self, child: &mut dyn Child) {
-        let request = Request::new(&self.messages, self.scope.tools);
+        let request = Request::new(&self.convo.messages, self.scope.tools);
         let prompt_tokens = child.count_prompt_tokens(request).unwrap_or(0);
         let prefix_tokens_reused = child.prepare(request).unwrap_or(0);
-        self.rec.emit(Event::RoundStarted {
+        self.convo.rec.emit(Event::RoundStarted {
             round: self.scope.round,
             max_rounds: self.config.max_rounds,
             prompt_sha256: crate::text::sha256_hex(self.scope.prompt_json),
             prompt_tokens,
             prefix_tokens_reused,
         });
-        for m in &self.messages {
-            self.rec.transcript(m);
+        for m in &self.convo.messages {
+            self.convo.rec.transcript(m);
         }
     }
 
@@ -176,47 +192,14 @@ impl ChildTurns<'_, '_> {
             return Err(RoundEnd::Cancelled);
         }
         let request = Request {
-            messages: &self.messages,
+            messages: &self.convo.messages,
             tools: self.scope.tools,
-            report_only: self.wrap_up.is_some(),
+            report_only: self.wrap_up.is_on(),
         };
-        // The budget and the context were checked in `before_turn`; this count is the prompt
-        // as this turn sends it (a wrap-up's instruction included), for the context meter.
-        let ctx_size = self.scope.ctx_size;
-        let counted = child.count_prompt_tokens(request).ok();
-        if let Some(used) = counted {
-            self.rec.emit(Event::ContextCounted {
-                round: self.scope.round,
-                tokens: used,
-            });
-            if used >= ctx_size {
-                return Err(RoundEnd::Failed(format!(
-                    "the context window is full ({used} of {ctx_size} tokens) before a valid report"
-                )));
-            }
-        }
-        let round = self.scope.round;
-        let rec = &mut *self.rec;
-        let started = std::time::Instant::now();
-        let mut first_token = None;
-        let generation = child.generate_streaming(
-            request,
-            &mut |out| match out {
-                Output::Text(piece) => {
-                    first_token.get_or_insert_with(std::time::Instant::now);
-                    rec.emit(Event::Token {
-                        round,
-                        text: piece.to_string(),
-                    })
-                }
-                Output::PromptProgress(p) => rec.emit(Event::PromptProgress {
-                    round,
-                    done: p.done,
-                    total: p.total,
-                }),
-            },
-            cancel,
-        );
+        let rec = &mut *self.convo.rec;
+        let counted = count_context(child, request, rec, self.scope)?;
+        let started = Instant::now();
+        let (generation, first_token) = stream_generation(child, request, rec, self.scope);
         let generation = match generation {
             Ok(g) => g,
             Err(BackendError::Exhausted(reason)) => {
@@ -226,11 +209,29 @@ impl ChildTurns<'_, '_> {
             }
             Err(e) => return Err(RoundEnd::Failed(e.to_string())),
         };
-        let ended = std::time::Instant::now();
+        self.tally_turn(&generation, counted, started, first_token);
+        self.convo
+            .push(Message::new(Role::Assistant, generation.text.clone()));
+        if generation.stop == StopReason::Cancelled || cancel.is_cancelled() {
+            return Err(RoundEnd::Cancelled);
+        }
+        Ok(generation)
+    }
+
+    /// Emits `turn_finished` (prompt and generation times, the context the turn filled) and
+    /// adds the turn's tokens to the run's and the round's totals.
+    fn tally_turn(
+        &mut self,
+        generation: &Generation,
+        counted: Option<u32>,
+        started: Instant,
+        first_token: Option<Instant>,
+    ) {
+        let ended = Instant::now();
         let first_token = first_token.unwrap_or(ended);
-        let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        self.rec.emit(Event::TurnFinished {
-            round,
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.convo.rec.emit(Event::TurnFinished {
+            round: self.scope.round,
             prompt_tokens: generation.prompt_tokens,
             generated_tokens: generation.generated_tokens,
             prompt_ms: millis(first_token.duration_since(started)),
@@ -250,11 +251,6 @@ impl ChildTurns<'_, '_> {
             .tally
             .generated_tokens
             .saturating_add(generation.generated_tokens);
-        self.push(Message::new(Role::Assistant, generation.text.clone()));
-        if generation.stop == StopReason::Cancelled || cancel.is_cancelled() {
-            return Err(RoundEnd::Cancelled);
-        }
-        Ok(generation)
     }
 
     /// Emits `tool_call` and handles one parsed call; `Some` ends the round.
@@ -263,41 +259,39 @@ impl ChildTurns<'_, '_> {
         match call {
             ParsedCall::Malformed { raw, reason } => {
                 const MALFORMED: &str = "(malformed)";
-                self.rec.emit(Event::ToolCall {
+                self.convo.rec.emit(Event::ToolCall {
                     round,
                     name: MALFORMED.into(),
                     arguments: Value::String(raw),
                 });
-                let message = self.tool_message(
+                self.convo.push_tool_result(
                     MALFORMED,
                     ToolResult {
                         ok: false,
                         output: format!("malformed tool call: {reason}"),
                     },
                 );
-                self.push(message);
                 None
             }
             ParsedCall::Call { name, arguments } => {
-                self.rec.emit(Event::ToolCall {
+                self.convo.rec.emit(Event::ToolCall {
                     round,
                     name: name.clone(),
                     arguments: arguments.clone(),
                 });
                 if name == REPORT_TOOL {
                     self.handle_report_call(&arguments)
-                } else if self.wrap_up.is_some() {
-                    let message = self.tool_message(&name, wrapup::refusal(&name));
-                    self.push(message);
+                } else if self.wrap_up.is_on() {
+                    self.convo.push_tool_result(&name, wrapup::refusal(&name));
                     None
                 } else {
                     match self.calls.check(&name, &arguments) {
                         Repeat::Fresh => self.handle_tool_call(child, &name, &arguments),
                         Repeat::Refused { result, times } => {
-                            let message = self.tool_message(&name, result);
-                            self.push(message);
+                            self.convo.push_tool_result(&name, result);
                             if times >= REPEATS_BEFORE_WRAP_UP {
-                                self.begin_wrap_up(WrapUpReason::Repetition);
+                                self.wrap_up
+                                    .begin(&mut self.convo, WrapUpReason::Repetition);
                             }
                         }
                     }
@@ -323,14 +317,14 @@ impl ChildTurns<'_, '_> {
         });
         match checked {
             Ok(report) => {
-                self.emit_tool_result(
+                self.convo.emit_tool_result(
                     REPORT_TOOL,
                     &ToolResult {
                         ok: true,
                         output: "report accepted; the round ends here".into(),
                     },
                 );
-                self.rec.emit(Event::ReportAccepted {
+                self.convo.rec.emit(Event::ReportAccepted {
                     round,
                     report: report.clone(),
                 });
@@ -340,7 +334,7 @@ impl ChildTurns<'_, '_> {
                 self.rejections += 1;
                 let reason = rejection.0;
                 let left = MAX_REPORT_ATTEMPTS.saturating_sub(self.rejections);
-                let message = self.tool_message(
+                let message = self.convo.tool_message(
                     REPORT_TOOL,
                     ToolResult {
                         ok: false,
@@ -349,7 +343,7 @@ impl ChildTurns<'_, '_> {
                         ),
                     },
                 );
-                self.rec.emit(Event::ReportRejected {
+                self.convo.rec.emit(Event::ReportRejected {
                     round,
                     reason: reason.clone(),
                 });
@@ -359,7 +353,7 @@ impl ChildTurns<'_, '_> {
                         self.rejections
                     )));
                 }
-                self.push(message);
+                self.convo.push(message);
                 None
             }
         }
@@ -385,11 +379,14 @@ impl ChildTurns<'_, '_> {
                 .registry
                 .writes(name, arguments, self.workspace.root());
             let before = (writes == Writes::Anything)
-                .then(|| self.changes.before_tool(self.workspace, self.rec, round))
+                .then(|| {
+                    self.changes
+                        .before_tool(self.workspace, self.convo.rec, round)
+                })
                 .flatten();
             let approver = super::announce::Announcing {
                 inner: self.tools.approver.as_ref(),
-                rec: std::sync::Mutex::new(&mut *self.rec),
+                rec: std::sync::Mutex::new(&mut *self.convo.rec),
             };
             let ctx = ToolContext {
                 root: self.workspace.root(),
@@ -409,35 +406,69 @@ impl ChildTurns<'_, '_> {
                 }
                 Writes::Anything => {
                     self.changes
-                        .after_tool(self.workspace, self.rec, round, before)
+                        .after_tool(self.workspace, self.convo.rec, round, before)
                 }
             };
             self.calls.record(name, arguments, &result, changed);
             result
         };
-        let outcome = self.fit_tool_result(child, name, outcome);
-        let message = self.tool_message(name, outcome);
-        self.push(message);
+        let outcome = wrapup::fit_tool_result(&mut self.convo, child, name, outcome);
+        self.convo.push_tool_result(name, outcome);
     }
+}
 
-    fn emit_tool_result(&mut self, name: &str, outcome: &ToolResult) {
-        self.rec.emit(Event::ToolResult {
-            round: self.scope.round,
-            name: name.to_string(),
-            ok: outcome.ok,
-            output: outcome.output.clone(),
+/// Counts the prompt as this turn sends it (a wrap-up's instruction included) for the context
+/// meter (`context_counted`); a full context window ends the round. The budget and the
+/// context were checked in `before_turn`. `None`: the backend cannot say.
+fn count_context(
+    child: &mut dyn Child,
+    request: Request<'_>,
+    rec: &mut Recorder,
+    scope: &RoundScope<'_>,
+) -> Result<Option<u32>, RoundEnd> {
+    let ctx_size = scope.ctx_size;
+    let counted = child.count_prompt_tokens(request).ok();
+    if let Some(used) = counted {
+        rec.emit(Event::ContextCounted {
+            round: scope.round,
+            tokens: used,
         });
+        if used >= ctx_size {
+            return Err(RoundEnd::Failed(format!(
+                "the context window is full ({used} of {ctx_size} tokens) before a valid report"
+            )));
+        }
     }
+    Ok(counted)
+}
 
-    /// Emits `tool_result` for `outcome` and renders it as the message the child reads next.
-    fn tool_message(&mut self, name: &str, outcome: ToolResult) -> Message {
-        self.emit_tool_result(name, &outcome);
-        self.format.tool_result(name, &outcome.output)
-    }
-
-    /// Adds a message to the conversation and the transcript.
-    pub(super) fn push(&mut self, message: Message) {
-        self.rec.transcript(&message);
-        self.messages.push(message);
-    }
+/// Streams one generation as `token` and `prompt_progress` events; also when the first token
+/// came.
+fn stream_generation(
+    child: &mut dyn Child,
+    request: Request<'_>,
+    rec: &mut Recorder,
+    scope: &RoundScope<'_>,
+) -> (Result<Generation, BackendError>, Option<Instant>) {
+    let round = scope.round;
+    let mut first_token = None;
+    let generation = child.generate_streaming(
+        request,
+        &mut |out| match out {
+            Output::Text(piece) => {
+                first_token.get_or_insert_with(Instant::now);
+                rec.emit(Event::Token {
+                    round,
+                    text: piece.to_string(),
+                })
+            }
+            Output::PromptProgress(p) => rec.emit(Event::PromptProgress {
+                round,
+                done: p.done,
+                total: p.total,
+            }),
+        },
+        scope.cancel,
+    );
+    (generation, first_token)
 }

@@ -12,11 +12,11 @@
 //!   [`TURN_MARGIN_TOKENS`] (the wrap-up's instruction and the short messages before it) fit
 //!   beside the prompt; the backends also cap its generation there (`report::turn_cap`).
 //! - A tool result that would eat into the reserve and margin is cut to what fits
-//!   ([`ChildTurns::fit_tool_result`]).
+//!   ([`fit_tool_result`]).
 //! - Before every wrap-up turn, whatever still stands between the prompt and the reserve (an
 //!   error echo, a reminder, a cut result's note, an earlier report attempt) is cut, largest
 //!   first and the messages since the last turn before older ones, and as a last resort the
-//!   round's oldest turns are left out ([`ChildTurns::make_room_for_report`]); a `warning`
+//!   round's oldest turns are left out ([`WrapUpWatch::make_room_for_report`]); a `warning`
 //!   says so.
 //! - The report fits whatever is left by construction: the backend bounds the report's
 //!   strings and lists by the room (`chat::report_grammar_within`, the server's schema).
@@ -33,7 +33,7 @@ use crate::protocol::report::{turn_cap, REPORT_RESERVE_TOKENS, TURN_MARGIN_TOKEN
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::{cap_output, ToolResult};
 
-use super::turn::ChildTurns;
+use super::conversation::Conversation;
 use super::{prompt, RoundEnd, MAX_REPORT_ATTEMPTS};
 
 /// Messages no longer than this are not cut to make room for the report: the note of the
@@ -100,26 +100,40 @@ pub(super) fn refusal(name: &str) -> ToolResult {
     }
 }
 
-impl ChildTurns<'_, '_> {
-    fn prompt_tokens(&self, child: &mut dyn Child) -> Option<u32> {
-        child
-            .count_prompt_tokens(Request::new(&self.messages, self.scope.tools))
-            .ok()
+/// When the round must wrap up, and its wrap-up once it has begun.
+pub(super) struct WrapUpWatch {
+    /// The round's wrap-up, once it has begun.
+    pub(super) current: Option<WrapUp>,
+    pub(super) max_turns: u32,
+    pub(super) token_budget: Option<u64>,
+    /// Most tokens one ordinary turn may generate.
+    pub(super) max_tokens: u32,
+}
+
+impl WrapUpWatch {
+    /// Whether the wrap-up has begun: the turns are report only.
+    pub(super) fn is_on(&self) -> bool {
+        self.current.is_some()
     }
 
     /// Runs before turn `turn`: ends the round when the budget is spent or the wrap-up has had
     /// its attempts; otherwise starts the wrap-up when the next turn must be it (`wrap_up`,
     /// then the instruction to report now). Before every wrap-up turn the report's reserve is
-    /// made free ([`ChildTurns::make_room_for_report`]).
-    pub(super) fn before_turn(&mut self, child: &mut dyn Child, turn: u32) -> Result<(), RoundEnd> {
+    /// made free ([`WrapUpWatch::make_room_for_report`]).
+    pub(super) fn before_turn(
+        &mut self,
+        convo: &mut Conversation<'_, '_>,
+        child: &mut dyn Child,
+        turn: u32,
+        generated_total: u64,
+    ) -> Result<(), RoundEnd> {
         if self
-            .config
             .token_budget
-            .is_some_and(|budget| *self.generated_total >= budget)
+            .is_some_and(|budget| generated_total >= budget)
         {
             return Err(RoundEnd::OutOfBudget);
         }
-        if let Some(wrap_up) = &mut self.wrap_up {
+        if let Some(wrap_up) = &mut self.current {
             if wrap_up.turns >= MAX_REPORT_ATTEMPTS {
                 return Err(RoundEnd::Failed(format!(
                     "the round ended without a valid report: {} wrap-up turn(s) ({}) filed none",
@@ -128,38 +142,36 @@ impl ChildTurns<'_, '_> {
                 )));
             }
             wrap_up.turns += 1;
-            return self.make_room_for_report(child);
+            return self.make_room_for_report(convo, child);
         }
-        let used = self.prompt_tokens(child);
-        let ctx_size = self.scope.ctx_size;
         let next = NextTurn {
             turn,
-            max_turns: self.config.max_turns,
-            prompt_tokens: used,
-            max_tokens: self.scope.max_tokens,
-            ctx_size,
-            generated_total: *self.generated_total,
-            token_budget: self.config.token_budget,
+            max_turns: self.max_turns,
+            prompt_tokens: convo.prompt_tokens(child),
+            max_tokens: self.max_tokens,
+            ctx_size: convo.ctx_size,
+            generated_total,
+            token_budget: self.token_budget,
         };
         if let Some(reason) = next.wrap_up_reason() {
-            self.begin_wrap_up(reason);
-            if let Some(wrap_up) = &mut self.wrap_up {
+            self.begin(convo, reason);
+            if let Some(wrap_up) = &mut self.current {
                 wrap_up.turns = 1;
             }
-            return self.make_room_for_report(child);
+            return self.make_room_for_report(convo, child);
         }
         Ok(())
     }
 
     /// Begins the wrap-up: `wrap_up`, then the instruction to report now. The next turn is
     /// its first report-only turn.
-    pub(super) fn begin_wrap_up(&mut self, reason: WrapUpReason) {
-        self.rec.emit(Event::WrapUp {
-            round: self.scope.round,
+    pub(super) fn begin(&mut self, convo: &mut Conversation<'_, '_>, reason: WrapUpReason) {
+        convo.rec.emit(Event::WrapUp {
+            round: convo.round,
             reason,
         });
-        self.push(Message::new(Role::User, prompt::wrap_up(reason)));
-        self.wrap_up = Some(WrapUp { reason, turns: 0 });
+        convo.push(Message::new(Role::User, prompt::wrap_up(reason)));
+        self.current = Some(WrapUp { reason, turns: 0 });
     }
 
     /// Frees the report's reserve before a wrap-up turn: while the prompt leaves less than
@@ -168,51 +180,55 @@ impl ChildTurns<'_, '_> {
     /// those since the last turn first; when none is left to cut, the round's oldest turns
     /// are left out behind one note. A `warning` says what was done. The round fails only if
     /// the round prompt itself leaves no room, which the run's start already refuses.
-    pub(super) fn make_room_for_report(&mut self, child: &mut dyn Child) -> Result<(), RoundEnd> {
-        let ctx_size = self.scope.ctx_size;
+    fn make_room_for_report(
+        &self,
+        convo: &mut Conversation<'_, '_>,
+        child: &mut dyn Child,
+    ) -> Result<(), RoundEnd> {
+        let ctx_size = convo.ctx_size;
         let limit = ctx_size.saturating_sub(REPORT_RESERVE_TOKENS);
-        let Some(mut used) = self.prompt_tokens(child) else {
+        let Some(mut used) = convo.prompt_tokens(child) else {
             return Ok(());
         };
         // The round prompt: everything before the first generated turn.
-        let start = self
+        let start = convo
             .messages
             .iter()
             .position(|m| m.role == Role::Assistant)
-            .unwrap_or(self.messages.len());
+            .unwrap_or(convo.messages.len());
         // The wrap-up's instruction stays whole, wherever it is.
-        let instruction = self.wrap_up.map(|w| prompt::wrap_up(w.reason));
+        let instruction = self.current.map(|w| prompt::wrap_up(w.reason));
         let keep = |m: &Message| Some(&m.content) == instruction.as_ref();
         let mut cut = 0usize;
         let mut left_out = 0usize;
         while used > limit {
-            let end = self.messages.len().saturating_sub(1);
-            let pending = self
-                .messages
+            let messages = &mut convo.messages;
+            let end = messages.len().saturating_sub(1);
+            let pending = messages
                 .iter()
                 .rposition(|m| m.role == Role::Assistant)
                 .map_or(start, |i| i + 1);
             let excess = usize::try_from(used - limit).unwrap_or(usize::MAX);
-            if let Some(i) = largest_cuttable(&self.messages, pending, end, keep)
-                .or_else(|| largest_cuttable(&self.messages, start, end, keep))
+            if let Some(i) = largest_cuttable(messages, pending, end, keep)
+                .or_else(|| largest_cuttable(messages, start, end, keep))
             {
-                cut_for_report(&mut self.messages[i], excess);
+                cut_for_report(&mut messages[i], excess);
                 cut += 1;
-            } else if self.leave_out_oldest(start, end, left_out > 0, keep) {
+            } else if leave_out_oldest(messages, start, end, left_out > 0, keep) {
                 left_out += 1;
             } else {
                 break;
             }
-            match self.prompt_tokens(child) {
+            match convo.prompt_tokens(child) {
                 Some(now) => used = now,
                 None => break,
             }
         }
         if cut + left_out > 0 {
-            self.rec.emit(Event::Warning {
+            convo.rec.emit(Event::Warning {
                 message: format!(
                     "round {}: to keep the report's reserve free, {cut} message(s) were cut and {left_out} left out of what the child reads",
-                    self.scope.round
+                    convo.round
                 ),
             });
         }
@@ -223,86 +239,74 @@ impl ChildTurns<'_, '_> {
         }
         Ok(())
     }
+}
 
-    /// Leaves out the oldest message in `start..end` that is not one to `keep`, behind one
-    /// note at `start` (put there with the first one left out, `noted` after). False when
-    /// none is left to leave out.
-    fn leave_out_oldest(
-        &mut self,
-        start: usize,
-        end: usize,
-        noted: bool,
-        keep: impl Fn(&Message) -> bool,
-    ) -> bool {
-        let Some(mut oldest) =
-            (start + usize::from(noted)..end).find(|&j| !keep(&self.messages[j]))
-        else {
-            return false;
-        };
-        if !noted {
-            self.messages
-                .insert(start, Message::new(Role::User, LEFT_OUT_NOTE));
-            oldest += 1;
-        }
-        self.messages.remove(oldest);
-        true
+/// Leaves out the oldest message in `start..end` that is not one to `keep`, behind one note
+/// at `start` (put there with the first one left out, `noted` after). False when none is left
+/// to leave out.
+fn leave_out_oldest(
+    messages: &mut Vec<Message>,
+    start: usize,
+    end: usize,
+    noted: bool,
+    keep: impl Fn(&Message) -> bool,
+) -> bool {
+    let Some(mut oldest) = (start + usize::from(noted)..end).find(|&j| !keep(&messages[j])) else {
+        return false;
+    };
+    if !noted {
+        messages.insert(start, Message::new(Role::User, LEFT_OUT_NOTE));
+        oldest += 1;
     }
+    messages.remove(oldest);
+    true
+}
 
-    /// Cuts a tool result that would leave less than the report's reserve and the turn margin
-    /// (the messages that may follow) for the next turn, keeping its start and saying how to
-    /// ask for the rest. A result that fits, or a backend that cannot count, is left alone.
-    pub(super) fn fit_tool_result(
-        &mut self,
-        child: &mut dyn Child,
-        name: &str,
-        outcome: ToolResult,
-    ) -> ToolResult {
-        let limit = self
-            .scope
-            .ctx_size
-            .saturating_sub(REPORT_RESERVE_TOKENS + TURN_MARGIN_TOKENS);
-        let Some(full) = self.tokens_with(child, name, &outcome.output) else {
-            return outcome;
-        };
-        if full <= limit {
-            return outcome;
-        }
-        let total = outcome.output.len();
-        let empty = self.tokens_with(child, name, "").unwrap_or(0);
-        let room = u64::from(limit.saturating_sub(empty));
-        let spent = u64::from(full.saturating_sub(empty)).max(1);
-        let mut keep = usize::try_from(
-            u64::try_from(total)
-                .unwrap_or(u64::MAX)
-                .saturating_mul(room)
-                / spent,
-        )
-        .unwrap_or(total);
-        let hint = format!(
-            "\n[the result was cut to fit the context window ({total} bytes in all): ask for less at a time, e.g. read_file with offset and limit, a narrower search, or a command with shorter output]"
-        );
-        loop {
-            let mut output = cap_output(outcome.output.clone(), keep);
-            output.push_str(&hint);
-            let fits = self
-                .tokens_with(child, name, &output)
-                .is_none_or(|tokens| tokens <= limit);
-            if fits || keep == 0 {
-                return ToolResult {
-                    ok: outcome.ok,
-                    output,
-                };
-            }
-            keep = keep.saturating_mul(3) / 4;
-        }
+/// Cuts a tool result that would leave less than the report's reserve and the turn margin
+/// (the messages that may follow) for the next turn, keeping its start and saying how to ask
+/// for the rest. A result that fits, or a backend that cannot count, is left alone.
+pub(super) fn fit_tool_result(
+    convo: &mut Conversation<'_, '_>,
+    child: &mut dyn Child,
+    name: &str,
+    outcome: ToolResult,
+) -> ToolResult {
+    let limit = convo
+        .ctx_size
+        .saturating_sub(REPORT_RESERVE_TOKENS + TURN_MARGIN_TOKENS);
+    let Some(full) = convo.tokens_with(child, name, &outcome.output) else {
+        return outcome;
+    };
+    if full <= limit {
+        return outcome;
     }
-
-    /// The prompt's tokens if `output` were the next tool result.
-    fn tokens_with(&mut self, child: &mut dyn Child, name: &str, output: &str) -> Option<u32> {
-        self.messages.push(self.format.tool_result(name, output));
-        let tokens = self.prompt_tokens(child);
-        self.messages.pop();
-        tokens
+    let total = outcome.output.len();
+    let empty = convo.tokens_with(child, name, "").unwrap_or(0);
+    let room = u64::from(limit.saturating_sub(empty));
+    let spent = u64::from(full.saturating_sub(empty)).max(1);
+    let mut keep = usize::try_from(
+        u64::try_from(total)
+            .unwrap_or(u64::MAX)
+            .saturating_mul(room)
+            / spent,
+    )
+    .unwrap_or(total);
+    let hint = format!(
+        "\n[the result was cut to fit the context window ({total} bytes in all): ask for less at a time, e.g. read_file with offset and limit, a narrower search, or a command with shorter output]"
+    );
+    loop {
+        let mut output = cap_output(outcome.output.clone(), keep);
+        output.push_str(&hint);
+        let fits = convo
+            .tokens_with(child, name, &output)
+            .is_none_or(|tokens| tokens <= limit);
+        if fits || keep == 0 {
+            return ToolResult {
+                ok: outcome.ok,
+                output,
+            };
+        }
+        keep = keep.saturating_mul(3) / 4;
     }
 }
 
