@@ -20,6 +20,7 @@ pub mod run_command;
 pub mod sandbox;
 pub mod search;
 pub mod secrets;
+mod setup_failure;
 pub mod supervisor;
 mod walk;
 pub mod write_file;

@@ -13,7 +13,16 @@ use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 use nix::sys::statvfs::{statvfs, FsFlags};
 
-use super::sandbox::NetworkIsolation;
+/// How a command can be cut off from the network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetworkIsolation {
+    /// A new network namespace directly (ralph-tui runs with the privilege for it).
+    Namespace,
+    /// A new user namespace first, then the network namespace (unprivileged).
+    UserNamespace,
+    /// Neither works; the reason.
+    Unavailable(String),
+}
 
 /// The namespaces every confined command gets: a hostname and SysV IPC objects of its own.
 const HOST: CloneFlags = CloneFlags::CLONE_NEWUTS.union(CloneFlags::CLONE_NEWIPC);

@@ -57,42 +57,59 @@ pub fn resolve(root: &Path, raw: &str, access: Access) -> Result<Resolved, ToolE
             root.display()
         ))
     })?;
+    let relative = lexical_relative(&root, raw)?;
+    let abs = follow_existing(&root, raw, &relative)?;
+    let rel_path = abs
+        .strip_prefix(&root)
+        .unwrap_or(Path::new(""))
+        .to_path_buf();
+    if access == Access::Write {
+        check_writable(raw, &rel_path, &relative)?;
+    }
+    Ok(Resolved {
+        rel: display_rel(&rel_path),
+        abs,
+        path: rel_path,
+    })
+}
+
+/// Lexical normalisation of `raw`, relative to the (canonical) root: an absolute path must
+/// lie under it, a relative one may not climb out of it with `..`.
+fn lexical_relative(root: &Path, raw: &str) -> Result<PathBuf, ToolError> {
     let given = Path::new(raw);
-
-    // Lexical normalisation, relative to the root.
-    let relative: PathBuf = if given.is_absolute() {
+    if given.is_absolute() {
         let normal = normalise_absolute(given);
-        match normal.strip_prefix(&root) {
-            Ok(rest) => rest.to_path_buf(),
-            Err(_) => {
-                return Err(ToolError::new(format!(
-                    "'{raw}' is outside the workspace; use a path relative to the workspace root"
-                )))
-            }
-        }
-    } else {
-        let mut parts: Vec<&OsStr> = Vec::new();
-        for component in given.components() {
-            match component {
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    if parts.pop().is_none() {
-                        return Err(ToolError::new(format!(
-                            "'{raw}' leads outside the workspace (too many `..`); paths are relative to the workspace root"
-                        )));
-                    }
-                }
-                Component::Normal(name) => parts.push(name),
-                Component::RootDir | Component::Prefix(_) => {
-                    return Err(ToolError::new(format!("'{raw}' is not a relative path")))
+        return match normal.strip_prefix(root) {
+            Ok(rest) => Ok(rest.to_path_buf()),
+            Err(_) => Err(ToolError::new(format!(
+                "'{raw}' is outside the workspace; use a path relative to the workspace root"
+            ))),
+        };
+    }
+    let mut parts: Vec<&OsStr> = Vec::new();
+    for component in given.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    return Err(ToolError::new(format!(
+                        "'{raw}' leads outside the workspace (too many `..`); paths are relative to the workspace root"
+                    )));
                 }
             }
+            Component::Normal(name) => parts.push(name),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(ToolError::new(format!("'{raw}' is not a relative path")))
+            }
         }
-        parts.iter().collect()
-    };
+    }
+    Ok(parts.iter().collect())
+}
 
-    // Follow what exists: the deepest existing ancestor must really live inside the root.
-    let wanted = root.join(&relative);
+/// Follows what exists of `root/relative`: the deepest existing ancestor must really live
+/// inside the root (symlinks resolved); the missing rest is appended to it as named.
+fn follow_existing(root: &Path, raw: &str, relative: &Path) -> Result<PathBuf, ToolError> {
+    let wanted = root.join(relative);
     let mut existing = wanted.clone();
     let mut missing: Vec<PathBuf> = Vec::new();
     while std::fs::symlink_metadata(&existing).is_err() {
@@ -109,7 +126,7 @@ pub fn resolve(root: &Path, raw: &str, access: Access) -> Result<Resolved, ToolE
             "'{raw}' goes through a broken symlink or an unreadable directory ({e})"
         ))
     })?;
-    if !real.starts_with(&root) {
+    if !real.starts_with(root) {
         return Err(ToolError::new(format!(
             "'{raw}' resolves outside the workspace through a symlink; only paths inside the workspace are allowed"
         )));
@@ -118,33 +135,27 @@ pub fn resolve(root: &Path, raw: &str, access: Access) -> Result<Resolved, ToolE
     for name in missing.iter().rev() {
         abs.push(name);
     }
-    let rel_path = abs
-        .strip_prefix(&root)
-        .unwrap_or(Path::new(""))
-        .to_path_buf();
+    Ok(abs)
+}
 
-    if access == Access::Write {
-        let into_git = |p: &Path| {
-            p.components().next().is_some_and(
-                |c| matches!(c, Component::Normal(n) if n.eq_ignore_ascii_case(".git")),
-            )
-        };
-        if into_git(&rel_path) || into_git(&relative) {
-            return Err(ToolError::new(format!(
-                "'{raw}' is inside .git/, which the file tools may not change; edit the working tree instead"
-            )));
-        }
-        if rel_path.as_os_str().is_empty() {
-            return Err(ToolError::new(
-                "the workspace root itself cannot be written; name a file inside it",
-            ));
-        }
+/// Refuses a write into `.git/` (as resolved or as named) or to the workspace root itself.
+fn check_writable(raw: &str, rel_path: &Path, relative: &Path) -> Result<(), ToolError> {
+    let into_git = |p: &Path| {
+        p.components()
+            .next()
+            .is_some_and(|c| matches!(c, Component::Normal(n) if n.eq_ignore_ascii_case(".git")))
+    };
+    if into_git(rel_path) || into_git(relative) {
+        return Err(ToolError::new(format!(
+            "'{raw}' is inside .git/, which the file tools may not change; edit the working tree instead"
+        )));
     }
-    Ok(Resolved {
-        rel: display_rel(&rel_path),
-        abs,
-        path: rel_path,
-    })
+    if rel_path.as_os_str().is_empty() {
+        return Err(ToolError::new(
+            "the workspace root itself cannot be written; name a file inside it",
+        ));
+    }
+    Ok(())
 }
 
 /// `/`-separated relative path, `.` for empty.

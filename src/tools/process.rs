@@ -133,14 +133,7 @@ pub fn run_bounded(
     tracker: Option<&ProcessTracker>,
 ) -> std::io::Result<Finished> {
     let supervised = sandbox::is_supervised(&command);
-    let status_rx = if supervised {
-        let (reader, writer) = std::io::pipe()?;
-        command.stdin(Stdio::from(writer));
-        Some(read_status(reader))
-    } else {
-        command.stdin(Stdio::null()).process_group(0);
-        None
-    };
+    let status_rx = wire_stdin(&mut command, supervised)?;
     let started = Instant::now();
     let mut child = command.spawn()?;
     // Drop our copies of the pipes' write ends (held inside `command`), or EOF never comes.
@@ -149,12 +142,7 @@ pub fn run_bounded(
     if let (false, Some(tracker)) = (supervised, tracker) {
         tracker.track(pid.as_raw());
     }
-    let (first, grace) = match (supervised, limits.stop) {
-        (true, Stop::Interrupt(grace)) => (Signal::SIGTERM, grace),
-        (true, Stop::Kill) => (Signal::SIGTERM, SUPERVISOR_GRACE),
-        (false, Stop::Interrupt(grace)) => (Signal::SIGINT, grace),
-        (false, Stop::Kill) => (Signal::SIGKILL, Duration::ZERO),
-    };
+    let (first, grace) = first_signal(supervised, limits.stop);
     let signal = |signal: Signal| {
         if supervised {
             let _ = kill(pid, signal);
@@ -208,6 +196,34 @@ pub fn run_bounded(
         cancelled,
         wall: started.elapsed(),
     })
+}
+
+/// Sets the child's stdin: a supervised command's is the pipe its supervisor writes the
+/// shell's end to (read by the returned receiver); any other reads /dev/null and leads a
+/// process group of its own.
+fn wire_stdin(
+    command: &mut Command,
+    supervised: bool,
+) -> std::io::Result<Option<mpsc::Receiver<ShellEnd>>> {
+    if supervised {
+        let (reader, writer) = std::io::pipe()?;
+        command.stdin(Stdio::from(writer));
+        Ok(Some(read_status(reader)))
+    } else {
+        command.stdin(Stdio::null()).process_group(0);
+        Ok(None)
+    }
+}
+
+/// The signal a stop starts with, and the grace before SIGKILL follows: a supervisor gets
+/// SIGTERM (and a short grace to sweep even on `Kill`), a process group SIGINT or SIGKILL.
+fn first_signal(supervised: bool, stop: Stop) -> (Signal, Duration) {
+    match (supervised, stop) {
+        (true, Stop::Interrupt(grace)) => (Signal::SIGTERM, grace),
+        (true, Stop::Kill) => (Signal::SIGTERM, SUPERVISOR_GRACE),
+        (false, Stop::Interrupt(grace)) => (Signal::SIGINT, grace),
+        (false, Stop::Kill) => (Signal::SIGKILL, Duration::ZERO),
+    }
 }
 
 fn shell_code(end: ShellEnd) -> Option<i32> {

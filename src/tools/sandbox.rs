@@ -40,18 +40,17 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 
+pub use super::namespace::NetworkIsolation;
 use super::namespace::{isolate_host, isolate_network, mount_read_only, private_dev, SHM};
 use super::privileges;
+use super::setup_failure::fail;
+pub use super::setup_failure::{FAILURE_PREFIX, SETUP_FAILED};
 use super::supervisor::{self, PARENT_ENV};
 use super::ToolPolicy;
 use crate::protocol::policy::SandboxMode;
 
 /// The hidden first argument that turns ralph-tui into the sandbox helper.
 pub const EXEC_ARG: &str = "__sandbox-exec";
-/// The helper's exit code when it could not set the sandbox up (the command never ran).
-pub const SETUP_FAILED: i32 = 125;
-/// How the helper's own error lines start, so they are not taken for the command's output.
-pub const FAILURE_PREFIX: &str = "ralph-tui sandbox:";
 
 /// The Landlock ABI whose write rights are requested (V5 adds device ioctls); older kernels
 /// get what they support.
@@ -97,17 +96,6 @@ pub const SOCKET_ENV: &[&str] = &[
     "VSCODE_GIT_IPC_HANDLE",
     "PULSE_SERVER",
 ];
-
-/// How a command can be cut off from the network.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NetworkIsolation {
-    /// A new network namespace directly (ralph-tui runs with the privilege for it).
-    Namespace,
-    /// A new user namespace first, then the network namespace (unprivileged).
-    UserNamespace,
-    /// Neither works; the reason.
-    Unavailable(String),
-}
 
 /// What this kernel offers the sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -469,12 +457,6 @@ fn confine_and_exec(parsed: &ExecArgs) -> ! {
         "{FAILURE_PREFIX} cannot start {program}: {error}"
     );
     std::process::exit(127);
-}
-
-/// Writes the helper's error line and exits with [`SETUP_FAILED`].
-pub(crate) fn fail(message: &str) -> ! {
-    let _ = writeln!(std::io::stderr(), "{FAILURE_PREFIX} {message}");
-    std::process::exit(SETUP_FAILED);
 }
 
 /// Reports what works, as `key=value` lines on stdout, and exits.

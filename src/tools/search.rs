@@ -77,10 +77,7 @@ impl Tool for Search {
         let (confined, _) = open_start(ctx.root, &target, "file or directory")?;
         let (root, walker) = walk_from(ctx.root, &target, None)?;
 
-        let mut hits: Vec<String> = Vec::new();
-        let mut more = 0usize;
-        let mut files_with_hits = 0usize;
-        let mut skipped: Vec<String> = Vec::new();
+        let mut hits = Hits::default();
         for entry in walker {
             if ctx.cancel.is_cancelled() {
                 return Err(ToolError::new("the search was cancelled"));
@@ -105,51 +102,74 @@ impl Tool for Search {
             let bytes = match confined.read(rel_path, MAX_SEARCH_FILE_BYTES) {
                 Ok(bytes) => bytes,
                 Err(refusal) => {
-                    skipped.push(format!("{rel} ({})", skip_reason(&refusal)));
+                    hits.skipped
+                        .push(format!("{rel} ({})", skip_reason(&refusal)));
                     continue;
                 }
             };
             if is_binary(&bytes) {
                 continue;
             }
-            let text = String::from_utf8_lossy(&bytes);
-            let mut any = false;
-            for (index, line) in text.lines().enumerate() {
-                if !regex.is_match(line) {
-                    continue;
-                }
-                any = true;
-                if hits.len() < MAX_MATCHES {
-                    hits.push(format!("{rel}:{}: {}", index + 1, clip(line.trim_end())));
-                } else {
-                    more += 1;
-                }
-            }
-            files_with_hits += usize::from(any);
-            if more >= MAX_COUNTED {
+            hits.search_file(&rel, &String::from_utf8_lossy(&bytes), &regex);
+            if hits.more >= MAX_COUNTED {
                 break;
             }
         }
-        let skipped_note = skipped_note(&skipped);
-        if hits.is_empty() {
-            return Ok(format!(
-                "no matches for /{pattern}/ in '{}'{skipped_note}",
-                target.rel
-            ));
+        Ok(hits.render(pattern, &target.rel))
+    }
+}
+
+/// What a search found so far.
+#[derive(Default)]
+struct Hits {
+    /// The matching lines shown, `path:line: text`, at most [`MAX_MATCHES`].
+    lines: Vec<String>,
+    /// Matching lines beyond those shown.
+    more: usize,
+    files_with_hits: usize,
+    /// Files not searched, each with why.
+    skipped: Vec<String>,
+}
+
+impl Hits {
+    /// Adds the lines of `text` (the file `rel`) that `regex` matches.
+    fn search_file(&mut self, rel: &str, text: &str, regex: &Regex) {
+        let mut any = false;
+        for (index, line) in text.lines().enumerate() {
+            if !regex.is_match(line) {
+                continue;
+            }
+            any = true;
+            if self.lines.len() < MAX_MATCHES {
+                self.lines
+                    .push(format!("{rel}:{}: {}", index + 1, clip(line.trim_end())));
+            } else {
+                self.more += 1;
+            }
         }
-        let mut out = hits.join("\n");
-        if more > 0 {
-            let counted = if more >= MAX_COUNTED {
+        self.files_with_hits += usize::from(any);
+    }
+
+    /// The tool's output: the lines shown, a note of those not shown, and of skipped files.
+    fn render(self, pattern: &str, target: &str) -> String {
+        let skipped_note = skipped_note(&self.skipped);
+        if self.lines.is_empty() {
+            return format!("no matches for /{pattern}/ in '{target}'{skipped_note}");
+        }
+        let mut out = self.lines.join("\n");
+        if self.more > 0 {
+            let counted = if self.more >= MAX_COUNTED {
                 format!("{MAX_COUNTED}+")
             } else {
-                more.to_string()
+                self.more.to_string()
             };
             out.push_str(&format!(
-                "\n[{counted} more match(es) not shown, in {files_with_hits} file(s) overall; narrow the search with `path`, `glob` or a more specific pattern]"
+                "\n[{counted} more match(es) not shown, in {} file(s) overall; narrow the search with `path`, `glob` or a more specific pattern]",
+                self.files_with_hits
             ));
         }
         out.push_str(&skipped_note);
-        Ok(out)
+        out
     }
 }
 

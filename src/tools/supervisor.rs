@@ -24,7 +24,7 @@ use nix::sys::signal::{kill, killpg, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{dup2, getpid, getppid, setsid, Pid};
 
-use super::sandbox::fail;
+use super::setup_failure::fail;
 
 /// The environment variable naming the ralph-tui process that started the helper.
 pub const PARENT_ENV: &str = "RALPH_TUI_SANDBOX_PARENT";
