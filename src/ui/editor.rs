@@ -6,9 +6,9 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::draw::{draw_lines, pane_block, put_line};
+use super::kit::draw::{draw_lines, pane_block, put_line};
+use super::kit::wrap;
 use super::state::State;
-use super::wrap;
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;

@@ -2,14 +2,14 @@
 //!
 //! Each event changes the state in one place here; what it shows is up to the widgets.
 
-use super::card::{self, CallResult, Card};
+use super::kit::wrap;
 use super::model::{
     Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Pane, Phase, ReportEntry,
     Review, RoundChanges,
 };
 use super::state::State;
 use super::transcript::LineKind;
-use super::wrap;
+use super::views::card::{self, CallResult, Card};
 use crate::protocol::event::{ChangedFile, Event, RoundOutcome};
 use crate::protocol::tool::REPORT_TOOL;
 

@@ -7,23 +7,20 @@
 
 use crossterm::event::{KeyEvent, KeyEventKind};
 
-use super::approval::{self, Reply};
-use super::card::CardDetail;
-use super::commit::CommitEditor;
-use super::diff::DiffView;
-use super::discard::{DiscardQuestion, Lost};
 use super::keys::{self, Action};
+use super::kit::scroll::moved;
 use super::model::{
-    ChangeRow, CommitState, DiffSource, Effect, Loadable, Pane, Phase, ReportEntry,
-    FORCE_QUIT_AFTER,
+    ChangeRow, CommitState, DiffSource, Effect, Loadable, Pane, Phase, FORCE_QUIT_AFTER,
 };
-use super::overlay::Overlay;
-use super::report_detail::ReportDetail;
-use super::revert::RevertQuestion;
-use super::scroll::moved;
+use super::review::ReviewScreen;
 use super::state::State;
 use super::transcript::LineKind;
-use super::view::{Outcome, View};
+use super::views::approval::ApprovalQuestion;
+use super::views::card::CardDetail;
+use super::views::diff::DiffView;
+use super::views::overlay::Overlay;
+use super::views::report_detail::ReportDetail;
+use super::views::view::{Outcome, View};
 use crate::error::ExitCode;
 use crate::tools::approval::ApprovalDecision;
 
@@ -64,7 +61,7 @@ impl State {
             Some(Action::Help) => self.open(Overlay::help()),
             Some(Action::Submit) => {
                 let text = self.editor.lines().join("\n");
-                match crate::config::normalize_objective(&text) {
+                match crate::intake::normalize_objective(&text) {
                     Ok(objective) => {
                         self.objective = objective.clone();
                         self.phase = Phase::Running;
@@ -168,13 +165,17 @@ impl State {
             return Vec::new();
         };
         let id = request.id;
-        let decision = match approval::reply(key) {
-            Reply::Decide(decision) => decision,
-            Reply::AskCancel => {
+        let mut question = ApprovalQuestion {
+            request,
+            waiting: 0,
+        };
+        let decision = match question.handle_key(key, &self.view_ctx()) {
+            Outcome::Answer(decision) => decision,
+            Outcome::AskCancel => {
                 self.ask_cancel();
                 return Vec::new();
             }
-            Reply::Ignore => return Vec::new(),
+            _ => return Vec::new(),
         };
         self.approvals.pop_front();
         let word = match decision {
@@ -205,6 +206,8 @@ impl State {
             Outcome::OpenHelp => self.open(Overlay::help()),
             Outcome::ConfirmCancel => return self.confirm_cancel(),
             Outcome::Notice(text) => self.notice = Some(text),
+            Outcome::AskCancel => self.ask_cancel(),
+            Outcome::Answer(_) => {}
             Outcome::Commit(message) => {
                 self.close();
                 if let Some(review) = &mut self.review {
@@ -311,6 +314,8 @@ impl State {
         }
     }
 
+    /// The review: a view open above it takes the key (Ctrl-C closes any but the commit
+    /// editor, whose text it would lose); else the review screen does.
     fn review_key(&mut self, key: KeyEvent) -> Vec<Effect> {
         if let Some(top) = self.overlay() {
             let interrupt = keys::action(&[&keys::EVERYWHERE], &key) == Some(Action::Interrupt);
@@ -320,209 +325,6 @@ impl State {
             }
             return self.overlay_key(&key);
         }
-        if let Some(effects) = super::worktree::on_key(self, &key) {
-            return effects;
-        }
-        let exit = self.exit_code();
-        let Some(review) = &mut self.review else {
-            return vec![Effect::Quit(exit)];
-        };
-        let page = usize::from(self.review_areas.diff.height.saturating_sub(3)).max(1);
-        let files = match &review.diff {
-            Loadable::Ready(diff) => diff.files.len(),
-            _ => 0,
-        };
-        match keys::action(&[&keys::REVIEW, &keys::EVERYWHERE], &key) {
-            Some(Action::Quit | Action::Interrupt) => return vec![Effect::Quit(exit)],
-            Some(Action::Back) => {
-                self.notice =
-                    Some("the run is over: q quits (changes stay uncommitted), c commits".into());
-            }
-            Some(Action::Help) => self.open(Overlay::help()),
-            Some(Action::RunLog) => self.open(Overlay::RunLog),
-            Some(Action::FinalReport) => {
-                let last = self
-                    .reports
-                    .iter()
-                    .rposition(|e| matches!(e, ReportEntry::Accepted { .. }));
-                match last {
-                    Some(index) => self.open(Overlay::ReportDetail(ReportDetail::new(index))),
-                    None => self.notice = Some("no report was accepted in this run".into()),
-                }
-            }
-            Some(Action::Commit) => self.ask_commit(),
-            Some(Action::Toggle) if matches!(review.commit, CommitState::Done(_)) => {
-                self.notice = Some(
-                    "already committed: the files marked [ ] were left out (d discards them)"
-                        .into(),
-                );
-            }
-            Some(Action::Toggle) => {
-                if let Loadable::Ready(diff) = &review.diff {
-                    if let Some(file) = diff.files.get(review.file) {
-                        if !review.left_out.remove(&file.path) {
-                            review.left_out.insert(file.path.clone());
-                        }
-                    }
-                }
-            }
-            Some(Action::RevertRound) => return self.ask_revert(),
-            Some(Action::Discard) => self.ask_discard(),
-            Some(Action::Up) => {
-                review.file = review.file.saturating_sub(1);
-                review.diff_scroll = 0;
-            }
-            Some(Action::Down) => {
-                review.file = (review.file + 1).min(files.saturating_sub(1));
-                review.diff_scroll = 0;
-            }
-            Some(Action::PageUp) => review.diff_scroll = review.diff_scroll.saturating_sub(page),
-            Some(Action::PageDown) => review.diff_scroll += page,
-            Some(Action::Open) => {
-                if let Loadable::Ready(diff) = &review.diff {
-                    let view = DiffView {
-                        source: DiffSource::Review,
-                        diff: Loadable::Ready(diff.clone()),
-                        file: review.file,
-                        scroll: 0,
-                        only: Vec::new(),
-                    };
-                    self.open(Overlay::Diff(view));
-                }
-            }
-            _ => {}
-        }
-        Vec::new()
-    }
-
-    /// `c` at the review: the commit editor over the chosen files, or a notice saying why
-    /// there is nothing to commit yet.
-    fn ask_commit(&mut self) {
-        let Some(review) = &self.review else {
-            return;
-        };
-        let files = match &review.diff {
-            Loadable::Ready(diff) => diff.files.len(),
-            _ => 0,
-        };
-        // What a commit would take: the files not changed outside the run.
-        let outside = match &review.diff {
-            Loadable::Ready(diff) => diff.outside_run().len(),
-            _ => 0,
-        };
-        match &review.commit {
-            CommitState::Done(id) => self.notice = Some(format!("already committed as {id}")),
-            CommitState::Committing => self.notice = Some("committing…".into()),
-            _ if matches!(review.diff, Loadable::Loading) => {
-                self.notice = Some("the run's changes are still being read".into())
-            }
-            _ if matches!(review.diff, Loadable::Failed(_)) => {
-                self.notice =
-                    Some("cannot commit: the run's changes could not be read".into())
-            }
-            _ if review.chosen().is_empty() => {
-                self.notice = Some(match &review.diff {
-                    Loadable::Ready(d) if !d.files.is_empty() && files == outside => {
-                        "nothing to commit: every change was made outside the run (space \
-                         chooses one to commit anyway)"
-                            .into()
-                    }
-                    Loadable::Ready(d) if !d.files.is_empty() => {
-                        "no file is chosen: space chooses the selected file".into()
-                    }
-                    Loadable::Ready(d) if !d.unseen.is_empty() => format!(
-                        "nothing to commit among the files that could be read; {} could not be looked into",
-                        d.unseen.join(", ")
-                    ),
-                    _ => "nothing to commit: the run changed no files".into(),
-                })
-            }
-            _ => {
-                // Only the files changed outside the run left out: the default, said as
-                // such; any other choice is said in numbers.
-                let default = match &review.diff {
-                    Loadable::Ready(d) => d
-                        .files
-                        .iter()
-                        .all(|f| review.is_chosen(&f.path) != f.outside_run),
-                    _ => true,
-                };
-                let mut editor =
-                    CommitEditor::new(&self.commit_message()).leaving_out(outside > 0);
-                if let Some(review) = self.review.as_ref().filter(|_| !default) {
-                    editor.note = Some(format!(
-                        "Commits only the {} chosen of the {files} files this run changed; \
-                         the others stay uncommitted. Edit the message:",
-                        review.chosen().len()
-                    ));
-                }
-                self.open(Overlay::Commit(Box::new(editor)));
-            }
-        }
-    }
-
-    /// Opens the revert question over the rounds that changed files.
-    fn ask_revert(&mut self) -> Vec<Effect> {
-        let busy = self.review.as_ref().is_some_and(|r| {
-            matches!(r.diff, Loadable::Loading) || r.commit == CommitState::Committing
-        });
-        if busy {
-            self.notice = Some("wait until the run's changes are read".into());
-            return Vec::new();
-        }
-        let rounds: Vec<(u32, Vec<String>)> = self
-            .changes
-            .iter()
-            .filter(|c| !c.files.is_empty())
-            .map(|c| (c.round, c.files.iter().map(|f| f.path.clone()).collect()))
-            .collect();
-        if rounds.is_empty() {
-            self.notice = Some("no round changed files: there is nothing to revert".into());
-        } else {
-            self.open(Overlay::Revert(RevertQuestion::new(rounds)));
-        }
-        Vec::new()
-    }
-
-    /// Opens the discard question with the list of what would be lost.
-    fn ask_discard(&mut self) {
-        let Some(review) = &self.review else {
-            return;
-        };
-        let Loadable::Ready(diff) = &review.diff else {
-            self.notice = Some("the run's changes are still being read".into());
-            return;
-        };
-        // After a commit only the files left out of it can go; the committed ones stay.
-        let committed = match &review.commit {
-            CommitState::Committing => {
-                self.notice = Some("committing…".into());
-                return;
-            }
-            CommitState::Done(id) => Some(id.clone()),
-            CommitState::NotYet | CommitState::Failed(_) => None,
-        };
-        let left: Vec<_> = diff
-            .files
-            .iter()
-            .filter(|f| committed.is_none() || !review.is_chosen(&f.path))
-            .collect();
-        if left.is_empty() {
-            self.notice = Some(match committed {
-                Some(id) => format!("nothing left to discard: every file was committed as {id}"),
-                None => "nothing to discard: the work tree is as the run found it".into(),
-            });
-            return;
-        }
-        let files = left
-            .into_iter()
-            .map(|f| Lost {
-                letter: f.status.letter(),
-                path: f.path.clone(),
-                outside: review.outside.contains(&f.path),
-            })
-            .collect();
-        let more = diff.note.clone();
-        self.open(Overlay::Discard(DiscardQuestion { files, more }));
+        ReviewScreen.handle_key(self, &key)
     }
 }

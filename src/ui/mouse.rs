@@ -4,10 +4,10 @@
 use crossterm::event::{MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 
+use super::kit::scroll::moved;
 use super::model::{Pane, Phase};
-use super::overlay::Overlay;
-use super::scroll::moved;
 use super::state::State;
+use super::views::overlay::Overlay;
 
 impl State {
     pub(super) fn on_mouse(&mut self, mouse: MouseEvent) {

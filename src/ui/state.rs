@@ -15,19 +15,19 @@ use std::time::Duration;
 use ratatui::layout::Rect;
 use tui_textarea::TextArea;
 
-use super::card::Card;
-use super::diff;
-use super::layout::{self, ReviewAreas, RunAreas};
+use super::kit::layout::{self, ReviewAreas, RunAreas};
+use super::kit::scroll::{self, keep_visible};
+use super::kit::theme::Theme;
+use super::kit::wrap;
 pub use super::model::{
     Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Msg, Pane, Phase, ReplayMark,
     ReportEntry, Review, RoundChanges, Setup, WorktreeAction, WorktreeGone, FORCE_QUIT_AFTER,
 };
-pub use super::overlay::Overlay;
-use super::scroll::{self, keep_visible};
-use super::theme::Theme;
 use super::transcript::{LineKind, Transcript};
-use super::view::{Ctx, View};
-use super::wrap;
+use super::views::card::Card;
+use super::views::diff;
+pub use super::views::overlay::Overlay;
+use super::views::view::{Ctx, View};
 use crate::error::ExitCode;
 use crate::protocol::event::WrapUpReason;
 use crate::workspace::DiffModel;

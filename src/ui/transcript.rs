@@ -19,8 +19,8 @@
 
 use std::collections::VecDeque;
 
-use super::markup::{Out, Part, Splitter};
-use super::wrap;
+use super::kit::markup::{Out, Part, Splitter};
+use super::kit::wrap;
 
 pub const MAX_LINES: usize = 4000;
 pub const MAX_BYTES: usize = 1 << 20;

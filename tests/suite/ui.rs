@@ -15,7 +15,7 @@ mod views;
 use crossterm::event::KeyCode;
 use ralph_tui::protocol::event::{Event, RunStatus};
 use ralph_tui::tools::approval::ApprovalDecision;
-use ralph_tui::ui::report_detail::ReportDetail;
+use ralph_tui::ui::views::report_detail::ReportDetail;
 use ralph_tui::ui::state::{Approval, DiffSource, Effect, Overlay, Pane};
 use ralph_tui::ui::{patch, Msg, State, Theme};
 use ratatui::style::Color;

@@ -5,11 +5,11 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::draw::{draw_lines, modal};
-use super::keys::{self, Action};
-use super::layout::popup;
 use super::view::{Ctx, Outcome, View};
-use super::wrap;
+use crate::ui::keys::{self, Action};
+use crate::ui::kit::draw::{draw_lines, modal};
+use crate::ui::kit::layout::popup;
+use crate::ui::kit::wrap;
 
 /// The cancel question; it takes every key while open.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

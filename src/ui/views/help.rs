@@ -6,13 +6,13 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::draw::{draw_lines, modal};
-use super::keys::{self, Action, Binding, Section, SECTIONS};
-use super::layout::{inner, popup};
-use super::scroll;
-use super::theme::Theme;
 use super::view::{Ctx, Outcome, View};
-use super::wrap::str_width;
+use crate::ui::keys::{self, Action, Binding, Section, SECTIONS};
+use crate::ui::kit::draw::{draw_lines, modal};
+use crate::ui::kit::layout::{inner, popup};
+use crate::ui::kit::scroll;
+use crate::ui::kit::theme::Theme;
+use crate::ui::kit::wrap::str_width;
 
 /// The help view; it owns its scroll.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

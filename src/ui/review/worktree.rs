@@ -9,9 +9,9 @@
 
 use crossterm::event::KeyEvent;
 
-use super::keys::{self, Action};
-use super::model::{Effect, Setup, WorktreeAction, WorktreeGone};
-use super::state::State;
+use crate::ui::keys::{self, Action};
+use crate::ui::model::{Effect, Setup, WorktreeAction, WorktreeGone};
+use crate::ui::state::State;
 
 /// What the review says was removed, once the worktree and branch are gone.
 pub fn gone_text(state: &State) -> Option<String> {
@@ -69,7 +69,7 @@ fn review_ready(state: &State) -> bool {
     state
         .review
         .as_ref()
-        .is_some_and(|r| matches!(r.diff, super::model::Loadable::Ready(_)))
+        .is_some_and(|r| matches!(r.diff, crate::ui::model::Loadable::Ready(_)))
 }
 
 /// The keys once the worktree is gone: after `X X` only quit, help, the run log, the final

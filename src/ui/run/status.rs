@@ -6,10 +6,10 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::draw::{bar, compact, put_line};
-use super::model::Pane;
-use super::state::State;
-use super::wrap;
+use crate::ui::kit::draw::{bar, compact, put_line};
+use crate::ui::kit::wrap;
+use crate::ui::model::Pane;
+use crate::ui::state::State;
 
 /// Below this width the status line uses its short form, so the key hints still fit.
 const FULL_WIDTH: u16 = 110;

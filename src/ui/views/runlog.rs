@@ -5,10 +5,10 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::draw::{draw_lines, modal};
-use super::layout::popup;
 use super::view::{Ctx, Outcome, View};
-use super::wrap;
+use crate::ui::kit::draw::{draw_lines, modal};
+use crate::ui::kit::layout::popup;
+use crate::ui::kit::wrap;
 
 /// The run log note.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

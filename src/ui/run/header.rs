@@ -9,10 +9,10 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::draw::{bar, put_line};
-use super::model::Phase;
-use super::state::State;
-use super::wrap;
+use crate::ui::kit::draw::{bar, put_line};
+use crate::ui::kit::wrap;
+use crate::ui::model::Phase;
+use crate::ui::state::State;
 
 /// `h:mm:ss` past an hour, else `mm:ss`.
 pub fn clock(elapsed: std::time::Duration) -> String {

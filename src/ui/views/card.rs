@@ -11,13 +11,13 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
-use super::draw::{draw_lines, modal};
-use super::keys::{self, Action};
-use super::layout::popup;
-use super::scroll;
-use super::theme::Theme;
 use super::view::{Ctx, Outcome, View};
-use super::wrap;
+use crate::ui::keys::{self, Action};
+use crate::ui::kit::draw::{draw_lines, modal};
+use crate::ui::kit::layout::popup;
+use crate::ui::kit::scroll;
+use crate::ui::kit::theme::Theme;
+use crate::ui::kit::wrap;
 
 /// Calls kept whole for the detail view; older ones are dropped first.
 pub const MAX_CARDS: usize = 500;
@@ -259,7 +259,7 @@ impl View for CardDetail {
     }
 
     fn sync(&mut self, area: Rect, ctx: &Ctx) {
-        let inner = super::layout::inner(area_of(area));
+        let inner = crate::ui::kit::layout::inner(area_of(area));
         let rows = detail_lines(ctx.theme, &self.card, inner.width).len();
         self.scroll = scroll::clamp(self.scroll, rows, inner.height);
     }

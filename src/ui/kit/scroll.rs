@@ -2,7 +2,7 @@
 //! keeping it visible, applying a scrolling action. A leaf, so that any view can own its
 //! scroll without importing the state.
 
-use super::keys::Action;
+use crate::ui::keys::Action;
 
 /// A list selection moved by `delta` or to an end, inside `0..len`.
 pub fn moved(current: usize, delta: isize, jump: Option<bool>, len: usize) -> usize {

@@ -6,12 +6,15 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Widget;
 
-use super::draw::put_line;
+use super::editor;
+use super::kit::draw::put_line;
 use super::model::Phase;
-use super::overlay::Overlay;
+use super::review::ReviewScreen;
+use super::run::{changes, header, objective, reports, status, stream};
 use super::state::State;
-use super::view::View;
-use super::{approval, changes, editor, header, objective, reports, review, status, stream};
+use super::views::approval::ApprovalQuestion;
+use super::views::overlay::Overlay;
+use super::views::view::View;
 
 /// The smallest screen the panes are drawn on; below it a single line says so.
 pub const MIN_WIDTH: u16 = 40;
@@ -35,7 +38,7 @@ impl Widget for &State {
                 changes::render(self, areas.changes, buf);
                 status::render(self, areas.status, buf);
             }
-            Phase::Finished => review::render(self, area, buf),
+            Phase::Finished => ReviewScreen.render(self, area, buf),
         }
         let ctx = self.view_ctx();
         let is_question = |o: &&Overlay| matches!(o, Overlay::ConfirmCancel);
@@ -45,7 +48,7 @@ impl Widget for &State {
         if self.phase == Phase::Running {
             if let Some(request) = self.approvals.front() {
                 let waiting = self.approvals.len().saturating_sub(1);
-                approval::render(self.theme, request, waiting, area, buf);
+                ApprovalQuestion { request, waiting }.render(&ctx, area, buf);
             }
             if let Some(question) = self.overlays.iter().find(is_question) {
                 question.render(&ctx, area, buf);

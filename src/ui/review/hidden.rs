@@ -5,9 +5,9 @@
 
 use ratatui::text::{Line, Span};
 
-use super::theme::Theme;
-use super::wrap;
 use crate::text::sanitize_line;
+use crate::ui::kit::theme::Theme;
+use crate::ui::kit::wrap;
 use crate::workspace::{DiffModel, HiddenWhy};
 
 /// The rows of the group (none when there is nothing hidden), `width` columns wide.

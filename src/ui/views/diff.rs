@@ -9,14 +9,14 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::draw::{draw_lines, modal, put_line};
-use super::keys::{self, Action};
-use super::layout::popup;
-use super::model::{DiffSource, Loadable};
-use super::scroll;
-use super::theme::Theme;
 use super::view::{Ctx, Outcome, View};
-use super::wrap;
+use crate::ui::keys::{self, Action};
+use crate::ui::kit::draw::{draw_lines, modal, put_line};
+use crate::ui::kit::layout::popup;
+use crate::ui::kit::scroll;
+use crate::ui::kit::theme::Theme;
+use crate::ui::kit::wrap;
+use crate::ui::model::{DiffSource, Loadable};
 use crate::workspace::{DiffModel, FileDiff, LineKind};
 
 /// The full-screen diff view: which diff, which file, and its own scroll.
@@ -185,7 +185,7 @@ fn view_area(area: Rect) -> Rect {
 
 /// The rows the diff body takes inside the view (below the file line).
 pub fn view_body(area: Rect) -> Rect {
-    let inner = super::layout::inner(view_area(area));
+    let inner = crate::ui::kit::layout::inner(view_area(area));
     Rect {
         y: inner.y + 1,
         height: inner.height.saturating_sub(1),

@@ -6,11 +6,11 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::draw::{pane_block, put_line};
-use super::model::{Pane, ReportEntry};
-use super::report_detail::label;
-use super::state::State;
-use super::wrap;
+use crate::ui::kit::draw::{pane_block, put_line};
+use crate::ui::kit::wrap;
+use crate::ui::model::{Pane, ReportEntry};
+use crate::ui::state::State;
+use crate::ui::views::report_detail::label;
 
 fn summary(entry: &ReportEntry) -> &str {
     match entry {

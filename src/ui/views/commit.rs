@@ -8,11 +8,11 @@ use ratatui::text::Line;
 use ratatui::widgets::Widget;
 use tui_textarea::TextArea;
 
-use super::draw::{modal, put_line};
-use super::keys::{self, Action};
-use super::layout::popup;
 use super::view::{Ctx, Outcome, View};
-use super::wrap;
+use crate::ui::keys::{self, Action};
+use crate::ui::kit::draw::{modal, put_line};
+use crate::ui::kit::layout::popup;
+use crate::ui::kit::wrap;
 
 /// The commit editor.
 #[derive(Debug, Clone)]

@@ -11,16 +11,16 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::diff;
-use super::draw::{draw_lines, pane_block, put_line};
-use super::header;
-use super::model::{CommitState, Loadable, Review};
-use super::report_detail;
-use super::state::State;
-use super::theme::Theme;
-use super::wrap;
 use crate::options::RoundCount;
 use crate::protocol::event::RunStatus;
+use crate::ui::kit::draw::{draw_lines, pane_block, put_line};
+use crate::ui::kit::theme::Theme;
+use crate::ui::kit::wrap;
+use crate::ui::model::{CommitState, Loadable, Review};
+use crate::ui::run::header;
+use crate::ui::state::State;
+use crate::ui::views::diff;
+use crate::ui::views::report_detail;
 
 /// The outcome sentence, e.g. "complete after 3 rounds: the worker reports …".
 pub fn outcome_text(review: &Review) -> String {
@@ -300,7 +300,7 @@ fn render_diff(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
 
 fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
-    let removed = state.worktree_gone == Some(super::model::WorktreeGone::Removed);
+    let removed = state.worktree_gone == Some(crate::ui::model::WorktreeGone::Removed);
     let (text, style) = if let Some(notice) = &state.notice {
         (notice.clone(), theme.warning())
     } else if removed {
@@ -325,7 +325,7 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
             CommitState::NotYet if state.replay.is_some() => (
                 format!(
                     "read-only: nothing to commit · {}",
-                    super::status::REPLAY_HINT
+                    crate::ui::run::status::REPLAY_HINT
                 ),
                 theme.key(),
             ),

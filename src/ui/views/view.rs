@@ -1,5 +1,5 @@
 //! What a view (an overlay: help, report detail, diff, commit editor, run log, cancel,
-//! revert and discard questions) is given and what it answers.
+//! revert and discard questions, a waiting approval) is given and what it answers.
 //!
 //! A view owns its scroll and its keys; what it needs of the rest of the state is lent to
 //! it as a [`Ctx`], and what it wants of the rest is returned as an [`Outcome`]. So a view
@@ -9,8 +9,9 @@ use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-use super::model::ReportEntry;
-use super::theme::Theme;
+use crate::tools::approval::ApprovalDecision;
+use crate::ui::kit::theme::Theme;
+use crate::ui::model::ReportEntry;
 
 /// The read-only part of the state a view may look at.
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +49,10 @@ pub enum Outcome {
     Discard,
     /// Tell the person something on the status line; the view stays open.
     Notice(String),
+    /// The waiting approval was answered (it leaves the queue).
+    Answer(ApprovalDecision),
+    /// Esc over a waiting approval: ask whether to cancel the run; the request keeps waiting.
+    AskCancel,
 }
 
 /// An overlay: scroll, keys and render in one place.

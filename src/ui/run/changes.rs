@@ -7,13 +7,13 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::diff::{counts, file_tail};
-use super::draw::{pane_block, put_line};
-use super::model::{ChangeRow, Pane};
-use super::state::State;
-use super::theme::Theme;
-use super::wrap;
 use crate::protocol::event::ChangedFile;
+use crate::ui::kit::draw::{pane_block, put_line};
+use crate::ui::kit::theme::Theme;
+use crate::ui::kit::wrap;
+use crate::ui::model::{ChangeRow, Pane};
+use crate::ui::state::State;
+use crate::ui::views::diff::{counts, file_tail};
 
 fn file_line(theme: Theme, file: &ChangedFile, width: usize) -> Line<'static> {
     let tail = file_tail(

@@ -7,15 +7,15 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::draw::{draw_lines, modal};
-use super::keys::{self, Action};
-use super::layout::popup;
-use super::model::ReportEntry;
-use super::scroll;
-use super::theme::Theme;
 use super::view::{Ctx, Outcome, View};
-use super::wrap;
 use crate::protocol::report::{Report, ReportStatus};
+use crate::ui::keys::{self, Action};
+use crate::ui::kit::draw::{draw_lines, modal};
+use crate::ui::kit::layout::popup;
+use crate::ui::kit::scroll;
+use crate::ui::kit::theme::Theme;
+use crate::ui::kit::wrap;
+use crate::ui::model::ReportEntry;
 
 /// The detail view of report `index` of the reports list; it owns its scroll.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +52,7 @@ fn area_of(area: Rect) -> Rect {
 
 /// The inside of the detail view.
 pub fn body(area: Rect) -> Rect {
-    super::layout::inner(area_of(area))
+    crate::ui::kit::layout::inner(area_of(area))
 }
 
 fn section(

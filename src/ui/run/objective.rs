@@ -5,10 +5,10 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Widget;
 
-use super::draw::{draw_lines, pane_block};
-use super::model::Pane;
-use super::state::State;
-use super::wrap;
+use crate::ui::kit::draw::{draw_lines, pane_block};
+use crate::ui::kit::wrap;
+use crate::ui::model::Pane;
+use crate::ui::state::State;
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let width = usize::from(area.width.saturating_sub(2));

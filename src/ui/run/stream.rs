@@ -8,11 +8,11 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::draw::{compact, pane_block, put_line};
-use super::model::{Pane, Phase};
-use super::state::State;
-use super::theme::Theme;
-use super::transcript::{LineKind, REASONING_HEAD};
+use crate::ui::kit::draw::{compact, pane_block, put_line};
+use crate::ui::kit::theme::Theme;
+use crate::ui::model::{Pane, Phase};
+use crate::ui::state::State;
+use crate::ui::transcript::{LineKind, REASONING_HEAD};
 
 pub fn style_of(theme: Theme, kind: LineKind) -> Style {
     match kind {
