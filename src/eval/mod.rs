@@ -290,25 +290,8 @@ pub fn run(
         BackendChoice::Llama => Some(model_path(options)?),
         BackendChoice::Script => None,
     };
-    let model_info = match &model {
-        Some(path) => Some(ModelInfo {
-            file: path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            sha256: sha256_file(path)?,
-        }),
-        None => None,
-    };
-    let label = sanitize_label(&match (&options.label, &model) {
-        (Some(label), _) => label.clone(),
-        (None, Some(path)) => path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "model".into()),
-        (None, None) if server.is_some() => "server".into(),
-        (None, None) => "script".into(),
-    });
+    let model_info = model.as_deref().map(model_info).transpose()?;
+    let label = results_label(options.label.as_deref(), model.as_deref(), server.is_some());
     let ralph_version = ralph_version(&options.ralph_bin)?;
     let scratch = Scratch::create(options.keep_in.as_deref())?;
     let config = scratch.dir.join("config.toml");
@@ -354,6 +337,30 @@ pub fn run(
         interrupted,
         runs,
         summary,
+    })
+}
+
+/// The model file's name and checksum, for the results.
+fn model_info(path: &Path) -> Result<ModelInfo, EvalError> {
+    Ok(ModelInfo {
+        file: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        sha256: sha256_file(path)?,
+    })
+}
+
+/// The results' label: `--label`, else the model file's stem, else the backend's kind.
+fn results_label(label: Option<&str>, model: Option<&Path>, server: bool) -> String {
+    sanitize_label(&match (label, model) {
+        (Some(label), _) => label.to_string(),
+        (None, Some(path)) => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "model".into()),
+        (None, None) if server => "server".into(),
+        (None, None) => "script".into(),
     })
 }
 

@@ -362,27 +362,8 @@ pub(super) fn run_one(
     let Some(answered) = run.generate(&mut record, cancel)? else {
         return Ok(None);
     };
-    let (status, error, prompt_tokens, generated_tokens) = match &answered.generation {
-        Ok(g) => {
-            write_file(&run.dir.join("answer.txt"), &g.text)?;
-            let known = |p: &str| run.files.iter().any(|f| f.path == p);
-            let answer = whole_file::parse(&g.text, &known);
-            record.problems = answer.problems.clone();
-            write_answer(&workspace, &answer, &mut record)?;
-            let status = match g.stop {
-                StopReason::EndOfTurn => "answered",
-                StopReason::MaxTokens => "max-tokens",
-                StopReason::ContextFull => "context-full",
-                StopReason::Cancelled if answered.timed_out => "timed-out",
-                StopReason::Cancelled => "cancelled",
-            };
-            let error = answered
-                .timed_out
-                .then(|| format!("timed out after {} s", options.run_timeout.as_secs()));
-            (status, error, g.prompt_tokens, g.generated_tokens)
-        }
-        Err(e) => ("failed", Some(e.clone()), 0, 0),
-    };
+    let (status, error, prompt_tokens, generated_tokens) =
+        run.take_answer(&answered, &workspace, &mut record)?;
     let wall = started.elapsed();
 
     let Some(mut verify) =
@@ -426,6 +407,38 @@ pub(super) fn run_one(
 }
 
 impl OneshotRun<'_> {
+    /// Writes the answer's files into `workspace` (the answer itself to `answer.txt`) and
+    /// says how the generation ended: status, error, prompt and generated tokens.
+    fn take_answer(
+        &self,
+        answered: &Answered,
+        workspace: &Path,
+        record: &mut OneshotRecord,
+    ) -> Result<(&'static str, Option<String>, u32, u32), EvalError> {
+        Ok(match &answered.generation {
+            Ok(g) => {
+                write_file(&self.dir.join("answer.txt"), &g.text)?;
+                let known = |p: &str| self.files.iter().any(|f| f.path == p);
+                let answer = whole_file::parse(&g.text, &known);
+                record.problems = answer.problems.clone();
+                write_answer(workspace, &answer, record)?;
+                let status = match g.stop {
+                    StopReason::EndOfTurn => "answered",
+                    StopReason::MaxTokens => "max-tokens",
+                    StopReason::ContextFull => "context-full",
+                    StopReason::Cancelled if answered.timed_out => "timed-out",
+                    StopReason::Cancelled => "cancelled",
+                };
+                let timeout = self.setup.options.run_timeout;
+                let error = answered
+                    .timed_out
+                    .then(|| format!("timed out after {} s", timeout.as_secs()));
+                (status, error, g.prompt_tokens, g.generated_tokens)
+            }
+            Err(e) => ("failed", Some(e.clone()), 0, 0),
+        })
+    }
+
     /// Loads the backend as a ralph-tui run would, builds the prompt and generates the
     /// answer. `Err` when ralph-tui would refuse the run; `Ok(None)` when the eval was
     /// cancelled.

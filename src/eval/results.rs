@@ -262,6 +262,18 @@ impl EvalResults {
     /// The results as Markdown: settings, a table per arm, a table per run.
     pub fn markdown(&self) -> String {
         let mut md = String::new();
+        self.settings_lines(&mut md);
+        self.arms_table(&mut md);
+        self.worker_table(&mut md);
+        self.arms_side_by_side(&mut md);
+        self.runs_table(&mut md);
+        md
+    }
+}
+
+impl EvalResults {
+    /// The title and what the eval ran with: model, machine, arms' settings, times.
+    fn settings_lines(&self, md: &mut String) {
         let _ = writeln!(md, "# Eval {} — {}\n", self.date, self.label);
         match &self.model {
             Some(model) => {
@@ -311,6 +323,10 @@ impl EvalResults {
         if self.interrupted {
             let _ = writeln!(md, "- **interrupted**: not every run was done");
         }
+    }
+
+    /// One row per arm: completions, false completions, repeated discovery, tokens, time.
+    fn arms_table(&self, md: &mut String) {
         let _ = writeln!(
             md,
             "\n| arm | runs | completed | false completions (of claims) | repeated discovery | prompt tokens | generated tokens | rounds | wall |"
@@ -336,6 +352,10 @@ impl EvalResults {
                 seconds(s.wall_ms),
             );
         }
+    }
+
+    /// One row per agent arm: how the worker's turns went (calls missing, lost, refused).
+    fn worker_table(&self, md: &mut String) {
         let _ = writeln!(
             md,
             "\n| arm | turns | turns without a call | calls lost to format | identical calls refused | repetition wrap-ups |"
@@ -355,7 +375,10 @@ impl EvalResults {
                 w.repetition_wrap_ups,
             );
         }
-        self.arms_side_by_side(&mut md);
+    }
+
+    /// One row per run.
+    fn runs_table(&self, md: &mut String) {
         let _ = writeln!(
             md,
             "\n| task | arm | seed | verify | worker status | false completion | repeated discovery | rounds | prompt tok | gen tok | budget | wall |"
@@ -384,11 +407,8 @@ impl EvalResults {
                 seconds(r.wall_ms),
             );
         }
-        md
     }
-}
 
-impl EvalResults {
     /// One row per task and seed, one column per arm: the verify verdict, and for the agent
     /// arms the worker's claim, so the arms compare at a glance.
     fn arms_side_by_side(&self, md: &mut String) {

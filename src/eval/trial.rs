@@ -122,70 +122,27 @@ pub(super) fn run_one(
         // The oneshot arm has its own trial (`oneshot`); as an agent run it would be one turn.
         Arm::Oneshot => (1, Some(1)),
     };
-    let args = setup.ralph_args(
-        task,
-        &Invocation {
-            workspace: &workspace,
-            run_dir: dir.join("run"),
-            seed,
-            max_rounds,
-            max_turns,
-            max_tokens: options.max_tokens,
-            token_budget,
-            script: task.script.as_deref(),
-        },
-    )?;
-    let mut command = Command::new(&options.ralph_bin);
-    command.args(args);
-
-    let events_path = dir.join("events.jsonl");
-    let stderr_path = dir.join("stderr.txt");
-    let io = |what: String| move |source| EvalError::Io { what, source };
-    let finished = process::run(
-        command,
-        &events_path,
-        &stderr_path,
-        options.run_timeout,
-        Stop::Interrupt(INTERRUPT_GRACE),
-        cancel,
-    )
-    .map_err(io(format!("cannot run {}", options.ralph_bin.display())))?;
-    if finished.cancelled {
+    let invocation = Invocation {
+        workspace: &workspace,
+        run_dir: dir.join("run"),
+        seed,
+        max_rounds,
+        max_turns,
+        max_tokens: options.max_tokens,
+        token_budget,
+        script: task.script.as_deref(),
+    };
+    let Some(ran) = run_ralph(setup, task, arm, &invocation, &dir, cancel)? else {
         return Ok(None);
-    }
-    if finished.exit_code == Some(2) {
-        return Err(EvalError::Refused {
-            task: task.name.clone(),
-            arm: arm.as_str(),
-            message: process::tail(&stderr_path, 600),
-        });
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(&events_path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(io(format!("cannot read {}", events_path.display())))?;
-    let metrics = metrics::parse_events(&String::from_utf8_lossy(&bytes));
-
+    };
     let Some(mut verify) = verify(task, &workspace, &dir, options.verify_timeout, cancel)? else {
         return Ok(None);
     };
     let scrub = |text: &str| scrub_run(text, setup, task, &dir);
     verify.output_tail = scrub(&verify.output_tail);
+    let (metrics, finished) = (ran.metrics, ran.finished);
     let claimed_complete = metrics.status.as_deref() == Some("complete");
-    let error = metrics.error.clone().or_else(|| {
-        metrics.status.is_none().then(|| {
-            let why = if finished.timed_out {
-                format!("timed out after {} s", options.run_timeout.as_secs())
-            } else {
-                format!("exit code {:?}", finished.exit_code)
-            };
-            format!(
-                "no run_finished event ({why}): {}",
-                process::tail(&stderr_path, 400)
-            )
-        })
-    });
-    let error = error.map(|e| scrub(&e));
+    let error = ran.error.map(|e| scrub(&e));
     Ok(Some(RunRecord {
         task: task.name.clone(),
         arm,
@@ -216,6 +173,75 @@ pub(super) fn run_one(
             repeats_refused: metrics.repeats_refused,
             repetition_wrap_ups: metrics.repetition_wrap_ups,
         },
+    }))
+}
+
+/// What one headless ralph-tui run left: how it ended, what its events add up to, and why it
+/// failed when it wrote no `run_finished` (not yet scrubbed).
+struct RalphRun {
+    finished: process::Finished,
+    metrics: metrics::RunMetrics,
+    error: Option<String>,
+}
+
+/// Runs ralph-tui headless for `run`, its events to `dir/events.jsonl` and its stderr to
+/// `dir/stderr.txt`, and reads the events. `None` when cancelled; a refused command line
+/// (exit code 2) is an error.
+fn run_ralph(
+    setup: &Setup<'_>,
+    task: &Task,
+    arm: Arm,
+    run: &Invocation<'_>,
+    dir: &Path,
+    cancel: &CancellationToken,
+) -> Result<Option<RalphRun>, EvalError> {
+    let options = setup.options;
+    let mut command = Command::new(&options.ralph_bin);
+    command.args(setup.ralph_args(task, run)?);
+    let events_path = dir.join("events.jsonl");
+    let stderr_path = dir.join("stderr.txt");
+    let io = |what: String| move |source| EvalError::Io { what, source };
+    let finished = process::run(
+        command,
+        &events_path,
+        &stderr_path,
+        options.run_timeout,
+        Stop::Interrupt(INTERRUPT_GRACE),
+        cancel,
+    )
+    .map_err(io(format!("cannot run {}", options.ralph_bin.display())))?;
+    if finished.cancelled {
+        return Ok(None);
+    }
+    if finished.exit_code == Some(2) {
+        return Err(EvalError::Refused {
+            task: task.name.clone(),
+            arm: arm.as_str(),
+            message: process::tail(&stderr_path, 600),
+        });
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(&events_path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(io(format!("cannot read {}", events_path.display())))?;
+    let metrics = metrics::parse_events(&String::from_utf8_lossy(&bytes));
+    let error = metrics.error.clone().or_else(|| {
+        metrics.status.is_none().then(|| {
+            let why = if finished.timed_out {
+                format!("timed out after {} s", options.run_timeout.as_secs())
+            } else {
+                format!("exit code {:?}", finished.exit_code)
+            };
+            format!(
+                "no run_finished event ({why}): {}",
+                process::tail(&stderr_path, 400)
+            )
+        })
+    });
+    Ok(Some(RalphRun {
+        finished,
+        metrics,
+        error,
     }))
 }
 
