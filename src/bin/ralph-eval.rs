@@ -197,20 +197,20 @@ fn describe(record: &eval::results::RunRecord) -> String {
     parts.join(" · ")
 }
 
-fn main() {
-    let args = Args::parse();
+/// The eval's options from the command line; `out` and `keep` stay with the caller.
+fn eval_options(args: &mut Args) -> EvalOptions {
     let mut options = EvalOptions::new(
-        args.tasks_dir,
-        args.ralph_bin.unwrap_or_else(sibling_ralph_tui),
+        std::mem::take(&mut args.tasks_dir),
+        args.ralph_bin.take().unwrap_or_else(sibling_ralph_tui),
     );
-    options.filters = args.tasks;
+    options.filters = std::mem::take(&mut args.tasks);
     options.backend = match args.backend {
         BackendArg::Llama => BackendChoice::Llama,
         BackendArg::Script => BackendChoice::Script,
     };
-    options.model = args.model;
+    options.model = args.model.take();
     options.rounds = args.rounds;
-    options.seeds = args.seeds;
+    options.seeds = std::mem::take(&mut args.seeds);
     options.arms = args
         .arms
         .iter()
@@ -226,13 +226,15 @@ fn main() {
     options.single_budget = args.single_budget;
     options.oneshot_max_tokens = args.oneshot_max_tokens;
     options.run_timeout = Duration::from_secs(args.run_timeout);
-    options.label = args.label;
+    options.label = args.label.take();
     options.keep_in = args.keep.clone();
-    options.extra_args = args.ralph_args;
+    options.extra_args = std::mem::take(&mut args.ralph_args);
+    options
+}
 
-    let cancel = CancellationToken::new();
-    cancel_on_ctrl_c(cancel.clone());
-    let mut progress = |p: Progress<'_>| match p {
+/// One progress line on stderr as each run starts and ends.
+fn print_progress(p: Progress<'_>) {
+    match p {
         Progress::Started {
             index,
             total,
@@ -254,8 +256,15 @@ fn main() {
             record.seed,
             describe(record)
         ),
-    };
-    let results = match eval::run(&options, &cancel, &mut progress) {
+    }
+}
+
+fn main() {
+    let mut args = Args::parse();
+    let options = eval_options(&mut args);
+    let cancel = CancellationToken::new();
+    cancel_on_ctrl_c(cancel.clone());
+    let results = match eval::run(&options, &cancel, &mut print_progress) {
         Ok(results) => results,
         Err(e) => {
             eprintln!("ralph-eval: {e}");
