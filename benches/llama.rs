@@ -20,9 +20,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ralph_tui::config::{Dirs, InferenceSettings};
+use ralph_tui::config::Dirs;
 use ralph_tui::engine::prompt::RoundPrompt;
 use ralph_tui::llm::llama::LlamaBackend;
+use ralph_tui::llm::settings::InferenceSettings;
 use ralph_tui::llm::{Child, Request};
 use ralph_tui::protocol::message::{Message, Role};
 use ralph_tui::tools::Registry;

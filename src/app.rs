@@ -16,14 +16,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::chat;
 use crate::config::{BackendKind, Settings};
-use crate::engine::run_info::{RunInfo, RunSettings};
+use crate::engine::run_info::{RunInfo, SettingsRecord};
 use crate::engine::runlog::RunLog;
 use crate::engine::{Engine, EventSink, RoundWatch, RunConfig, RunSummary, StartAt, Toolbox};
 use crate::error::{say, ExitCode, UsageError};
 use crate::intake;
 use crate::llm::bounded::{Bounded, MAX_TURN_BYTES};
 use crate::llm::script::ScriptBackend;
+use crate::llm::settings::InferenceSettings;
 use crate::llm::Backend;
+use crate::options::{BackendKind as Kind, ChatFormatName, Resolved};
 use crate::protocol::event::{Event, Stamped};
 use crate::runs::resume::Resume;
 use crate::tools::approval::Approver;
@@ -148,14 +150,14 @@ fn open_workspace(dir: &Path) -> Result<Workspace, UsageError> {
 pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
     open_workspace(&settings.workspace)?;
     let mut settings = settings.clone();
-    let backend = match settings.backend.clone() {
+    let backend = match settings.options.backend.clone() {
         BackendKind::Script(path) => BackendPlan::Script(
-            ScriptBackend::load(&path)?.with_chat_format(settings.chat_format.as_deref())?,
+            ScriptBackend::load(&path)?.with_chat_format(chat_format(&settings.options))?,
             path,
         ),
         BackendKind::Llama => {
             let path = settings.model_path();
-            if settings.model.is_none() && !path.exists() {
+            if settings.options.model.is_none() && !path.exists() {
                 return Err(UsageError::NoModel);
             }
             crate::model_file::check(&path)?;
@@ -175,6 +177,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
     };
     let run_id = new_run_id();
     let run_dir = settings
+        .options
         .run_dir
         .clone()
         .unwrap_or_else(|| settings.dirs.data.join("runs").join(&run_id));
@@ -212,7 +215,7 @@ fn take_model_defaults(settings: &mut Settings, model: &Path) {
 pub fn isolate(prepared: Prepared) -> Result<Prepared, UsageError> {
     let info = match &prepared.resume {
         Some(resume) => resume.worktree.clone(),
-        None if prepared.settings.worktree => Some(
+        None if prepared.settings.options.worktree => Some(
             worktree::create(
                 &prepared.settings.workspace,
                 &prepared.settings.dirs.data,
@@ -284,16 +287,17 @@ fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
         #[cfg(feature = "llama")]
         BackendPlan::Llama(path) => {
             let settings = &prepared.settings;
+            let options = &settings.options;
             let backend = crate::llm::llama::LlamaBackend::load_reporting(
                 path,
-                &settings.inference,
-                settings.chat_format.as_deref(),
+                &inference(options),
+                chat_format(options),
                 prepared.on_load.as_ref().map(|l| l.0.clone()),
             )?
-            .with_prefix_cache(settings.prefix_cache)
+            .with_prefix_cache(!options.no_prefix_cache)
             .with_disk_prefix_cache(crate::llm::prefix_store::PrefixStore::in_cache(
                 &settings.dirs.cache,
-                settings.prefix_cache_max_bytes,
+                options.prefix_cache_max_mib.saturating_mul(1 << 20),
             ));
             Ok(Box::new(backend))
         }
@@ -304,26 +308,48 @@ fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
     }
 }
 
+/// What a backend is given to load and sample from the run's options.
+pub fn inference(options: &Resolved) -> InferenceSettings {
+    InferenceSettings {
+        ctx_size: options.ctx_size,
+        threads: options.threads,
+        gpu_layers: options.gpu_layers,
+        batch_size: options.batch_size,
+        max_tokens: options.max_tokens,
+        temperature: options.temperature,
+        top_k: options.top_k,
+        top_p: options.top_p,
+        min_p: options.min_p,
+        repeat_penalty: options.repeat_penalty,
+        seed: options.seed,
+    }
+}
+
+/// The chat format the options ask for (`None`: auto).
+fn chat_format(options: &Resolved) -> Option<&str> {
+    options.chat_format.as_ref().map(ChatFormatName::as_str)
+}
+
 /// What the openai backend takes from the settings.
 pub fn openai_config(url: &str, settings: &Settings) -> crate::llm::openai::OpenAiConfig {
-    let inference = &settings.inference;
+    let options = &settings.options;
     crate::llm::openai::OpenAiConfig {
         url: url.to_string(),
-        model: settings
+        model: options
             .model
             .as_ref()
             .map(|m| m.to_string_lossy().into_owned()),
-        api_key_env: settings.api_key_env.clone(),
-        request_timeout: std::time::Duration::from_secs(settings.request_timeout_s),
+        api_key_env: options.api_key_env.clone(),
+        request_timeout: std::time::Duration::from_secs(options.request_timeout),
         // Only a context size the person gave: a default is no knowledge of the server's.
         ctx_fallback: (settings.sources.get("ctx_size") != Some(&crate::config::Source::Default))
-            .then_some(inference.ctx_size),
-        chat_format: settings.chat_format.clone(),
+            .then_some(options.ctx_size),
+        chat_format: chat_format(options).map(String::from),
         sampling: crate::llm::openai::wire::Sampling {
-            max_tokens: inference.max_tokens,
-            temperature: inference.temperature,
-            top_p: inference.top_p,
-            seed: inference.seed,
+            max_tokens: options.max_tokens,
+            temperature: options.temperature,
+            top_p: options.top_p,
+            seed: options.seed,
         },
     }
 }
@@ -445,21 +471,25 @@ fn model_source(prepared: &Prepared) -> (PathBuf, Option<String>) {
     }
 }
 
-/// The settings `run.json` records.
-fn run_settings(settings: &Settings) -> RunSettings {
-    RunSettings {
-        max_turns: settings.max_turns,
-        token_budget: settings.token_budget,
-        sandbox: settings.sandbox,
-        approval: settings.approval,
-        network: settings.network,
-        command_timeout_s: settings.command_timeout_s,
-        verify: settings.verify.clone(),
-        prefix_cache: settings.prefix_cache,
-        api_key_env: settings.api_key_env.clone(),
-        request_timeout_s: settings.request_timeout_s,
-        inference: settings.inference.clone(),
-        sources: settings.sources.clone(),
+/// The settings `run.json` records: the run's options as resolved, with what the run found
+/// where they left a choice open: the model file (or server model) it loaded, the script's
+/// absolute path and the chat format the backend chose.
+fn recorded_settings(
+    prepared: &Prepared,
+    info: &crate::llm::BackendInfo,
+    source: &Path,
+) -> SettingsRecord {
+    let mut options = prepared.settings.options.to_options();
+    match &prepared.backend {
+        BackendPlan::Script(..) => options.backend = Some(Kind::Script(source.to_path_buf())),
+        BackendPlan::Llama(_) | BackendPlan::OpenAi { .. } => {
+            options.model = Some(source.to_path_buf());
+            options.chat_format = ChatFormatName::parse(&info.chat_format).ok();
+        }
+    }
+    SettingsRecord {
+        options,
+        sources: prepared.settings.sources.clone(),
     }
 }
 
@@ -497,7 +527,7 @@ fn refuse_unfit_prompt(
         format,
         &registry.specs(),
         objective,
-        prepared.settings.max_rounds,
+        prepared.settings.options.max_rounds.get(),
         root,
     )
     .filter(|fit| !fit.fits())
@@ -521,13 +551,83 @@ fn hooked_sink(
         run_dir: prepared.run_dir.clone(),
         policy: policy.clone(),
     };
-    let (sink, hooks) = crate::hooks::attach(settings.hooks.clone(), place, sink);
+    let (sink, hooks) = crate::hooks::attach(settings.options.hooks.clone(), place, sink);
     // The round's commit comes before the hooks hear of the round's end.
     let sink = match &prepared.worktree {
         Some(info) => committing_sink(info.clone(), sink),
         None => sink,
     };
     (sink, hooks)
+}
+
+/// The policy the run's commands get: sandbox, approval, network, timeout, and the API key's
+/// variable kept out of their environment.
+fn tool_policy(settings: &Settings) -> ToolPolicy {
+    let options = &settings.options;
+    let mut policy = ToolPolicy::new(settings.sandbox(), settings.approval(), options.network);
+    policy.command_timeout = std::time::Duration::from_secs(options.command_timeout);
+    policy.secrets.add(&options.api_key_env);
+    policy
+}
+
+/// Where the run starts (a resumed run: the round after the old run's last, with its
+/// report) and the warnings it starts with (a resumed run's).
+fn start_point(prepared: &Prepared) -> (StartAt, Vec<String>) {
+    match &prepared.resume {
+        Some(resume) => (resume.start.clone(), resume.warnings.clone()),
+        None => (StartAt::fresh(), Vec::new()),
+    }
+}
+
+/// What this kernel's sandbox offers, in a sentence (logged); a sandbox or network cut-off
+/// the run asks for and the kernel lacks is a warning.
+fn probe_sandbox(policy: &ToolPolicy, settings: &Settings, warnings: &mut Vec<String>) -> String {
+    let support = sandbox::probe_with(&policy.sandbox_exe);
+    crate::tools::run_command::clean_stale_round_dirs();
+    let note = sandbox::describe(&support);
+    tracing::info!("{note}");
+    if let Err(problem) = support.check(settings.sandbox(), settings.options.network) {
+        tracing::warn!("{problem}");
+        warnings.push(problem);
+    }
+    note
+}
+
+/// The engine's part of the settings, with `run.json`'s facts about the run.
+fn run_config(
+    prepared: &Prepared,
+    objective: String,
+    info: crate::llm::BackendInfo,
+    workspace: &Workspace,
+    start: &StartAt,
+    warnings: Vec<String>,
+    sandbox_support: String,
+) -> RunConfig {
+    let options = &prepared.settings.options;
+    let (source, source_sha) = model_source(prepared);
+    let settings = recorded_settings(prepared, &info, &source);
+    RunConfig {
+        run_id: prepared.run_id.clone(),
+        objective,
+        max_rounds: options.max_rounds.get(),
+        max_turns: options.max_turns,
+        token_budget: options.token_budget,
+        verify: options.verify.clone(),
+        warnings,
+        run_info: RunInfo {
+            sandbox_support,
+            backend: info.name,
+            model_file: source.display().to_string(),
+            model_sha256: source_sha,
+            device: info.device,
+            chat_format: info.chat_format,
+            settings,
+            repo_root: crate::engine::run_info::root_commit(workspace.repo()),
+            resumed_from: prepared.resume.as_ref().map(|r| r.from.clone()),
+            resumed_report: start.previous.clone(),
+            worktree: prepared.worktree.clone(),
+        },
+    }
 }
 
 fn run_on_this_thread(
@@ -538,7 +638,6 @@ fn run_on_this_thread(
     live: Option<OnChange>,
     cancel: CancellationToken,
 ) -> Result<RunSummary, StartError> {
-    let settings = &prepared.settings;
     let unstarted = UnstartedWorktree(
         prepared
             .worktree
@@ -548,7 +647,7 @@ fn run_on_this_thread(
     let mut backend = load_backend(&prepared)?;
     let info = backend.info();
     let format = turn_format(&info)?;
-    let workspace = open_workspace(&settings.workspace)?;
+    let workspace = open_workspace(&prepared.settings.workspace)?;
     let registry = Registry::standard();
     refuse_unfit_prompt(
         &prepared,
@@ -563,50 +662,19 @@ fn run_on_this_thread(
     unstarted.started();
     log.stop_run_on_failure(cancel.clone());
     let log_failure = log.failure();
-    let (source, source_sha) = model_source(&prepared);
-    let mut policy = ToolPolicy::new(settings.sandbox, settings.approval, settings.network);
-    policy.command_timeout = std::time::Duration::from_secs(settings.command_timeout_s);
-    policy.secrets.add(&settings.api_key_env);
-    let support = sandbox::probe_with(&policy.sandbox_exe);
-    crate::tools::run_command::clean_stale_round_dirs();
-    let sandbox_note = sandbox::describe(&support);
-    tracing::info!("{sandbox_note}");
-    let mut warnings = Vec::new();
-    let (start, resumed_from) = match &prepared.resume {
-        Some(resume) => {
-            warnings.extend(resume.warnings.iter().cloned());
-            (resume.start.clone(), Some(resume.from.clone()))
-        }
-        None => (StartAt::fresh(), None),
-    };
-    let repo_root = crate::engine::run_info::root_commit(workspace.repo());
-    if let Err(problem) = support.check(settings.sandbox, settings.network) {
-        tracing::warn!("{problem}");
-        warnings.push(problem);
-    }
+    let policy = tool_policy(&prepared.settings);
+    let (start, mut warnings) = start_point(&prepared);
+    let sandbox_note = probe_sandbox(&policy, &prepared.settings, &mut warnings);
     let watch = live_watch(live, workspace.root(), &mut warnings);
-    let config = RunConfig {
-        run_id: prepared.run_id.clone(),
+    let config = run_config(
+        &prepared,
         objective,
-        max_rounds: settings.max_rounds,
-        max_turns: settings.max_turns,
-        token_budget: settings.token_budget,
-        verify: settings.verify.clone(),
+        info,
+        &workspace,
+        &start,
         warnings,
-        run_info: RunInfo {
-            sandbox_support: sandbox_note,
-            backend: info.name,
-            model_file: source.display().to_string(),
-            model_sha256: source_sha,
-            device: info.device,
-            chat_format: info.chat_format,
-            settings: run_settings(settings),
-            repo_root,
-            resumed_from,
-            resumed_report: start.previous.clone(),
-            worktree: prepared.worktree.clone(),
-        },
-    };
+        sandbox_note,
+    );
     let (sink, hooks) = hooked_sink(&prepared, &policy, sink);
     let tools = Toolbox {
         registry: &registry,

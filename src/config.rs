@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::Cli;
 use crate::error::UsageError;
+use crate::intake::normalize_objective;
 use crate::model_file::ModelMeta;
 pub use crate::options::BackendKind;
-use crate::options::{ApprovalPolicyArg, Options, SandboxModeArg};
+use crate::options::{ApprovalPolicyArg, Options, Resolved, SandboxModeArg};
 pub use crate::options::{Hooks, NotifyMode};
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
@@ -138,82 +139,63 @@ impl From<ApprovalPolicyArg> for ApprovalPolicy {
     }
 }
 
-/// Sampling and context options for the llama backend.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct InferenceSettings {
-    pub ctx_size: u32,
-    pub threads: i32,
-    pub gpu_layers: Option<u32>,
-    pub batch_size: u32,
-    pub max_tokens: u32,
-    pub temperature: f32,
-    pub top_k: i32,
-    pub top_p: f32,
-    pub min_p: f32,
-    pub repeat_penalty: f32,
-    pub seed: u32,
-}
-
 pub use crate::model_defaults::Source;
 
-/// Where each inference setting came from, by option name (`ctx_size`, `temperature`, ...).
+/// Where each option's value came from, by config key (`ctx_size`, `temperature`, ...).
 pub type Sources = std::collections::BTreeMap<String, Source>;
 
-/// Everything one run needs, resolved and validated.
+/// Everything one run needs, resolved and validated: the options (one record, [`Resolved`],
+/// the same one `run.json` keeps) and what only the command line says.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// `None` when the TUI should ask for it.
     pub objective: Option<String>,
     pub workspace: PathBuf,
-    pub max_rounds: u32,
-    pub model: Option<PathBuf>,
-    pub backend: BackendKind,
     pub headless: bool,
-    pub run_dir: Option<PathBuf>,
-    pub verify: Option<String>,
-    pub sandbox: SandboxMode,
-    pub approval: ApprovalPolicy,
-    pub network: bool,
-    /// Run in a new git worktree (`--worktree`), not in the user's checkout.
-    pub worktree: bool,
-    pub command_timeout_s: u64,
-    pub max_turns: u32,
-    pub token_budget: Option<u64>,
-    pub chat_format: Option<String>,
-    pub inference: InferenceSettings,
-    /// Where each of `inference`'s values came from.
-    pub sources: Sources,
-    /// With `openai:URL`: the variable holding the API key (never the key itself).
-    pub api_key_env: String,
-    /// With `openai:URL`: how long a request may wait for the server, in seconds.
-    pub request_timeout_s: u64,
-    /// Restore the run's fixed prompt prefix into each round's context (`--no-prefix-cache`
-    /// turns it off).
-    pub prefix_cache: bool,
-    /// Most bytes the prefix states kept on disk may take (0: none kept on disk).
-    pub prefix_cache_max_bytes: u64,
     pub log_file: Option<PathBuf>,
     pub dirs: Dirs,
-    /// How the TUI notifies while its terminal is not focused.
-    pub notify: NotifyMode,
-    /// Commands run at points of the run (`[hooks]` in `config.toml`).
-    pub hooks: Hooks,
+    /// Every option, layered and resolved.
+    pub options: Resolved,
+    /// Where each option's value came from.
+    pub sources: Sources,
 }
 
-/// Validates an objective: trimmed, non-empty.
-pub fn normalize_objective(raw: &str) -> Result<String, UsageError> {
-    let trimmed = raw.trim();
-    if trimmed.is_empty() {
-        return Err(UsageError::EmptyObjective);
+/// What the command line says about a run beside its options: the objective, the workspace,
+/// the mode and the log file. Plain data, so layers below the command line can build one.
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    pub objective: Option<String>,
+    pub objective_file: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    pub headless: bool,
+    pub log_file: Option<PathBuf>,
+}
+
+impl From<&Cli> for Launch {
+    fn from(cli: &Cli) -> Self {
+        Self {
+            objective: cli.objective.clone(),
+            objective_file: cli.objective_file.clone(),
+            workspace: cli.workspace.clone(),
+            headless: cli.headless,
+            log_file: cli.log_file.clone(),
+        }
     }
-    crate::intake::check_objective(trimmed)?;
-    Ok(trimmed.to_string())
 }
 
-fn default_threads() -> i32 {
-    std::thread::available_parallelism()
-        .map(|n| i32::try_from(n.get()).unwrap_or(4))
-        .unwrap_or(4)
+/// Where each option comes from: the first of `layers` (highest first) that sets it, else
+/// the built-in default.
+pub fn sources(layers: &[(&Options, Source)]) -> Sources {
+    Options::KEYS
+        .iter()
+        .map(|key| {
+            let source = layers
+                .iter()
+                .find(|(options, _)| options.is_set(key))
+                .map_or(Source::Default, |(_, source)| *source);
+            (key.to_string(), source)
+        })
+        .collect()
 }
 
 impl Settings {
@@ -223,115 +205,59 @@ impl Settings {
             Some(path) => load_config(path, true)?,
             None => load_config(&dirs.config.join("config.toml"), false)?,
         };
+        let sources = sources(&[
+            (&cli.options, Source::CommandLine),
+            (&config, Source::ConfigFile),
+        ]);
         let options = cli.options.clone().over(config);
-        Self::layered(cli, options, dirs)
+        Self::layered(Launch::from(&cli), options, sources, dirs)
     }
 
-    /// Validates `options` (already layered) with what only the command line says; `--resume`
-    /// layers the command line over the old run's settings instead of over the config file.
-    pub fn layered(cli: Cli, options: Options, dirs: Dirs) -> Result<Self, UsageError> {
-        let sources = inference_sources(&cli.options, &options);
+    /// Validates `options` (already layered, each value from where `sources` says) with what
+    /// only the command line says; `--resume` layers the command line over the old run's
+    /// options instead of over the config file.
+    pub fn layered(
+        launch: Launch,
+        options: Options,
+        sources: Sources,
+        dirs: Dirs,
+    ) -> Result<Self, UsageError> {
         let options = options.resolve();
-
-        let objective = match (&cli.objective, &cli.objective_file) {
-            (Some(text), _) => Some(normalize_objective(text)?),
-            (None, Some(path)) => {
-                let text =
-                    std::fs::read_to_string(path).map_err(|source| UsageError::ObjectiveFile {
-                        path: path.clone(),
-                        source,
-                    })?;
-                Some(normalize_objective(&text)?)
-            }
-            (None, None) => None,
-        };
-
-        let workspace = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
-        if !workspace.is_dir() {
-            return Err(UsageError::WorkspaceNotDir(workspace));
-        }
-        let workspace = workspace
-            .canonicalize()
-            .map_err(|_| UsageError::WorkspaceNotDir(workspace.clone()))?;
-
-        let approval = ApprovalPolicy::from(options.approval);
-        if cli.headless && approval == ApprovalPolicy::Ask {
+        let objective = objective_of(&launch)?;
+        let workspace = workspace_of(&launch)?;
+        if launch.headless && options.approval == ApprovalPolicyArg::Ask {
             return Err(UsageError::Invalid(
                 "--approval ask needs the TUI: use --approval auto or deny with --headless".into(),
             ));
         }
-
-        let builtin = crate::model_defaults::CODING;
-        let inference = InferenceSettings {
-            ctx_size: options
-                .ctx_size
-                .unwrap_or(crate::model_defaults::FALLBACK_CTX),
-            threads: options.threads.unwrap_or_else(default_threads),
-            gpu_layers: options.gpu_layers,
-            batch_size: options.batch_size,
-            max_tokens: options.max_tokens,
-            temperature: options.temperature.unwrap_or(builtin.temperature),
-            top_k: options.top_k.unwrap_or(builtin.top_k),
-            top_p: options.top_p.unwrap_or(builtin.top_p),
-            min_p: options.min_p.unwrap_or(builtin.min_p),
-            repeat_penalty: options.repeat_penalty.unwrap_or(builtin.repeat_penalty),
-            seed: options.seed,
-        };
-        if inference.ctx_size < 256 {
-            return Err(UsageError::Invalid(format!(
-                "--ctx-size {} is too small: use at least 256",
-                inference.ctx_size
-            )));
-        }
-        if inference.threads < 1 || inference.batch_size < 1 || inference.max_tokens < 1 {
-            return Err(UsageError::Invalid(
-                "--threads, --batch-size and --max-tokens must be at least 1".into(),
-            ));
-        }
-        if options.request_timeout < 1 {
-            return Err(UsageError::Invalid(
-                "--request-timeout must be at least 1 second".into(),
-            ));
-        }
-        if options.max_turns < 1 {
-            return Err(UsageError::Invalid("--max-turns must be at least 1".into()));
-        }
-
+        check_numbers(&options)?;
         Ok(Self {
             objective,
             workspace,
-            max_rounds: options.max_rounds.get(),
-            model: options.model,
-            backend: options.backend,
-            headless: cli.headless,
-            run_dir: options.run_dir,
-            verify: options.verify,
-            sandbox: options.sandbox.into(),
-            approval,
-            network: options.network,
-            worktree: options.worktree,
-            command_timeout_s: options.command_timeout,
-            max_turns: options.max_turns,
-            token_budget: options.token_budget,
-            chat_format: options.chat_format.map(String::from),
-            inference,
-            sources,
-            api_key_env: options.api_key_env,
-            request_timeout_s: options.request_timeout,
-            prefix_cache: !options.no_prefix_cache,
-            prefix_cache_max_bytes: options.prefix_cache_max_mib.saturating_mul(1 << 20),
-            log_file: cli.log_file,
+            headless: launch.headless,
+            log_file: launch.log_file,
             dirs,
-            notify: options.notify,
-            hooks: options.hooks,
+            options,
+            sources,
         })
     }
 
     /// The model file this run will load: `--model`, the config's, else the default model.
     pub fn model_path(&self) -> PathBuf {
-        self.model
+        self.options
+            .model
             .clone()
             .unwrap_or_else(|| self.dirs.default_model())
+    }
+
+    /// The sandbox the run's commands get.
+    pub fn sandbox(&self) -> SandboxMode {
+        self.options.sandbox.into()
+    }
+
+    /// The approval the run's commands need.
+    pub fn approval(&self) -> ApprovalPolicy {
+        self.options.approval.into()
     }
 
     /// Fills the settings nobody set (source [`Source::Default`]) from the model's metadata:
@@ -351,27 +277,82 @@ impl Settings {
                 meta.kv_bytes_per_token(defaults::KV_BYTES_PER_VALUE),
                 available.map(|a| defaults::kv_budget(a, model_bytes)),
             );
-            self.inference.ctx_size = choice.ctx_size;
+            self.options.ctx_size = choice.ctx_size;
             self.sources.insert("ctx_size".into(), choice.source);
         }
         let hints = defaults::model_sampling(meta);
-        let (sources, inference) = (&mut self.sources, &mut self.inference);
+        let (sources, options) = (&mut self.sources, &mut self.options);
         fill(
             sources,
             "temperature",
-            &mut inference.temperature,
+            &mut options.temperature,
             hints.temperature,
         );
-        fill(sources, "top_k", &mut inference.top_k, hints.top_k);
-        fill(sources, "top_p", &mut inference.top_p, hints.top_p);
-        fill(sources, "min_p", &mut inference.min_p, hints.min_p);
+        fill(sources, "top_k", &mut options.top_k, hints.top_k);
+        fill(sources, "top_p", &mut options.top_p, hints.top_p);
+        fill(sources, "min_p", &mut options.min_p, hints.min_p);
         fill(
             sources,
             "repeat_penalty",
-            &mut inference.repeat_penalty,
+            &mut options.repeat_penalty,
             hints.repeat_penalty,
         );
     }
+}
+
+/// The objective the command line gives, itself or in a file, checked.
+fn objective_of(launch: &Launch) -> Result<Option<String>, UsageError> {
+    match (&launch.objective, &launch.objective_file) {
+        (Some(text), _) => Ok(Some(normalize_objective(text)?)),
+        (None, Some(path)) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|source| UsageError::ObjectiveFile {
+                    path: path.clone(),
+                    source,
+                })?;
+            Ok(Some(normalize_objective(&text)?))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// The workspace directory (the current one unless given), made absolute.
+fn workspace_of(launch: &Launch) -> Result<PathBuf, UsageError> {
+    let workspace = launch
+        .workspace
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("."));
+    if !workspace.is_dir() {
+        return Err(UsageError::WorkspaceNotDir(workspace));
+    }
+    workspace
+        .canonicalize()
+        .map_err(|_| UsageError::WorkspaceNotDir(workspace.clone()))
+}
+
+/// Refuses numbers no run can work with: a context under 256 tokens, no threads, an empty
+/// batch, no tokens or turns, a request timeout under a second.
+fn check_numbers(options: &Resolved) -> Result<(), UsageError> {
+    if options.ctx_size < 256 {
+        return Err(UsageError::Invalid(format!(
+            "--ctx-size {} is too small: use at least 256",
+            options.ctx_size
+        )));
+    }
+    if options.threads < 1 || options.batch_size < 1 || options.max_tokens < 1 {
+        return Err(UsageError::Invalid(
+            "--threads, --batch-size and --max-tokens must be at least 1".into(),
+        ));
+    }
+    if options.request_timeout < 1 {
+        return Err(UsageError::Invalid(
+            "--request-timeout must be at least 1 second".into(),
+        ));
+    }
+    if options.max_turns < 1 {
+        return Err(UsageError::Invalid("--max-turns must be at least 1".into()));
+    }
+    Ok(())
 }
 
 /// Sets `value` to the model's `hint` when nobody set it (its source is the default).
@@ -382,54 +363,4 @@ fn fill<T>(sources: &mut Sources, key: &str, value: &mut T, hint: Option<T>) {
             sources.insert(key.to_string(), Source::Model);
         }
     }
-}
-
-/// Where each inference option comes from: the command line where `cli` sets it, else the
-/// config file where `layered` (the layers together) does, else the built-in default.
-fn inference_sources(cli: &Options, layered: &Options) -> Sources {
-    let pick = |on_cli: bool, set: bool| match (on_cli, set) {
-        (true, _) => Source::CommandLine,
-        (false, true) => Source::ConfigFile,
-        (false, false) => Source::Default,
-    };
-    [
-        (
-            "ctx_size",
-            cli.ctx_size.is_some(),
-            layered.ctx_size.is_some(),
-        ),
-        ("threads", cli.threads.is_some(), layered.threads.is_some()),
-        (
-            "gpu_layers",
-            cli.gpu_layers.is_some(),
-            layered.gpu_layers.is_some(),
-        ),
-        (
-            "batch_size",
-            cli.batch_size.is_some(),
-            layered.batch_size.is_some(),
-        ),
-        (
-            "max_tokens",
-            cli.max_tokens.is_some(),
-            layered.max_tokens.is_some(),
-        ),
-        (
-            "temperature",
-            cli.temperature.is_some(),
-            layered.temperature.is_some(),
-        ),
-        ("top_k", cli.top_k.is_some(), layered.top_k.is_some()),
-        ("top_p", cli.top_p.is_some(), layered.top_p.is_some()),
-        ("min_p", cli.min_p.is_some(), layered.min_p.is_some()),
-        (
-            "repeat_penalty",
-            cli.repeat_penalty.is_some(),
-            layered.repeat_penalty.is_some(),
-        ),
-        ("seed", cli.seed.is_some(), layered.seed.is_some()),
-    ]
-    .into_iter()
-    .map(|(key, on_cli, set)| (key.to_string(), pick(on_cli, set)))
-    .collect()
 }

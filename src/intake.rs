@@ -3,7 +3,7 @@
 //!
 //! Each check returns a [`UsageError`] whose one line names the problem and the fix; callers
 //! exit 2 on it. They only look, never create, so a refused run leaves no trace. The objective
-//! is checked where every objective passes (`config::normalize_objective`: the command line,
+//! is checked where every objective passes (`normalize_objective`: the command line,
 //! `-f FILE` and the TUI's editor); the run directory in `app::prepare`.
 
 use std::path::Path;
@@ -13,6 +13,16 @@ use crate::error::UsageError;
 /// The largest objective accepted, in bytes (64 KiB). An objective is a task statement, not a
 /// document: every round's prompt and the run log carry it again.
 pub const MAX_OBJECTIVE_BYTES: usize = 64 * 1024;
+
+/// Validates an objective: trimmed, non-empty, within [`check_objective`]'s limits.
+pub fn normalize_objective(raw: &str) -> Result<String, UsageError> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return Err(UsageError::EmptyObjective);
+    }
+    check_objective(trimmed)?;
+    Ok(trimmed.to_string())
+}
 
 /// Refuses an objective over [`MAX_OBJECTIVE_BYTES`] or one holding control characters other
 /// than newline and tab (a CR is accepted only as part of a CRLF line end).

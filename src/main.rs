@@ -1,54 +1,31 @@
 //! The `ralph-tui` binary: parse the command line, set up logging, hand off.
+//!
+//! The clap structs end here: a subcommand becomes a `runs::history::Query` and `--resume` a
+//! `runs::resume::Request` before the library below is called.
 
+use std::ffi::OsString;
 use std::io::Write;
 
 use clap::Parser;
-use ralph_tui::cli::Cli;
-use ralph_tui::config::{Dirs, NO_HOME};
+use ralph_tui::app::{self, Prepared};
+use ralph_tui::cli::{Cli, History, HistoryCli};
+use ralph_tui::config::{Dirs, Settings, NO_HOME};
 use ralph_tui::error::{say, ExitCode, UsageError};
-use ralph_tui::{app, headless, logging, runlock, runs, signals};
+use ralph_tui::runlock::{self, RunLock};
+use ralph_tui::runs::history::{PruneChoice, Query};
+use ralph_tui::runs::resume::{Request, Resume};
+use ralph_tui::{headless, logging, runs, signals};
 
 fn fail(message: &str, code: ExitCode) -> ! {
     say(message);
     std::process::exit(code.code());
 }
 
-fn main() {
-    // The sandbox helper runs before anything else, while the process is single-threaded.
-    let helper = std::ffi::OsStr::new(ralph_tui::tools::sandbox::EXEC_ARG);
-    if std::env::args_os().nth(1).as_deref() == Some(helper) {
-        let args: Vec<String> = std::env::args_os()
-            .skip(2)
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        ralph_tui::tools::sandbox::exec_main(&args);
-    }
-    // Next, SIGINT and SIGTERM: from here on a signal is a request to cancel, never a kill.
-    if let Err(e) = signals::install() {
-        fail(&format!("cannot catch signals: {e}"), ExitCode::Internal);
-    }
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if ralph_tui::cli::is_subcommand(&args) {
-        let history = match ralph_tui::cli::HistoryCli::try_parse_from(&args) {
-            Ok(history) => history,
-            Err(e) => {
-                use clap::error::ErrorKind;
-                if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                    let _ = e.print();
-                    std::process::exit(0);
-                }
-                fail(&ralph_tui::cli::error_line(&e), ExitCode::Usage);
-            }
-        };
-        let replay = ralph_tui::tui::replay::run;
-        let Some(dirs) = Dirs::discover() else {
-            fail(NO_HOME, ExitCode::Usage);
-        };
-        let code = runs::history::run(history.command, dirs, &replay);
-        std::process::exit(code.code());
-    }
-    let cli = match Cli::try_parse_from(&args) {
-        Ok(cli) => cli,
+/// Parses `args` as `T`; `--help` and `--version` print and exit 0, a bad command line is
+/// one line and exit 2.
+fn parse<T: Parser>(args: &[OsString]) -> T {
+    match T::try_parse_from(args) {
+        Ok(parsed) => parsed,
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
@@ -57,7 +34,54 @@ fn main() {
             }
             fail(&ralph_tui::cli::error_line(&e), ExitCode::Usage);
         }
+    }
+}
+
+/// The sandbox helper runs before anything else, while the process is single-threaded.
+fn exec_sandbox_helper_if_asked() {
+    let helper = std::ffi::OsStr::new(ralph_tui::tools::sandbox::EXEC_ARG);
+    if std::env::args_os().nth(1).as_deref() == Some(helper) {
+        let args: Vec<String> = std::env::args_os()
+            .skip(2)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        ralph_tui::tools::sandbox::exec_main(&args);
+    }
+}
+
+/// A subcommand about past runs, as the library takes it.
+fn query(command: History) -> Query {
+    match command {
+        History::Runs {
+            json, prune: false, ..
+        } => Query::List { json },
+        History::Runs {
+            all_finished,
+            older_than,
+            runs,
+            ..
+        } => Query::Prune(PruneChoice {
+            all_finished,
+            older_than,
+            ids: runs,
+        }),
+        History::Show { run } => Query::Show { run },
+        History::Replay { run, speed } => Query::Replay { run, speed },
+    }
+}
+
+/// `runs`, `show`, `replay`: answers and exits.
+fn history_main(args: &[OsString]) -> ! {
+    let history: HistoryCli = parse(args);
+    let Some(dirs) = Dirs::discover() else {
+        fail(NO_HOME, ExitCode::Usage);
     };
+    let code = runs::history::run(query(history.command), dirs, &ralph_tui::tui::replay::run);
+    std::process::exit(code.code());
+}
+
+/// The run's settings (and, with `--resume`, what it continues), or a usage error and exit 2.
+fn settings_of(cli: Cli) -> (Settings, Option<Resume>) {
     // Without a home, nothing falls back to the current directory (usually the workspace,
     // which the worker writes): the command line must name both places.
     let dirs = match (Dirs::discover(), &cli.options.run_dir, &cli.config) {
@@ -65,10 +89,58 @@ fn main() {
         (None, Some(run_dir), Some(config)) => Dirs::without_home(config, run_dir),
         (None, _, _) => fail(NO_HOME, ExitCode::Usage),
     };
-    let (settings, resume) = match runs::resume::resolve(cli, dirs) {
-        Ok(resolved) => resolved,
-        Err(e) => fail(&e.to_string(), ExitCode::Usage),
+    let resolved = match cli.resume.clone() {
+        None => Settings::resolve(cli, dirs).map(|settings| (settings, None)),
+        Some(run) => {
+            let request = Request {
+                run,
+                options: cli.options,
+                headless: cli.headless,
+                log_file: cli.log_file,
+            };
+            runs::resume::resolve(request, dirs).map(|(settings, resume)| (settings, Some(resume)))
+        }
     };
+    resolved.unwrap_or_else(|e| fail(&e.to_string(), ExitCode::Usage))
+}
+
+/// The workspace's run lock, then the run's own worktree (`--worktree`), locked too so it is
+/// never listed as abandoned while it runs; a resumed one already holds the first lock.
+/// Both are held until the process exits; the kernel releases them however it ends.
+fn lock_and_isolate(prepared: Prepared) -> (Prepared, RunLock, Option<RunLock>) {
+    let settings = &prepared.settings;
+    let lock = runlock::acquire(&settings.workspace, &settings.dirs.data, &prepared.run_id)
+        .unwrap_or_else(|e| fail(&e.to_string(), ExitCode::Usage));
+    let refuse = |lock: &RunLock, e: UsageError| -> ! {
+        lock.forget_holder();
+        fail(&e.to_string(), ExitCode::Usage)
+    };
+    let prepared = app::isolate(prepared).unwrap_or_else(|e| refuse(&lock, e));
+    let worktree_lock = match &prepared.worktree {
+        Some(_) if prepared.resume.is_none() => Some(
+            runlock::acquire(
+                &prepared.settings.workspace,
+                &prepared.settings.dirs.data,
+                &prepared.run_id,
+            )
+            .unwrap_or_else(|e| refuse(&lock, e)),
+        ),
+        _ => None,
+    };
+    (prepared, lock, worktree_lock)
+}
+
+fn main() {
+    exec_sandbox_helper_if_asked();
+    // Next, SIGINT and SIGTERM: from here on a signal is a request to cancel, never a kill.
+    if let Err(e) = signals::install() {
+        fail(&format!("cannot catch signals: {e}"), ExitCode::Internal);
+    }
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if ralph_tui::cli::is_subcommand(&args) {
+        history_main(&args);
+    }
+    let (settings, resume) = settings_of(parse(&args));
     if settings.headless && settings.objective.is_none() {
         fail(&UsageError::EmptyObjective.to_string(), ExitCode::Usage);
     }
@@ -76,34 +148,7 @@ fn main() {
         Ok(p) => p.resuming(resume),
         Err(e) => fail(&e.to_string(), ExitCode::Usage),
     };
-    // Held until the process exits; the kernel releases it however the process ends.
-    let lock = match runlock::acquire(&settings.workspace, &settings.dirs.data, &prepared.run_id) {
-        Ok(lock) => lock,
-        Err(e) => fail(&e.to_string(), ExitCode::Usage),
-    };
-    // A worktree run works in its own worktree, locked too (so it is never listed as
-    // abandoned while it runs); a resumed one already holds that lock above.
-    let prepared = match app::isolate(prepared) {
-        Ok(p) => p,
-        Err(e) => {
-            lock.forget_holder();
-            fail(&e.to_string(), ExitCode::Usage)
-        }
-    };
-    let worktree_lock = match &prepared.worktree {
-        Some(_) if prepared.resume.is_none() => match runlock::acquire(
-            &prepared.settings.workspace,
-            &settings.dirs.data,
-            &prepared.run_id,
-        ) {
-            Ok(lock) => Some(lock),
-            Err(e) => {
-                lock.forget_holder();
-                fail(&e.to_string(), ExitCode::Usage)
-            }
-        },
-        _ => None,
-    };
+    let (prepared, lock, worktree_lock) = lock_and_isolate(prepared);
     if signals::requested() {
         lock.forget_holder();
         fail("cancelled before the run started", ExitCode::Cancelled);
@@ -115,13 +160,10 @@ fn main() {
     if let Err(e) = logging::init(&log_file) {
         let _ = writeln!(std::io::stderr(), "ralph-tui: no log file ({e})");
     }
-    let code = if settings.headless {
-        match settings.objective.clone() {
-            Some(objective) => headless::run(prepared, objective),
-            None => fail(&UsageError::EmptyObjective.to_string(), ExitCode::Usage),
-        }
-    } else {
-        ralph_tui::tui::run(prepared, settings.objective.clone(), &log_file)
+    let code = match (settings.headless, settings.objective.clone()) {
+        (true, Some(objective)) => headless::run(prepared, objective),
+        (true, None) => fail(&UsageError::EmptyObjective.to_string(), ExitCode::Usage),
+        (false, objective) => ralph_tui::tui::run(prepared, objective, &log_file),
     };
     lock.forget_holder();
     if let Some(lock) = worktree_lock {

@@ -14,11 +14,15 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model_defaults::CODING;
+
 /// Declares the option table: `Options`, `Resolved`, layering and resolution.
 ///
 /// Each entry is one help line (a `///` comment), clap's `#[arg]` attributes, then
-/// `name: Type` and, where the option has one, `= default`. The default is shown at the end
-/// of the help line.
+/// `name: Type` and, where the option has one, `= default` (shown at the end of the help
+/// line) or `=> fallback` (not shown: the help line says how the real default is found, and
+/// the fallback is what is left when nothing finds one). An option with either is always
+/// there once resolved.
 macro_rules! options {
     (@shown) => { None };
     (@shown $default:expr) => { Some(shown(&$default)) };
@@ -26,6 +30,8 @@ macro_rules! options {
     (@resolved $ty:ty, $default:expr) => { $ty };
     (@pick $value:expr) => { $value };
     (@pick $value:expr, $default:expr) => { $value.unwrap_or_else(|| $default) };
+    (@unpick $value:expr) => { $value };
+    (@unpick $value:expr, $default:expr) => { Some($value) };
     // The help: the doc comment's first line and every further one (a doc comment of several
     // lines is one sentence, never cut at the first line's end).
     (@help $help:expr;) => { $help };
@@ -36,11 +42,12 @@ macro_rules! options {
     ($(
         #[doc = $help:literal]
         $(#[$($attr:tt)*])*
-        $name:ident : $ty:ty $(= $default:expr)? ;
+        $name:ident : $ty:ty $(= $default:expr)? $(=> $fallback:expr)? ;
     )*) => {
         /// Every option both the command line and `config.toml` can set; a missing one is
         /// `None`, so the command line can lie over the file and the file over the defaults.
-        #[derive(Debug, Clone, Default, PartialEq, clap::Args, Deserialize)]
+        /// Written out (a run's `run.json`), each option goes under its key.
+        #[derive(Debug, Clone, Default, PartialEq, clap::Args, Deserialize, Serialize)]
         #[serde(default, deny_unknown_fields)]
         pub struct Options {
             $(
@@ -52,8 +59,10 @@ macro_rules! options {
                 $(#[$($attr)*])*
                 pub $name: Option<$ty>,
             )*
-            /// Commands run at points of a run (`[hooks]`); only `config.toml` sets them.
+            /// Commands run at points of a run (`[hooks]`); only `config.toml` sets them, and
+            /// they are the person's, never written into a run's record.
             #[arg(skip)]
+            #[serde(skip_serializing)]
             pub hooks: Option<Hooks>,
         }
 
@@ -62,7 +71,7 @@ macro_rules! options {
         pub struct Resolved {
             $(
                 #[doc = $help]
-                pub $name: options!(@resolved $ty $(, $default)?),
+                pub $name: options!(@resolved $ty $(, $default)? $(, $fallback)?),
             )*
             /// Commands run at points of a run (`[hooks]`).
             pub hooks: Hooks,
@@ -77,16 +86,36 @@ macro_rules! options {
                 }
             }
 
-            /// Fills every option still missing with its default.
+            /// Fills every option still missing with its default (or fallback).
             pub fn resolve(self) -> Resolved {
                 Resolved {
-                    $( $name: options!(@pick self.$name $(, $default)?), )*
+                    $( $name: options!(@pick self.$name $(, $default)? $(, $fallback)?), )*
                     hooks: self.hooks.unwrap_or_default(),
+                }
+            }
+
+            /// Whether the option with config key `key` is set here.
+            pub fn is_set(&self, key: &str) -> bool {
+                match key {
+                    $( stringify!($name) => self.$name.is_some(), )*
+                    _ => false,
                 }
             }
 
             /// The config keys, in table order (each is also `--` + the key in kebab case).
             pub const KEYS: &'static [&'static str] = &[$( stringify!($name), )*];
+        }
+
+        impl Resolved {
+            /// The resolved options as options again, every one that has a value set: what
+            /// a run records, so a later run can lay them under its own.
+            pub fn to_options(&self) -> Options {
+                let this = self.clone();
+                Options {
+                    $( $name: options!(@unpick this.$name $(, $default)? $(, $fallback)?), )*
+                    hooks: Some(this.hooks),
+                }
+            }
         }
     };
 }
@@ -138,10 +167,10 @@ options! {
     /// Context size in tokens, at least 256 [default: the model's trained context, at most
     /// 16384 and what free memory holds; 4096 without a model file].
     #[arg(long, value_name = "N")]
-    ctx_size: u32;
+    ctx_size: u32 => crate::model_defaults::FALLBACK_CTX;
     /// CPU threads [default: the machine's cores].
     #[arg(long, value_name = "N")]
-    threads: i32;
+    threads: i32 => machine_threads();
     /// Layers to offload to the GPU [default: all with a GPU build, else 0].
     #[arg(long, value_name = "N")]
     gpu_layers: u32;
@@ -161,19 +190,19 @@ options! {
     max_tokens: u32 = 1024;
     /// Sampling temperature; 0 is greedy [default: the model's, else 0.2].
     #[arg(long, value_name = "T")]
-    temperature: f32;
+    temperature: f32 => CODING.temperature;
     /// Top-k sampling [default: the model's, else 40].
     #[arg(long, value_name = "K")]
-    top_k: i32;
+    top_k: i32 => CODING.top_k;
     /// Top-p sampling [default: the model's, else 0.95].
     #[arg(long, value_name = "P")]
-    top_p: f32;
+    top_p: f32 => CODING.top_p;
     /// Min-p sampling [default: the model's, else 0.05].
     #[arg(long, value_name = "P")]
-    min_p: f32;
+    min_p: f32 => CODING.min_p;
     /// Repeat penalty; 1 is none [default: the model's, else 1.0].
     #[arg(long, value_name = "X")]
-    repeat_penalty: f32;
+    repeat_penalty: f32 => CODING.repeat_penalty;
     /// Sampling seed; fixes a run's randomness.
     #[arg(long, value_name = "N")]
     seed: u32 = 1234;
@@ -255,6 +284,13 @@ impl From<&str> for Hook {
     fn from(command: &str) -> Self {
         Self::Command(command.to_string())
     }
+}
+
+/// The machine's cores, the threads a run uses unless told (4 where they cannot be read).
+fn machine_threads() -> i32 {
+    std::thread::available_parallelism()
+        .map(|n| i32::try_from(n.get()).unwrap_or(4))
+        .unwrap_or(4)
 }
 
 /// A help line with its default, if it has one.
@@ -398,6 +434,12 @@ impl ChatFormatName {
                 crate::chat::FORMAT_NAMES.join(", ")
             ))
         }
+    }
+}
+
+impl ChatFormatName {
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 

@@ -2,14 +2,21 @@
 //! run was started with, the repository it ran in and, for a resumed run, where it came from.
 //! Typed both ways, so a field cannot go missing or change shape silently and a later run can
 //! read an earlier one's back; the engine writes these fields beside its own (run id, status,
-//! times, HEAD). The settings say where each inference value came from (`sources`). Sampling
-//! settings are written as the numbers the user gave: an `f32` goes out as its shortest
-//! decimal form (`0.05`), not as the `f64` it widens to (`0.05000000074505806`).
+//! times, HEAD).
+//!
+//! The settings are the run's resolved options themselves ([`SettingsRecord`]), each under
+//! its config key, with where each came from (`sources`); `--resume` reads them back as
+//! options. Three things keep the layout runs have always had, so every run.json reads the
+//! same: the model's numbers sit in `settings.inference`, two timeouts carry an `_s`, and the
+//! prefix cache is written as on (`prefix_cache`), not as its `no_` option. Sampling numbers
+//! are written as the user gave them: an `f32` goes out as its shortest decimal form (`0.05`),
+//! not as the `f64` it widens to (`0.05000000074505806`).
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
 
-use crate::config::{InferenceSettings, Sources};
-use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
+use crate::config::Sources;
+use crate::options::Options;
 use crate::protocol::report::Report;
 use crate::workspace::WorktreeInfo;
 
@@ -26,7 +33,7 @@ pub struct RunInfo {
     pub model_sha256: Option<String>,
     pub device: String,
     pub chat_format: String,
-    pub settings: RunSettings,
+    pub settings: SettingsRecord,
     /// The repository's identity: its first commit (following first parents from HEAD);
     /// `None` in a repository without commits. Absent in runs from before it was recorded.
     #[serde(default)]
@@ -42,45 +49,111 @@ pub struct RunInfo {
     pub worktree: Option<WorktreeInfo>,
 }
 
-/// The settings that shape a run's behaviour.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunSettings {
-    pub max_turns: u32,
-    pub token_budget: Option<u64>,
-    pub sandbox: SandboxMode,
-    pub approval: ApprovalPolicy,
-    pub network: bool,
-    pub command_timeout_s: u64,
-    pub verify: Option<String>,
-    /// Whether rounds restore the fixed prompt prefix (`--no-prefix-cache` turns it off); a
-    /// run recorded before the cache existed reads as the default, on.
-    #[serde(default = "prefix_cache_default")]
-    pub prefix_cache: bool,
-    /// With `openai:URL`: the variable holding the API key (never the key itself); a run
-    /// recorded before it existed reads as the default.
-    #[serde(default = "api_key_env_default")]
-    pub api_key_env: String,
-    /// With `openai:URL`: how long a request may wait for the server, in seconds.
-    #[serde(default = "request_timeout_default")]
-    pub request_timeout_s: u64,
-    #[serde(serialize_with = "inference_as_given")]
-    pub inference: InferenceSettings,
-    /// Where each inference value came from (command line, config file, resumed run, model,
-    /// memory cap, built-in default), by option name; empty in runs recorded before it was.
-    #[serde(default)]
+/// The settings a run was started with: its resolved options and where each came from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SettingsRecord {
+    /// Every option the run had a value for (a run recorded before one existed lacks it).
+    pub options: Options,
+    /// Where each value came from (command line, config file, resumed run, model, memory
+    /// cap, built-in default), by option name; empty in runs recorded before it was.
     pub sources: Sources,
 }
 
-fn prefix_cache_default() -> bool {
-    true
+/// The options `run.json` keeps inside `settings.inference`: how the model was run.
+const INFERENCE: [&str; 11] = [
+    "ctx_size",
+    "threads",
+    "gpu_layers",
+    "batch_size",
+    "max_tokens",
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+    "repeat_penalty",
+    "seed",
+];
+
+/// Options `run.json` names otherwise: (option, name in `settings`).
+const RENAMED: [(&str, &str); 2] = [
+    ("command_timeout", "command_timeout_s"),
+    ("request_timeout", "request_timeout_s"),
+];
+
+/// Yes-or-no options `run.json` writes as their opposite: (option, name in `settings`).
+const NEGATED: [(&str, &str); 1] = [("no_prefix_cache", "prefix_cache")];
+
+impl SettingsRecord {
+    /// The record in `run.json`'s layout.
+    fn to_layout(&self) -> Result<Map<String, Value>, serde_json::Error> {
+        // Through text, so each `f32` keeps its shortest decimal form.
+        let mut settings: Map<String, Value> =
+            serde_json::from_str(&serde_json::to_string(&self.options)?)?;
+        let inference: Map<String, Value> = INFERENCE
+            .iter()
+            .filter_map(|key| Some((key.to_string(), settings.remove(*key)?)))
+            .collect();
+        for (option, name) in RENAMED {
+            move_key(&mut settings, option, name, |v| v);
+        }
+        for (option, name) in NEGATED {
+            move_key(&mut settings, option, name, negate);
+        }
+        settings.insert("inference".into(), Value::Object(inference));
+        settings.insert("sources".into(), serde_json::to_value(&self.sources)?);
+        Ok(settings)
+    }
+
+    /// A record from `run.json`'s layout; keys no option has are passed over.
+    fn from_layout(mut settings: Map<String, Value>) -> Result<Self, serde_json::Error> {
+        let sources = match settings.remove("sources") {
+            Some(sources) => serde_json::from_value(sources)?,
+            None => Sources::default(),
+        };
+        if let Some(Value::Object(inference)) = settings.remove("inference") {
+            settings.extend(inference);
+        }
+        for (option, name) in RENAMED {
+            move_key(&mut settings, name, option, |v| v);
+        }
+        for (option, name) in NEGATED {
+            move_key(&mut settings, name, option, negate);
+        }
+        settings.retain(|key, _| Options::KEYS.contains(&key.as_str()));
+        Ok(Self {
+            options: serde_json::from_value(Value::Object(settings))?,
+            sources,
+        })
+    }
 }
 
-fn api_key_env_default() -> String {
-    String::from("OPENAI_API_KEY")
+/// Moves the value under `from` to `to`, changed by `change`.
+fn move_key(map: &mut Map<String, Value>, from: &str, to: &str, change: fn(Value) -> Value) {
+    if let Some(value) = map.remove(from) {
+        map.insert(to.to_string(), change(value));
+    }
 }
 
-fn request_timeout_default() -> u64 {
-    120
+fn negate(value: Value) -> Value {
+    match value {
+        Value::Bool(b) => Value::Bool(!b),
+        other => other,
+    }
+}
+
+impl Serialize for SettingsRecord {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_layout()
+            .map_err(serde::ser::Error::custom)?
+            .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SettingsRecord {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let settings = Map::deserialize(deserializer)?;
+        Self::from_layout(settings).map_err(serde::de::Error::custom)
+    }
 }
 
 /// The commit HEAD points at, as hex; `None` before the first commit.
@@ -99,60 +172,36 @@ pub fn root_commit(repo: &git2::Repository) -> Option<String> {
     Some(commit.id().to_string())
 }
 
-/// The `f32` fields of the inference settings.
-const F32_FIELDS: [&str; 4] = ["temperature", "top_p", "min_p", "repeat_penalty"];
-
-/// An `f32` as the number its shortest decimal form reads as.
-fn as_given(value: f32) -> serde_json::Value {
-    value
-        .to_string()
-        .parse::<f64>()
-        .ok()
-        .and_then(serde_json::Number::from_f64)
-        .map_or(serde_json::Value::Null, serde_json::Value::Number)
-}
-
-fn inference_as_given<S: Serializer>(
-    settings: &InferenceSettings,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    let mut value = serde_json::to_value(settings).map_err(serde::ser::Error::custom)?;
-    if let serde_json::Value::Object(map) = &mut value {
-        let given = [
-            settings.temperature,
-            settings.top_p,
-            settings.min_p,
-            settings.repeat_penalty,
-        ];
-        for (key, number) in F32_FIELDS.into_iter().zip(given) {
-            map.insert(key.to_string(), as_given(number));
-        }
-    }
-    value.serialize(serializer)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Source;
+    use crate::options::{ApprovalPolicyArg, SandboxModeArg};
+
+    fn record() -> SettingsRecord {
+        let options = Options {
+            max_turns: Some(8),
+            sandbox: Some(SandboxModeArg::Off),
+            approval: Some(ApprovalPolicyArg::Auto),
+            command_timeout: Some(120),
+            no_prefix_cache: Some(false),
+            ctx_size: Some(4096),
+            temperature: Some(0.7),
+            top_p: Some(0.95),
+            min_p: Some(0.05),
+            repeat_penalty: Some(1.1),
+            seed: Some(1234),
+            ..Options::default()
+        };
+        SettingsRecord {
+            options,
+            sources: [("ctx_size".to_string(), Source::MemoryCap)].into(),
+        }
+    }
 
     #[test]
-    fn sampling_settings_are_written_as_given() {
-        let settings = InferenceSettings {
-            ctx_size: 4096,
-            threads: 2,
-            gpu_layers: None,
-            batch_size: 512,
-            max_tokens: 1024,
-            temperature: 0.7,
-            top_k: 40,
-            top_p: 0.95,
-            min_p: 0.05,
-            repeat_penalty: 1.1,
-            seed: 1234,
-        };
-        let mut out = Vec::new();
-        inference_as_given(&settings, &mut serde_json::Serializer::new(&mut out)).unwrap();
-        let text = String::from_utf8(out).unwrap();
+    fn settings_keep_run_jsons_layout_and_sampling_as_given() {
+        let text = serde_json::to_string(&record()).unwrap();
         for given in [
             "\"min_p\":0.05",
             "\"top_p\":0.95",
@@ -163,10 +212,22 @@ mod tests {
             assert!(text.contains(given), "{given} not in {text}");
         }
         assert!(!text.contains("0.0500000"), "{text}");
+        let json: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(json["inference"]["ctx_size"], 4096);
+        assert_eq!(json["command_timeout_s"], 120);
+        assert_eq!(json["prefix_cache"], true);
+        assert_eq!(json["sandbox"], "off");
+        assert_eq!(json["sources"]["ctx_size"], "memory_cap");
+        assert_eq!(json.get("ctx_size"), None);
+        assert_eq!(json.get("no_prefix_cache"), None);
+        assert_eq!(
+            serde_json::from_str::<SettingsRecord>(&text).unwrap(),
+            record()
+        );
     }
 
     #[test]
-    fn a_run_recorded_before_sources_reads_with_none_and_they_round_trip() {
+    fn a_run_recorded_before_sources_and_the_openai_settings_reads_as_options() {
         let old = serde_json::json!({
             "max_turns": 8, "token_budget": null, "sandbox": "off", "approval": "auto",
             "network": false, "command_timeout_s": 120, "verify": null,
@@ -176,12 +237,14 @@ mod tests {
                 "min_p": 0.05, "repeat_penalty": 1.1, "seed": 1234
             }
         });
-        let mut read: RunSettings = serde_json::from_value(old).unwrap();
+        let read: SettingsRecord = serde_json::from_value(old).unwrap();
         assert!(read.sources.is_empty());
-        read.sources
-            .insert("ctx_size".into(), crate::config::Source::MemoryCap);
-        let json = serde_json::to_value(&read).unwrap();
-        assert_eq!(json["sources"]["ctx_size"], "memory_cap");
-        assert_eq!(serde_json::from_value::<RunSettings>(json).unwrap(), read);
+        assert_eq!(read.options.command_timeout, Some(120));
+        assert_eq!(read.options.min_p, Some(0.05));
+        assert_eq!(read.options.sandbox, Some(SandboxModeArg::Off));
+        // Not recorded then: left to the options under the record.
+        assert_eq!(read.options.api_key_env, None);
+        assert_eq!(read.options.request_timeout, None);
+        assert_eq!(read.options.no_prefix_cache, None);
     }
 }

@@ -42,8 +42,8 @@ use super::prefix_store::{self, PrefixKey, PrefixStore};
 use super::template::{role_name, ChatTemplate};
 use super::{Backend, BackendError, BackendInfo, Child, Request};
 use crate::chat::{self, ChatFormat};
-use crate::config::InferenceSettings;
 use crate::error::UsageError;
+use crate::llm::settings::InferenceSettings;
 use crate::protocol::message::{Message, Role};
 
 /// Whether this build has a GPU backend compiled in.

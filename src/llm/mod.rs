@@ -15,6 +15,7 @@ pub mod openai;
 pub mod prefix_store;
 pub mod progress;
 pub mod script;
+pub mod settings;
 pub mod template;
 
 use serde::{Deserialize, Serialize};

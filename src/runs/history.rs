@@ -16,7 +16,6 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{find, runs_dir, FindError, PastRun};
-use crate::cli::History;
 use crate::config::Dirs;
 use crate::error::{say, ExitCode};
 use crate::protocol::event::{ChangedFile, Event, RoundOutcome, Stamped, Verification};
@@ -380,8 +379,21 @@ fn review_lines(past: &PastRun) -> String {
     out
 }
 
+/// A question about past runs, as the command line asks it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Query {
+    /// `runs`: every past run, newest first, as a table or (`json`) as JSON.
+    List { json: bool },
+    /// `runs --prune`: remove the runs `choice` names (asks in a terminal when it is empty).
+    Prune(PruneChoice),
+    /// `show RUN`: a run's summary.
+    Show { run: String },
+    /// `replay RUN`: a run's events played back at `speed`.
+    Replay { run: String, speed: f64 },
+}
+
 /// Which runs `runs --prune` removes when told without asking.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PruneChoice {
     pub all_finished: bool,
     pub older_than: Option<Duration>,
@@ -672,54 +684,11 @@ fn prune_prefix_cache(dirs: &Dirs) {
 /// Runs a subcommand about past runs and returns the exit code (0, or 2 for a run that
 /// cannot be found, 1 for what cannot be written). `replay` plays a run directory at a speed
 /// (the TUI's, handed down by the binary: the TUI sits above this layer).
-pub fn run(command: History, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode) -> ExitCode {
+pub fn run(query: Query, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode) -> ExitCode {
     let runs = runs_dir(&dirs);
-    match command {
-        History::Runs {
-            json, prune: false, ..
-        } => {
-            let entries = list(&dirs);
-            if json {
-                match serde_json::to_string_pretty(&entries) {
-                    Ok(text) => out(&format!("{text}\n")),
-                    Err(e) => {
-                        say(&e.to_string());
-                        return ExitCode::Internal;
-                    }
-                }
-            } else if entries.is_empty() {
-                out(&format!("no runs in {}\n", runs.display()));
-            } else {
-                out(&table(&entries));
-                out(&worktrees_note(&entries));
-            }
-            if !json {
-                let left = never_started(&runs, &running_ids(&dirs.data)).len();
-                if left > 0 {
-                    let (noun, verb) = if left == 1 {
-                        ("directory", "holds")
-                    } else {
-                        ("directories", "hold")
-                    };
-                    out(&format!(
-                        "\n{left} run {noun} {verb} only a log (no run ever started there): \
-                         `ralph-tui runs --prune --all-finished` removes them\n"
-                    ));
-                }
-            }
-            ExitCode::Complete
-        }
-        History::Runs {
-            all_finished,
-            older_than,
-            runs: ids,
-            ..
-        } => {
-            let choice = PruneChoice {
-                all_finished,
-                older_than,
-                ids,
-            };
+    match query {
+        Query::List { json } => list_runs(&dirs, json),
+        Query::Prune(choice) => {
             let code = prune(&list(&dirs), &choice, &runs);
             if code == ExitCode::Complete {
                 prune_never_started(&runs, &running_ids(&dirs.data));
@@ -727,7 +696,7 @@ pub fn run(command: History, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode
             }
             code
         }
-        History::Show { run } => match find(&runs, &run).and_then(|dir| show(&dir, &dirs)) {
+        Query::Show { run } => match find(&runs, &run).and_then(|dir| show(&dir, &dirs)) {
             Ok(text) => {
                 out(&text);
                 ExitCode::Complete
@@ -737,7 +706,7 @@ pub fn run(command: History, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode
                 ExitCode::Usage
             }
         },
-        History::Replay { run, speed } => match find(&runs, &run) {
+        Query::Replay { run, speed } => match find(&runs, &run) {
             Ok(dir) => replay(&dir, speed),
             Err(e) => {
                 say(&e.to_string());
@@ -745,6 +714,42 @@ pub fn run(command: History, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode
             }
         },
     }
+}
+
+/// `ralph-tui runs`: the table (with the worktrees left behind and the run directories that
+/// hold only a log), or JSON.
+fn list_runs(dirs: &Dirs, json: bool) -> ExitCode {
+    let runs = runs_dir(dirs);
+    let entries = list(dirs);
+    if json {
+        match serde_json::to_string_pretty(&entries) {
+            Ok(text) => out(&format!("{text}\n")),
+            Err(e) => {
+                say(&e.to_string());
+                return ExitCode::Internal;
+            }
+        }
+        return ExitCode::Complete;
+    }
+    if entries.is_empty() {
+        out(&format!("no runs in {}\n", runs.display()));
+    } else {
+        out(&table(&entries));
+        out(&worktrees_note(&entries));
+    }
+    let left = never_started(&runs, &running_ids(&dirs.data)).len();
+    if left > 0 {
+        let (noun, verb) = if left == 1 {
+            ("directory", "holds")
+        } else {
+            ("directories", "hold")
+        };
+        out(&format!(
+            "\n{left} run {noun} {verb} only a log (no run ever started there): \
+             `ralph-tui runs --prune --all-finished` removes them\n"
+        ));
+    }
+    ExitCode::Complete
 }
 
 #[cfg(test)]

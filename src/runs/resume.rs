@@ -12,18 +12,25 @@
 use std::path::{Path, PathBuf};
 
 use super::{find, runs_dir, PastRun};
-use crate::cli::Cli;
-use crate::config::{Dirs, Settings, Source};
+use crate::config::{sources, Dirs, Launch, Settings, Source};
 use crate::engine::run_info;
 use crate::engine::StartAt;
 use crate::error::UsageError;
-use crate::options::{
-    ApprovalPolicyArg, BackendKind, ChatFormatName, Options, RoundCount, SandboxModeArg,
-};
+use crate::options::{BackendKind, ChatFormatName, Options, RoundCount};
 use crate::protocol::event::RunStatus;
-use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 use crate::protocol::report::ReportStatus;
 use crate::workspace::{Workspace, WorktreeInfo};
+
+/// What the command line asks of `--resume`: which run, the options it gives, and the mode.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// A run id, an id prefix, `last` or a run directory.
+    pub run: String,
+    /// The options the command line gives, over the old run's.
+    pub options: Options,
+    pub headless: bool,
+    pub log_file: Option<PathBuf>,
+}
 
 /// A run to continue, checked: where it starts and what the person should know.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,94 +49,48 @@ fn refuse(message: String) -> UsageError {
     UsageError::Invalid(message)
 }
 
-/// The settings for this invocation: with `--resume`, the old run's under the command line's;
-/// without it, the usual layering (command line, config file, defaults).
-pub fn resolve(cli: Cli, dirs: Dirs) -> Result<(Settings, Option<Resume>), UsageError> {
-    let Some(wanted) = cli.resume.clone() else {
-        return Ok((Settings::resolve(cli, dirs)?, None));
-    };
-    let dir = find(&runs_dir(&dirs), &wanted)?;
+/// The settings to continue the run `request` names, the old run's under the command line's.
+pub fn resolve(request: Request, dirs: Dirs) -> Result<(Settings, Resume), UsageError> {
+    let dir = find(&runs_dir(&dirs), &request.run)?;
     let past = PastRun::load(&dir)?;
-    if wanted == crate::runs::LAST && !past.can_go_on() {
-        // `last` names the newest run; say which one can go on instead, in the same line.
-        let instead = match crate::runs::newest_resumable(&runs_dir(&dirs)) {
-            Some(other) => format!(
-                "the most recent run that can go on is {id} ({}, {} round(s)): \
-                 ralph-tui --resume {id}",
-                other.ending(),
-                other.last_round,
-                id = other.id()
-            ),
-            None => "no other run can go on either: start a new run".to_string(),
-        };
-        return Err(refuse(format!(
-            "the last run, {}, is over ({}): there is nothing to continue; {instead}",
-            past.id(),
-            past.ending()
-        )));
+    if request.run == crate::runs::LAST && !past.can_go_on() {
+        return Err(refuse(last_is_over(&past, &dirs)));
     }
-    let (settings, resume) = plan(cli, dirs, &past)?;
-    Ok((settings, Some(resume)))
+    plan(request, dirs, &past)
+}
+
+/// Why `--resume last` has nothing to continue, and which run can go on instead, in a line.
+fn last_is_over(past: &PastRun, dirs: &Dirs) -> String {
+    let instead = match crate::runs::newest_resumable(&runs_dir(dirs)) {
+        Some(other) => format!(
+            "the most recent run that can go on is {id} ({}, {} round(s)): \
+             ralph-tui --resume {id}",
+            other.ending(),
+            other.last_round,
+            id = other.id()
+        ),
+        None => "no other run can go on either: start a new run".to_string(),
+    };
+    format!(
+        "the last run, {}, is over ({}): there is nothing to continue; {instead}",
+        past.id(),
+        past.ending()
+    )
 }
 
 /// Checks that `past` can go on and builds the settings and the start of the new run.
-pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), UsageError> {
+pub fn plan(
+    request: Request,
+    dirs: Dirs,
+    past: &PastRun,
+) -> Result<(Settings, Resume), UsageError> {
     let id = past.id();
-    if let Some(status @ (RunStatus::Complete | RunStatus::Blocked)) = past.status {
-        return Err(refuse(format!(
-            "run {id} ended {}: there is nothing to continue",
-            status.as_str()
-        )));
-    }
-    // A run killed after its last report said complete or blocked has nothing left either.
-    if let (None, Some(report)) = (past.status, &past.last_valid) {
-        if report.status != ReportStatus::Continue {
-            return Err(refuse(format!(
-                "run {id} was stopped after its last report said {}: there is nothing to continue",
-                report.status.as_str()
-            )));
-        }
-    }
+    refuse_ended(past)?;
     let workspace = check_workspace(past)?;
     refuse_log_in_reach(past, &workspace)?;
-    if past.last_round >= RoundCount::CEILING {
-        return Err(refuse(format!(
-            "run {id} already started {} rounds, the most a run may have: start a new run",
-            past.last_round
-        )));
-    }
-    let next = past.last_round + 1;
-    // Notifications and hooks are the person's, not the run's: they come from config.toml,
-    // as for any run, beneath the old run's settings.
-    let config = crate::config::load_config(&dirs.config.join("config.toml"), false)?;
-    let personal = Options {
-        notify: config.notify,
-        hooks: config.hooks,
-        ..Options::default()
-    };
-    let options = cli.options.clone().over(old_options(past)).over(personal);
-    let cap = options
-        .max_rounds
-        .map_or(past.record.max_rounds, RoundCount::get);
-    if next > cap {
-        return Err(refuse(format!(
-            "run {id} used its {cap} round(s): raise the cap with -n (at most {})",
-            RoundCount::CEILING
-        )));
-    }
-    let cli = Cli {
-        objective: Some(past.record.objective.clone()),
-        workspace: Some(workspace.root().to_path_buf()),
-        ..cli
-    };
-    let mut settings = Settings::layered(cli, options, dirs)?;
-    // What the command line does not set comes from the old run, not from a config file.
-    for source in settings.sources.values_mut() {
-        if *source == Source::ConfigFile {
-            *source = Source::ResumedRun;
-        }
-    }
-    if let Some(run_dir) = &settings.run_dir {
+    let next = next_round(past, &request.options)?;
+    let settings = resumed_settings(request, dirs, past, &workspace)?;
+    if let Some(run_dir) = &settings.options.run_dir {
         let canonical = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
         if canonical(run_dir) == canonical(&past.dir) {
             return Err(refuse(format!(
@@ -138,36 +99,118 @@ pub fn plan(cli: Cli, dirs: Dirs, past: &PastRun) -> Result<(Settings, Resume), 
             )));
         }
     }
-    let mut warnings = Vec::new();
-    let head_now = run_info::head_commit(workspace.repo());
     // A worktree run's HEAD is its own branch, which moves with every round by design.
     let worktree = past.record.info.worktree.clone();
-    if settings.worktree && worktree.is_none() {
+    if settings.options.worktree && worktree.is_none() {
         return Err(refuse(format!(
             "run {id} did not run in a worktree: --worktree cannot move it into one"
         )));
     }
-    if let (Some(head_then), None) = (&past.record.head, &worktree) {
-        if head_now.as_deref() != Some(head_then.as_str()) {
-            warnings.push(format!(
-                "HEAD moved since run {id} ended (it was {}, it is {}): the last report may not know about those commits",
-                short(Some(head_then)),
-                short(head_now.as_deref())
-            ));
+    let warnings = match worktree {
+        None => head_moved(past, &workspace).into_iter().collect(),
+        Some(_) => Vec::new(),
+    };
+    let start = StartAt {
+        round: next,
+        previous: past.last_valid.clone(),
+    };
+    let resume = Resume {
+        from: id.to_string(),
+        start,
+        warnings,
+        worktree,
+    };
+    Ok((settings, resume))
+}
+
+/// Refuses a run that has nothing left: it ended complete or blocked, or was stopped after a
+/// report that said so.
+fn refuse_ended(past: &PastRun) -> Result<(), UsageError> {
+    let id = past.id();
+    if let Some(status @ (RunStatus::Complete | RunStatus::Blocked)) = past.status {
+        return Err(refuse(format!(
+            "run {id} ended {}: there is nothing to continue",
+            status.as_str()
+        )));
+    }
+    if let (None, Some(report)) = (past.status, &past.last_valid) {
+        if report.status != ReportStatus::Continue {
+            return Err(refuse(format!(
+                "run {id} was stopped after its last report said {}: there is nothing to continue",
+                report.status.as_str()
+            )));
         }
     }
-    Ok((
-        settings,
-        Resume {
-            from: id.to_string(),
-            start: StartAt {
-                round: next,
-                previous: past.last_valid.clone(),
-            },
-            warnings,
-            worktree,
-        },
-    ))
+    Ok(())
+}
+
+/// The round after the old run's last started one, within the cap (`-n` raises it, never
+/// past 64).
+fn next_round(past: &PastRun, given: &Options) -> Result<u32, UsageError> {
+    let id = past.id();
+    if past.last_round >= RoundCount::CEILING {
+        return Err(refuse(format!(
+            "run {id} already started {} rounds, the most a run may have: start a new run",
+            past.last_round
+        )));
+    }
+    let next = past.last_round + 1;
+    let cap = given
+        .max_rounds
+        .or(old_options(past).max_rounds)
+        .map_or(past.record.max_rounds, RoundCount::get);
+    if next > cap {
+        return Err(refuse(format!(
+            "run {id} used its {cap} round(s): raise the cap with -n (at most {})",
+            RoundCount::CEILING
+        )));
+    }
+    Ok(next)
+}
+
+/// The command line's options over the old run's over the person's own (notifications and
+/// hooks, from `config.toml`), for the old run's objective in its workspace.
+fn resumed_settings(
+    request: Request,
+    dirs: Dirs,
+    past: &PastRun,
+    workspace: &Workspace,
+) -> Result<Settings, UsageError> {
+    let config = crate::config::load_config(&dirs.config.join("config.toml"), false)?;
+    let personal = Options {
+        notify: config.notify,
+        hooks: config.hooks,
+        ..Options::default()
+    };
+    let old = old_options(past);
+    let sources = sources(&[
+        (&request.options, Source::CommandLine),
+        (&old, Source::ResumedRun),
+        (&personal, Source::ConfigFile),
+    ]);
+    let options = request.options.over(old).over(personal);
+    let launch = Launch {
+        objective: Some(past.record.objective.clone()),
+        objective_file: None,
+        workspace: Some(workspace.root().to_path_buf()),
+        headless: request.headless,
+        log_file: request.log_file,
+    };
+    Settings::layered(launch, options, sources, dirs)
+}
+
+/// A warning when HEAD moved since the old run ended (its last report may not know).
+fn head_moved(past: &PastRun, workspace: &Workspace) -> Option<String> {
+    let head_then = past.record.head.as_ref()?;
+    let head_now = run_info::head_commit(workspace.repo());
+    (head_now.as_deref() != Some(head_then.as_str())).then(|| {
+        format!(
+            "HEAD moved since run {} ended (it was {}, it is {}): the last report may not know about those commits",
+            past.id(),
+            short(Some(head_then)),
+            short(head_now.as_deref())
+        )
+    })
 }
 
 fn short(commit: Option<&str>) -> &str {
@@ -228,74 +271,47 @@ fn check_workspace(past: &PastRun) -> Result<Workspace, UsageError> {
     Ok(workspace)
 }
 
-/// The old run's settings as options, so the command line can lie over them.
+/// The old run's options as its `run.json` records them, less what is not the run's to
+/// pass on: its run directory, its worktree (a resumed run goes on in the old one, never in
+/// a new one) and the person's notifications and hooks. A run recorded before the options
+/// were kept whole gets its backend, model, chat format and round cap from the facts the
+/// run wrote beside them.
 fn old_options(past: &PastRun) -> Options {
-    let info = &past.record.info;
-    let settings = &info.settings;
-    let inference = &settings.inference;
+    let record = &past.record;
+    let info = &record.info;
     let model_file = PathBuf::from(&info.model_file);
-    let scripted = info.backend.starts_with("script:");
-    Options {
-        max_rounds: RoundCount::try_from(past.record.max_rounds).ok(),
-        model: (!scripted).then(|| model_file.clone()),
-        backend: Some(if scripted {
-            BackendKind::Script(model_file)
-        } else if let Some(url) = info.backend.strip_prefix("openai:") {
-            BackendKind::OpenAi(url.to_string())
-        } else {
-            BackendKind::Llama
-        }),
-        run_dir: None,
-        verify: settings.verify.clone(),
-        sandbox: Some(match settings.sandbox {
-            SandboxMode::WorkspaceWrite => SandboxModeArg::WorkspaceWrite,
-            SandboxMode::ReadOnly => SandboxModeArg::ReadOnly,
-            SandboxMode::Off => SandboxModeArg::Off,
-        }),
-        approval: Some(match settings.approval {
-            ApprovalPolicy::Auto => ApprovalPolicyArg::Auto,
-            ApprovalPolicy::Ask => ApprovalPolicyArg::Ask,
-            ApprovalPolicy::Deny => ApprovalPolicyArg::Deny,
-        }),
-        network: Some(settings.network),
-        // A resumed worktree run goes on in its worktree (`run.json`), never in a new one.
-        worktree: None,
-        command_timeout: Some(settings.command_timeout_s),
-        max_turns: Some(settings.max_turns),
-        token_budget: settings.token_budget,
-        chat_format: if scripted {
-            None
-        } else {
-            ChatFormatName::parse(&info.chat_format).ok()
+    let facts = match BackendKind::parse(&info.backend) {
+        Ok(BackendKind::Script(_)) => Options {
+            backend: Some(BackendKind::Script(model_file)),
+            ..Options::default()
         },
-        ctx_size: Some(inference.ctx_size),
-        threads: Some(inference.threads),
-        gpu_layers: inference.gpu_layers,
-        batch_size: Some(inference.batch_size),
-        max_tokens: Some(inference.max_tokens),
-        temperature: Some(inference.temperature),
-        top_k: Some(inference.top_k),
-        top_p: Some(inference.top_p),
-        min_p: Some(inference.min_p),
-        repeat_penalty: Some(inference.repeat_penalty),
-        seed: Some(inference.seed),
-        no_prefix_cache: Some(!settings.prefix_cache),
-        prefix_cache_max_mib: None,
-        api_key_env: Some(settings.api_key_env.clone()),
-        request_timeout: Some(settings.request_timeout_s),
+        backend => Options {
+            backend: backend.ok(),
+            model: Some(model_file),
+            chat_format: ChatFormatName::parse(&info.chat_format).ok(),
+            ..Options::default()
+        },
+    };
+    let facts = Options {
+        max_rounds: RoundCount::try_from(record.max_rounds).ok(),
+        ..facts
+    };
+    Options {
+        run_dir: None,
+        worktree: None,
         notify: None,
         hooks: None,
+        ..info.settings.options.clone().over(facts)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::InferenceSettings;
-    use crate::engine::run_info::{RunInfo, RunSettings};
+    use crate::engine::run_info::{RunInfo, SettingsRecord};
     use crate::runs::RunRecord;
 
-    fn past(backend: &str, model_file: &str) -> PastRun {
+    fn past(backend: &str, model_file: &str, options: Options) -> PastRun {
         let info = RunInfo {
             sandbox_support: "off".into(),
             backend: backend.into(),
@@ -303,30 +319,8 @@ mod tests {
             model_sha256: None,
             device: "server 127.0.0.1".into(),
             chat_format: "hermes".into(),
-            settings: RunSettings {
-                max_turns: 8,
-                token_budget: None,
-                sandbox: SandboxMode::Off,
-                approval: ApprovalPolicy::Auto,
-                network: false,
-                command_timeout_s: 120,
-                verify: None,
-                prefix_cache: true,
-                api_key_env: "SERVER_KEY".into(),
-                request_timeout_s: 45,
-                inference: InferenceSettings {
-                    ctx_size: 4096,
-                    threads: 1,
-                    gpu_layers: None,
-                    batch_size: 512,
-                    max_tokens: 1024,
-                    temperature: 0.0,
-                    top_k: 40,
-                    top_p: 0.95,
-                    min_p: 0.05,
-                    repeat_penalty: 1.0,
-                    seed: 1,
-                },
+            settings: SettingsRecord {
+                options,
                 sources: Default::default(),
             },
             repo_root: None,
@@ -351,9 +345,23 @@ mod tests {
         }
     }
 
+    /// A run recorded before its options were kept whole: the settings it had then.
+    fn recorded_then() -> Options {
+        Options {
+            max_turns: Some(8),
+            api_key_env: Some("SERVER_KEY".into()),
+            request_timeout: Some(45),
+            ..Options::default()
+        }
+    }
+
     #[test]
     fn an_openai_run_resumes_on_the_same_server_model_key_and_timeout() {
-        let options = old_options(&past("openai:http://127.0.0.1:8080/v1", "qwen"));
+        let options = old_options(&past(
+            "openai:http://127.0.0.1:8080/v1",
+            "qwen",
+            recorded_then(),
+        ));
         assert_eq!(
             options.backend,
             Some(BackendKind::OpenAi("http://127.0.0.1:8080/v1".into()))
@@ -361,13 +369,18 @@ mod tests {
         assert_eq!(options.model, Some(PathBuf::from("qwen")));
         assert_eq!(options.api_key_env.as_deref(), Some("SERVER_KEY"));
         assert_eq!(options.request_timeout, Some(45));
+        assert_eq!(options.max_rounds.map(RoundCount::get), Some(4));
     }
 
     #[test]
     fn llama_and_script_runs_keep_their_backends() {
-        let llama = old_options(&past("llama", "/m/model.gguf"));
+        let llama = old_options(&past("llama", "/m/model.gguf", recorded_then()));
         assert_eq!(llama.backend, Some(BackendKind::Llama));
-        let script = old_options(&past("script:/s/turns.json", "/s/turns.json"));
+        let script = old_options(&past(
+            "script:/s/turns.json",
+            "/s/turns.json",
+            recorded_then(),
+        ));
         assert_eq!(
             script.backend,
             Some(BackendKind::Script(PathBuf::from("/s/turns.json")))
@@ -376,14 +389,20 @@ mod tests {
     }
 
     #[test]
-    fn a_run_from_before_the_openai_settings_reads_their_defaults() {
-        let settings = past("llama", "/m/model.gguf").record.info.settings;
-        let mut json = serde_json::to_value(&settings).unwrap();
-        let map = json.as_object_mut().unwrap();
-        map.remove("api_key_env");
-        map.remove("request_timeout_s");
-        let read: RunSettings = serde_json::from_value(json).unwrap();
-        assert_eq!(read.api_key_env, "OPENAI_API_KEY");
-        assert_eq!(read.request_timeout_s, 120);
+    fn the_record_wins_over_the_facts_and_the_persons_own_options_stay_behind() {
+        let recorded = Options {
+            backend: Some(BackendKind::Script(PathBuf::from("/s/turns.json"))),
+            max_rounds: RoundCount::try_from(6).ok(),
+            run_dir: Some(PathBuf::from("/old/run")),
+            worktree: Some(true),
+            notify: Some(crate::options::NotifyMode::Off),
+            ..recorded_then()
+        };
+        let options = old_options(&past("script:/s/turns.json", "/s/turns.json", recorded));
+        assert_eq!(options.max_rounds.map(RoundCount::get), Some(6));
+        assert_eq!(
+            (options.run_dir, options.worktree, options.notify),
+            (None, None, None)
+        );
     }
 }

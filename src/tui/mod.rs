@@ -44,7 +44,7 @@ pub fn setup_of(prepared: &Prepared) -> Setup {
             format!("script {}", file_name(path)),
             script.info().ctx_size,
         ),
-        BackendPlan::Llama(path) => (file_name(path), settings.inference.ctx_size),
+        BackendPlan::Llama(path) => (file_name(path), settings.options.ctx_size),
         BackendPlan::OpenAi {
             model, ctx_size, ..
         } => (model.clone(), *ctx_size),
@@ -58,10 +58,10 @@ pub fn setup_of(prepared: &Prepared) -> Setup {
         workspace: settings.workspace.display().to_string(),
         model,
         device: String::new(),
-        max_rounds: settings.max_rounds,
-        sandbox: label(&settings.sandbox),
-        approval: label(&settings.approval),
-        verify: settings.verify.clone(),
+        max_rounds: settings.options.max_rounds.get(),
+        sandbox: label(&settings.sandbox()),
+        approval: label(&settings.approval()),
+        verify: settings.options.verify.clone(),
         run_dir: prepared.run_dir.display().to_string(),
         ctx_size,
         worktree: prepared.worktree.as_ref().map(|w| w.branch.clone()),
@@ -107,7 +107,7 @@ pub fn run(prepared: Prepared, objective: Option<String>, log_file: &Path) -> Ex
             let _ = terminal.clear();
             let input = crossterm::event::EventStream::new();
             let mut notifier = notify::Notifier::new(
-                prepared.settings.notify,
+                prepared.settings.options.notify,
                 notify::Osc::from_env(),
                 Box::new(std::io::stdout()),
             );

@@ -80,14 +80,14 @@ impl Recording {
             },
             device: info.device.clone(),
             max_rounds: record.max_rounds,
-            sandbox: label(&info.settings.sandbox),
-            approval: label(&info.settings.approval),
-            verify: info.settings.verify.clone(),
+            sandbox: label(&info.settings.options.sandbox),
+            approval: label(&info.settings.options.approval),
+            verify: info.settings.options.verify.clone(),
             run_dir: dir.display().to_string(),
             ctx_size: if scripted {
                 crate::llm::script::SCRIPT_CTX_SIZE
             } else {
-                info.settings.inference.ctx_size
+                info.settings.options.ctx_size.unwrap_or_default()
             },
             worktree: info.worktree.as_ref().map(|w| w.branch.clone()),
         };

@@ -374,9 +374,9 @@ fn help_gives_each_option_its_default_and_each_mode_its_values() {
 #[test]
 fn every_objective_is_checked_where_it_is_normalized() {
     // The argument, `-f FILE` and the TUI editor all pass through `normalize_objective`.
-    assert!(ralph_tui::config::normalize_objective("a\0b").is_err());
+    assert!(ralph_tui::intake::normalize_objective("a\0b").is_err());
     assert_eq!(
-        ralph_tui::config::normalize_objective(" a\tb \n").unwrap(),
+        ralph_tui::intake::normalize_objective(" a\tb \n").unwrap(),
         "a\tb"
     );
 }

@@ -10,9 +10,8 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use ralph_tui::chat;
-use ralph_tui::config::InferenceSettings;
 use ralph_tui::engine::prompt;
-use ralph_tui::engine::run_info::{RunInfo, RunSettings};
+use ralph_tui::engine::run_info::{RunInfo, SettingsRecord};
 use ralph_tui::engine::runlog::RunLog;
 use ralph_tui::engine::{Engine, RunConfig, RunSummary, Toolbox};
 use ralph_tui::llm::script::ScriptBackend;
@@ -46,32 +45,7 @@ pub(super) fn config(max_rounds: u32) -> RunConfig {
             model_sha256: None,
             device: "script".into(),
             chat_format: "hermes".into(),
-            settings: RunSettings {
-                max_turns: 8,
-                token_budget: None,
-                sandbox: SandboxMode::Off,
-                approval: ApprovalPolicy::Auto,
-                network: false,
-                command_timeout_s: 120,
-                verify: None,
-                prefix_cache: true,
-                api_key_env: "OPENAI_API_KEY".into(),
-                request_timeout_s: 120,
-                inference: InferenceSettings {
-                    ctx_size: 4096,
-                    threads: 1,
-                    gpu_layers: None,
-                    batch_size: 64,
-                    max_tokens: 1024,
-                    temperature: 0.0,
-                    top_k: 40,
-                    top_p: 0.95,
-                    min_p: 0.05,
-                    repeat_penalty: 1.0,
-                    seed: 1,
-                },
-                sources: Default::default(),
-            },
+            settings: SettingsRecord::default(),
             repo_root: None,
             resumed_from: None,
             resumed_report: None,

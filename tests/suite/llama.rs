@@ -10,9 +10,10 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use ralph_tui::config::{Dirs, InferenceSettings};
+use ralph_tui::config::Dirs;
 use ralph_tui::engine::report;
 use ralph_tui::llm::llama::{sha256_hex, LlamaBackend, LlamaChild};
+use ralph_tui::llm::settings::InferenceSettings;
 use ralph_tui::llm::{Child, Request, StopReason};
 use ralph_tui::protocol::message::{Message, Role};
 use ralph_tui::protocol::tool::ToolSpec;

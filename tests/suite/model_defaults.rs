@@ -289,7 +289,7 @@ fn without_a_model_the_coding_defaults_apply_and_each_value_says_where_it_came_f
         &["--temperature", "0.5"],
         "top_k = 7\n",
     );
-    let inference = &settings.inference;
+    let inference = &settings.options;
     assert_eq!(inference.temperature, 0.5);
     assert_eq!(inference.top_k, 7);
     assert_eq!(
@@ -326,7 +326,7 @@ fn the_model_fills_only_what_nobody_set() {
         ],
     ));
     settings.take_model_defaults(&meta, 1 << 30, Some(64 << 30));
-    let inference = &settings.inference;
+    let inference = &settings.options;
     let source = |key: &str| settings.sources.get(key).copied();
     assert_eq!((inference.temperature, inference.top_k), (0.5, 7));
     assert_eq!(inference.top_p, 0.8);
@@ -342,13 +342,13 @@ fn the_model_fills_only_what_nobody_set() {
     // Little free memory lowers the default context; a given one stays as given.
     let mut given = resolve(repo.path(), home.path(), &["--ctx-size", "1024"], "");
     given.take_model_defaults(&meta, 1 << 30, Some(1 << 20));
-    assert_eq!(given.inference.ctx_size, 1024);
+    assert_eq!(given.options.ctx_size, 1024);
     assert_eq!(given.sources.get("ctx_size"), Some(&Source::CommandLine));
     // 4 MiB available: a 3 MiB KV budget at 256 bytes a token holds 12,288 tokens.
     let mut starved = resolve(repo.path(), home.path(), &[], "");
     starved.take_model_defaults(&meta, 0, Some(4 << 20));
     assert_eq!(
-        (starved.inference.ctx_size, starved.sources.get("ctx_size")),
+        (starved.options.ctx_size, starved.sources.get("ctx_size")),
         (12_288, Some(&Source::MemoryCap))
     );
 }
@@ -371,11 +371,11 @@ fn prepare_reads_the_model_files_header_for_a_llama_run() {
         "",
     );
     let prepared = ralph_tui::app::prepare(&settings).unwrap();
-    let inference = &prepared.settings.inference;
+    let inference = &prepared.settings.options;
     assert_eq!((inference.ctx_size, inference.top_k), (2048, 11));
     assert_eq!(prepared.settings.sources.get("top_k"), Some(&Source::Model));
     assert_eq!(
-        settings.inference.top_k, 40,
+        settings.options.top_k, 40,
         "the settings given stay as they were"
     );
 }

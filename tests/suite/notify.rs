@@ -48,7 +48,7 @@ fn notified(focus: TermEvent) -> String {
         &["-n", "2"],
         "fail the second round",
     );
-    assert_eq!(settings.notify, NotifyMode::Auto);
+    assert_eq!(settings.options.notify, NotifyMode::Auto);
     let prepared = ralph_tui::app::prepare(&settings).unwrap();
     let state = State::new(
         setup_of(&prepared),
@@ -58,7 +58,7 @@ fn notified(focus: TermEvent) -> String {
     let (keys, input) = futures::channel::mpsc::unbounded();
     keys.unbounded_send(Ok(focus)).unwrap();
     let out = Shared::default();
-    let mut notifier = Notifier::new(settings.notify, Osc::Nine, Box::new(out.clone()));
+    let mut notifier = Notifier::new(settings.options.notify, Osc::Nine, Box::new(out.clone()));
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

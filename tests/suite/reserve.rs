@@ -184,7 +184,7 @@ struct EdgeRun {
 fn edge_config(max_turns: u32) -> RunConfig {
     let mut config = super::engine_inproc::config(1);
     config.max_turns = max_turns;
-    config.run_info.settings.max_turns = max_turns;
+    config.run_info.settings.options.max_turns = Some(max_turns);
     config
 }
 

@@ -609,6 +609,7 @@ fn worktree_is_an_option_of_the_command_line_and_the_config_file() {
         all.push("obj");
         Settings::resolve(Cli::try_parse_from(all).unwrap(), dirs.clone())
             .unwrap()
+            .options
             .worktree
     };
     assert!(!resolve(&[]));

@@ -17,7 +17,7 @@ use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
-use crate::config::InferenceSettings;
+use crate::llm::settings::InferenceSettings;
 
 /// How many recent tokens the repeat penalty looks at.
 const PENALTY_LAST_N: i32 = 64;
