@@ -168,73 +168,8 @@ impl OpenAiBackend {
     /// Reaches the server, picks the model and finds the context size. Every failure is a
     /// usage error of one line (the run has not started).
     pub fn connect(config: OpenAiConfig) -> Result<Self, UsageError> {
-        // One worker thread: the turn itself runs on the engine's thread inside `block_on`,
-        // and the worker keeps the connections going between calls (so a dropped stream is
-        // closed at once, not at the next request).
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("ralph-http")
-            .enable_all()
-            .build()
-            .map_err(|e| UsageError::Invalid(format!("cannot start the HTTP runtime: {e}")))?;
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.request_timeout)
-            .build()
-            .map_err(|e| UsageError::Invalid(format!("cannot set up the HTTP client: {e}")))?;
-        let key = std::env::var(&config.api_key_env)
-            .ok()
-            .filter(|k| !k.trim().is_empty());
-        let host = reqwest::Url::parse(&config.url)
-            .ok()
-            .and_then(|u| {
-                u.host_str()
-                    .map(|h| u.port().map_or(h.to_string(), |p| format!("{h}:{p}")))
-            })
-            .unwrap_or_else(|| config.url.clone());
-        let format_name = match config.chat_format.as_deref() {
-            None | Some("auto") => "hermes",
-            Some(name) => name,
-        };
-        let format = chat::by_name(format_name)
-            .ok_or_else(|| UsageError::Invalid(format!("unknown chat format '{format_name}'")))?;
-        let mut backend = Self {
-            runtime,
-            client,
-            url: config.url.clone(),
-            key,
-            key_var: config.api_key_env.clone(),
-            model: String::new(),
-            host,
-            ctx_size: 0,
-            format,
-            sampling: config.sampling.clone(),
-            timeout: config.request_timeout,
-            native_tools: true,
-            counts_prompts: AtomicBool::new(false),
-            llama_server: false,
-        };
-        let models = backend.block_on_models()?;
-        let model = match &config.model {
-            Some(name) => models
-                .data
-                .iter()
-                .find(|m| &m.id == name || m.id == format!("{name}:latest"))
-                .map(|m| m.id.clone())
-                .ok_or_else(|| ServerError::NoModel {
-                    model: name.clone(),
-                    available: list(&models),
-                })?,
-            None => models
-                .data
-                .first()
-                .map(|m| m.id.clone())
-                .ok_or(ServerError::NoModels)?,
-        };
-        let listed = models
-            .data
-            .iter()
-            .find(|m| m.id == model)
-            .and_then(|m| m.max_model_len);
+        let mut backend = Self::unconnected(&config)?;
+        let (model, listed) = backend.pick_model(config.model.as_deref())?;
         backend.model = model;
         let props = backend.props();
         // llama-server (the server with `/props`) counts a prompt exactly and samples under a
@@ -278,6 +213,123 @@ impl OpenAiBackend {
             "openai backend connected"
         );
         Ok(backend)
+    }
+
+    /// The backend before it has asked the server anything: the HTTP runtime and client, the
+    /// key, the chat format as configured (hermes for `auto`, settled by `connect`), no model
+    /// and no context size yet.
+    fn unconnected(config: &OpenAiConfig) -> Result<Self, UsageError> {
+        // One worker thread: the turn itself runs on the engine's thread inside `block_on`,
+        // and the worker keeps the connections going between calls (so a dropped stream is
+        // closed at once, not at the next request).
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("ralph-http")
+            .enable_all()
+            .build()
+            .map_err(|e| UsageError::Invalid(format!("cannot start the HTTP runtime: {e}")))?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.request_timeout)
+            .build()
+            .map_err(|e| UsageError::Invalid(format!("cannot set up the HTTP client: {e}")))?;
+        let key = std::env::var(&config.api_key_env)
+            .ok()
+            .filter(|k| !k.trim().is_empty());
+        let host = reqwest::Url::parse(&config.url)
+            .ok()
+            .and_then(|u| {
+                u.host_str()
+                    .map(|h| u.port().map_or(h.to_string(), |p| format!("{h}:{p}")))
+            })
+            .unwrap_or_else(|| config.url.clone());
+        let format_name = match config.chat_format.as_deref() {
+            None | Some("auto") => "hermes",
+            Some(name) => name,
+        };
+        let format = chat::by_name(format_name)
+            .ok_or_else(|| UsageError::Invalid(format!("unknown chat format '{format_name}'")))?;
+        Ok(Self {
+            runtime,
+            client,
+            url: config.url.clone(),
+            key,
+            key_var: config.api_key_env.clone(),
+            model: String::new(),
+            host,
+            ctx_size: 0,
+            format,
+            sampling: config.sampling.clone(),
+            timeout: config.request_timeout,
+            native_tools: true,
+            counts_prompts: AtomicBool::new(false),
+            llama_server: false,
+        })
+    }
+
+    /// The served model to use: `wanted` (also as `wanted:latest`) or the first listed; and
+    /// the context size the list gives for it, if any.
+    fn pick_model(&self, wanted: Option<&str>) -> Result<(String, Option<u32>), ServerError> {
+        let models = self.block_on_models()?;
+        let model = match wanted {
+            Some(name) => models
+                .data
+                .iter()
+                .find(|m| m.id == name || m.id == format!("{name}:latest"))
+                .map(|m| m.id.clone())
+                .ok_or_else(|| ServerError::NoModel {
+                    model: name.to_string(),
+                    available: list(&models),
+                })?,
+            None => models
+                .data
+                .first()
+                .map(|m| m.id.clone())
+                .ok_or(ServerError::NoModels)?,
+        };
+        let listed = models
+            .data
+            .iter()
+            .find(|m| m.id == model)
+            .and_then(|m| m.max_model_len);
+        Ok((model, listed))
+    }
+
+    /// The request body of one turn. A wrap-up's report is never cut: it may take the
+    /// context left (the engine keeps the report's reserve free), up to what the widest
+    /// report needs, and the schema (or, on llama-server, a grammar) bounds the report to fit
+    /// that. An ordinary turn stops where the report's reserve and the turn margin would
+    /// still be free.
+    fn turn_body(&self, request: &Request<'_>, shape: TurnShape, estimate: u32) -> Value {
+        let mut sampling = self.sampling.clone();
+        let mut report = ReportBounds::FULL;
+        let mut grammar = None;
+        if shape == TurnShape::ReportOnly {
+            let room = self.ctx_size.saturating_sub(estimate);
+            sampling.max_tokens = room.clamp(1, REPORT_MAX_TOKENS);
+            if self.llama_server {
+                let room = usize::try_from(sampling.max_tokens).unwrap_or(usize::MAX);
+                let (gbnf, bounds, _) = chat::report_json_grammar_within(room);
+                report = bounds;
+                grammar = Some(gbnf);
+            } else {
+                report = wire::report_bounds_for(sampling.max_tokens);
+            }
+        } else {
+            sampling.max_tokens = turn_cap(self.ctx_size, estimate, sampling.max_tokens).max(1);
+        }
+        let mut body = wire::request_body_within(
+            &self.model,
+            request.messages,
+            request.tools,
+            shape,
+            self.format.as_ref(),
+            &sampling,
+            report,
+        );
+        if let Some(gbnf) = grammar {
+            wire::sample_under_grammar(&mut body, gbnf);
+        }
+        body
     }
 
     /// The model name in use.
@@ -792,39 +844,7 @@ impl Child for OpenAiChild<'_> {
         let backend = self.backend;
         let shape = self.shape(&request);
         let estimate = self.prompt_size(&request, shape);
-        // A wrap-up's report is never cut: it may take the context left (the engine keeps the
-        // report's reserve free), up to what the widest report needs, and the schema bounds
-        // the report to fit that. An ordinary turn stops where the report's reserve and the
-        // turn margin would still be free.
-        let mut sampling = backend.sampling.clone();
-        let mut report = ReportBounds::FULL;
-        let mut grammar = None;
-        if shape == TurnShape::ReportOnly {
-            let room = backend.ctx_size.saturating_sub(estimate);
-            sampling.max_tokens = room.clamp(1, REPORT_MAX_TOKENS);
-            if backend.llama_server {
-                let room = usize::try_from(sampling.max_tokens).unwrap_or(usize::MAX);
-                let (gbnf, bounds, _) = chat::report_json_grammar_within(room);
-                report = bounds;
-                grammar = Some(gbnf);
-            } else {
-                report = wire::report_bounds_for(sampling.max_tokens);
-            }
-        } else {
-            sampling.max_tokens = turn_cap(backend.ctx_size, estimate, sampling.max_tokens).max(1);
-        }
-        let mut body = wire::request_body_within(
-            &backend.model,
-            request.messages,
-            request.tools,
-            shape,
-            backend.format.as_ref(),
-            &sampling,
-            report,
-        );
-        if let Some(gbnf) = grammar {
-            wire::sample_under_grammar(&mut body, gbnf);
-        }
+        let body = backend.turn_body(&request, shape, estimate);
         let streamed = backend
             .runtime
             .block_on(backend.stream_turn(&body, on_text, cancel))?;
