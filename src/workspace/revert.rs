@@ -162,78 +162,109 @@ enum Part {
 /// new/deleted, rename and index lines swapped, each hunk's ranges swapped and its `+` and
 /// `-` lines exchanged, and the forward and reverse halves of a binary patch exchanged.
 pub fn reverse_patch(patch: &str) -> String {
-    let mut out = String::with_capacity(patch.len());
-    let mut part = Part::Header;
-    let mut old_name: Option<String> = None;
-    // The first of a pair of lines (`old mode`, `rename from`) until its second comes.
-    let mut held: Option<String> = None;
-    let mut binary: [Vec<&str>; 2] = [Vec::new(), Vec::new()];
+    let mut rev = Reversal {
+        out: String::with_capacity(patch.len()),
+        part: Part::Header,
+        old_name: None,
+        held: None,
+        binary: [Vec::new(), Vec::new()],
+    };
     let lines: Vec<&str> = patch.split_inclusive('\n').collect();
     for (at, line) in lines.iter().copied().enumerate() {
-        let body = line.trim_end_matches('\n');
-        match part {
-            Part::Hunk(old, new) => {
-                let (old, new) = match body.as_bytes().first() {
-                    Some(b'+') => {
-                        out.push('-');
-                        out.push_str(&line[1..]);
-                        (old, new.saturating_sub(1))
-                    }
-                    Some(b'-') => {
-                        out.push('+');
-                        out.push_str(&line[1..]);
-                        (old.saturating_sub(1), new)
-                    }
-                    Some(b'\\') => {
-                        out.push_str(line);
-                        (old, new)
-                    }
-                    _ => {
-                        out.push_str(line);
-                        (old.saturating_sub(1), new.saturating_sub(1))
-                    }
-                };
-                // A `\ No newline` line after the hunk's last line passes as a header line.
-                part = if old == 0 && new == 0 {
-                    Part::Header
-                } else {
-                    Part::Hunk(old, new)
-                };
-                continue;
-            }
-            Part::Binary(half) => {
-                binary[usize::from(half)].push(line);
-                if body.is_empty() {
-                    if half == 0 {
-                        part = Part::Binary(1);
-                    } else {
-                        out.extend(binary[1].drain(..));
-                        out.extend(binary[0].drain(..));
-                        part = Part::Header;
-                    }
-                }
-                continue;
-            }
-            Part::Header => {}
+        match rev.part {
+            Part::Hunk(old, new) => rev.hunk_line(line, old, new),
+            Part::Binary(half) => rev.binary_line(line, half),
+            Part::Header => rev.header_line(line, &lines[at + 1..]),
         }
+    }
+    // A patch cut short inside a binary patch: keep what there is, in order.
+    for half in &mut rev.binary {
+        rev.out.extend(half.drain(..));
+    }
+    rev.out
+}
+
+/// A patch being reversed, line by line.
+struct Reversal<'p> {
+    out: String,
+    part: Part,
+    /// The `---` name until its `+++` line comes.
+    old_name: Option<String>,
+    /// The first of a pair of lines (`old mode`, `rename from`) until its second comes.
+    held: Option<String>,
+    /// The two halves of a binary patch, until both are read.
+    binary: [Vec<&'p str>; 2],
+}
+
+impl<'p> Reversal<'p> {
+    /// A line inside a hunk with `old` and `new` lines still to come: `+` and `-` exchanged.
+    fn hunk_line(&mut self, line: &str, old: u64, new: u64) {
+        let body = line.trim_end_matches('\n');
+        let (old, new) = match body.as_bytes().first() {
+            Some(b'+') => {
+                self.out.push('-');
+                self.out.push_str(&line[1..]);
+                (old, new.saturating_sub(1))
+            }
+            Some(b'-') => {
+                self.out.push('+');
+                self.out.push_str(&line[1..]);
+                (old.saturating_sub(1), new)
+            }
+            Some(b'\\') => {
+                self.out.push_str(line);
+                (old, new)
+            }
+            _ => {
+                self.out.push_str(line);
+                (old.saturating_sub(1), new.saturating_sub(1))
+            }
+        };
+        // A `\ No newline` line after the hunk's last line passes as a header line.
+        self.part = if old == 0 && new == 0 {
+            Part::Header
+        } else {
+            Part::Hunk(old, new)
+        };
+    }
+
+    /// A line of a binary patch's `half`; at the end of the second half both are written,
+    /// exchanged.
+    fn binary_line(&mut self, line: &'p str, half: u8) {
+        self.binary[usize::from(half)].push(line);
+        if line.trim_end_matches('\n').is_empty() {
+            if half == 0 {
+                self.part = Part::Binary(1);
+            } else {
+                self.out.extend(self.binary[1].drain(..));
+                self.out.extend(self.binary[0].drain(..));
+                self.part = Part::Header;
+            }
+        }
+    }
+
+    /// A line outside hunks and binary patches; `after` is the patch after it.
+    fn header_line(&mut self, line: &str, after: &[&str]) {
+        let body = line.trim_end_matches('\n');
+        let out = &mut self.out;
         if let Some(range) = body.strip_prefix("@@ ") {
             if let Some((ranges, rest)) = range.split_once(" @@") {
                 if let Some((old, new)) = ranges.split_once(' ') {
                     let old = old.trim_start_matches('-');
                     let new = new.trim_start_matches('+');
                     out.push_str(&format!("@@ -{new} +{old} @@{rest}\n"));
-                    part = Part::Hunk(count(old), count(new));
-                    continue;
+                    self.part = Part::Hunk(count(old), count(new));
+                    return;
                 }
             }
         }
         if body == "GIT binary patch" {
             out.push_str(line);
-            part = Part::Binary(0);
+            self.part = Part::Binary(0);
         } else if let Some(name) = body.strip_prefix("--- ") {
-            old_name = Some(name.to_string());
+            self.old_name = Some(name.to_string());
         } else if let Some(name) = body.strip_prefix("+++ ") {
-            let old = old_name.take().unwrap_or_default();
+            let old = self.old_name.take().unwrap_or_default();
             out.push_str(&format!("--- {}\n", side(name, "a/")));
             out.push_str(&format!("+++ {}\n", side(&old, "b/")));
         } else if let Some(rest) = body.strip_prefix("new file mode ") {
@@ -241,20 +272,20 @@ pub fn reverse_patch(patch: &str) -> String {
         } else if let Some(rest) = body.strip_prefix("deleted file mode ") {
             out.push_str(&format!("new file mode {rest}\n"));
         } else if let Some(rest) = body.strip_prefix("old mode ") {
-            held = Some(rest.to_string());
+            self.held = Some(rest.to_string());
         } else if let Some(rest) = body.strip_prefix("new mode ") {
-            let old = held.take().unwrap_or_default();
+            let old = self.held.take().unwrap_or_default();
             out.push_str(&format!("old mode {rest}\nnew mode {old}\n"));
         } else if let Some(rest) = body.strip_prefix("rename from ") {
-            held = Some(rest.to_string());
+            self.held = Some(rest.to_string());
         } else if let Some(rest) = body.strip_prefix("rename to ") {
-            let old = held.take().unwrap_or_default();
+            let old = self.held.take().unwrap_or_default();
             let (from, to) = (quoted("", rest), quoted("", &old));
             out.push_str(&format!("rename from {from}\nrename to {to}\n"));
         } else if let Some(rest) = body.strip_prefix("index ") {
             out.push_str(&format!("index {}\n", swap_index(rest)));
         } else if let Some(names) = body.strip_prefix("diff --git ") {
-            let names = match renamed(&lines[at + 1..]) {
+            let names = match renamed(after) {
                 Some((from, to)) => format!("{} {}", quoted("a/", to), quoted("b/", from)),
                 None => swap_git_names(names),
             };
@@ -263,11 +294,6 @@ pub fn reverse_patch(patch: &str) -> String {
             out.push_str(line);
         }
     }
-    // A patch cut short inside a binary patch: keep what there is, in order.
-    for half in &mut binary {
-        out.extend(half.drain(..));
-    }
-    out
 }
 
 /// The `rename from` and `rename to` names of the file whose header lines follow (up to its
