@@ -70,67 +70,27 @@ fn next_candidate(text: &str, from: usize) -> Option<usize> {
 /// `strict`: an object needs its arguments to be a call ([`is_full_call_object`]); Llama 3's
 /// own calls may leave them out.
 pub(crate) fn scan_bare(text: &str, turn: &mut TurnBuilder, args_key_hint: &str, strict: bool) {
-    let is_call = if strict {
-        is_full_call_object
-    } else {
-        is_call_object
+    let mut bare = BareScan {
+        text,
+        args_key_hint,
+        is_call: if strict {
+            is_full_call_object
+        } else {
+            is_call_object
+        },
+        prose_from: 0,
+        at: 0,
+        tagged: false,
+        after_call: false,
     };
-    let mut prose_from = 0;
-    let mut at = 0;
-    let mut tagged = false;
-    let mut after_call = false;
-    let prose = |turn: &mut TurnBuilder, piece: &str, after_call: bool, before_call: bool| {
-        let mut piece = piece;
-        if after_call {
-            piece =
-                piece.trim_start_matches(|c: char| c.is_whitespace() || SEPARATORS.contains(&c));
-        }
-        if before_call {
-            piece = piece.trim_end_matches(|c: char| c.is_whitespace() || SEPARATORS.contains(&c));
-        }
-        turn.text(piece);
-    };
-    loop {
-        // Right after the tag any object is a call, whatever its first key.
-        let tagged_start = tagged
-            .then(|| {
-                let rest = text.get(at..)?;
-                let gap = rest.len() - rest.trim_start().len();
-                rest[gap..].starts_with('{').then_some(at + gap)
-            })
-            .flatten();
-        let Some(start) = tagged_start.or_else(|| next_candidate(text, at)) else {
-            break;
-        };
+    while let Some(start) = bare.next_start() {
         let rest = &text[start..];
         if rest.starts_with(PYTHON_TAG) {
-            prose(turn, &text[prose_from..start], after_call, true);
-            at = start + PYTHON_TAG.len();
-            prose_from = at;
-            tagged = true;
-            let next = text[at..].trim_start();
-            if !next.is_empty() && !next.starts_with('{') {
-                // Built-in tool syntax (`brave_search.call(...)`) or code: not offered here.
-                let line_end = next.find('\n');
-                let raw = &next[..line_end.unwrap_or(next.len())];
-                turn.call(
-                    malformed(
-                        raw,
-                        format!(
-                            "after <|python_tag|> only a JSON call is understood; {args_key_hint}"
-                        ),
-                    ),
-                    line_end.is_some(),
-                );
-                at = text.len() - next.len() + raw.len();
-                prose_from = at;
-                after_call = true;
-                tagged = false;
-            }
+            bare.python_tag(turn, start);
             continue;
         }
         let Some(len) = scan::json_extent(rest) else {
-            prose(turn, &text[prose_from..start], after_call, true);
+            bare.prose_until(turn, start, true);
             let reason = match serde_json::from_str::<Value>(rest) {
                 Err(e) => format!("the call's JSON is cut off: {e}"),
                 Ok(_) => "the call's JSON is cut off".into(),
@@ -138,24 +98,106 @@ pub(crate) fn scan_bare(text: &str, turn: &mut TurnBuilder, args_key_hint: &str,
             turn.call(malformed(rest, format!("{reason}; {args_key_hint}")), false);
             return;
         };
-        let raw = &rest[..len];
+        bare.object(turn, start, len);
+    }
+    bare.prose_until(turn, text.len(), false);
+}
+
+/// Where a scan of bare calls is in its text.
+struct BareScan<'t> {
+    text: &'t str,
+    args_key_hint: &'t str,
+    /// Whether a JSON object is a call.
+    is_call: fn(&Value) -> bool,
+    /// Where the prose not yet added starts.
+    prose_from: usize,
+    /// Where to look for the next call.
+    at: usize,
+    /// Right after `<|python_tag|>`.
+    tagged: bool,
+    /// The prose not yet added follows a call.
+    after_call: bool,
+}
+
+impl BareScan<'_> {
+    /// Where the next call may start: right after the tag any object is a call, whatever
+    /// its first key.
+    fn next_start(&self) -> Option<usize> {
+        let tagged_start = self
+            .tagged
+            .then(|| {
+                let rest = self.text.get(self.at..)?;
+                let gap = rest.len() - rest.trim_start().len();
+                rest[gap..].starts_with('{').then_some(self.at + gap)
+            })
+            .flatten();
+        tagged_start.or_else(|| next_candidate(self.text, self.at))
+    }
+
+    /// Adds the prose up to `end` to `turn`, without the separators next to calls.
+    fn prose_until(&self, turn: &mut TurnBuilder, end: usize, before_call: bool) {
+        let mut piece = &self.text[self.prose_from..end];
+        if self.after_call {
+            piece =
+                piece.trim_start_matches(|c: char| c.is_whitespace() || SEPARATORS.contains(&c));
+        }
+        if before_call {
+            piece = piece.trim_end_matches(|c: char| c.is_whitespace() || SEPARATORS.contains(&c));
+        }
+        turn.text(piece);
+    }
+
+    /// `<|python_tag|>` at `start`: a JSON call may follow; anything else up to the line's
+    /// end (built-in tool syntax, code) is a malformed call.
+    fn python_tag(&mut self, turn: &mut TurnBuilder, start: usize) {
+        let text = self.text;
+        self.prose_until(turn, start, true);
+        self.at = start + PYTHON_TAG.len();
+        self.prose_from = self.at;
+        self.tagged = true;
+        let next = text[self.at..].trim_start();
+        if !next.is_empty() && !next.starts_with('{') {
+            // Built-in tool syntax (`brave_search.call(...)`) or code: not offered here.
+            let line_end = next.find('\n');
+            let raw = &next[..line_end.unwrap_or(next.len())];
+            turn.call(
+                malformed(
+                    raw,
+                    format!(
+                        "after <|python_tag|> only a JSON call is understood; {}",
+                        self.args_key_hint
+                    ),
+                ),
+                line_end.is_some(),
+            );
+            self.at = text.len() - next.len() + raw.len();
+            self.prose_from = self.at;
+            self.after_call = true;
+            self.tagged = false;
+        }
+    }
+
+    /// The whole JSON value of `len` bytes at `start`: a call (or a malformed one) ends the
+    /// prose before it; JSON that is not a call stays in the prose.
+    fn object(&mut self, turn: &mut TurnBuilder, start: usize, len: usize) {
+        let raw = &self.text[start..start + len];
         let call = match serde_json::from_str::<Value>(raw) {
-            Ok(value) if tagged || is_call(&value) => scan::call_from_value(&value, raw),
+            Ok(value) if self.tagged || (self.is_call)(&value) => {
+                scan::call_from_value(&value, raw)
+            }
             Ok(_) => {
-                // JSON that is not a call: leave it in the prose.
-                at = start + len;
-                continue;
+                self.at = start + len;
+                return;
             }
             Err(e) => malformed(raw, format!("the tool call is not valid JSON: {e}")),
         };
-        prose(turn, &text[prose_from..start], after_call, true);
-        turn.call(with_hint(call, args_key_hint), true);
-        after_call = true;
-        tagged = false;
-        at = start + len;
-        prose_from = at;
+        self.prose_until(turn, start, true);
+        turn.call(with_hint(call, self.args_key_hint), true);
+        self.after_call = true;
+        self.tagged = false;
+        self.at = start + len;
+        self.prose_from = self.at;
     }
-    prose(turn, &text[prose_from..], after_call, false);
 }
 
 impl Family for Llama3 {
