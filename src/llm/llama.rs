@@ -32,7 +32,8 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::{list_llama_ggml_backend_devices, LlamaBackendDeviceType, LogOptions};
 
-pub use child::{sha256_hex, LlamaChild, TurnStats};
+pub use crate::text::sha256_hex;
+pub use child::{LlamaChild, TurnStats};
 pub use prefix::{tokens_sha256, Prefix};
 
 use abort::AbortSlot;
@@ -274,16 +275,10 @@ impl LlamaBackend {
             architecture.as_deref(),
         )?;
 
-        let vocab = llama_model.vocab();
-        let token_text = |t: LlamaToken| {
-            if t.0 < 0 {
-                String::new()
-            } else {
-                String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned()
-            }
-        };
-        let bos_text = token_text(vocab.bos());
-        let eos_text = token_text(vocab.eos());
+        let (bos_text, eos_text) = (
+            token_text(&llama_model, llama_model.vocab().bos()),
+            token_text(&llama_model, llama_model.vocab().eos()),
+        );
         let prompter = choose_prompter(
             model,
             template_source.as_deref(),
@@ -291,20 +286,7 @@ impl LlamaBackend {
             &eos_text,
             &llama_model,
         )?;
-
-        let n_ctx_train = llama_model.n_ctx_train();
-        let ctx_size = if n_ctx_train > 0 {
-            settings.ctx_size.min(n_ctx_train)
-        } else {
-            settings.ctx_size
-        };
-        if ctx_size < settings.ctx_size {
-            tracing::warn!(
-                requested = settings.ctx_size,
-                used = ctx_size,
-                "context size capped at the model's training context"
-            );
-        }
+        let ctx_size = capped_ctx_size(settings.ctx_size, llama_model.n_ctx_train());
         let device = describe_device(runtime, requested, llama_model.n_layer());
         tracing::info!(
             device = %device,
@@ -456,6 +438,14 @@ impl LlamaBackend {
         self.prefix.on_disk()
     }
 
+    /// A bare context with every round's parameters and no abort callback, for measuring
+    /// llama.cpp itself beside the backend (benchmarks).
+    pub fn bare_context(&self) -> Result<llama_cpp_2::context::LlamaContext<'_>, BackendError> {
+        self.model
+            .new_context(self.runtime, self.context_params())
+            .map_err(|e| BackendError::ChildFailed(format!("cannot create a llama context: {e}")))
+    }
+
     /// A fresh child for `round`: a new context with an empty KV cache.
     pub fn child(&self, round: u32) -> Result<LlamaChild<'_>, BackendError> {
         let params = self.context_params();
@@ -560,6 +550,32 @@ impl LlamaBackend {
         let add_bos = vocab.should_add_bos() && !written;
         vocab.tokenize(prompt.as_bytes(), add_bos, true)
     }
+}
+
+/// A special token's text (empty for a model without that token).
+fn token_text(model: &LlamaModel, token: LlamaToken) -> String {
+    if token.0 < 0 {
+        return String::new();
+    }
+    String::from_utf8_lossy(&model.vocab().token_to_piece(token, true, None)).into_owned()
+}
+
+/// The context size: the requested one, capped at the model's training context when the
+/// model says what that is (and logged when it caps).
+fn capped_ctx_size(requested: u32, n_ctx_train: u32) -> u32 {
+    let used = if n_ctx_train > 0 {
+        requested.min(n_ctx_train)
+    } else {
+        requested
+    };
+    if used < requested {
+        tracing::warn!(
+            requested,
+            used,
+            "context size capped at the model's training context"
+        );
+    }
+    used
 }
 
 fn builtin_render(

@@ -25,11 +25,10 @@ use super::LlamaBackend;
 use crate::llm::progress::{ProgressGate, PromptProgress};
 use crate::llm::{BackendError, Child, Generation, Output, Request, StopReason};
 use crate::protocol::report::turn_cap;
+use crate::text::sha256_hex;
 
 /// What llama.cpp's decode returns when the abort callback stopped it.
 const DECODE_ABORTED: i32 = 2;
-
-pub use crate::text::sha256_hex;
 
 /// Figures of the last turn, for logs and benchmarks.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -260,6 +259,27 @@ impl<'b> LlamaChild<'b> {
             .map_err(|e| BackendError::ChildFailed(format!("llama batch: {e}")))
     }
 
+    /// Keeps the cached tokens `tokens` starts with, but never its last token (its logits
+    /// start the turn), and drops the rest from the KV cache: how many are kept.
+    fn keep_cached(&mut self, tokens: &[LlamaToken]) -> usize {
+        let mut keep = self
+            .cached
+            .iter()
+            .zip(tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(tokens.len().saturating_sub(1));
+        if keep < self.cached.len() {
+            let from = u32::try_from(keep).unwrap_or(u32::MAX);
+            if self.ctx.kv_cache_seq_rm(0, Some(from), None).is_err() {
+                self.ctx.clear_kv_cache();
+                keep = 0;
+            }
+            self.cached.truncate(keep);
+        }
+        keep
+    }
+
     /// Brings the KV cache to `tokens`, reusing the cached prefix; `Err` on a decode failure.
     /// `on_progress` hears how far the evaluation is when it is slow enough to say
     /// (`ProgressGate`).
@@ -269,22 +289,7 @@ impl<'b> LlamaChild<'b> {
         cancel: &CancellationToken,
         on_progress: &mut dyn FnMut(PromptProgress),
     ) -> Result<Prompted, BackendError> {
-        let mut keep = self
-            .cached
-            .iter()
-            .zip(tokens)
-            .take_while(|(a, b)| a == b)
-            .count();
-        // At least the last token is evaluated again: its logits start the turn.
-        keep = keep.min(tokens.len().saturating_sub(1));
-        if keep < self.cached.len() {
-            let from = u32::try_from(keep).unwrap_or(u32::MAX);
-            if self.ctx.kv_cache_seq_rm(0, Some(from), None).is_err() {
-                self.ctx.clear_kv_cache();
-                keep = 0;
-            }
-            self.cached.truncate(keep);
-        }
+        let keep = self.keep_cached(tokens);
         self.stats.reused_tokens = u32::try_from(keep).unwrap_or(u32::MAX);
         // llama.cpp caps a context's batch at its size.
         let batch_cap = self

@@ -26,8 +26,8 @@ use llama_cpp_2::context::session::{LlamaStateSeqFlags, SeqState};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::token::LlamaToken;
 
-use super::child::sha256_hex;
 use crate::llm::prefix_store::{Lookup, PrefixKey, PrefixStore};
+use crate::text::sha256_hex;
 
 /// The prefix of one round's first prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
