@@ -332,68 +332,21 @@ impl PrefixStore {
     /// states until the total fits the limit.
     pub fn prune(&self) -> Pruned {
         let mut pruned = Pruned::default();
-        let Ok(read) = std::fs::read_dir(&self.dir) else {
+        let now = SystemTime::now();
+        let Some(entries) = self.read_entries(now, &mut pruned) else {
             return pruned;
         };
-        let now = SystemTime::now();
-        let stale = |modified: SystemTime| {
-            now.duration_since(modified)
-                .is_ok_and(|age| age >= STALE_AFTER)
-        };
-        // id -> (header: (size, mtime), state: (size, mtime))
-        type Part = Option<(u64, SystemTime)>;
-        let mut entries: BTreeMap<String, (Part, Part)> = BTreeMap::new();
-        let remove = |path: &Path, bytes: u64, pruned: &mut Pruned| {
-            if std::fs::remove_file(path).is_ok() {
-                pruned.removed += 1;
-                pruned.freed += bytes;
-            }
-        };
-        for entry in read.flatten() {
-            let path = entry.path();
-            let Ok(meta) = entry.metadata() else { continue };
-            if !meta.is_file() {
-                continue;
-            }
-            let modified = meta.modified().unwrap_or(now);
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.contains(".tmp-") {
-                if stale(modified) {
-                    remove(&path, meta.len(), &mut pruned);
-                } else {
-                    pruned.kept += meta.len();
-                }
-                continue;
-            }
-            let part = Some((meta.len(), modified));
-            if let Some(id) = name.strip_suffix(".json") {
-                entries.entry(id.to_string()).or_default().0 = part;
-            } else if let Some(id) = name.strip_suffix(".state") {
-                entries.entry(id.to_string()).or_default().1 = part;
-            } else {
-                // Not ours (models.json included): left alone, but counted.
-                pruned.kept += meta.len();
-            }
-        }
         let mut complete: Vec<(SystemTime, String, u64)> = Vec::new();
         for (id, parts) in entries {
             match parts {
                 (Some((h, used)), Some((s, _))) => complete.push((used, id, h + s)),
                 (Some((size, modified)), None) => {
                     let path = self.dir.join(format!("{id}.json"));
-                    if stale(modified) {
-                        remove(&path, size, &mut pruned);
-                    } else {
-                        pruned.kept += size;
-                    }
+                    pruned.remove_if_stale(&path, size, modified, now);
                 }
                 (None, Some((size, modified))) => {
                     let path = self.dir.join(format!("{id}.state"));
-                    if stale(modified) {
-                        remove(&path, size, &mut pruned);
-                    } else {
-                        pruned.kept += size;
-                    }
+                    pruned.remove_if_stale(&path, size, modified, now);
                 }
                 (None, None) => {}
             }
@@ -408,8 +361,8 @@ impl PrefixStore {
             let header = self.dir.join(format!("{id}.json"));
             let state = self.dir.join(format!("{id}.state"));
             let h = std::fs::metadata(&header).map(|m| m.len()).unwrap_or(0);
-            remove(&header, h, &mut pruned);
-            remove(&state, size.saturating_sub(h), &mut pruned);
+            pruned.remove(&header, h);
+            pruned.remove(&state, size.saturating_sub(h));
         }
         if pruned.removed > 0 {
             tracing::info!(
@@ -422,6 +375,67 @@ impl PrefixStore {
             );
         }
         pruned
+    }
+
+    /// The directory's states by id, each with its header's and its state file's size and
+    /// mtime. Temporary files are pruned (when stale) or counted as kept on the way, and so
+    /// are files not ours. `None` when the directory cannot be read.
+    fn read_entries(
+        &self,
+        now: SystemTime,
+        pruned: &mut Pruned,
+    ) -> Option<BTreeMap<String, Parts>> {
+        let read = std::fs::read_dir(&self.dir).ok()?;
+        let mut entries: BTreeMap<String, Parts> = BTreeMap::new();
+        for entry in read.flatten() {
+            let path = entry.path();
+            let Ok(meta) = entry.metadata() else { continue };
+            if !meta.is_file() {
+                continue;
+            }
+            let modified = meta.modified().unwrap_or(now);
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.contains(".tmp-") {
+                pruned.remove_if_stale(&path, meta.len(), modified, now);
+                continue;
+            }
+            let part = Some((meta.len(), modified));
+            if let Some(id) = name.strip_suffix(".json") {
+                entries.entry(id.to_string()).or_default().0 = part;
+            } else if let Some(id) = name.strip_suffix(".state") {
+                entries.entry(id.to_string()).or_default().1 = part;
+            } else {
+                // Not ours (models.json included): left alone, but counted.
+                pruned.kept += meta.len();
+            }
+        }
+        Some(entries)
+    }
+}
+
+/// One state's files as a prune finds them: the header's and the state's (size, mtime).
+type Parts = (Option<(u64, SystemTime)>, Option<(u64, SystemTime)>);
+
+impl Pruned {
+    /// Removes `path` and counts its `bytes` as freed (nothing when it cannot be removed).
+    fn remove(&mut self, path: &Path, bytes: u64) {
+        if std::fs::remove_file(path).is_ok() {
+            self.removed += 1;
+            self.freed += bytes;
+        }
+    }
+
+    /// Removes `path` when it was last written long enough before `now` that no writer is
+    /// still at it ([`STALE_AFTER`]); else counts its `size` as kept.
+    fn remove_if_stale(&mut self, path: &Path, size: u64, modified: SystemTime, now: SystemTime) {
+        let stale = now
+            .duration_since(modified)
+            .is_ok_and(|age| age >= STALE_AFTER);
+        if stale {
+            self.remove(path, size);
+        } else {
+            self.kept += size;
+        }
     }
 }
 
