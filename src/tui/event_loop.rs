@@ -26,7 +26,6 @@ use crate::engine::RunSummary;
 use crate::error::ExitCode;
 use crate::protocol::event::{ChangedFile, Event, Stamped};
 use crate::tools::approval::ApprovalBroker;
-use crate::ui::patch;
 use crate::ui::state::{Approval, DiffSource, Effect, Msg, Phase, State};
 use crate::workspace::{
     Attribution, Baseline, DiffModel, DisplayLimits, OnChange, Snapshot, Workspace,
@@ -228,7 +227,9 @@ impl Driver {
                     .join(format!("{round:02}"))
                     .join("diff.patch");
                 let result = std::fs::read_to_string(&path)
-                    .map(|text| patch::parse(&text).for_display(&diff_limits()))
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| DiffModel::from_patch(&text).map_err(|e| e.to_string()))
+                    .map(|model| model.for_display(&diff_limits()))
                     .map_err(|e| format!("{}: {e}", path.display()));
                 let _ = done.send(Done::Msg(Msg::DiffLoaded(source, result)));
             }

@@ -25,10 +25,9 @@ use crate::protocol::event::Event;
 use crate::runs::history::read_events;
 use crate::runs::PastRun;
 use crate::ui::keys::{self, Action};
-use crate::ui::patch;
 use crate::ui::state::{DiffSource, Effect, Msg, Phase, ReplayMark};
 use crate::ui::{Setup, State, Theme};
-use crate::workspace::{Attribution, DisplayLimits};
+use crate::workspace::{Attribution, DiffModel, DisplayLimits};
 
 /// What the review says when asked to change anything in a replay.
 pub const READ_ONLY: &str = "replay: read-only, commit is disabled (and so are revert and discard)";
@@ -358,14 +357,14 @@ impl Player {
                     };
                     let limits = DisplayLimits::default();
                     let review = source == DiffSource::Review;
-                    let model = text.map(|text| {
-                        let mut model = patch::parse(&text);
+                    let model = text.and_then(|text| {
+                        let mut model = DiffModel::from_patch(&text).map_err(|e| e.to_string())?;
                         if review {
                             // In path order and attributed, as the live review shows them.
                             model.files.sort_by(|a, b| a.path.cmp(&b.path));
                             self.recording.worker().mark(&mut model);
                         }
-                        model.for_display(&limits)
+                        Ok(model.for_display(&limits))
                     });
                     Msg::DiffLoaded(source, model)
                 }

@@ -19,7 +19,6 @@ pub mod keys;
 pub mod kit;
 pub mod model;
 pub mod mouse;
-pub mod patch;
 pub mod review;
 pub mod run;
 pub mod state;

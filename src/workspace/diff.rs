@@ -9,6 +9,8 @@
 //! When the workspace is a subdirectory, the two subtrees are diffed and the header prefixes
 //! carry the subdirectory, so paths stay relative to the work tree's top as in `git diff`.
 //! `for_display` bounds a huge diff for the screen and says so; the full model goes to the log.
+//! `from_patch` reads a logged patch back into the same model through the same per-file
+//! reader, so a finished round shows as its live diff did.
 
 use git2::{Delta, Diff, DiffDelta, DiffFindOptions, DiffOptions, Oid, Patch, Repository, Tree};
 use serde::{Deserialize, Serialize};
@@ -144,47 +146,21 @@ impl DiffModel {
     /// `max_line_chars` per line and `max_patch_bytes` of patch, with `note` saying what was
     /// left out. The totals stay those of the whole diff. Write the full model to the log.
     pub fn for_display(&self, limits: &DisplayLimits) -> DiffModel {
-        let total_lines: usize = self
+        let mut clip = LineClip {
+            budget: limits.max_lines,
+            max_chars: limits.max_line_chars,
+            shown: 0,
+            long_lines: false,
+        };
+        let files: Vec<FileDiff> = self
             .files
             .iter()
-            .flat_map(|f| &f.hunks)
-            .map(|h| h.lines.len())
-            .sum();
-        let mut budget = limits.max_lines;
-        let mut shown_lines = 0;
-        let mut long_lines = false;
-        let mut files = Vec::with_capacity(self.files.len().min(limits.max_files));
-        for file in self.files.iter().take(limits.max_files) {
-            let mut hunks = Vec::new();
-            for hunk in &file.hunks {
-                if budget == 0 {
-                    break;
-                }
-                let lines: Vec<DiffLine> = hunk
-                    .lines
-                    .iter()
-                    .take(budget)
-                    .map(|line| {
-                        let (text, cut) = clip_chars(&line.text, limits.max_line_chars);
-                        long_lines |= cut;
-                        DiffLine {
-                            kind: line.kind,
-                            text,
-                        }
-                    })
-                    .collect();
-                budget -= lines.len();
-                shown_lines += lines.len();
-                hunks.push(Hunk {
-                    header: hunk.header.clone(),
-                    lines,
-                });
-            }
-            files.push(FileDiff {
-                hunks,
+            .take(limits.max_files)
+            .map(|file| FileDiff {
+                hunks: clip.hunks(&file.hunks),
                 ..file.clone()
-            });
-        }
+            })
+            .collect();
         let (patch, patch_cut) = clip_patch(&self.patch, limits.max_patch_bytes);
         let mut left_out = Vec::new();
         if files.len() < self.files.len() {
@@ -194,10 +170,16 @@ impl DiffModel {
                 self.files.len()
             ));
         }
-        if shown_lines < total_lines {
-            left_out.push(format!("{shown_lines} of {total_lines} lines shown"));
+        let total_lines: usize = self
+            .files
+            .iter()
+            .flat_map(|f| &f.hunks)
+            .map(|h| h.lines.len())
+            .sum();
+        if clip.shown < total_lines {
+            left_out.push(format!("{} of {total_lines} lines shown", clip.shown));
         }
-        if long_lines {
+        if clip.long_lines {
             left_out.push(format!(
                 "lines longer than {} characters cut",
                 limits.max_line_chars
@@ -225,6 +207,69 @@ impl DiffModel {
             hidden: self.hidden.clone(),
             new_repos: self.new_repos.clone(),
         }
+    }
+
+    /// Reads git patch text (a round's `diff.patch`) back into a model whose `patch` is that
+    /// text, with libgit2's patch parser, the one `revert` applies: paths are top-relative as
+    /// written, quoted names unquoted, and a malformed patch (a hunk whose line counts do not
+    /// match its header) is an error rather than a guess.
+    pub fn from_patch(text: &str) -> Result<DiffModel, WorkspaceError> {
+        let diff = Diff::from_buffer(text.as_bytes())?;
+        let files = files_of(&diff, "", |file, _, patch| read_lines(file, patch))?;
+        let mut model = DiffModel {
+            files,
+            patch: text.to_string(),
+            ..DiffModel::default()
+        };
+        model.count_totals();
+        Ok(model)
+    }
+
+    /// The totals, summed over the files.
+    fn count_totals(&mut self) {
+        self.insertions = self.files.iter().map(|f| f.insertions).sum();
+        self.deletions = self.files.iter().map(|f| f.deletions).sum();
+    }
+}
+
+/// `for_display`'s line budget, spent file by file, and what it cut.
+struct LineClip {
+    /// Hunk lines still to show.
+    budget: usize,
+    max_chars: usize,
+    shown: usize,
+    long_lines: bool,
+}
+
+impl LineClip {
+    /// `hunks` within the budget left, their lines cut at `max_chars` characters.
+    fn hunks(&mut self, hunks: &[Hunk]) -> Vec<Hunk> {
+        let mut out = Vec::new();
+        for hunk in hunks {
+            if self.budget == 0 {
+                break;
+            }
+            let lines: Vec<DiffLine> = hunk
+                .lines
+                .iter()
+                .take(self.budget)
+                .map(|line| {
+                    let (text, cut) = clip_chars(&line.text, self.max_chars);
+                    self.long_lines |= cut;
+                    DiffLine {
+                        kind: line.kind,
+                        text,
+                    }
+                })
+                .collect();
+            self.budget -= lines.len();
+            self.shown += lines.len();
+            out.push(Hunk {
+                header: hunk.header.clone(),
+                lines,
+            });
+        }
+        out
     }
 }
 
@@ -358,37 +403,59 @@ pub fn between(
     let mut diff = repo.diff_tree_to_tree(old.as_ref(), new.as_ref(), Some(&mut opts))?;
     detect_renames(&mut diff)?;
 
-    let mut model = DiffModel::default();
-    for idx in 0..diff.deltas().len() {
-        let Some(delta) = diff.get_delta(idx) else {
-            continue;
-        };
-        let mut file = file_of(&delta, prefix);
-        if let Some(mut patch) = Patch::from_diff(&diff, idx)? {
-            let text = patch.to_buf()?;
-            match std::str::from_utf8(&text) {
-                Ok(text) => {
-                    file.binary |= patch.delta().flags().is_binary();
-                    if !file.binary {
-                        let (_, insertions, deletions) = patch.line_stats()?;
-                        file.insertions = insertions;
-                        file.deletions = deletions;
-                        file.hunks = hunks_of(&patch)?;
-                    }
-                    model.patch.push_str(text);
-                }
-                Err(_) => {
-                    file.binary = true;
-                    let text = binary_patch(repo, old.as_ref(), new.as_ref(), prefix, &delta)?;
-                    model.patch.push_str(&text);
-                }
+    let mut patch_text = String::new();
+    let files = files_of(&diff, prefix, |file, delta, patch| {
+        let text = patch.to_buf()?;
+        match std::str::from_utf8(&text) {
+            Ok(text) => {
+                read_lines(file, patch)?;
+                patch_text.push_str(text);
+            }
+            Err(_) => {
+                file.binary = true;
+                let text = binary_patch(repo, old.as_ref(), new.as_ref(), prefix, delta)?;
+                patch_text.push_str(&text);
             }
         }
-        model.files.push(file);
-    }
-    model.insertions = model.files.iter().map(|f| f.insertions).sum();
-    model.deletions = model.files.iter().map(|f| f.deletions).sum();
+        Ok(())
+    })?;
+    let mut model = DiffModel {
+        files,
+        patch: patch_text,
+        ..DiffModel::default()
+    };
+    model.count_totals();
     Ok(model)
+}
+
+/// Each delta of `diff` as a file, its paths under `prefix`; `read` is handed each patch a
+/// delta has, to fill in lines (`read_lines`) and take its text.
+fn files_of(
+    diff: &Diff<'_>,
+    prefix: &str,
+    mut read: impl FnMut(&mut FileDiff, &DiffDelta<'_>, &mut Patch<'_>) -> Result<(), WorkspaceError>,
+) -> Result<Vec<FileDiff>, WorkspaceError> {
+    let mut files = Vec::with_capacity(diff.deltas().len());
+    for (idx, delta) in diff.deltas().enumerate() {
+        let mut file = file_of(&delta, prefix);
+        if let Some(mut patch) = Patch::from_diff(diff, idx)? {
+            read(&mut file, &delta, &mut patch)?;
+        }
+        files.push(file);
+    }
+    Ok(files)
+}
+
+/// A text file's counts and hunks from its patch; a binary file keeps none.
+fn read_lines(file: &mut FileDiff, patch: &Patch<'_>) -> Result<(), WorkspaceError> {
+    file.binary |= patch.delta().flags().is_binary();
+    if !file.binary {
+        let (_, insertions, deletions) = patch.line_stats()?;
+        file.insertions = insertions;
+        file.deletions = deletions;
+        file.hunks = hunks_of(patch)?;
+    }
+    Ok(())
 }
 
 /// The patch of one delta whose text is not UTF-8, redone as a binary patch (ASCII).

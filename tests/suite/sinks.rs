@@ -10,7 +10,8 @@ use ralph_tui::protocol::event::{Event, RoundOutcome, RunStatus};
 use ralph_tui::protocol::report::{Report, ReportStatus};
 use ralph_tui::tui::clean::CleanBackend;
 use ralph_tui::ui::state::DiffSource;
-use ralph_tui::ui::{patch, Msg, Theme};
+use ralph_tui::ui::{Msg, Theme};
+use ralph_tui::workspace::DiffModel;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -216,7 +217,7 @@ fn hostile_text_reaches_no_screen_raw() {
     );
     state.update(Msg::DiffLoaded(
         DiffSource::Review,
-        Ok(patch::parse(&patch_text)),
+        Ok(DiffModel::from_patch(&patch_text).unwrap()),
     ));
     screens.push(draw_clean(&mut state));
     for (i, (cleaned, raw)) in screens.iter().enumerate() {

@@ -17,7 +17,8 @@ use ralph_tui::protocol::event::{Event, RunStatus};
 use ralph_tui::tools::approval::ApprovalDecision;
 use ralph_tui::ui::views::report_detail::ReportDetail;
 use ralph_tui::ui::state::{Approval, DiffSource, Effect, Overlay, Pane};
-use ralph_tui::ui::{patch, Msg, State, Theme};
+use ralph_tui::ui::{Msg, State, Theme};
+use ralph_tui::workspace::DiffModel;
 use ratatui::style::Color;
 
 use fixtures::*;
@@ -72,7 +73,7 @@ fn snapshot_diff_view() {
     insta::assert_snapshot!("diff_view_loading_80x24", screen(&mut state, 80, 24));
     state.update(Msg::DiffLoaded(
         DiffSource::Round(2),
-        Ok(patch::parse(PATCH)),
+        Ok(DiffModel::from_patch(PATCH).unwrap()),
     ));
     let buf = draw(&mut state, 80, 24);
     insta::assert_snapshot!("diff_view_80x24", filtered(&buffer_text(&buf)));

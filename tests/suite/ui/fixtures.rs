@@ -8,7 +8,8 @@ use ralph_tui::protocol::event::{ChangedFile, Event, RoundOutcome, RunStatus, Ve
 use ralph_tui::protocol::report::{Report, ReportStatus};
 use ralph_tui::ui::keys::key;
 use ralph_tui::ui::state::{DiffSource, Effect};
-use ralph_tui::ui::{patch, Msg, Setup, State, Theme};
+use ralph_tui::ui::{Msg, Setup, State, Theme};
+use ralph_tui::workspace::DiffModel;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -299,11 +300,12 @@ pub fn mid_run(theme: Theme) -> State {
     state
 }
 
+/// A round's patch in git's format; its hunk counts must be true, as libgit2 reads it.
 pub const PATCH: &str = "diff --git a/slug.py b/slug.py
 index 1111111..2222222 100644
 --- a/slug.py
 +++ b/slug.py
-@@ -1,5 +1,9 @@
+@@ -1,5 +1,7 @@
  \"\"\"Turn titles into URL slugs.\"\"\"
 +import re
  
@@ -389,7 +391,10 @@ pub fn finished(status: RunStatus, verification: Option<Verification>) -> State 
         },
     );
     assert_eq!(effects, vec![Effect::LoadDiff(DiffSource::Review)]);
-    state.update(Msg::DiffLoaded(DiffSource::Review, Ok(patch::parse(PATCH))));
+    state.update(Msg::DiffLoaded(
+        DiffSource::Review,
+        Ok(DiffModel::from_patch(PATCH).unwrap()),
+    ));
     state
 }
 

@@ -7,7 +7,8 @@ use std::time::Duration;
 use crossterm::event::KeyCode;
 use ralph_tui::protocol::event::{Event, RoundOutcome, RunStatus};
 use ralph_tui::ui::state::{DiffSource, Effect, Loadable, Overlay};
-use ralph_tui::ui::{patch, Msg, Theme};
+use ralph_tui::ui::{Msg, Theme};
+use ralph_tui::workspace::DiffModel;
 
 use super::fixtures::*;
 
@@ -86,7 +87,10 @@ fn files_changed_outside_the_run_are_listed_apart_and_never_chosen_by_default() 
             verification: None,
         },
     );
-    state.update(Msg::DiffLoaded(DiffSource::Review, Ok(patch::parse(PATCH))));
+    state.update(Msg::DiffLoaded(
+        DiffSource::Review,
+        Ok(DiffModel::from_patch(PATCH).unwrap()),
+    ));
     let review = state.review.as_ref().unwrap();
     let Loadable::Ready(diff) = &review.diff else {
         panic!("no diff");
@@ -111,7 +115,10 @@ fn files_changed_outside_the_run_are_listed_apart_and_never_chosen_by_default() 
         state.review.as_ref().unwrap().chosen(),
         vec![("NOTES.md", None), ("slug.py", None)]
     );
-    state.update(Msg::DiffLoaded(DiffSource::Review, Ok(patch::parse(PATCH))));
+    state.update(Msg::DiffLoaded(
+        DiffSource::Review,
+        Ok(DiffModel::from_patch(PATCH).unwrap()),
+    ));
     assert!(state.review.as_ref().unwrap().all_chosen());
 }
 
