@@ -13,7 +13,7 @@ use crate::error::UsageError;
 use crate::intake::normalize_objective;
 use crate::model_file::ModelMeta;
 pub use crate::options::BackendKind;
-use crate::options::{ApprovalPolicyArg, Options, Resolved, SandboxModeArg};
+use crate::options::{ApprovalPolicyArg, OptionTable, Options, Resolved, SandboxModeArg};
 pub use crate::options::{Hooks, NotifyMode};
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
@@ -185,8 +185,8 @@ impl From<&Cli> for Launch {
 
 /// Where each option comes from: the first of `layers` (highest first) that sets it, else
 /// the built-in default.
-pub fn sources(layers: &[(&Options, Source)]) -> Sources {
-    Options::KEYS
+pub fn sources<O: OptionTable>(layers: &[(&O, Source)]) -> Sources {
+    O::KEYS
         .iter()
         .map(|key| {
             let source = layers

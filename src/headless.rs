@@ -6,10 +6,15 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
 use crate::app::{self, Prepared, StartError};
+use crate::engine::RunSummary;
 use crate::error::{say, ExitCode};
 use crate::protocol::event::{RunStatus, Stamped, Verification};
 use crate::tools::approval::DenyAll;
+use crate::workspace::WorktreeInfo;
 
 /// Writes each event as one line on stdout, flushed.
 fn stdout_sink() -> crate::engine::EventSink {
@@ -44,64 +49,12 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
         let _ = done_tx.send(());
         result
     });
-    runtime.block_on(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut sigint = signal(SignalKind::interrupt()).ok();
-        let mut sigterm = signal(SignalKind::terminate()).ok();
-        // A signal caught before these listeners existed (see `signals`) still cancels.
-        if crate::signals::requested() {
-            say("cancelling (signal)");
-            cancel.cancel();
-        }
-        let mut done_rx = done_rx;
-        loop {
-            tokio::select! {
-                _ = &mut done_rx => break,
-                Some(_) = async { match sigint.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {
-                    say("cancelling (interrupt)");
-                    cancel.cancel();
-                }
-                Some(_) = async { match sigterm.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {
-                    say("cancelling (terminate)");
-                    cancel.cancel();
-                }
-            }
-        }
-    });
+    runtime.block_on(cancel_on_signals(cancel, done_rx));
     let result = waiter
         .join()
         .unwrap_or_else(|_| Err(StartError::Internal("the engine thread panicked".into())));
     match result {
-        Ok(summary) => {
-            say(&summary_line(
-                summary.status,
-                summary.rounds_started,
-                summary.verification.as_ref(),
-                summary.error.as_deref(),
-                &summary.run_dir.display().to_string(),
-            ));
-            if let Some(w) = &worktree {
-                say(&format!(
-                    "the run's work is on branch {} (worktree {}); your checkout is unchanged",
-                    w.branch,
-                    w.path.display()
-                ));
-                // How to get the work later, as the TUI says when its review keeps the branch.
-                let resumable = matches!(
-                    summary.status,
-                    RunStatus::Cancelled | RunStatus::RoundFailed | RunStatus::BudgetLimited
-                );
-                say(&w.kept_line(resumable));
-            }
-            if let Some(v) = &summary.verification {
-                say(&format!(
-                    "verification `{}`: {}",
-                    v.command,
-                    if v.passed { "passed" } else { "FAILED" }
-                ));
-            }
-            ExitCode::of_run(summary.status, summary.verification.as_ref())
-        }
+        Ok(summary) => finished(&summary, worktree.as_ref()),
         Err(StartError::Usage(e)) => {
             say(&e.to_string());
             ExitCode::Usage
@@ -111,6 +64,64 @@ pub fn run(prepared: Prepared, objective: String) -> ExitCode {
             ExitCode::Internal
         }
     }
+}
+
+/// Cancels the run on SIGINT or SIGTERM (or a signal caught before these listeners existed,
+/// see `signals`) until `done` says the run ended.
+async fn cancel_on_signals(cancel: CancellationToken, mut done: oneshot::Receiver<()>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut sigint = signal(SignalKind::interrupt()).ok();
+    let mut sigterm = signal(SignalKind::terminate()).ok();
+    if crate::signals::requested() {
+        say("cancelling (signal)");
+        cancel.cancel();
+    }
+    loop {
+        tokio::select! {
+            _ = &mut done => break,
+            Some(_) = async { match sigint.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {
+                say("cancelling (interrupt)");
+                cancel.cancel();
+            }
+            Some(_) = async { match sigterm.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {
+                say("cancelling (terminate)");
+                cancel.cancel();
+            }
+        }
+    }
+}
+
+/// Says how the run ended on stderr (the outcome, where a worktree run's work is, the
+/// verification) and returns its exit code.
+fn finished(summary: &RunSummary, worktree: Option<&WorktreeInfo>) -> ExitCode {
+    say(&summary_line(
+        summary.status,
+        summary.rounds_started,
+        summary.verification.as_ref(),
+        summary.error.as_deref(),
+        &summary.run_dir.display().to_string(),
+    ));
+    if let Some(w) = worktree {
+        say(&format!(
+            "the run's work is on branch {} (worktree {}); your checkout is unchanged",
+            w.branch,
+            w.path.display()
+        ));
+        // How to get the work later, as the TUI says when its review keeps the branch.
+        let resumable = matches!(
+            summary.status,
+            RunStatus::Cancelled | RunStatus::RoundFailed | RunStatus::BudgetLimited
+        );
+        say(&w.kept_line(resumable));
+    }
+    if let Some(v) = &summary.verification {
+        say(&format!(
+            "verification `{}`: {}",
+            v.command,
+            if v.passed { "passed" } else { "FAILED" }
+        ));
+    }
+    ExitCode::of_run(summary.status, summary.verification.as_ref())
 }
 
 /// The closing line on stderr: the outcome in one sentence (claim and verify result), a

@@ -25,7 +25,7 @@ use crate::model_defaults::CODING;
 /// there once resolved.
 macro_rules! options {
     (@shown) => { None };
-    (@shown $default:expr) => { Some(shown(&$default)) };
+    (@shown $default:expr) => { Some($crate::options::shown(&$default)) };
     (@resolved $ty:ty) => { Option<$ty> };
     (@resolved $ty:ty, $default:expr) => { $ty };
     (@pick $value:expr) => { $value };
@@ -36,9 +36,11 @@ macro_rules! options {
     // lines is one sentence, never cut at the first line's end).
     (@help $help:expr;) => { $help };
     (@help $help:expr; [doc = $more:literal] $($rest:tt)*) => {
-        options!(@help concat!($help, $more); $($rest)*)
+        $crate::options::options!(@help concat!($help, $more); $($rest)*)
     };
-    (@help $help:expr; [$($other:tt)*] $($rest:tt)*) => { options!(@help $help; $($rest)*) };
+    (@help $help:expr; [$($other:tt)*] $($rest:tt)*) => {
+        $crate::options::options!(@help $help; $($rest)*)
+    };
     ($(
         #[doc = $help:literal]
         $(#[$($attr:tt)*])*
@@ -47,14 +49,16 @@ macro_rules! options {
         /// Every option both the command line and `config.toml` can set; a missing one is
         /// `None`, so the command line can lie over the file and the file over the defaults.
         /// Written out (a run's `run.json`), each option goes under its key.
-        #[derive(Debug, Clone, Default, PartialEq, clap::Args, Deserialize, Serialize)]
+        #[derive(
+            Debug, Clone, Default, PartialEq, clap::Args, ::serde::Deserialize, ::serde::Serialize,
+        )]
         #[serde(default, deny_unknown_fields)]
         pub struct Options {
             $(
                 #[doc = $help]
-                #[arg(help = help_line(
-                    options!(@help $help; $([$($attr)*])*),
-                    options!(@shown $($default)?),
+                #[arg(help = $crate::options::help_line(
+                    $crate::options::options!(@help $help; $([$($attr)*])*),
+                    $crate::options::options!(@shown $($default)?),
                 ))]
                 $(#[$($attr)*])*
                 pub $name: Option<$ty>,
@@ -63,7 +67,7 @@ macro_rules! options {
             /// they are the person's, never written into a run's record.
             #[arg(skip)]
             #[serde(skip_serializing)]
-            pub hooks: Option<Hooks>,
+            pub hooks: Option<$crate::options::Hooks>,
         }
 
         /// The options after layering: an option with a default is always there.
@@ -71,10 +75,10 @@ macro_rules! options {
         pub struct Resolved {
             $(
                 #[doc = $help]
-                pub $name: options!(@resolved $ty $(, $default)? $(, $fallback)?),
+                pub $name: $crate::options::options!(@resolved $ty $(, $default)? $(, $fallback)?),
             )*
             /// Commands run at points of a run (`[hooks]`).
-            pub hooks: Hooks,
+            pub hooks: $crate::options::Hooks,
         }
 
         impl Options {
@@ -89,7 +93,7 @@ macro_rules! options {
             /// Fills every option still missing with its default (or fallback).
             pub fn resolve(self) -> Resolved {
                 Resolved {
-                    $( $name: options!(@pick self.$name $(, $default)? $(, $fallback)?), )*
+                    $( $name: $crate::options::options!(@pick self.$name $(, $default)? $(, $fallback)?), )*
                     hooks: self.hooks.unwrap_or_default(),
                 }
             }
@@ -106,18 +110,39 @@ macro_rules! options {
             pub const KEYS: &'static [&'static str] = &[$( stringify!($name), )*];
         }
 
+        impl $crate::options::OptionTable for Options {
+            const KEYS: &'static [&'static str] = Options::KEYS;
+
+            fn is_set(&self, key: &str) -> bool {
+                Options::is_set(self, key)
+            }
+        }
+
         impl Resolved {
             /// The resolved options as options again, every one that has a value set: what
-            /// a run records, so a later run can lay them under its own.
+            /// a run records, so a later run can lay them under its own. Hooks are the
+            /// person's and stay out.
             pub fn to_options(&self) -> Options {
                 let this = self.clone();
                 Options {
-                    $( $name: options!(@unpick this.$name $(, $default)? $(, $fallback)?), )*
-                    hooks: Some(this.hooks),
+                    $( $name: $crate::options::options!(@unpick this.$name $(, $default)? $(, $fallback)?), )*
+                    hooks: None,
                 }
             }
         }
     };
+}
+
+pub(crate) use options;
+
+/// What a table `options!` declares gives a run's record: its options written out under their
+/// keys and read back, and the keys themselves.
+pub trait OptionTable: Serialize + serde::de::DeserializeOwned {
+    /// The config keys, in table order.
+    const KEYS: &'static [&'static str];
+
+    /// Whether the option with config key `key` is set.
+    fn is_set(&self, key: &str) -> bool;
 }
 
 options! {
@@ -294,7 +319,7 @@ fn machine_threads() -> i32 {
 }
 
 /// A help line with its default, if it has one.
-fn help_line(help: &str, default: Option<String>) -> String {
+pub(crate) fn help_line(help: &str, default: Option<String>) -> String {
     let help = help.trim().trim_end_matches('.');
     match default {
         Some(default) => format!("{help} [default: {default}]"),
@@ -303,7 +328,7 @@ fn help_line(help: &str, default: Option<String>) -> String {
 }
 
 /// A default as a person would write it: `0.7`, `workspace-write`, `llama`.
-fn shown<T: Serialize>(value: &T) -> String {
+pub(crate) fn shown<T: Serialize>(value: &T) -> String {
     let text = serde_json::to_string(value).unwrap_or_default();
     serde_json::from_str::<String>(&text).unwrap_or(text)
 }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::config::Sources;
-use crate::options::Options;
+use crate::options::{OptionTable, Options};
 use crate::protocol::report::Report;
 use crate::workspace::WorktreeInfo;
 
@@ -50,10 +50,13 @@ pub struct RunInfo {
 }
 
 /// The settings a run was started with: its resolved options and where each came from.
+/// Written and read for any option table (`O`, the program's own unless a test declares
+/// another), so an option added to the table is recorded and read back with nothing else
+/// to change.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SettingsRecord {
+pub struct SettingsRecord<O = Options> {
     /// Every option the run had a value for (a run recorded before one existed lacks it).
-    pub options: Options,
+    pub options: O,
     /// Where each value came from (command line, config file, resumed run, model, memory
     /// cap, built-in default), by option name; empty in runs recorded before it was.
     pub sources: Sources,
@@ -83,7 +86,7 @@ const RENAMED: [(&str, &str); 2] = [
 /// Yes-or-no options `run.json` writes as their opposite: (option, name in `settings`).
 const NEGATED: [(&str, &str); 1] = [("no_prefix_cache", "prefix_cache")];
 
-impl SettingsRecord {
+impl<O: OptionTable> SettingsRecord<O> {
     /// The record in `run.json`'s layout.
     fn to_layout(&self) -> Result<Map<String, Value>, serde_json::Error> {
         // Through text, so each `f32` keeps its shortest decimal form.
@@ -119,7 +122,7 @@ impl SettingsRecord {
         for (option, name) in NEGATED {
             move_key(&mut settings, name, option, negate);
         }
-        settings.retain(|key, _| Options::KEYS.contains(&key.as_str()));
+        settings.retain(|key, _| O::KEYS.contains(&key.as_str()));
         Ok(Self {
             options: serde_json::from_value(Value::Object(settings))?,
             sources,
@@ -141,7 +144,7 @@ fn negate(value: Value) -> Value {
     }
 }
 
-impl Serialize for SettingsRecord {
+impl<O: OptionTable> Serialize for SettingsRecord<O> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.to_layout()
             .map_err(serde::ser::Error::custom)?
@@ -149,7 +152,7 @@ impl Serialize for SettingsRecord {
     }
 }
 
-impl<'de> Deserialize<'de> for SettingsRecord {
+impl<'de, O: OptionTable> Deserialize<'de> for SettingsRecord<O> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let settings = Map::deserialize(deserializer)?;
         Self::from_layout(settings).map_err(serde::de::Error::custom)
@@ -246,5 +249,50 @@ mod tests {
         assert_eq!(read.options.api_key_env, None);
         assert_eq!(read.options.request_timeout, None);
         assert_eq!(read.options.no_prefix_cache, None);
+    }
+
+    /// A table with one option no run has had, declared here alone: it needs no line
+    /// anywhere else to be written into `run.json` and read back by a resumed run.
+    mod with_a_new_option {
+        crate::options::options! {
+            /// Most generations in one round.
+            #[arg(long, value_name = "N")]
+            max_turns: u32 = 24;
+            /// A knob added after every run so far was recorded.
+            #[arg(long, value_name = "N")]
+            knob: u32 = 7;
+        }
+    }
+
+    #[test]
+    fn a_new_option_goes_into_run_json_and_comes_back_on_resume() {
+        use clap::Parser;
+        use with_a_new_option::Options as Table;
+        #[derive(Parser)]
+        struct Command {
+            #[command(flatten)]
+            options: Table,
+        }
+        let given = |args: &[&str]| {
+            let all = std::iter::once("ralph-tui").chain(args.iter().copied());
+            Command::try_parse_from(all).unwrap().options
+        };
+        // A run given --knob 3 records it under its key, sources and all.
+        let first = given(&["--knob", "3"]);
+        let sources = crate::config::sources(&[(&first, Source::CommandLine)]);
+        let record = SettingsRecord {
+            options: first.resolve().to_options(),
+            sources,
+        };
+        let run_json = serde_json::to_string(&record).unwrap();
+        assert!(run_json.contains("\"knob\":3"), "{run_json}");
+        assert!(run_json.contains("\"knob\":\"command_line\""), "{run_json}");
+        // A resumed run reads it back under its own command line, as `--resume` lays them.
+        let read: SettingsRecord<Table> = serde_json::from_str(&run_json).unwrap();
+        assert_eq!(read, record);
+        let resumed = given(&[]).over(read.options.clone()).resolve();
+        assert_eq!((resumed.knob, resumed.max_turns), (3, 24));
+        let changed = given(&["--knob", "5"]).over(read.options).resolve();
+        assert_eq!(changed.knob, 5);
     }
 }
