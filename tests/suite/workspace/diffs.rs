@@ -102,6 +102,14 @@ fn per_round_diffs_add_up_to_the_cumulative_diff() {
     assert_eq!(ws.diff(&s2, &s2).unwrap(), Default::default());
     // The same tree twice: identical snapshots, so unchanged rounds cost an empty diff.
     assert_eq!(ws.snapshot().unwrap(), s2);
+    // The replay's review reads the rounds' logged patches one after another: each file once
+    // per round that changed it, in order; an unchanged round's empty patch is no change.
+    let whole = format!("{}{}", r1.patch, r2.patch);
+    let read = DiffModel::from_patch(&whole).unwrap();
+    let files: Vec<_> = r1.files.iter().chain(&r2.files).cloned().collect();
+    assert_eq!(read.files, files);
+    assert_eq!((read.insertions, read.deletions), (all.insertions, 0));
+    assert_eq!(DiffModel::from_patch("").unwrap(), DiffModel::default());
 }
 
 #[test]
@@ -280,27 +288,6 @@ fn a_subdirectory_workspace_reads_back_with_paths_from_the_top() {
             ("app/sub dir/new.txt".into(), FileStatus::Added)
         ]
     );
-}
-
-#[test]
-fn the_review_reads_every_rounds_patch_back_in_order_and_an_empty_one_as_no_change() {
-    let repo = TempRepo::new();
-    let ws = Workspace::open(repo.path()).unwrap();
-    let s0 = ws.snapshot().unwrap();
-    repo.write("a.txt", "1\n");
-    let s1 = ws.snapshot().unwrap();
-    repo.write("a.txt", "1\n2\n");
-    let s2 = ws.snapshot().unwrap();
-    let rounds = [ws.diff(&s0, &s1).unwrap(), ws.diff(&s1, &s2).unwrap()];
-    let whole: String = rounds.iter().map(|r| r.patch.as_str()).collect();
-    let read = DiffModel::from_patch(&whole).unwrap();
-    let files: Vec<_> = rounds.iter().flat_map(|r| r.files.clone()).collect();
-    assert_eq!(
-        read.files, files,
-        "the same file once per round that changed it"
-    );
-    assert_eq!((read.insertions, read.deletions), (2, 0));
-    assert_eq!(DiffModel::from_patch("").unwrap(), DiffModel::default());
 }
 
 /// Where libgit2's reader differs from a line-by-line guess: a hunk whose header promises more
