@@ -310,7 +310,7 @@ impl Player {
         }
         // Help lists only the keys a replay acts on.
         if !editing && keys::action(&[&keys::EVERYWHERE], &key) == Some(Action::Help) {
-            let help = crate::ui::help::Help {
+            let help = crate::ui::views::help::Help {
                 scroll: 0,
                 replay: true,
             };

@@ -6,9 +6,17 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::kit::draw::{draw_lines, pane_block, put_line};
+use super::keys::{self, Action, HintSpec};
+use super::kit::draw::{draw_lines, hint_line, pane_block, put_line};
 use super::kit::wrap;
 use super::state::State;
+
+/// The editor's keys on its footer (printable keys are text here: help is F1).
+const EDITOR_KEYS: &HintSpec = &[
+    (&[Action::Submit], "start"),
+    (&[Action::Back], "quit"),
+    (&[Action::Help], "help"),
+];
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
@@ -71,14 +79,14 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     block.render(editor, buf);
     Widget::render(&state.editor, inner, buf);
 
-    let mut spans = vec![
-        Span::styled(" Ctrl-S", theme.key()),
-        Span::raw(" start · "),
-        Span::styled("Esc", theme.key()),
-        Span::raw(" quit · "),
-        Span::styled("F1", theme.key()),
-        Span::raw(" help "),
-    ];
+    let at = [&keys::EDITOR, &keys::EVERYWHERE];
+    let mut spans = vec![Span::raw(" ")];
+    spans.extend(hint_line(
+        theme,
+        &keys::hints(&at, EDITOR_KEYS, true),
+        " · ",
+    ));
+    spans.push(Span::raw(" "));
     if let Some(error) = &state.editor_error {
         let used: usize = spans.iter().map(Span::width).sum();
         let room = usize::from(footer.width).saturating_sub(used + 1);

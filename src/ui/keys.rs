@@ -80,6 +80,34 @@ impl Chord {
         key.code == self.code && (ctrl == self.ctrl || (!self.ctrl && !is_char(self.code)))
     }
 
+    /// The chord as help and the footers write it: `y`, `space`, `Enter`, `Ctrl-S`, `↑`.
+    pub fn name(&self) -> String {
+        let key = match self.code {
+            KeyCode::Char(' ') => "space".to_string(),
+            KeyCode::Char(c) if self.ctrl => c.to_ascii_uppercase().to_string(),
+            KeyCode::Char(c) => c.to_string(),
+            KeyCode::F(n) => format!("F{n}"),
+            KeyCode::Enter => "Enter".into(),
+            KeyCode::Esc => "Esc".into(),
+            KeyCode::Tab => "Tab".into(),
+            KeyCode::BackTab => "Shift-Tab".into(),
+            KeyCode::Up => "↑".into(),
+            KeyCode::Down => "↓".into(),
+            KeyCode::Left => "←".into(),
+            KeyCode::Right => "→".into(),
+            KeyCode::PageUp => "PgUp".into(),
+            KeyCode::PageDown => "PgDn".into(),
+            KeyCode::Home => "Home".into(),
+            KeyCode::End => "End".into(),
+            other => format!("{other:?}"),
+        };
+        if self.ctrl {
+            format!("Ctrl-{key}")
+        } else {
+            key
+        }
+    }
+
     /// A printable character typed without Ctrl: text, when an editor has the keyboard.
     fn is_text(&self) -> bool {
         !self.ctrl && is_char(self.code)
@@ -105,12 +133,105 @@ const fn ctrl(c: char) -> Chord {
     }
 }
 
-/// One help row: the keys as written, what they do, and the chords behind them.
+/// One help row: the keys as written, what they do, and the chords behind them; a view's
+/// row also says what its footer calls it.
 #[derive(Debug)]
 pub struct Binding {
     pub keys: &'static str,
     pub what: &'static str,
     pub chords: &'static [(Chord, Action)],
+    /// What the footer of the section's view says of the row ("" in sections whose place
+    /// has no footer of rows: the screens' status lines pick [`Hint`]s by action).
+    pub hint: &'static str,
+}
+
+impl Binding {
+    /// This row, with what its view's footer says of it.
+    const fn hint(self, hint: &'static str) -> Self {
+        Binding { hint, ..self }
+    }
+
+    /// The row's keys as a footer writes them: `y / Enter` is `y/Enter`, `↑ ↓` is `↑↓`.
+    pub fn footer_keys(&self) -> String {
+        self.keys.replace(" / ", "/").replace("↑ ↓", "↑↓")
+    }
+}
+
+/// One item of a footer or a status line: keys, then what they do there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hint {
+    pub keys: String,
+    pub what: String,
+}
+
+impl std::fmt::Display for Hint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.what.as_str() {
+            "" => f.write_str(&self.keys),
+            what => write!(f, "{} {what}", self.keys),
+        }
+    }
+}
+
+/// A view's footer: every row of its section, with what the row's hint says.
+pub fn footer(section: &Section) -> Vec<Hint> {
+    section
+        .bindings
+        .iter()
+        .map(|b| Hint {
+            keys: b.footer_keys(),
+            what: b.hint.to_string(),
+        })
+        .collect()
+}
+
+/// A status line's item for `actions` in a place whose bindings are `sections`: the keys are
+/// the first chord each action has there (where an editor types, printable ones are text and
+/// left out), named as help names them. `None` when one of the actions is not bound there.
+pub fn hint(sections: &[&Section], actions: &[Action], what: &str, typing: bool) -> Option<Hint> {
+    let names: Option<Vec<String>> = actions
+        .iter()
+        .map(|action| {
+            sections
+                .iter()
+                .flat_map(|section| section.bindings.iter())
+                .flat_map(|binding| binding.chords.iter())
+                .find(|(chord, a)| a == action && !(typing && chord.is_text()))
+                .map(|(chord, _)| chord.name())
+        })
+        .collect();
+    Some(Hint {
+        keys: names?.join(" "),
+        what: what.to_string(),
+    })
+}
+
+/// What a status line offers: for each item, the actions whose keys it names (one item
+/// may name two, as `< >`) and what it says they do.
+pub type HintSpec = [(&'static [Action], &'static str)];
+
+/// The items of `spec` in a place whose bindings are `sections`, each as [`hint`] finds it.
+pub fn hints(sections: &[&Section], spec: &HintSpec, typing: bool) -> Vec<Hint> {
+    spec.iter()
+        .filter_map(|(actions, what)| hint(sections, actions, what, typing))
+        .collect()
+}
+
+/// Where the review's status line finds its keys: a worktree run's, the review's, help.
+pub const AT_REVIEW: [&Section; 3] = [&WORKTREE, &REVIEW, &EVERYWHERE];
+
+/// What a status line says of `spec` in a place whose bindings are `sections`.
+pub fn said(sections: &[&Section], spec: &HintSpec) -> String {
+    hints_text(&hints(sections, spec, false))
+}
+
+/// Status-line items joined as the status lines write them.
+pub fn hints_text(hints: &[Hint]) -> String {
+    hints
+        .iter()
+        .map(Hint::to_string)
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 /// The bindings of one screen or view, under the title help shows.
@@ -125,7 +246,12 @@ const fn row(
     what: &'static str,
     chords: &'static [(Chord, Action)],
 ) -> Binding {
-    Binding { keys, what, chords }
+    Binding {
+        keys,
+        what,
+        chords,
+        hint: "",
+    }
 }
 
 pub const EVERYWHERE: Section = Section {
@@ -256,7 +382,8 @@ pub const CANCEL: Section = Section {
                 (ch('Y'), Action::Yes),
                 (plain(KeyCode::Enter), Action::Yes),
             ],
-        ),
+        )
+        .hint("cancel it"),
         row(
             "n / Esc",
             "keep running",
@@ -265,12 +392,14 @@ pub const CANCEL: Section = Section {
                 (ch('N'), Action::No),
                 (plain(KeyCode::Esc), Action::No),
             ],
-        ),
+        )
+        .hint("keep running"),
         row(
             "Ctrl-C",
             "cancel the run at once",
             &[(ctrl('c'), Action::Yes)],
-        ),
+        )
+        .hint("again cancels at once"),
     ],
 };
 
@@ -281,17 +410,20 @@ pub const APPROVAL: Section = Section {
             "y",
             "run this command",
             &[(ch('y'), Action::Approve), (ch('Y'), Action::Approve)],
-        ),
+        )
+        .hint("run it"),
         row(
             "n",
             "refuse it (the worker is told)",
             &[(ch('n'), Action::Deny), (ch('N'), Action::Deny)],
-        ),
+        )
+        .hint("refuse"),
         row(
             "a",
             "run it and every later command of this run",
             &[(ch('a'), Action::ApproveAll), (ch('A'), Action::ApproveAll)],
-        ),
+        )
+        .hint("allow every command this run"),
     ],
 };
 
@@ -432,7 +564,8 @@ pub const REVERT: Section = Section {
                 (plain(KeyCode::Down), Action::Down),
                 (ch('j'), Action::Down),
             ],
-        ),
+        )
+        .hint("choose"),
         row(
             "y / Enter",
             "revert it if its patch still applies; else list the conflicts",
@@ -441,7 +574,8 @@ pub const REVERT: Section = Section {
                 (ch('Y'), Action::Yes),
                 (plain(KeyCode::Enter), Action::Yes),
             ],
-        ),
+        )
+        .hint("revert it"),
         row(
             "n / Esc / q",
             "close, changing nothing",
@@ -451,7 +585,8 @@ pub const REVERT: Section = Section {
                 (ch('q'), Action::No),
                 (plain(KeyCode::Esc), Action::No),
             ],
-        ),
+        )
+        .hint("back"),
     ],
 };
 
@@ -462,7 +597,8 @@ pub const DISCARD: Section = Section {
             "y",
             "discard: the listed files go back to how the run found them",
             &[(ch('y'), Action::Yes), (ch('Y'), Action::Yes)],
-        ),
+        )
+        .hint("discard them"),
         row(
             "n / Esc",
             "keep the changes",
@@ -471,7 +607,8 @@ pub const DISCARD: Section = Section {
                 (ch('N'), Action::No),
                 (plain(KeyCode::Esc), Action::No),
             ],
-        ),
+        )
+        .hint("keep them"),
     ],
 };
 

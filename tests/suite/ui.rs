@@ -7,6 +7,7 @@
 mod behaviour;
 mod cards;
 mod event_loop;
+mod footers;
 pub(super) mod fixtures;
 mod review;
 mod streaming;

@@ -1,11 +1,14 @@
 //! Drawing helpers every pane and modal shares: bordered blocks, modals, clipped lines,
-//! compact counts and gauges. A leaf: it knows the theme and ratatui, nothing of the state.
+//! compact counts and gauges, and footers of key hints. It knows the theme, the key table's
+//! hints and ratatui, nothing of the state.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use super::theme::Theme;
+use crate::ui::keys::Hint;
 
 /// A bordered block with a title, highlighted when it has the focus.
 pub(crate) fn pane_block(
@@ -89,4 +92,56 @@ pub fn bar(theme: Theme, fraction: f64, width: usize) -> Vec<ratatui::text::Span
         Span::styled("█".repeat(filled), theme.gauge_filled()),
         Span::styled("░".repeat(width - filled), theme.gauge_empty()),
     ]
+}
+
+/// The spans of one footer item: its keys in the key colour (a `/` between them plain), then
+/// what they do.
+fn hint_spans(theme: Theme, hint: &Hint) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    for (i, keys) in hint.keys.split('/').enumerate() {
+        if i > 0 {
+            spans.push(Span::raw("/"));
+        }
+        spans.push(Span::styled(keys.to_string(), theme.key()));
+    }
+    if !hint.what.is_empty() {
+        spans.push(Span::raw(format!(" {}", hint.what)));
+    }
+    spans
+}
+
+/// Footer items on one line, `separator` between them.
+pub fn hint_line(theme: Theme, hints: &[Hint], separator: &str) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    for (i, hint) in hints.iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::raw(separator.to_string()));
+        }
+        spans.extend(hint_spans(theme, hint));
+    }
+    spans
+}
+
+/// A view's footer: its items three spaces apart, as many on a line as fit in `width`
+/// (an item is never split).
+pub fn footer_lines(theme: Theme, hints: &[Hint], width: usize) -> Vec<Line<'static>> {
+    const GAP: &str = "   ";
+    let mut lines: Vec<Vec<Span<'static>>> = Vec::new();
+    let mut used = 0;
+    for hint in hints {
+        let spans = hint_spans(theme, hint);
+        let item: usize = spans.iter().map(Span::width).sum();
+        match lines.last_mut() {
+            Some(line) if used + GAP.len() + item <= width => {
+                line.push(Span::raw(GAP));
+                line.extend(spans);
+                used += GAP.len() + item;
+            }
+            _ => {
+                lines.push(spans);
+                used = item;
+            }
+        }
+    }
+    lines.into_iter().map(Line::from).collect()
 }

@@ -13,6 +13,7 @@ use ratatui::widgets::Widget;
 
 use crate::options::RoundCount;
 use crate::protocol::event::RunStatus;
+use crate::ui::keys::{self, Action, HintSpec, AT_REVIEW};
 use crate::ui::kit::draw::{draw_lines, pane_block, put_line};
 use crate::ui::kit::theme::Theme;
 use crate::ui::kit::wrap;
@@ -298,42 +299,80 @@ fn render_diff(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     }
 }
 
+/// The review's keys on its status line, before anything is committed.
+const REVIEW_KEYS: &HintSpec = &[
+    (&[Action::Toggle], "choose"),
+    (&[Action::Commit], "commit"),
+    (&[Action::RevertRound], "revert round"),
+    (&[Action::Discard], "discard"),
+    (&[Action::Quit], "quit"),
+    (&[Action::Help], "help"),
+];
+/// After a commit of every file.
+const COMMITTED_KEYS: &HintSpec = &[
+    (&[Action::Quit], "quit"),
+    (&[Action::RunLog], "run log"),
+    (&[Action::Help], "help"),
+];
+/// After a commit that left files out.
+const LEFT_OUT_KEYS: &HintSpec = &[
+    (&[Action::Discard], "discard them"),
+    (&[Action::Quit], "keep them and quit"),
+];
+/// After a failed commit.
+const FAILED_KEYS: &HintSpec = &[(&[Action::Commit], "retry"), (&[Action::Quit], "quit")];
+/// Once `X X` removed a worktree run's worktree and branch: only quitting is offered.
+pub const REMOVED_KEYS: &HintSpec = &[(&[Action::Quit], "quit"), (&[Action::Help], "help")];
+
 fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
     let removed = state.worktree_gone == Some(crate::ui::model::WorktreeGone::Removed);
     let (text, style) = if let Some(notice) = &state.notice {
         (notice.clone(), theme.warning())
     } else if removed {
-        (super::worktree::REMOVED_HINT.to_string(), theme.warning())
+        (
+            format!(
+                "worktree and branch removed · {}",
+                keys::said(&AT_REVIEW, REMOVED_KEYS)
+            ),
+            theme.warning(),
+        )
     } else {
         match &review.commit {
             CommitState::Committing => ("committing…".to_string(), theme.warning()),
             CommitState::Done(id) => match review.listed_left_out() {
                 0 => (
-                    format!("committed {id} · q quit · l run log · ? help"),
+                    format!(
+                        "committed {id} · {}",
+                        keys::said(&AT_REVIEW, COMMITTED_KEYS)
+                    ),
                     theme.good(),
                 ),
                 n => (
-                    format!("committed {id} · {n} left out: d discard them · q keep them and quit"),
+                    format!(
+                        "committed {id} · {n} left out: {}",
+                        keys::said(&AT_REVIEW, LEFT_OUT_KEYS)
+                    ),
                     theme.good(),
                 ),
             },
             CommitState::Failed(e) => (
-                format!("commit failed: {e} · c retry · q quit"),
+                format!(
+                    "commit failed: {e} · {}",
+                    keys::said(&AT_REVIEW, FAILED_KEYS)
+                ),
                 theme.error(),
             ),
             CommitState::NotYet if state.replay.is_some() => (
                 format!(
                     "read-only: nothing to commit · {}",
-                    crate::ui::run::status::REPLAY_HINT
+                    crate::ui::run::status::replay_hint()
                 ),
                 theme.key(),
             ),
             CommitState::NotYet => (
-                super::worktree::hint(&state.setup).unwrap_or_else(|| {
-                    "space choose · c commit · u revert round · d discard · q quit · ? help"
-                        .to_string()
-                }),
+                super::worktree::hint(&state.setup)
+                    .unwrap_or_else(|| keys::said(&AT_REVIEW, REVIEW_KEYS)),
                 theme.key(),
             ),
         }

@@ -9,7 +9,7 @@
 
 use crossterm::event::KeyEvent;
 
-use crate::ui::keys::{self, Action};
+use crate::ui::keys::{self, Action, HintSpec};
 use crate::ui::model::{Effect, Setup, WorktreeAction, WorktreeGone};
 use crate::ui::state::State;
 
@@ -93,7 +93,8 @@ fn gone_key(state: &mut State, gone: WorktreeGone, key: &KeyEvent) -> Option<Vec
     let worktree_key = matches!(action, Action::ApplyWorktree | Action::DiscardWorktree);
     match gone {
         WorktreeGone::Removed if !looking => {
-            state.notice = gone_text(state).map(|text| format!("{text} · q quit"));
+            let quit = keys::said(&keys::AT_REVIEW, &[(&[Action::Quit], "quit")]);
+            state.notice = gone_text(state).map(|text| format!("{text} · {quit}"));
             Some(Vec::new())
         }
         WorktreeGone::Committed if worktree_key => {
@@ -107,14 +108,16 @@ fn gone_key(state: &mut State, gone: WorktreeGone, key: &KeyEvent) -> Option<Vec
     }
 }
 
-/// The review's status line once `X X` removed the worktree: only quitting is offered.
-pub const REMOVED_HINT: &str = "worktree and branch removed · q quit · ? help";
+/// A worktree run's keys on the review's status line.
+const WORKTREE_KEYS: &HintSpec = &[
+    (&[Action::ApplyWorktree], "apply to your tree"),
+    (&[Action::Commit], "commit on your branch"),
+    (&[Action::Quit], "keep the branch"),
+    (&[Action::DiscardWorktree], "discard"),
+];
 
 /// The review's key hint for a worktree run (the branch itself is in the header).
 pub fn hint(setup: &Setup) -> Option<String> {
     setup.worktree.as_ref()?;
-    Some(
-        "A apply to your tree · c commit on your branch · q keep the branch · X discard"
-            .to_string(),
-    )
+    Some(keys::said(&keys::AT_REVIEW, WORKTREE_KEYS))
 }

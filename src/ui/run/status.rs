@@ -6,6 +6,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+use crate::ui::keys::{self, Action, Hint, HintSpec};
 use crate::ui::kit::draw::{bar, compact, put_line};
 use crate::ui::kit::wrap;
 use crate::ui::model::Pane;
@@ -74,24 +75,57 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         )
     } else if state.replay.is_some() {
         // A replay cannot cancel anything: its own keys instead.
-        (REPLAY_HINT.to_string(), theme.key())
-    } else if short {
-        ("? help · Esc cancel".to_string(), theme.key())
+        (replay_hint(), theme.key())
     } else {
-        let enter = match state.focus {
-            Pane::Reports => " · Enter report",
-            Pane::Changes => " · Enter diff",
-            Pane::Stream => " · Enter call",
-            Pane::Objective => "",
-        };
-        (format!("? help · Tab{enter} · Esc cancel"), theme.key())
+        (
+            keys::hints_text(&run_hints(state.focus, short)),
+            theme.key(),
+        )
     };
     spans.push(Span::styled(wrap::truncate(&text, room), style));
     put_line(buf, area, 0, &Line::from(spans));
 }
 
+/// The run screen's keys on its status line: help, moving focus and what Enter opens in the
+/// focused pane, cancel; only help and cancel when the line is `short`.
+fn run_hints(focus: Pane, short: bool) -> Vec<Hint> {
+    let at = [&keys::RUN, &keys::EVERYWHERE];
+    if short {
+        return keys::hints(
+            &at,
+            &[(&[Action::Help], "help"), (&[Action::Back], "cancel")],
+            false,
+        );
+    }
+    let enter = match focus {
+        Pane::Reports => "report",
+        Pane::Changes => "diff",
+        Pane::Stream => "call",
+        Pane::Objective => "",
+    };
+    let mut spec: Vec<(&'static [Action], &'static str)> =
+        vec![(&[Action::Help], "help"), (&[Action::FocusNext], "")];
+    if !enter.is_empty() {
+        spec.push((&[Action::Open], enter));
+    }
+    spec.push((&[Action::Back], "cancel"));
+    keys::hints(&at, &spec, false)
+}
+
 /// The keys a replay offers, in place of the live run's.
-pub const REPLAY_HINT: &str = "p pause · s step · < > round · q leave · ? help";
+const REPLAY_KEYS: &HintSpec = &[
+    (&[Action::PlayPause], "pause"),
+    (&[Action::Step], "step"),
+    (&[Action::PreviousRound, Action::NextRound], "round"),
+    (&[Action::Quit], "leave"),
+    (&[Action::Help], "help"),
+];
+
+/// The replay's keys as its status lines say them.
+pub fn replay_hint() -> String {
+    let at = [&keys::REPLAY, &keys::RUN, &keys::EVERYWHERE];
+    keys::hints_text(&keys::hints(&at, REPLAY_KEYS, false))
+}
 
 /// The context meter: the used fraction, and a `┊` in the cell where the report reserve
 /// starts (a filled `█` in the warning colour once the context has reached that cell).

@@ -5,11 +5,11 @@
 use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 
 use crate::tools::approval::ApprovalDecision;
 use crate::ui::keys::{self, Action};
-use crate::ui::kit::draw::{draw_lines, modal};
+use crate::ui::kit::draw::{draw_lines, footer_lines, modal};
 use crate::ui::kit::layout::popup;
 use crate::ui::kit::wrap;
 use crate::ui::model::Approval;
@@ -44,7 +44,8 @@ impl View for ApprovalQuestion<'_> {
         let command = wrap::rows_multiline(&clean, text_width);
         let shown = command.len().min(6);
         let more = usize::from(command.len() > shown) + usize::from(waiting > 0);
-        let height = ((shown + more) as u16 + 6).min(area.height);
+        let footer = footer_lines(theme, &keys::footer(&keys::APPROVAL), text_width + 2);
+        let height = ((shown + more + footer.len()) as u16 + 5).min(area.height);
         let rect = popup(area, 70, 0, 50, height);
         let title = format!(" Approval needed · round {} ", request.round);
         let inner = modal(theme, title, None, rect, buf);
@@ -63,14 +64,7 @@ impl View for ApprovalQuestion<'_> {
             theme.dim(),
         ));
         lines.push(Line::raw(""));
-        lines.push(Line::from(vec![
-            Span::styled("y", theme.key()),
-            Span::raw(" run it   "),
-            Span::styled("n", theme.key()),
-            Span::raw(" refuse   "),
-            Span::styled("a", theme.key()),
-            Span::raw(" allow every command this run"),
-        ]));
+        lines.extend(footer);
         if waiting > 0 {
             lines.push(Line::styled(
                 format!("({waiting} more waiting)"),

@@ -3,11 +3,11 @@
 use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 
 use super::view::{Ctx, Outcome, View};
 use crate::ui::keys::{self, Action};
-use crate::ui::kit::draw::{draw_lines, modal};
+use crate::ui::kit::draw::{draw_lines, footer_lines, modal};
 use crate::ui::kit::layout::popup;
 use crate::ui::kit::wrap;
 
@@ -29,28 +29,17 @@ impl View for CancelQuestion {
         let explain = "Generation stops at the next token and any running command is killed. \
                        The run ends `cancelled` and the review shows what changed.";
         let width = (area.width * 60 / 100).max(50).min(area.width);
-        let rows = wrap::rows(explain, usize::from(width.saturating_sub(2))).len() as u16;
-        let rect = popup(area, 60, 0, 50, rows + 5);
+        let text_width = usize::from(width.saturating_sub(2));
+        let rows = wrap::rows(explain, text_width).len() as u16;
+        let footer = footer_lines(theme, &keys::footer(&keys::CANCEL), text_width);
+        let rect = popup(area, 60, 0, 50, rows + footer.len() as u16 + 3);
         let inner = modal(theme, " Cancel this run? ".to_string(), None, rect, buf);
         let mut lines: Vec<Line> = wrap::rows(explain, usize::from(inner.width))
             .into_iter()
             .map(|r| Line::raw(r.to_string()))
             .collect();
         lines.push(Line::raw(""));
-        lines.push(Line::from(vec![
-            Span::styled("y", theme.key()),
-            Span::raw("/"),
-            Span::styled("Enter", theme.key()),
-            Span::raw(" cancel it   "),
-            Span::styled("n", theme.key()),
-            Span::raw("/"),
-            Span::styled("Esc", theme.key()),
-            Span::raw(" keep running"),
-        ]));
-        lines.push(Line::from(vec![
-            Span::styled("Ctrl-C", theme.key()),
-            Span::raw(" again cancels at once"),
-        ]));
+        lines.extend(footer);
         draw_lines(&lines, inner, buf);
     }
 }

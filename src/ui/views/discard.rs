@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 
 use super::view::{Ctx, Outcome, View};
 use crate::ui::keys::{self, Action};
-use crate::ui::kit::draw::{draw_lines, modal};
+use crate::ui::kit::draw::{draw_lines, footer_lines, modal};
 use crate::ui::kit::layout::popup;
 use crate::ui::kit::wrap;
 
@@ -93,14 +93,7 @@ impl View for DiscardQuestion {
             lines.push(Line::styled(wrap::truncate(&text, room), theme.dim()));
         }
         lines.push(Line::raw(""));
-        lines.push(Line::from(vec![
-            Span::styled("y", theme.key()),
-            Span::raw(" discard them   "),
-            Span::styled("n", theme.key()),
-            Span::raw("/"),
-            Span::styled("Esc", theme.key()),
-            Span::raw(" keep them"),
-        ]));
+        lines.extend(footer_lines(theme, &keys::footer(&keys::DISCARD), room));
         draw_lines(&lines, inner, buf);
     }
 }

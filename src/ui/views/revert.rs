@@ -4,11 +4,11 @@
 use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 
 use super::view::{Ctx, Outcome, View};
 use crate::ui::keys::{self, Action};
-use crate::ui::kit::draw::{draw_lines, modal};
+use crate::ui::kit::draw::{draw_lines, footer_lines, modal};
 use crate::ui::kit::layout::popup;
 use crate::ui::kit::wrap;
 
@@ -80,18 +80,7 @@ impl RevertQuestion {
                     lines.push(line);
                 }
                 lines.push(Line::raw(""));
-                lines.push(Line::from(vec![
-                    Span::styled("↑↓", theme.key()),
-                    Span::raw(" choose   "),
-                    Span::styled("y", theme.key()),
-                    Span::raw("/"),
-                    Span::styled("Enter", theme.key()),
-                    Span::raw(" revert it   "),
-                    Span::styled("n", theme.key()),
-                    Span::raw("/"),
-                    Span::styled("Esc", theme.key()),
-                    Span::raw(" back"),
-                ]));
+                lines.extend(footer_lines(theme, &keys::footer(&keys::REVERT), width));
             }
             RevertStep::Reverting(round) => {
                 text(&format!("reverting round {round}…"), theme.warning())
