@@ -9,6 +9,13 @@
 //! with and without the fixed-prefix cache, next to the prefix's share of the prompt; round 1
 //! with the fixed prefix evaluated (cold) against restored from the disk cache; resident
 //! memory after round 1 and after the last round. Figures only: nothing is asserted.
+//!
+//! `--draft-model PATH` adds speculative decoding measured on llama.cpp directly, the
+//! `--model` as its target (`speculative`): greedy generation speed with and without the
+//! draft, the acceptance rate and whether the outputs are identical, for drafts of 2, 4 and 6
+//! tokens (`--draft-lengths K,..`; `--reps N` alternating runs each; `--speculative-only`
+//! skips the rest). The backend
+//! has no draft model: on this machine the draft made generation slower.
 #![allow(clippy::print_stdout, reason = "a benchmark prints its figures")]
 #![allow(
     clippy::unwrap_used,
@@ -29,6 +36,9 @@ use ralph_tui::protocol::message::{Message, Role};
 use ralph_tui::tools::Registry;
 use tokio_util::sync::CancellationToken;
 
+#[path = "llama/speculative.rs"]
+mod speculative;
+
 struct Args {
     model: PathBuf,
     threads: i32,
@@ -36,6 +46,14 @@ struct Args {
     prompt_tokens: usize,
     gen_tokens: u32,
     batch: u32,
+    /// `--draft-model`: measure speculative decoding with this draft (the `--model` target).
+    draft: Option<PathBuf>,
+    /// `--speculative-only`: skip every other figure.
+    speculative_only: bool,
+    /// Alternating plain / drafted runs per draft length.
+    reps: usize,
+    /// Draft lengths measured (`--draft-lengths 2,4,6`).
+    draft_lengths: Vec<usize>,
 }
 
 fn args() -> Args {
@@ -54,6 +72,10 @@ fn args() -> Args {
         prompt_tokens: 512,
         gen_tokens: 128,
         batch: 512,
+        draft: None,
+        speculative_only: false,
+        reps: 3,
+        draft_lengths: vec![2, 4, 6],
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -65,6 +87,15 @@ fn args() -> Args {
             "--prompt-tokens" => out.prompt_tokens = value().parse().expect("--prompt-tokens N"),
             "--gen-tokens" => out.gen_tokens = value().parse().expect("--gen-tokens N"),
             "--batch-size" => out.batch = value().parse().expect("--batch-size N"),
+            "--draft-model" => out.draft = Some(PathBuf::from(value())),
+            "--speculative-only" => out.speculative_only = true,
+            "--reps" => out.reps = value().parse().expect("--reps N"),
+            "--draft-lengths" => {
+                out.draft_lengths = value()
+                    .split(',')
+                    .map(|k| k.parse().expect("--draft-lengths K,K,..."))
+                    .collect();
+            }
             // `cargo bench` passes `--bench`; anything else unknown is ignored the same way.
             _ => {}
         }
@@ -284,29 +315,11 @@ fn round_one_from_disk(a: &Args) {
     );
 }
 
-fn main() {
-    // `cargo test --all-targets` runs bench binaries too, without `--bench`: the figures need
-    // an idle machine and a minute, so they are only measured under `cargo bench`.
-    if !std::env::args().any(|a| a == "--bench") {
-        println!("llama bench: figures are measured by `cargo bench --bench llama`");
-        return;
-    }
-    let a = args();
-    println!(
-        "ralph-tui llama backend bench: {} ({} threads)",
-        a.model.display(),
-        a.threads
-    );
+/// Prompt throughput on fresh contexts (whole batches, the abort callback armed) and the
+/// worst cancel latency during a prompt. A prompt's typical time in ms.
+fn prompt_speed(a: &Args, backend: &LlamaBackend) -> f64 {
     let cancel = CancellationToken::new();
-
-    let started = Instant::now();
-    let backend = LlamaBackend::load(&a.model, &settings(&a, 1), None).unwrap();
-    let load = started.elapsed();
-    println!("model load (mmap):                 {:8.1} ms", ms(load));
-
-    // Prompt throughput on fresh contexts: whole batches, the abort callback armed.
-    let backend = backend.with_prefix_cache(false);
-    let prompt = long_prompt(&backend, a.prompt_tokens);
+    let prompt = long_prompt(backend, a.prompt_tokens);
     let mut pp = Vec::new();
     let mut round_prompt_ms = Vec::new();
     for round in 1..=3 {
@@ -333,16 +346,17 @@ fn main() {
         median(pp),
         a.prompt_tokens
     );
-    let worst = cancel_latency(&backend, &long_prompt(&backend, 3 * a.prompt_tokens));
+    let worst = cancel_latency(backend, &long_prompt(backend, 3 * a.prompt_tokens));
     println!(
         "cancel during the prompt (batch {}): {:8.1} ms worst of 6 (abort callback)",
         a.batch, worst
     );
+    median(round_prompt_ms)
+}
 
-    round_starts(&a);
-    round_one_from_disk(&a);
-
-    // Generation throughput, with the abort callback (as runs have it) and without it.
+/// Generation throughput, with the abort callback (as runs have it) and without it.
+fn generation_speed(a: &Args) {
+    let cancel = CancellationToken::new();
     let story = vec![
         Message::new(Role::System, "You are a storyteller."),
         Message::new(
@@ -352,7 +366,7 @@ fn main() {
     ];
     let mut gen_speed = Vec::new();
     for abortable in [true, false] {
-        let gen_backend = LlamaBackend::load(&a.model, &settings(&a, a.gen_tokens), None)
+        let gen_backend = LlamaBackend::load(&a.model, &settings(a, a.gen_tokens), None)
             .unwrap()
             .with_abort_callback(abortable);
         let mut tg = Vec::new();
@@ -381,8 +395,11 @@ fn main() {
         gen_speed[1],
         100.0 * (gen_speed[0] - gen_speed[1]) / gen_speed[1].max(f64::MIN_POSITIVE)
     );
+}
 
-    // Fresh context per round vs reloading the model per round.
+/// A fresh context per round against reloading the model per round, beside a typical
+/// prompt's time.
+fn fresh_against_reload(a: &Args, backend: &LlamaBackend, typical_prompt_ms: f64) {
     let mut fresh = Vec::new();
     for round in 1..=10 {
         let started = Instant::now();
@@ -393,13 +410,12 @@ fn main() {
     let mut reload = Vec::new();
     for round in 1..=5 {
         let started = Instant::now();
-        let b = LlamaBackend::load(&a.model, &settings(&a, 1), None).unwrap();
+        let b = LlamaBackend::load(&a.model, &settings(a, 1), None).unwrap();
         let child = b.child(round).unwrap();
         reload.push(ms(started.elapsed()));
         drop(child);
     }
     let fresh_ms = median(fresh);
-    let typical_prompt_ms = median(round_prompt_ms);
     println!(
         "fresh context per round:           {fresh_ms:8.1} ms ({:.1}% of a {}-token prompt's {:.0} ms)",
         100.0 * fresh_ms / typical_prompt_ms,
@@ -411,14 +427,16 @@ fn main() {
         median(reload.clone()),
         median(reload) / fresh_ms
     );
+}
 
-    // Memory across rounds: each round a fresh context, a short prompt, a few tokens.
-    drop(backend);
+/// Memory across rounds: each round a fresh context, a short prompt, a few tokens.
+fn memory_across_rounds(a: &Args) {
+    let cancel = CancellationToken::new();
     let short = vec![
         Message::new(Role::System, "You are brief."),
         Message::new(Role::User, "Say hello."),
     ];
-    let small = LlamaBackend::load(&a.model, &settings(&a, 8), None).unwrap();
+    let small = LlamaBackend::load(&a.model, &settings(a, 8), None).unwrap();
     let mut after_first = 0;
     for round in 1..=a.rounds {
         let mut child = small.child(round).unwrap();
@@ -449,4 +467,42 @@ fn main() {
         after_last as f64 / 1024.0,
         100.0 * (after_last as f64 - after_first as f64) / after_first.max(1) as f64
     );
+}
+
+fn main() {
+    // `cargo test --all-targets` runs bench binaries too, without `--bench`: the figures need
+    // an idle machine and a minute, so they are only measured under `cargo bench`.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("llama bench: figures are measured by `cargo bench --bench llama`");
+        return;
+    }
+    let a = args();
+    println!(
+        "ralph-tui llama backend bench: {} ({} threads)",
+        a.model.display(),
+        a.threads
+    );
+    if let Some(draft) = &a.draft {
+        let runs = speculative::Runs {
+            gen: a.gen_tokens as usize,
+            reps: a.reps,
+            lengths: &a.draft_lengths,
+        };
+        speculative::measure(&a.model, draft, &settings(&a, 1), &runs);
+    }
+    if a.speculative_only {
+        return;
+    }
+    let started = Instant::now();
+    let backend = LlamaBackend::load(&a.model, &settings(&a, 1), None).unwrap();
+    let load = started.elapsed();
+    println!("model load (mmap):                 {:8.1} ms", ms(load));
+    let backend = backend.with_prefix_cache(false);
+    let typical_prompt_ms = prompt_speed(&a, &backend);
+    round_starts(&a);
+    round_one_from_disk(&a);
+    generation_speed(&a);
+    fresh_against_reload(&a, &backend, typical_prompt_ms);
+    drop(backend);
+    memory_across_rounds(&a);
 }
