@@ -1,17 +1,23 @@
-//! The import graph between the library's top-level modules, read from the source.
+//! The import graph of the library, read from the source with the shared scanner
+//! (`imports.rs`).
 //!
-//! Every `crate::name` a file mentions (in `use` lines, `use crate::{a, b}` blocks over several
-//! lines, or paths in code) is an edge from the file's top-level module to `name`. The layers,
+//! Between top-level modules: every path a file names into another top-level module (in `use`
+//! lines, `use crate::{a, b}` blocks over several lines, or paths in code, test code
+//! included) is an edge from the file's top-level module to that one. The layers,
 //! lowest first: `protocol` and `text` (import nothing of ours); `error`, `logging`,
 //! `signals`, `intake`, `runlock`; `workspace`, `tools`;
 //! `chat` with the settings (`options`, `cli`, `config`: a chat format is a setting's value);
 //! `llm`; `engine`; `app`, `headless`, `eval`, `runs`, `hooks`; `ui`; `tui`.
 //! A module may import its own layer or lower ones, never a higher one, and the graph has no
-//! cycle. Comments are skipped; the binaries (`main.rs`, `bin/`) sit above everything. Files
-//! inside one module (the `ui/` screens among themselves) are not this check's business.
+//! cycle. Comments are skipped; the binaries (`main.rs`, `bin/`) sit above everything.
+//!
+//! Inside every folder: the graph between its files (a subfolder counts as one), outside test
+//! code, has no cycle either; the failure names the cycle and a file behind each edge.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::imports::{self, Graph};
 
 /// Each top-level module's layer; a module may import only its own layer or lower ones.
 const LAYERS: &[(&str, u8)] = &[
@@ -45,119 +51,19 @@ fn layer(module: &str) -> Option<u8> {
     LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// The top-level module a file belongs to; `None` for the crate root and the binaries.
-fn module_of(src: &Path, file: &Path) -> Option<String> {
-    let rel = file.strip_prefix(src).unwrap();
-    let first = rel.components().next()?.as_os_str().to_str()?.to_string();
-    match first.as_str() {
-        "lib.rs" | "main.rs" | "bin" => None,
-        _ => Some(first.trim_end_matches(".rs").to_string()),
-    }
-}
-
-/// The source without `//` comments (doc comments included); string contents are kept,
-/// which can only add edges, never hide one.
-fn strip_comments(text: &str) -> String {
-    text.lines()
-        .map(|line| match line.find("//") {
-            Some(at) if !line[..at].contains('"') => &line[..at],
-            _ => line,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn ident_at(text: &str) -> String {
-    text.chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_')
+/// Every top-level module of ours a source text names through `crate::`.
+fn crate_refs(text: &str) -> BTreeSet<String> {
+    imports::named_paths(&[], text)
+        .into_iter()
+        .filter_map(|(path, _)| path.first().cloned())
         .collect()
 }
 
-/// Top-level names inside a `{ ... }` group that starts at `text[0] == '{'`.
-fn group_names(text: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    let mut depth = 0usize;
-    let mut item_start = true;
-    for (i, c) in text.char_indices() {
-        match c {
-            '{' => {
-                depth += 1;
-                if depth == 1 {
-                    item_start = true;
-                }
-            }
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    break;
-                }
-            }
-            ',' if depth == 1 => item_start = true,
-            c if depth == 1 && item_start && !c.is_whitespace() => {
-                item_start = false;
-                let name = ident_at(&text[i..]);
-                if !name.is_empty() && name != "self" {
-                    names.push(name);
-                }
-            }
-            _ => {}
-        }
-    }
-    names
-}
-
-/// Every top-level module of ours a source text names through `crate::`.
-fn crate_refs(text: &str) -> BTreeSet<String> {
-    let text = strip_comments(text);
-    let mut refs = BTreeSet::new();
-    for (at, _) in text.match_indices("crate::") {
-        let before = text[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue; // `ralph_crate::` or the like
-        }
-        let rest = &text[at + "crate::".len()..];
-        if rest.starts_with('{') {
-            refs.extend(group_names(rest));
-        } else {
-            let name = ident_at(rest);
-            if !name.is_empty() {
-                refs.insert(name);
-            }
-        }
-    }
-    refs
-}
-
-/// module -> (imported module -> one file that imports it)
-fn graph() -> BTreeMap<String, BTreeMap<String, String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
-    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for file in files {
-        let Some(module) = module_of(&src, &file) else {
-            continue;
-        };
-        let text = std::fs::read_to_string(&file).unwrap();
-        let rel = file.strip_prefix(&src).unwrap().display().to_string();
-        let edges = graph.entry(module.clone()).or_default();
-        for target in crate_refs(&text) {
-            if target != module && layer(&target).is_some() {
-                edges.entry(target).or_insert_with(|| rel.clone());
-            }
-        }
+/// module -> (imported module -> one file that imports it), test code included.
+fn graph() -> Graph {
+    let mut graph = imports::scan().child_graph(&[], true);
+    for edges in graph.values_mut() {
+        edges.retain(|target, _| layer(target).is_some());
     }
     graph
 }
@@ -218,38 +124,85 @@ fn text_imports_nothing_of_ours() {
 #[test]
 fn the_import_graph_has_no_cycle() {
     let graph = graph();
-    // Depth-first search; a back edge is a cycle.
-    fn visit(
-        node: &str,
-        graph: &BTreeMap<String, BTreeMap<String, String>>,
-        path: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-    ) -> Option<Vec<String>> {
-        if let Some(at) = path.iter().position(|n| n == node) {
-            let mut cycle = path[at..].to_vec();
-            cycle.push(node.to_string());
-            return Some(cycle);
+    let cycle = imports::find_cycle(&imports::targets(&graph));
+    assert!(
+        cycle.is_none(),
+        "import cycle: {}",
+        describe(&graph, &cycle.unwrap_or_default())
+    );
+}
+
+/// A cycle's edges, each with one file that makes it.
+fn describe(graph: &Graph, cycle: &[String]) -> String {
+    cycle
+        .windows(2)
+        .map(|pair| {
+            let file = graph[&pair[0]].get(&pair[1]).map_or("?", String::as_str);
+            format!("{} -> {} (in {file})", pair[0], pair[1])
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The cycles between the child modules of every folder under `src/` (test code left out),
+/// each as `folder: a -> b (in file), b -> a (in file)`.
+fn folder_cycles(tree: &imports::SourceTree) -> Vec<String> {
+    let mut cycles = Vec::new();
+    for folder in tree.folders() {
+        let graph = tree.child_graph(&folder, false);
+        if let Some(cycle) = imports::find_cycle(&imports::targets(&graph)) {
+            cycles.push(format!(
+                "src/{}: {}",
+                folder.join("/"),
+                describe(&graph, &cycle)
+            ));
         }
-        if done.contains(node) {
-            return None;
-        }
-        path.push(node.to_string());
-        for target in graph.get(node).into_iter().flat_map(|e| e.keys()) {
-            if let Some(cycle) = visit(target, graph, path, done) {
-                return Some(cycle);
-            }
-        }
-        path.pop();
-        done.insert(node.to_string());
-        None
     }
-    let mut done = BTreeSet::new();
-    for node in graph.keys() {
-        let cycle = visit(node, &graph, &mut Vec::new(), &mut done);
-        assert!(
-            cycle.is_none(),
-            "import cycle: {}",
-            cycle.unwrap().join(" -> ")
-        );
-    }
+    cycles
+}
+
+#[test]
+fn no_folder_has_a_cycle_between_its_files() {
+    let tree = imports::scan();
+    let folders = tree.folders();
+    assert!(
+        folders.contains(&vec!["engine".to_string()])
+            && folders.contains(&vec!["tools".to_string()]),
+        "the scan sees no folders: {folders:?}"
+    );
+    let cycles = folder_cycles(&tree);
+    assert!(
+        cycles.is_empty(),
+        "import cycles inside folders:\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn the_folder_check_finds_a_cycle_when_there_is_one() {
+    let mut tree = imports::scan();
+    // The first edge between two files of one folder, turned around.
+    let edge = tree
+        .edges
+        .iter()
+        .find(|e| {
+            !e.in_tests
+                && e.from.len() == 2
+                && e.to.len() == 2
+                && e.from[0] == e.to[0]
+                && e.from != e.to
+        })
+        .cloned()
+        .expect("some file imports a file of its own folder");
+    tree.edges.push(imports::Edge {
+        from: edge.to.clone(),
+        to: edge.from.clone(),
+        ..edge.clone()
+    });
+    let cycles = folder_cycles(&tree);
+    let folder = format!("src/{}:", edge.from[0]);
+    assert!(
+        cycles.iter().any(|c| c.starts_with(&folder)),
+        "{edge:?} turned around is no cycle: {cycles:?}"
+    );
 }

@@ -11,6 +11,7 @@ mod handoff;
 mod hidden;
 mod history;
 mod hooks;
+mod imports;
 mod integrity;
 mod layers;
 mod llama;

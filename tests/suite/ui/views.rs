@@ -2,9 +2,6 @@
 //! dispatch on, no chord is bound twice in one place, views stack, and the ui modules import
 //! each other without a cycle.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ralph_tui::protocol::event::RunStatus;
 use ralph_tui::ui::keys::{self, SECTIONS};
@@ -12,6 +9,7 @@ use ralph_tui::ui::state::{Effect, Overlay};
 use ralph_tui::ui::Theme;
 
 use super::fixtures::*;
+use crate::suite::imports::{self, find_cycle};
 
 #[test]
 fn help_shows_every_binding_of_the_key_table() {
@@ -113,86 +111,9 @@ fn the_help_scroll_is_clamped_in_sync_not_in_render() {
     assert_eq!(help.scroll, rows - usize::from(body.height));
 }
 
-/// The modules of `src/ui` a ui file names (`super::x`, `crate::ui::x`, `use super::{x, y}`),
-/// leaving out `mod.rs`, which only declares them.
-fn ui_imports(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let modules: BTreeSet<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
-        .filter(|m| m != "mod")
-        .collect();
-    let mut graph = BTreeMap::new();
-    for module in &modules {
-        let source = std::fs::read_to_string(dir.join(format!("{module}.rs"))).unwrap();
-        // Unit tests inside a file (`mod tests { use super::*; }`) are not the module's imports.
-        let source = source.split("#[cfg(test)]").next().unwrap();
-        let mut named = BTreeSet::new();
-        for prefix in ["super::", "crate::ui::"] {
-            for (at, _) in source.match_indices(prefix) {
-                let rest = &source[at + prefix.len()..];
-                let names: Vec<&str> = match rest.strip_prefix('{') {
-                    Some(group) => group
-                        .split('}')
-                        .next()
-                        .unwrap()
-                        .split(',')
-                        .map(|n| n.trim().split("::").next().unwrap().trim())
-                        .collect(),
-                    None => vec![rest
-                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                        .next()
-                        .unwrap()],
-                };
-                for name in names {
-                    if name != module && modules.contains(name) {
-                        named.insert(name.to_string());
-                    }
-                }
-            }
-        }
-        graph.insert(module.clone(), named);
-    }
-    graph
-}
-
-/// A cycle in `graph`, as the modules along it, if there is one.
-fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-    fn visit(
-        node: &str,
-        graph: &BTreeMap<String, BTreeSet<String>>,
-        done: &mut BTreeSet<String>,
-        path: &mut Vec<String>,
-    ) -> Option<Vec<String>> {
-        if let Some(start) = path.iter().position(|n| n == node) {
-            let mut cycle = path[start..].to_vec();
-            cycle.push(node.to_string());
-            return Some(cycle);
-        }
-        if done.contains(node) {
-            return None;
-        }
-        path.push(node.to_string());
-        for next in graph.get(node).into_iter().flatten() {
-            if let Some(cycle) = visit(next, graph, done, path) {
-                return Some(cycle);
-            }
-        }
-        path.pop();
-        done.insert(node.to_string());
-        None
-    }
-    let mut done = BTreeSet::new();
-    graph
-        .keys()
-        .find_map(|node| visit(node, graph, &mut done, &mut Vec::new()))
-}
-
 #[test]
 fn the_ui_modules_import_each_other_without_a_cycle() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/ui");
-    let graph = ui_imports(&dir);
+    let graph = imports::scan().file_graph(&["ui".to_string()]);
     assert!(
         graph["state"].contains("overlay") && graph["help"].contains("keys"),
         "the import scan sees nothing: {graph:?}"
