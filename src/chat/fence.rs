@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::llama3::{first_candidate, is_full_call_object, looks_like_call, scan_bare};
+use super::bare::{first_candidate, is_full_call_object, looks_like_call, scan_bare};
 use super::scan::{self, json_extent, malformed, with_hint, TurnBuilder};
 use super::ParsedCall;
 

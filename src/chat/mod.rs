@@ -7,6 +7,7 @@
 //! a [`ChatFormat`]. The engine is format-agnostic: it only sees `ParsedTurn`s. `detect`
 //! picks a format from a GGUF's chat template; `by_name` serves `--chat-format`.
 
+mod bare;
 pub mod deepseek;
 pub mod dsml;
 mod family;
