@@ -20,15 +20,11 @@ build: deps
 run: model build
 	@bash scripts/demo.sh
 
-## Run the whole test suite, real-model tests included.
-# The real-model tests run on their own afterwards: llama.cpp's worker threads stall when
-# other CPU-heavy tests share the cores with them. The llama-server tests need llama.cpp's
-# server, built once under target/ (scripts/build-llama-server.sh; skipped when it is there).
-test: model
-	$(CARGO) test --lib --bins --tests --no-fail-fast -- --skip suite::llama:: --skip suite::llama_server::
-	$(CARGO) test --test all --no-fail-fast suite::llama:: -- --test-threads=1
-	@bash scripts/build-llama-server.sh >/dev/null
-	$(CARGO) test --test all --no-fail-fast suite::llama_server:: -- --test-threads=1
+## Run the whole test suite, real-model tests included (scripts/test.sh: the default model is
+# fetched and llama.cpp's server, which the llama-server tests need, is built in the background
+# while the test profile compiles; the real-model tests then run alone, one at a time).
+test: deps
+	@CARGO="$(CARGO)" bash scripts/test.sh
 
 ## The GPU-offload test on a Vulkan device (Mesa's software one where there is no GPU).
 test-gpu: model

@@ -4,8 +4,8 @@
 # scripts/bench.sh runs benches/llama.rs just before this; --with-backend runs it here too.
 #
 # llama-bench is not in the crate's vendored llama.cpp tree. The llama-cpp-python sdist on PyPI
-# carries llama.cpp's whole tree; it is fetched with pip and built once in a scratch directory
-# under target/ (never committed). BENCH_BASELINE=0 skips the baseline.
+# carries llama.cpp's whole tree; scripts/build-llama-server.sh fetches it with pip and builds
+# it once under target/ (never committed). BENCH_BASELINE=0 skips the baseline.
 #
 # Usage: scripts/bench-llama.sh [--with-backend] [--model PATH] [--threads N] [--rounds N]
 set -euo pipefail
@@ -40,25 +40,15 @@ if [ "${BENCH_BASELINE:-1}" = "0" ]; then
   exit 0
 fi
 
-scratch="target/llama-bench-baseline"
-# The llama.cpp tree comes pinned: the same source on every machine, measured as the README says.
-LLAMA_CPP_PYTHON_VERSION=0.3.36
+# llama-bench comes from the same configured llama.cpp tree as the server tests' llama-server
+# (scripts/build-llama-server.sh: the llama-cpp-python sdist's llama.cpp, pinned), so the two
+# share every compiled library and the bench adds only llama-bench's own file.
+server_bin=$(bash scripts/build-llama-server.sh)
+scratch="target/llama-server"
 bench_bin="$scratch/build/bin/llama-bench"
 if [ ! -x "$bench_bin" ]; then
-  echo
-  echo "building llama.cpp's llama-bench from the llama-cpp-python sdist (once; several minutes)…"
-  mkdir -p "$scratch"
-  if ! ls "$scratch"/llama_cpp_python-*.tar.gz >/dev/null 2>&1; then
-    python3 -m pip download --quiet --no-deps --no-binary=:all: -d "$scratch" "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
-  fi
-  sdist=$(ls "$scratch"/llama_cpp_python-*.tar.gz | head -n1)
-  rm -rf "$scratch/src"
-  mkdir -p "$scratch/src"
-  tar -xzf "$sdist" -C "$scratch/src" --strip-components=1
-  cmake -S "$scratch/src/vendor/llama.cpp" -B "$scratch/build" -DCMAKE_BUILD_TYPE=Release \
-    -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON -DBUILD_SHARED_LIBS=OFF >"$scratch/cmake.log"
-  cmake --build "$scratch/build" --target llama-bench -j "$(nproc)" >"$scratch/build.log"
+  cmake --build "$scratch/build" --target llama-bench -j "$(nproc)" >"$scratch/build-bench.log"
 fi
+[ -x "$server_bin" ] || { echo "no llama-server at $server_bin" >&2; exit 1; }
 echo "llama.cpp llama-bench ($(basename "$(ls "$scratch"/llama_cpp_python-*.tar.gz | head -n1)" .tar.gz)), same model, $threads threads:"
 "$bench_bin" -m "$model" -t "$threads" -p "$prompt_tokens" -n "$gen_tokens" -b 512 -r 3 -o md

@@ -1,16 +1,38 @@
 #!/usr/bin/env bash
 # Runs every benchmark and prints its figures. Figures, not pass/fail: the goals are in the
 # issues and the README; each bench measures against a baseline run side by side.
+#
+# The model benches (the llama backend against llama.cpp's llama-bench, and the server backend
+# against in-process) run once per model: the test suite's SmolLM2-135M and the default
+# Qwen2.5-Coder-1.5B. BENCH_MODELS (paths separated by ':') names other files; missing files
+# are skipped with a line saying so. The 1.5B takes several minutes: prompts are read at
+# tens of tokens a second on a small machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+models_dir="${RALPH_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ralph-tui/models}"
+default_models="$models_dir/SmolLM2-135M-Instruct.Q4_1.gguf:$models_dir/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf"
+IFS=: read -r -a models <<<"${BENCH_MODELS:-$default_models}"
+
 # The server bench compares against a real llama-server, built once under target/.
 bash scripts/build-llama-server.sh >/dev/null
-for bench in benches/*.rs; do
-  name=$(basename "$bench" .rs)
+for model in "${models[@]}"; do
+  if [ ! -f "$model" ]; then
+    echo "== no model at $model: skipped (make model fetches it)"
+    continue
+  fi
+  size=$(stat -c %s "$model")
+  # The memory-across-rounds figure runs one short round per count: fewer for a big model.
+  rounds=64
+  [ "$size" -gt 500000000 ] && rounds=16
+  echo "== model: $(basename "$model")"
+  echo "== bench: llama"
+  cargo bench --quiet --bench llama -- --model "$model" --rounds "$rounds"
+  echo "== bench: llama.cpp baseline"
+  bash scripts/bench-llama.sh --model "$model"
+  echo "== bench: server"
+  cargo bench --quiet --bench server -- --model "$model"
+done
+for name in workspace tui; do
   echo "== bench: $name"
   cargo bench --quiet --bench "$name"
 done
-if [ -x scripts/bench-llama.sh ]; then
-  echo "== bench: llama.cpp baseline"
-  bash scripts/bench-llama.sh
-fi

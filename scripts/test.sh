@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The whole test suite, as `make test` runs it: the deterministic tests, then the real-model
+# tests, then the tests against a real llama-server.
+#
+# On a fresh machine most of the time is the compile of the test profile (llama.cpp among it)
+# and the one-off build of llama-server. Neither waits for the other: the default model is
+# fetched and llama-server is built in the background, at a lower priority, while the test
+# profile compiles and the deterministic tests run; they use what the compile leaves of the
+# two cores. The small test model comes first, in the foreground: a deterministic test loads it.
+# The real-model tests wait for both and then run alone (llama.cpp's worker threads stall when
+# other CPU-heavy work shares the cores). A failure in one phase does not hide the others: every
+# phase runs, and the script exits non-zero if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+CARGO="${CARGO:-cargo}"
+mkdir -p target
+status=0
+
+# run_logged NAME LOG CMD...: runs CMD in the background at a lower priority, output to LOG.
+run_logged() {
+  local log=$2
+  shift 2
+  nice -n 10 "$@" >"$log" 2>&1 &
+  echo $!
+}
+
+# finish NAME PID LOG: waits for a background step; on failure shows the end of its log.
+finish() {
+  local name=$1 pid=$2 log=$3
+  if wait "$pid"; then
+    return 0
+  fi
+  echo "$name failed; the end of $log:" >&2
+  tail -n 20 "$log" >&2
+  return 1
+}
+
+bash scripts/fetch-model.sh test || exit 1
+models_log=target/fetch-models.log
+server_log=target/build-llama-server.log
+models_pid=$(run_logged models "$models_log" bash scripts/fetch-model.sh default)
+server_pid=$(run_logged llama-server "$server_log" bash scripts/build-llama-server.sh)
+
+$CARGO test --lib --bins --tests --no-fail-fast -- --skip suite::llama:: --skip suite::llama_server:: || status=1
+
+models_ok=1
+server_ok=1
+finish "fetching the default model (scripts/fetch-model.sh default)" "$models_pid" "$models_log" || models_ok=0
+finish "building llama-server (scripts/build-llama-server.sh)" "$server_pid" "$server_log" || server_ok=0
+[ "$models_ok" = 1 ] || status=1
+[ "$server_ok" = 1 ] || status=1
+
+if [ "$models_ok" = 1 ]; then
+  $CARGO test --test all --no-fail-fast suite::llama:: -- --test-threads=1 || status=1
+  if [ "$server_ok" = 1 ]; then
+    $CARGO test --test all --no-fail-fast suite::llama_server:: -- --test-threads=1 || status=1
+  fi
+fi
+exit "$status"
