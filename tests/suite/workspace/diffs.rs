@@ -298,7 +298,7 @@ fn a_patch_whose_hunk_counts_do_not_add_up_is_refused() {
 index 1111111..2222222 100644
 --- a/a.txt
 +++ b/a.txt
-@@ -1,2 +1,4 @@
+@@ -1,2 +1,4 @@ fn main
  keep
 -old
 +new
@@ -308,5 +308,5 @@ index 1111111..2222222 100644
     let fixed = patch.replace("+1,4", "+1,2");
     let read = DiffModel::from_patch(&fixed).unwrap();
     assert_eq!((read.insertions, read.deletions), (1, 1));
-    assert_eq!(read.files[0].hunks[0].header, "@@ -1,2 +1,2 @@");
+    assert_eq!(read.files[0].hunks[0].header, "@@ -1,2 +1,2 @@ fn main");
 }
