@@ -564,7 +564,7 @@ fn hooked_sink(
 /// variable kept out of their environment.
 fn tool_policy(settings: &Settings) -> ToolPolicy {
     let options = &settings.options;
-    let mut policy = ToolPolicy::new(settings.sandbox(), settings.approval(), options.network);
+    let mut policy = ToolPolicy::new(options.sandbox, options.approval, options.network);
     policy.command_timeout = std::time::Duration::from_secs(options.command_timeout);
     policy.secrets.add(&options.api_key_env);
     policy
@@ -586,7 +586,7 @@ fn probe_sandbox(policy: &ToolPolicy, settings: &Settings, warnings: &mut Vec<St
     crate::tools::run_command::clean_stale_round_dirs();
     let note = sandbox::describe(&support);
     tracing::info!("{note}");
-    if let Err(problem) = support.check(settings.sandbox(), settings.options.network) {
+    if let Err(problem) = support.check(settings.options.sandbox, settings.options.network) {
         tracing::warn!("{problem}");
         warnings.push(problem);
     }

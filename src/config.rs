@@ -13,9 +13,9 @@ use crate::error::UsageError;
 use crate::intake::normalize_objective;
 use crate::model_file::ModelMeta;
 pub use crate::options::BackendKind;
-use crate::options::{ApprovalPolicyArg, OptionTable, Options, Resolved, SandboxModeArg};
 pub use crate::options::{Hooks, NotifyMode};
-use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
+use crate::options::{OptionTable, Options, Resolved};
+use crate::protocol::policy::ApprovalPolicy;
 
 /// The default model's file name inside the cache dir (see `make model`): Qwen2.5-Coder-1.5B
 /// Instruct, Q4_K_M.
@@ -119,26 +119,6 @@ impl Dirs {
     }
 }
 
-impl From<SandboxModeArg> for SandboxMode {
-    fn from(arg: SandboxModeArg) -> Self {
-        match arg {
-            SandboxModeArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
-            SandboxModeArg::ReadOnly => SandboxMode::ReadOnly,
-            SandboxModeArg::Off => SandboxMode::Off,
-        }
-    }
-}
-
-impl From<ApprovalPolicyArg> for ApprovalPolicy {
-    fn from(arg: ApprovalPolicyArg) -> Self {
-        match arg {
-            ApprovalPolicyArg::Auto => ApprovalPolicy::Auto,
-            ApprovalPolicyArg::Ask => ApprovalPolicy::Ask,
-            ApprovalPolicyArg::Deny => ApprovalPolicy::Deny,
-        }
-    }
-}
-
 pub use crate::model_defaults::Source;
 
 /// Where each option's value came from, by config key (`ctx_size`, `temperature`, ...).
@@ -225,7 +205,7 @@ impl Settings {
         let options = options.resolve();
         let objective = objective_of(&launch)?;
         let workspace = workspace_of(&launch)?;
-        if launch.headless && options.approval == ApprovalPolicyArg::Ask {
+        if launch.headless && options.approval == ApprovalPolicy::Ask {
             return Err(UsageError::Invalid(
                 "--approval ask needs the TUI: use --approval auto or deny with --headless".into(),
             ));
@@ -248,16 +228,6 @@ impl Settings {
             .model
             .clone()
             .unwrap_or_else(|| self.dirs.default_model())
-    }
-
-    /// The sandbox the run's commands get.
-    pub fn sandbox(&self) -> SandboxMode {
-        self.options.sandbox.into()
-    }
-
-    /// The approval the run's commands need.
-    pub fn approval(&self) -> ApprovalPolicy {
-        self.options.approval.into()
     }
 
     /// Fills the settings nobody set (source [`Source::Default`]) from the model's metadata:

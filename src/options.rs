@@ -14,7 +14,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use clap::builder::PossibleValue;
+
 use crate::model_defaults::CODING;
+use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
 /// Declares the option table: `Options`, `Resolved`, layering and resolution.
 ///
@@ -165,10 +168,10 @@ options! {
     verify: String;
     /// Sandbox for the commands the child runs; `off` runs them unconfined.
     #[arg(long, value_name = "MODE")]
-    sandbox: SandboxModeArg = SandboxModeArg::WorkspaceWrite;
+    sandbox: SandboxMode = SandboxMode::WorkspaceWrite;
     /// Approval for the commands the child runs; `ask` needs the TUI.
     #[arg(long, value_name = "POLICY")]
-    approval: ApprovalPolicyArg = ApprovalPolicyArg::Auto;
+    approval: ApprovalPolicy = ApprovalPolicy::Auto;
     /// Let the commands the child runs use the network (`--network=false` turns it off).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true)]
     #[arg(default_missing_value = "true")]
@@ -286,7 +289,7 @@ pub enum Hook {
 pub struct HookTable {
     pub command: String,
     /// The hook's sandbox [default: the run's `sandbox`].
-    pub sandbox: Option<SandboxModeArg>,
+    pub sandbox: Option<SandboxMode>,
 }
 
 impl Hook {
@@ -297,7 +300,7 @@ impl Hook {
     }
 
     /// The sandbox the hook asks for, if it names one.
-    pub fn sandbox(&self) -> Option<SandboxModeArg> {
+    pub fn sandbox(&self) -> Option<SandboxMode> {
         match self {
             Self::Command(_) => None,
             Self::Table(table) => table.sandbox,
@@ -482,30 +485,38 @@ impl From<ChatFormatName> for String {
     }
 }
 
-/// The sandbox as the command line and the config file spell it (`config` turns it into the
-/// policy enum).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxModeArg {
-    /// Commands may write only inside the workspace.
-    WorkspaceWrite,
-    /// Commands may write nowhere.
-    ReadOnly,
-    /// No sandbox: commands run unconfined.
-    Off,
+/// The sandbox the command line takes: the policy itself (its serde spelling is the config
+/// file's and `run.json`'s; a test holds the two spellings together).
+impl clap::ValueEnum for SandboxMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Self::WorkspaceWrite, Self::ReadOnly, Self::Off]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Self::WorkspaceWrite => PossibleValue::new("workspace-write")
+                .help("Commands may write only inside the workspace"),
+            Self::ReadOnly => PossibleValue::new("read-only").help("Commands may write nowhere"),
+            Self::Off => PossibleValue::new("off").help("No sandbox: commands run unconfined"),
+        })
+    }
 }
 
-/// The approval policy as the command line and the config file spell it (`config` turns it
-/// into the policy enum).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ApprovalPolicyArg {
-    /// Run every command without asking.
-    Auto,
-    /// Ask a person before each command (TUI only).
-    Ask,
-    /// Refuse every command.
-    Deny,
+/// The approval policy the command line takes, as [`SandboxMode`]'s.
+impl clap::ValueEnum for ApprovalPolicy {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Self::Auto, Self::Ask, Self::Deny]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Self::Auto => PossibleValue::new("auto").help("Run every command without asking"),
+            Self::Ask => {
+                PossibleValue::new("ask").help("Ask a person before each command (TUI only)")
+            }
+            Self::Deny => PossibleValue::new("deny").help("Refuse every command"),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -515,9 +526,31 @@ mod tests {
     #[test]
     fn defaults_read_as_a_person_writes_them() {
         assert_eq!(shown(&0.7f32), "0.7");
-        assert_eq!(shown(&SandboxModeArg::WorkspaceWrite), "workspace-write");
+        assert_eq!(shown(&SandboxMode::WorkspaceWrite), "workspace-write");
         assert_eq!(shown(&BackendKind::Llama), "llama");
         assert_eq!(shown(&RoundCount::DEFAULT), "8");
+    }
+
+    #[test]
+    fn the_command_line_spells_the_policies_as_the_config_file_does() {
+        use clap::ValueEnum;
+        let names = |values: Vec<(String, String)>| {
+            for (clap, serde) in values {
+                assert_eq!(clap, serde);
+            }
+        };
+        names(
+            SandboxMode::value_variants()
+                .iter()
+                .map(|v| (v.to_possible_value().unwrap().get_name().into(), shown(v)))
+                .collect(),
+        );
+        names(
+            ApprovalPolicy::value_variants()
+                .iter()
+                .map(|v| (v.to_possible_value().unwrap().get_name().into(), shown(v)))
+                .collect(),
+        );
     }
 
     #[test]

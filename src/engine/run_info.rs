@@ -179,13 +179,13 @@ pub fn root_commit(repo: &git2::Repository) -> Option<String> {
 mod tests {
     use super::*;
     use crate::config::Source;
-    use crate::options::{ApprovalPolicyArg, SandboxModeArg};
+    use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 
     fn record() -> SettingsRecord {
         let options = Options {
             max_turns: Some(8),
-            sandbox: Some(SandboxModeArg::Off),
-            approval: Some(ApprovalPolicyArg::Auto),
+            sandbox: Some(SandboxMode::Off),
+            approval: Some(ApprovalPolicy::Auto),
             command_timeout: Some(120),
             no_prefix_cache: Some(false),
             ctx_size: Some(4096),
@@ -244,7 +244,7 @@ mod tests {
         assert!(read.sources.is_empty());
         assert_eq!(read.options.command_timeout, Some(120));
         assert_eq!(read.options.min_p, Some(0.05));
-        assert_eq!(read.options.sandbox, Some(SandboxModeArg::Off));
+        assert_eq!(read.options.sandbox, Some(SandboxMode::Off));
         // Not recorded then: left to the options under the record.
         assert_eq!(read.options.api_key_env, None);
         assert_eq!(read.options.request_timeout, None);
