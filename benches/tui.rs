@@ -131,7 +131,7 @@ fn on_frame(probe: &Mutex<Probe>, state: &State) {
         return;
     };
     p.first_frame.get_or_insert(now);
-    p.tokens = state.tokens_total;
+    p.tokens = state.meters.tokens_total;
     p.stream_bytes = state.transcript.bytes();
     if state.phase == Phase::Running {
         p.running_frames += 1;

@@ -77,7 +77,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     );
     let inner = block.inner(editor);
     block.render(editor, buf);
-    Widget::render(&state.editor, inner, buf);
+    Widget::render(&state.editor.text, inner, buf);
 
     let at = [&keys::EDITOR, &keys::EVERYWHERE];
     let mut spans = vec![Span::raw(" ")];
@@ -87,7 +87,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         " · ",
     ));
     spans.push(Span::raw(" "));
-    if let Some(error) = &state.editor_error {
+    if let Some(error) = &state.editor.error {
         let used: usize = spans.iter().map(Span::width).sum();
         let room = usize::from(footer.width).saturating_sub(used + 1);
         spans.push(Span::styled(

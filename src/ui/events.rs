@@ -53,17 +53,18 @@ impl State {
             } => {
                 self.round = round;
                 self.setup.max_rounds = max_rounds;
-                self.prompt_tokens = prompt_tokens;
-                self.round_tokens = 0;
-                self.round_tool_bytes = 0;
-                self.context_counted = Some(prompt_tokens).filter(|n| *n > 0);
-                self.context_streamed = 0;
-                self.gen_per_s = None;
-                self.prompt_per_s = None;
-                self.round_started_at = Some(self.now);
+                self.meters.prompt_tokens = prompt_tokens;
+                self.meters.round_tokens = 0;
+                self.meters.round_tool_bytes = 0;
+                self.meters.context_counted = Some(prompt_tokens).filter(|n| *n > 0);
+                self.meters.context_streamed = 0;
+                self.meters.gen_per_s = None;
+                self.meters.prompt_per_s = None;
+                self.meters.round_started_at = Some(self.now);
                 // The engine keeps the report's reserve free at the end of every child's context.
                 let ctx_size = self.setup.ctx_size;
-                self.report_reserve = (ctx_size > crate::protocol::report::REPORT_RESERVE_TOKENS)
+                self.meters.report_reserve = (ctx_size
+                    > crate::protocol::report::REPORT_RESERVE_TOKENS)
                     .then(|| ctx_size - crate::protocol::report::REPORT_RESERVE_TOKENS);
                 self.transcript.push_line(
                     LineKind::Round,
@@ -74,24 +75,24 @@ impl State {
                 self.keeping_change_selection(|s| s.round_changes(round).live = true);
             }
             Event::PromptProgress { done, total, .. } => {
-                self.prompt_gauge = super::model::PromptGauge::update(
-                    self.prompt_gauge.take(),
+                self.meters.prompt_gauge = super::model::PromptGauge::update(
+                    self.meters.prompt_gauge.take(),
                     done,
                     total,
                     self.now,
                 );
             }
             Event::Token { text, .. } => {
-                self.prompt_gauge = None;
+                self.meters.prompt_gauge = None;
                 self.transcript.push_text(&text);
-                self.tokens_total += 1;
-                self.round_tokens += 1;
-                self.context_streamed += 1;
-                self.turn_streaming = true;
+                self.meters.tokens_total += 1;
+                self.meters.round_tokens += 1;
+                self.meters.context_streamed += 1;
+                self.meters.turn_streaming = true;
             }
             Event::ContextCounted { tokens, .. } => {
-                self.context_counted = Some(tokens);
-                self.context_streamed = 0;
+                self.meters.context_counted = Some(tokens);
+                self.meters.context_streamed = 0;
             }
             Event::TurnFinished {
                 prompt_tokens,
@@ -101,13 +102,13 @@ impl State {
                 context_tokens,
                 ..
             } => {
-                self.turn_streaming = false;
-                self.prompt_gauge = None;
-                self.context_counted = Some(context_tokens);
-                self.context_streamed = 0;
+                self.meters.turn_streaming = false;
+                self.meters.prompt_gauge = None;
+                self.meters.context_counted = Some(context_tokens);
+                self.meters.context_streamed = 0;
                 let rate = |n: u32, ms: u64| (ms > 0).then(|| f64::from(n) * 1000.0 / ms as f64);
-                self.gen_per_s = rate(generated_tokens, gen_ms);
-                self.prompt_per_s = rate(prompt_tokens, prompt_ms);
+                self.meters.gen_per_s = rate(generated_tokens, gen_ms);
+                self.meters.prompt_per_s = rate(prompt_tokens, prompt_ms);
             }
             // The report call shows as the report card (`report_accepted` / `_rejected`).
             Event::ToolCall { name, .. } | Event::ToolResult { name, .. }
@@ -120,14 +121,14 @@ impl State {
                 name,
                 arguments,
             } => {
-                self.tool_running = Some(name.clone());
+                self.meters.tool_running = Some(name.clone());
                 self.push_card(round, name, arguments)
             }
             Event::ToolResult {
                 name, ok, output, ..
             } => {
-                self.tool_running = None;
-                self.round_tool_bytes += output.len() as u64;
+                self.meters.tool_running = None;
+                self.meters.round_tool_bytes += output.len() as u64;
                 self.push_tool_result(&name, ok, &output);
             }
             Event::WrapUp { round, reason } => {
@@ -191,9 +192,9 @@ impl State {
                 changes_unknown,
                 ..
             } => {
-                self.prompt_gauge = None;
-                self.tool_running = None;
-                self.turn_streaming = false;
+                self.meters.prompt_gauge = None;
+                self.meters.tool_running = None;
+                self.meters.turn_streaming = false;
                 let changes = self.round_changes(round);
                 changes.live = false;
                 changes.unknown = changes_unknown;
@@ -238,7 +239,7 @@ impl State {
                 self.approvals.clear();
                 // A view the person is reading stays open over the review; the question goes.
                 self.close_cancel_question();
-                self.focus = Pane::Changes;
+                self.cursors.focus = Pane::Changes;
                 for changes in &mut self.changes {
                     changes.live = false;
                 }
@@ -275,10 +276,10 @@ impl State {
 
     /// Adds a row to the reports list; a selection on the last row moves to the new one.
     fn push_report(&mut self, entry: ReportEntry) {
-        let on_last = self.report_sel + 1 >= self.reports.len();
+        let on_last = self.cursors.report_sel + 1 >= self.reports.len();
         self.reports.push(entry);
         if on_last {
-            self.report_sel = self.reports.len() - 1;
+            self.cursors.report_sel = self.reports.len() - 1;
         }
     }
 
@@ -382,7 +383,7 @@ impl State {
     fn keeping_change_selection(&mut self, change: impl FnOnce(&mut Self)) {
         let selected = self
             .change_rows()
-            .get(self.change_sel)
+            .get(self.cursors.change_sel)
             .and_then(|row| self.change_key(*row))
             .map(|(round, path)| (round, path.map(String::from)));
         change(self);
@@ -398,7 +399,7 @@ impl State {
                     .position(|row| self.change_key(*row) == Some((round, None)))
             });
         if let Some(index) = found {
-            self.change_sel = index;
+            self.cursors.change_sel = index;
         }
     }
 

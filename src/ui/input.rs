@@ -50,30 +50,35 @@ impl State {
             return self.overlay_key(&key);
         }
         // Any key but a second Esc takes back a first one.
-        let armed = std::mem::take(&mut self.editor_quit_armed);
-        let typed = self.editor.lines().iter().any(|l| !l.trim().is_empty());
+        let armed = std::mem::take(&mut self.editor.quit_armed);
+        let typed = self
+            .editor
+            .text
+            .lines()
+            .iter()
+            .any(|l| !l.trim().is_empty());
         match action {
             Some(Action::Back) if typed && !armed => {
-                self.editor_quit_armed = true;
-                self.editor_error = Some("Esc again quits and loses the text".into());
+                self.editor.quit_armed = true;
+                self.editor.error = Some("Esc again quits and loses the text".into());
             }
             Some(Action::Back) => return vec![Effect::Quit(ExitCode::Cancelled)],
             Some(Action::Help) => self.open(Overlay::help()),
             Some(Action::Submit) => {
-                let text = self.editor.lines().join("\n");
+                let text = self.editor.text.lines().join("\n");
                 match crate::intake::normalize_objective(&text) {
                     Ok(objective) => {
                         self.objective = objective.clone();
                         self.phase = Phase::Running;
-                        self.editor_error = None;
+                        self.editor.error = None;
                         return vec![Effect::StartRun(objective)];
                     }
-                    Err(e) => self.editor_error = Some(e.to_string()),
+                    Err(e) => self.editor.error = Some(e.to_string()),
                 }
             }
             _ => {
-                self.editor_error = None;
-                self.editor.input(key);
+                self.editor.error = None;
+                self.editor.text.input(key);
             }
         }
         Vec::new()
@@ -111,8 +116,8 @@ impl State {
             Some(Action::Help) => self.open(Overlay::help()),
             Some(Action::RunLog) => self.open(Overlay::RunLog),
             Some(Action::Follow) => self.transcript.follow(),
-            Some(Action::FocusNext) => self.focus = self.focus.next(),
-            Some(Action::FocusPrevious) => self.focus = self.focus.previous(),
+            Some(Action::FocusNext) => self.cursors.focus = self.cursors.focus.next(),
+            Some(Action::FocusPrevious) => self.cursors.focus = self.cursors.focus.previous(),
             Some(Action::Open) => return self.open_selected(),
             Some(Action::RawOutput) => {
                 let on = !self.transcript.raw();
@@ -229,13 +234,13 @@ impl State {
         let (delta, jump): (isize, Option<bool>) = match action {
             Action::Up => (-1, None),
             Action::Down => (1, None),
-            Action::PageUp => (-(self.page_of(self.focus) as isize), None),
-            Action::PageDown => (self.page_of(self.focus) as isize, None),
+            Action::PageUp => (-(self.page_of(self.cursors.focus) as isize), None),
+            Action::PageDown => (self.page_of(self.cursors.focus) as isize, None),
             Action::Top => (0, Some(false)),
             Action::Bottom => (0, Some(true)),
             _ => return,
         };
-        match self.focus {
+        match self.cursors.focus {
             Pane::Stream => match jump {
                 Some(false) => self.transcript.scroll_to_top(),
                 Some(true) => self.transcript.follow(),
@@ -244,17 +249,17 @@ impl State {
             },
             Pane::Reports => {
                 let len = self.reports.len();
-                self.report_sel = moved(self.report_sel, delta, jump, len);
+                self.cursors.report_sel = moved(self.cursors.report_sel, delta, jump, len);
             }
             Pane::Changes => {
                 let len = self.change_rows().len();
-                self.change_sel = moved(self.change_sel, delta, jump, len);
+                self.cursors.change_sel = moved(self.cursors.change_sel, delta, jump, len);
             }
             Pane::Objective => {
-                self.objective_scroll = match jump {
+                self.cursors.objective_scroll = match jump {
                     Some(false) => 0,
                     Some(true) => usize::MAX / 2,
-                    None => self.objective_scroll.saturating_add_signed(delta),
+                    None => self.cursors.objective_scroll.saturating_add_signed(delta),
                 }
             }
         }
@@ -271,7 +276,7 @@ impl State {
     }
 
     fn open_selected(&mut self) -> Vec<Effect> {
-        match self.focus {
+        match self.cursors.focus {
             Pane::Stream => {
                 match self.selected_card().cloned() {
                     Some(card) => self.open(Overlay::Card(Box::new(CardDetail::new(card)))),
@@ -280,12 +285,14 @@ impl State {
                 Vec::new()
             }
             Pane::Reports if !self.reports.is_empty() => {
-                self.open(Overlay::ReportDetail(ReportDetail::new(self.report_sel)));
+                self.open(Overlay::ReportDetail(ReportDetail::new(
+                    self.cursors.report_sel,
+                )));
                 Vec::new()
             }
             Pane::Changes => {
                 let rows = self.change_rows();
-                let Some(row) = rows.get(self.change_sel) else {
+                let Some(row) = rows.get(self.cursors.change_sel) else {
                     return Vec::new();
                 };
                 let (index, file) = match *row {

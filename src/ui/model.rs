@@ -39,8 +39,9 @@ pub enum Phase {
 }
 
 /// The run screen's panes that take the keyboard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Pane {
+    #[default]
     Stream,
     Reports,
     Changes,

@@ -40,14 +40,16 @@ impl State {
                 }
             }
             Phase::Running if areas.reports.contains(at) => {
-                self.report_sel = moved(self.report_sel, delta, None, self.reports.len());
+                self.cursors.report_sel =
+                    moved(self.cursors.report_sel, delta, None, self.reports.len());
             }
             Phase::Running if areas.changes.contains(at) => {
                 let len = self.change_rows().len();
-                self.change_sel = moved(self.change_sel, delta, None, len);
+                self.cursors.change_sel = moved(self.cursors.change_sel, delta, None, len);
             }
             Phase::Running if areas.objective.contains(at) => {
-                self.objective_scroll = self.objective_scroll.saturating_add_signed(delta);
+                self.cursors.objective_scroll =
+                    self.cursors.objective_scroll.saturating_add_signed(delta);
             }
             Phase::Finished => {
                 let diff_area = self.review_areas.diff;
@@ -85,7 +87,7 @@ impl State {
             (areas.objective, Pane::Objective),
         ];
         if let Some((_, pane)) = panes.iter().find(|(r, _)| r.contains(at)) {
-            self.focus = *pane;
+            self.cursors.focus = *pane;
         }
     }
 
@@ -95,7 +97,7 @@ impl State {
                 editor.paste(text);
             }
             (None, Phase::Editing) => {
-                self.editor.insert_str(text);
+                self.editor.text.insert_str(text);
             }
             _ => {}
         }

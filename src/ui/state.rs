@@ -32,21 +32,10 @@ use crate::error::ExitCode;
 use crate::protocol::event::WrapUpReason;
 use crate::workspace::DiffModel;
 
-#[derive(Debug, Clone)]
-pub struct State {
-    pub theme: Theme,
-    pub setup: Setup,
-    pub phase: Phase,
-    pub objective: String,
-    pub editor: TextArea<'static>,
-    pub editor_error: Option<String>,
-    /// Esc was pressed once over a typed objective; a second Esc quits.
-    pub editor_quit_armed: bool,
-    pub run_id: String,
-    pub round: u32,
-    pub now: Duration,
-    pub run_started: Option<Duration>,
-    pub run_ended: Option<Duration>,
+/// The run's meters, as the header and the status line show them: tokens, rates, the
+/// context used, and what the worker is doing now.
+#[derive(Debug, Clone, Default)]
+pub struct Meters {
     pub tokens_total: u64,
     pub tokens_per_s: f64,
     rate_samples: VecDeque<(Duration, u64)>,
@@ -74,23 +63,68 @@ pub struct State {
     pub model_loading: Option<f32>,
     /// When the current round started (UI time).
     pub round_started_at: Option<Duration>,
+}
+
+/// Where the person is on the run and review screens: the focused pane, each list's
+/// selection and the first row it shows, the objective's scroll.
+#[derive(Debug, Clone, Default)]
+pub struct Cursors {
+    pub focus: Pane,
+    /// The card Enter opens (`None`: the newest).
+    pub card_sel: Option<u32>,
+    pub report_sel: usize,
+    pub report_offset: usize,
+    pub change_sel: usize,
+    pub change_offset: usize,
+    pub objective_scroll: usize,
+    /// The first row the review's file list shows.
+    pub review_offset: usize,
+}
+
+/// The objective editor: the text, what is wrong with it, and whether Esc was pressed once.
+#[derive(Debug, Clone)]
+pub struct ObjectiveEditor {
+    pub text: TextArea<'static>,
+    pub error: Option<String>,
+    /// Esc was pressed once over a typed objective; a second Esc quits.
+    pub quit_armed: bool,
+}
+
+/// The review of a worktree run (`--worktree`): the discard asked once, and what is gone.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WorktreeReview {
+    /// X was pressed once; a second X discards.
+    pub discard_armed: bool,
+    /// The worktree and branch are gone (committed, or removed with `X X`).
+    pub gone: Option<WorktreeGone>,
+}
+
+#[derive(Debug, Clone)]
+pub struct State {
+    pub theme: Theme,
+    pub setup: Setup,
+    pub phase: Phase,
+    pub objective: String,
+    /// The objective editor, before a run.
+    pub editor: ObjectiveEditor,
+    pub run_id: String,
+    pub round: u32,
+    pub now: Duration,
+    pub run_started: Option<Duration>,
+    pub run_ended: Option<Duration>,
+    /// Tokens, rates, the context meter and what the worker is doing now.
+    pub meters: Meters,
     pub transcript: Transcript,
     /// The last tool calls, whole, for the detail view; the newest last.
     pub cards: VecDeque<Card>,
     /// The id the next card gets.
     pub next_card: u32,
-    /// The card Enter opens (`None`: the newest).
-    pub card_sel: Option<u32>,
     pub reports: Vec<ReportEntry>,
+    /// The focused pane, and where each list's selection and scroll are.
+    pub cursors: Cursors,
     /// The rounds that needed a wrap-up turn, and why.
     pub wrap_ups: Vec<(u32, WrapUpReason)>,
-    pub report_sel: usize,
-    pub report_offset: usize,
     pub changes: Vec<RoundChanges>,
-    pub change_sel: usize,
-    pub change_offset: usize,
-    pub focus: Pane,
-    pub objective_scroll: usize,
     /// Views open above the screen, the top one last; it takes the keys.
     pub overlays: Vec<Overlay>,
     pub approvals: VecDeque<Approval>,
@@ -101,12 +135,9 @@ pub struct State {
     pub cancel_requested: Option<Duration>,
     pub quit_when_finished: bool,
     pub review: Option<Review>,
-    pub review_offset: usize,
     pub notice: Option<String>,
-    /// A worktree run's review: X was pressed once; a second X discards.
-    pub worktree_discard_armed: bool,
-    /// A worktree run's worktree and branch are gone (committed, or removed with `X X`).
-    pub worktree_gone: Option<WorktreeGone>,
+    /// A worktree run's review: its worktree and branch.
+    pub worktree: WorktreeReview,
     /// Set when the screens show a replay, not a live run.
     pub replay: Option<ReplayMark>,
     /// Where the panes were at the last sync (for the mouse).
@@ -131,43 +162,24 @@ impl State {
             setup,
             phase,
             objective: objective.unwrap_or_default(),
-            editor,
-            editor_error: None,
-            editor_quit_armed: false,
+            editor: ObjectiveEditor {
+                text: editor,
+                error: None,
+                quit_armed: false,
+            },
             run_id: String::new(),
             round: 0,
             now: Duration::ZERO,
             run_started: None,
             run_ended: None,
-            tokens_total: 0,
-            tokens_per_s: 0.0,
-            rate_samples: VecDeque::new(),
-            prompt_tokens: 0,
-            round_tokens: 0,
-            round_tool_bytes: 0,
-            context_counted: None,
-            context_streamed: 0,
-            report_reserve: None,
-            gen_per_s: None,
-            prompt_per_s: None,
-            turn_streaming: false,
-            prompt_gauge: None,
-            tool_running: None,
-            model_loading: None,
-            round_started_at: None,
+            meters: Meters::default(),
             transcript: Transcript::default(),
             cards: VecDeque::new(),
             next_card: 1,
-            card_sel: None,
             reports: Vec::new(),
             wrap_ups: Vec::new(),
-            report_sel: 0,
-            report_offset: 0,
+            cursors: Cursors::default(),
             changes: Vec::new(),
-            change_sel: 0,
-            change_offset: 0,
-            focus: Pane::Stream,
-            objective_scroll: 0,
             overlays: Vec::new(),
             approvals: VecDeque::new(),
             warnings: Vec::new(),
@@ -175,10 +187,8 @@ impl State {
             cancel_requested: None,
             quit_when_finished: false,
             review: None,
-            review_offset: 0,
             notice: None,
-            worktree_discard_armed: false,
-            worktree_gone: None,
+            worktree: WorktreeReview::default(),
             replay: None,
             run_areas: RunAreas::default(),
             review_areas: ReviewAreas::default(),
@@ -215,7 +225,7 @@ impl State {
                 Vec::new()
             }
             Msg::ModelLoading(progress) => {
-                self.model_loading = Some(progress.clamp(0.0, 1.0));
+                self.meters.model_loading = Some(progress.clamp(0.0, 1.0));
                 Vec::new()
             }
             Msg::DiffLoaded(source, result) => {
@@ -228,7 +238,7 @@ impl State {
                         Ok(id) => {
                             self.notice = Some(format!("committed {id}"));
                             if self.setup.worktree.is_some() {
-                                self.worktree_gone = Some(WorktreeGone::Committed);
+                                self.worktree.gone = Some(WorktreeGone::Committed);
                             }
                             CommitState::Done(id)
                         }
@@ -253,7 +263,7 @@ impl State {
             }
             Msg::WorktreeDone(action, result) => {
                 if action == WorktreeAction::Discard && result.is_ok() {
-                    self.worktree_gone = Some(WorktreeGone::Removed);
+                    self.worktree.gone = Some(WorktreeGone::Removed);
                 }
                 self.notice = Some(match result {
                     Ok(done) => done,
@@ -299,10 +309,12 @@ impl State {
     /// backend's last count plus the tokens streamed since, or an estimate before the first
     /// count of the round.
     pub fn context_used(&self) -> (u64, bool) {
-        match self.context_counted {
-            Some(counted) => (u64::from(counted) + self.context_streamed, true),
+        match self.meters.context_counted {
+            Some(counted) => (u64::from(counted) + self.meters.context_streamed, true),
             None => (
-                u64::from(self.prompt_tokens) + self.round_tokens + self.round_tool_bytes / 4,
+                u64::from(self.meters.prompt_tokens)
+                    + self.meters.round_tokens
+                    + self.meters.round_tool_bytes / 4,
                 false,
             ),
         }
@@ -310,13 +322,13 @@ impl State {
 
     /// Time since the current round started.
     pub fn round_elapsed(&self) -> Option<Duration> {
-        let start = self.round_started_at?;
+        let start = self.meters.round_started_at?;
         Some(self.run_ended.unwrap_or(self.now).saturating_sub(start))
     }
 
     /// The card Enter opens: the selected one, else the newest.
     pub fn selected_card(&self) -> Option<&Card> {
-        match self.card_sel {
+        match self.cursors.card_sel {
             Some(id) => self.cards.iter().find(|c| c.id == id),
             None => self.cards.back(),
         }
@@ -328,8 +340,8 @@ impl State {
             return;
         };
         let oldest = self.cards.front().map_or(newest, |c| c.id);
-        let current = self.card_sel.unwrap_or(newest);
-        self.card_sel = if forward {
+        let current = self.cursors.card_sel.unwrap_or(newest);
+        self.cursors.card_sel = if forward {
             (current < newest).then_some(current + 1)
         } else {
             Some(current.saturating_sub(1).max(oldest))
@@ -342,20 +354,24 @@ impl State {
 
     fn tick(&mut self, now: Duration) {
         self.now = now;
-        self.rate_samples.push_back((now, self.tokens_total));
+        self.meters
+            .rate_samples
+            .push_back((now, self.meters.tokens_total));
         while self
+            .meters
             .rate_samples
             .front()
             .is_some_and(|(t, _)| now.saturating_sub(*t) > Duration::from_secs(3))
         {
-            self.rate_samples.pop_front();
+            self.meters.rate_samples.pop_front();
         }
-        if let (Some((t0, n0)), Some((t1, n1))) =
-            (self.rate_samples.front(), self.rate_samples.back())
-        {
+        if let (Some((t0, n0)), Some((t1, n1))) = (
+            self.meters.rate_samples.front(),
+            self.meters.rate_samples.back(),
+        ) {
             let span = t1.saturating_sub(*t0).as_secs_f64();
             if span >= 0.5 {
-                self.tokens_per_s = (n1.saturating_sub(*n0)) as f64 / span;
+                self.meters.tokens_per_s = (n1.saturating_sub(*n0)) as f64 / span;
             }
         }
     }
@@ -498,16 +514,28 @@ impl State {
         self.transcript
             .sync(stream.width.into(), stream.height.into());
         let objective_height = usize::from(layout::inner(areas.objective).height);
-        self.objective_scroll = self
+        self.cursors.objective_scroll = self
+            .cursors
             .objective_scroll
             .min(objective_lines.saturating_sub(objective_height));
         let reports_height = usize::from(layout::inner(areas.reports).height).max(1);
-        self.report_sel = self.report_sel.min(self.reports.len().saturating_sub(1));
-        self.report_offset = keep_visible(self.report_offset, self.report_sel, reports_height);
+        self.cursors.report_sel = self
+            .cursors
+            .report_sel
+            .min(self.reports.len().saturating_sub(1));
+        self.cursors.report_offset = keep_visible(
+            self.cursors.report_offset,
+            self.cursors.report_sel,
+            reports_height,
+        );
         let rows = self.change_rows().len();
         let changes_height = usize::from(layout::inner(areas.changes).height).max(1);
-        self.change_sel = self.change_sel.min(rows.saturating_sub(1));
-        self.change_offset = keep_visible(self.change_offset, self.change_sel, changes_height);
+        self.cursors.change_sel = self.cursors.change_sel.min(rows.saturating_sub(1));
+        self.cursors.change_offset = keep_visible(
+            self.cursors.change_offset,
+            self.cursors.change_sel,
+            changes_height,
+        );
     }
 
     fn sync_review(&mut self, area: Rect) {
@@ -523,7 +551,8 @@ impl State {
             let rows = diff::file_rows(diff.files.get(review.file), diff_inner.width);
             review.diff_scroll = scroll::clamp(review.diff_scroll, rows, diff_inner.height);
             let row = review.row_of(review.file);
-            self.review_offset = keep_visible(self.review_offset, row, files_height);
+            self.cursors.review_offset =
+                keep_visible(self.cursors.review_offset, row, files_height);
         }
     }
 

@@ -44,8 +44,8 @@ fn snapshot_run_screen_mid_stream() {
 #[test]
 fn snapshot_report_detail_and_rejected_report() {
     let mut state = mid_run(Theme::default());
-    state.focus = Pane::Reports;
-    state.report_sel = 0;
+    state.cursors.focus = Pane::Reports;
+    state.cursors.report_sel = 0;
     press(&mut state, KeyCode::Enter);
     assert!(matches!(
         state.overlay(),
@@ -66,9 +66,9 @@ fn snapshot_report_detail_and_rejected_report() {
 #[test]
 fn snapshot_diff_view() {
     let mut state = mid_run(Theme::default());
-    state.focus = Pane::Changes;
+    state.cursors.focus = Pane::Changes;
     // Rows: round 3 (live), its file, round 2, its file, round 1.
-    state.change_sel = 3;
+    state.cursors.change_sel = 3;
     let effects = press(&mut state, KeyCode::Enter);
     assert_eq!(effects, vec![Effect::LoadDiff(DiffSource::Round(2))]);
     insta::assert_snapshot!("diff_view_loading_80x24", screen(&mut state, 80, 24));

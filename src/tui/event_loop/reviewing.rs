@@ -239,7 +239,7 @@ fn to_take(chosen: Option<Chosen>, worker: BTreeSet<String>) -> BTreeSet<String>
 /// is left (or there was no review).
 pub(super) fn kept(state: &State, worktree: Option<&WorktreeInfo>) -> Option<String> {
     let review = state.review.as_ref()?;
-    if let (Some(info), None) = (worktree, state.worktree_gone) {
+    if let (Some(info), None) = (worktree, state.worktree.gone) {
         return Some(format!("the branch {} and its worktree", info.branch));
     }
     let Loadable::Ready(diff) = &review.diff else {
@@ -281,7 +281,7 @@ pub fn farewell(state: &State, worktree: Option<&WorktreeInfo>) -> String {
             }
             if let Some(info) = worktree {
                 let branch = &info.branch;
-                line.push_str(&match state.worktree_gone {
+                line.push_str(&match state.worktree.gone {
                     Some(WorktreeGone::Removed) => {
                         format!("; the worktree and the branch {branch} were removed")
                     }

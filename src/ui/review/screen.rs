@@ -264,7 +264,7 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     rows.extend(super::hidden::rows(theme, model, width));
     for (row, line) in rows
         .iter()
-        .skip(state.review_offset)
+        .skip(state.cursors.review_offset)
         .take(usize::from(inner.height))
         .enumerate()
     {
@@ -326,7 +326,7 @@ pub const REMOVED_KEYS: &HintSpec = &[(&[Action::Quit], "quit"), (&[Action::Help
 
 fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
-    let removed = state.worktree_gone == Some(crate::ui::model::WorktreeGone::Removed);
+    let removed = state.worktree.gone == Some(crate::ui::model::WorktreeGone::Removed);
     let (text, style) = if let Some(notice) = &state.notice {
         (notice.clone(), theme.warning())
     } else if removed {

@@ -16,7 +16,7 @@ use crate::ui::state::State;
 /// What the review says was removed, once the worktree and branch are gone.
 pub fn gone_text(state: &State) -> Option<String> {
     let branch = state.setup.worktree.as_deref()?;
-    match state.worktree_gone? {
+    match state.worktree.gone? {
         WorktreeGone::Removed => Some(format!(
             "the worktree and the branch {branch} were removed: nothing of the run is left to apply, commit, revert or discard"
         )),
@@ -30,8 +30,8 @@ pub fn gone_text(state: &State) -> Option<String> {
 pub fn on_key(state: &mut State, key: &KeyEvent) -> Option<Vec<Effect>> {
     let branch = state.setup.worktree.clone()?;
     // Any key but a second X takes back a first one.
-    let armed = std::mem::take(&mut state.worktree_discard_armed);
-    if let Some(gone) = state.worktree_gone {
+    let armed = std::mem::take(&mut state.worktree.discard_armed);
+    if let Some(gone) = state.worktree.gone {
         return gone_key(state, gone, key);
     }
     match keys::action(&[&keys::WORKTREE], key)? {
@@ -54,7 +54,7 @@ pub fn on_key(state: &mut State, key: &KeyEvent) -> Option<Vec<Effect>> {
             Some(vec![Effect::Worktree(WorktreeAction::Discard)])
         }
         Action::DiscardWorktree => {
-            state.worktree_discard_armed = true;
+            state.worktree.discard_armed = true;
             state.notice = Some(format!(
                 "X again removes the worktree and the branch {branch}: the run's work is lost unless applied or committed"
             ));

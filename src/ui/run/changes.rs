@@ -39,7 +39,7 @@ fn file_line(theme: Theme, file: &ChangedFile, width: usize) -> Line<'static> {
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
-    let focused = state.focus == Pane::Changes;
+    let focused = state.cursors.focus == Pane::Changes;
     let block = pane_block(theme, " Changes ".to_string(), focused);
     let inner = block.inner(area);
     block.render(area, buf);
@@ -53,7 +53,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     for (n, (i, row)) in rows
         .iter()
         .enumerate()
-        .skip(state.change_offset)
+        .skip(state.cursors.change_offset)
         .take(usize::from(inner.height))
         .enumerate()
     {
@@ -94,7 +94,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
                 file_line(theme, file, width)
             }
         };
-        if i == state.change_sel && focused {
+        if i == state.cursors.change_sel && focused {
             line = line.patch_style(theme.selected());
         }
         put_line(buf, inner, n, &line);

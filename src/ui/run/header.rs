@@ -43,22 +43,22 @@ pub fn activity(state: &State) -> String {
         (Phase::Running, false) => {}
     }
     if state.run_started.is_none() {
-        return match state.model_loading {
+        return match state.meters.model_loading {
             Some(progress) => format!("loading model {:.0}%", progress * 100.0),
             None => "loading model".into(),
         };
     }
-    if let Some(tool) = &state.tool_running {
+    if let Some(tool) = &state.meters.tool_running {
         return if tool == "run_command" {
             "running command".into()
         } else {
             "running tool".into()
         };
     }
-    if state.turn_streaming {
+    if state.meters.turn_streaming {
         return "generating".into();
     }
-    if let Some(gauge) = &state.prompt_gauge {
+    if let Some(gauge) = &state.meters.prompt_gauge {
         let left = gauge
             .left()
             .map(|left| format!(" ~{}", short(left)))

@@ -15,22 +15,22 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let rows = wrap::rows_multiline(&state.objective, width);
     let height = usize::from(area.height.saturating_sub(2));
     let title = if rows.len() > height {
-        let last = (state.objective_scroll + height).min(rows.len());
+        let last = (state.cursors.objective_scroll + height).min(rows.len());
         format!(
             " Objective · lines {}–{} of {} ",
-            state.objective_scroll + 1,
+            state.cursors.objective_scroll + 1,
             last,
             rows.len()
         )
     } else {
         " Objective ".to_string()
     };
-    let block = pane_block(state.theme, title, state.focus == Pane::Objective);
+    let block = pane_block(state.theme, title, state.cursors.focus == Pane::Objective);
     let inner = block.inner(area);
     block.render(area, buf);
     let lines: Vec<Line> = rows
         .iter()
-        .skip(state.objective_scroll)
+        .skip(state.cursors.objective_scroll)
         .map(|r| Line::styled(*r, state.theme.text()))
         .collect();
     draw_lines(&lines, inner, buf);

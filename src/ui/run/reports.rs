@@ -22,7 +22,7 @@ fn summary(entry: &ReportEntry) -> &str {
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
-    let focused = state.focus == Pane::Reports;
+    let focused = state.cursors.focus == Pane::Reports;
     let block = pane_block(
         theme,
         format!(" Reports ({}) ", state.reports.len()),
@@ -40,7 +40,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         .reports
         .iter()
         .enumerate()
-        .skip(state.report_offset)
+        .skip(state.cursors.report_offset)
         .take(usize::from(inner.height))
         .enumerate()
     {
@@ -57,7 +57,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             Span::styled(head, style),
             Span::raw(wrap::truncate(&flat, rest)),
         ]);
-        if i == state.report_sel && focused {
+        if i == state.cursors.report_sel && focused {
             line = line.patch_style(theme.selected());
         }
         put_line(buf, inner, row, &line);

@@ -20,10 +20,10 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let short = area.width < FULL_WIDTH;
     let size = u64::from(state.setup.ctx_size.max(1));
     let (used, exact) = state.context_used();
-    let gen = if state.turn_streaming {
-        Some(state.tokens_per_s)
+    let gen = if state.meters.turn_streaming {
+        Some(state.meters.tokens_per_s)
     } else {
-        state.gen_per_s
+        state.meters.gen_per_s
     };
     let rate = |r: Option<f64>| match r {
         None => "–".to_string(),
@@ -34,7 +34,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         vec![
             Span::styled(format!(" gen {}", rate(gen)), theme.bold()),
             Span::styled(
-                format!(" · prompt {} tok/s", rate(state.prompt_per_s)),
+                format!(" · prompt {} tok/s", rate(state.meters.prompt_per_s)),
                 theme.text(),
             ),
         ]
@@ -42,7 +42,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         vec![
             Span::styled(format!(" gen {} tok/s", rate(gen)), theme.bold()),
             Span::styled(
-                format!(" · prompt {} tok/s", rate(state.prompt_per_s)),
+                format!(" · prompt {} tok/s", rate(state.meters.prompt_per_s)),
                 theme.text(),
             ),
         ]
@@ -78,7 +78,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         (replay_hint(), theme.key())
     } else {
         (
-            keys::hints_text(&run_hints(state.focus, short)),
+            keys::hints_text(&run_hints(state.cursors.focus, short)),
             theme.key(),
         )
     };
@@ -131,7 +131,7 @@ pub fn replay_hint() -> String {
 /// starts (a filled `█` in the warning colour once the context has reached that cell).
 fn meter(state: &State, used: u64, size: u64, width: usize) -> Vec<Span<'static>> {
     let spans = bar(state.theme, used as f64 / size as f64, width);
-    let Some(reserve) = state.report_reserve else {
+    let Some(reserve) = state.meters.report_reserve else {
         return spans;
     };
     let at = ((u64::from(reserve) as f64 / size as f64) * width as f64).floor() as usize;

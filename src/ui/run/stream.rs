@@ -43,13 +43,13 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     if transcript.raw() {
         title.push_str("· raw output ");
     }
-    if let Some(card) = state.card_sel.and_then(|_| state.selected_card()) {
+    if let Some(card) = state.cursors.card_sel.and_then(|_| state.selected_card()) {
         title.push_str(&format!("· call {} selected ", card.id));
     }
     if transcript.dropped() > 0 {
         title.push_str(&format!("· {} dropped ", compact(transcript.dropped())));
     }
-    let block = pane_block(theme, title, state.focus == Pane::Stream);
+    let block = pane_block(theme, title, state.cursors.focus == Pane::Stream);
     let inner = block.inner(area);
     block.render(area, buf);
     if transcript.is_empty() {
@@ -82,7 +82,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             row.text
         };
         let mut style = style_of(theme, row.kind);
-        if row.card != 0 && row.card == selected && state.card_sel.is_some() {
+        if row.card != 0 && row.card == selected && state.cursors.card_sel.is_some() {
             style = style.patch(theme.selected());
         }
         put_line(buf, inner, i, &Line::styled(text, style));

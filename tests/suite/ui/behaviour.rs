@@ -19,7 +19,8 @@ fn editor_starts_a_run_or_quits() {
         "an empty objective does not start"
     );
     assert!(state
-        .editor_error
+        .editor
+        .error
         .as_deref()
         .unwrap_or("")
         .contains("empty"));
@@ -135,8 +136,8 @@ fn follow_mode_scrolls_back_and_returns() {
 #[test]
 fn the_end_of_a_run_never_turns_a_key_into_quit() {
     let mut state = mid_run(Theme::default());
-    state.focus = ralph_tui::ui::state::Pane::Changes;
-    state.change_sel = 3;
+    state.cursors.focus = ralph_tui::ui::state::Pane::Changes;
+    state.cursors.change_sel = 3;
     press(&mut state, KeyCode::Enter);
     assert!(matches!(state.overlay(), Some(Overlay::Diff(_))));
     send(
@@ -171,9 +172,9 @@ fn the_end_of_a_run_never_turns_a_key_into_quit() {
 #[test]
 fn the_selected_change_stays_selected_as_rounds_arrive() {
     let mut state = mid_run(Theme::default());
-    state.focus = ralph_tui::ui::state::Pane::Changes;
+    state.cursors.focus = ralph_tui::ui::state::Pane::Changes;
     // Rows: round 3 (live), its file, round 2, its file, round 1: select round 2's file.
-    state.change_sel = 3;
+    state.cursors.change_sel = 3;
     finish_round(
         &mut state,
         3,

@@ -298,7 +298,7 @@ fn brackets_choose_the_card_enter_opens() {
     press(&mut state, KeyCode::Char(']'));
     press(&mut state, KeyCode::Char(']'));
     assert_eq!(
-        state.card_sel, None,
+        state.cursors.card_sel, None,
         "past the newest it follows the newest"
     );
 }
@@ -445,7 +445,7 @@ fn the_status_line_shows_exact_counts_and_rates_per_turn() {
         },
     );
     // A run that keeps no reserve (its context too small for one) draws no marker.
-    state.report_reserve = None;
+    state.meters.report_reserve = None;
     let text = screen(&mut state, 120, 40);
     let status = text.lines().last().unwrap();
     assert!(status.contains("gen 50.0 tok/s"), "{status}");
@@ -453,7 +453,7 @@ fn the_status_line_shows_exact_counts_and_rates_per_turn() {
     assert!(status.contains(" 1.3k/4.1k"), "exact, no ~: {status}");
     assert!(status.contains("round 0:00"), "{status}");
     assert!(!status.contains('┊'), "no reserve marker without a reserve");
-    state.report_reserve = Some(3072);
+    state.meters.report_reserve = Some(3072);
     let text = screen(&mut state, 120, 40);
     let status = text.lines().last().unwrap();
     assert!(status.contains('┊'), "the reserve is marked: {status}");

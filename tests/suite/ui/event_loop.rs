@@ -57,9 +57,9 @@ fn a_token_flood_is_coalesced_keys_still_work_and_quit_returns_the_status() {
         prepared,
         &mut |state: &State| {
             seen.frames += 1;
-            seen.tokens = state.tokens_total;
+            seen.tokens = state.meters.tokens_total;
             let help = matches!(state.overlay(), Some(Overlay::Help { .. }));
-            if state.phase == Phase::Running && state.tokens_total > 0 && !seen.asked_help {
+            if state.phase == Phase::Running && state.meters.tokens_total > 0 && !seen.asked_help {
                 seen.asked_help = true;
                 keys.unbounded_send(key('?')).unwrap();
             }
@@ -123,7 +123,7 @@ fn when_the_terminal_input_ends_the_run_is_cancelled_and_the_loop_ends() {
         state,
         prepared,
         &mut |state: &State| {
-            if state.tokens_total > 0 {
+            if state.meters.tokens_total > 0 {
                 // The terminal goes away mid-stream.
                 keys.take();
             }

@@ -106,8 +106,8 @@ fn the_help_scroll_is_clamped_in_sync_not_in_render() {
     let Some(Overlay::Help(help)) = state.overlay() else {
         panic!("help is open");
     };
-    let rows = ralph_tui::ui::help::all_lines(Theme::plain()).len();
-    let body = ralph_tui::ui::help::body(ratatui::layout::Rect::new(0, 0, 80, 24));
+    let rows = ralph_tui::ui::views::help::all_lines(Theme::plain()).len();
+    let body = ralph_tui::ui::views::help::body(ratatui::layout::Rect::new(0, 0, 80, 24));
     assert_eq!(help.scroll, rows - usize::from(body.height));
 }
 
