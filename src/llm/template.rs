@@ -6,12 +6,13 @@
 //! `add_generation_prompt`, `bos_token`, `eos_token`, `raise_exception`, `strftime_now`, a
 //! `tojson` that writes Python's `json.dumps` layout) is what keeps a prompt in the shape the
 //! model expects. MiniJinja lacks Python's string and dict methods, which many templates call
-//! (`.strip()`, `.startswith()`, `.items()`, ...); `minijinja-contrib`'s pycompat supplies them.
+//! (`.strip()`, `.startswith()`, `.items()`, ...); `minijinja-contrib`'s pycompat supplies them
+//! (with one guard, `python_method`).
 //! `tojson` and `strftime_now` are ours, as `transformers` defines them. This module has no
 //! llama.cpp dependency, so it is tested on its own.
 
-use minijinja::value::{Kwargs, Value};
-use minijinja::{Environment, Error, ErrorKind};
+use minijinja::value::{Kwargs, Value, ValueKind};
+use minijinja::{Environment, Error, ErrorKind, State};
 use serde::Serialize;
 
 use crate::protocol::message::{Message, Role};
@@ -76,7 +77,7 @@ impl ChatTemplate {
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
         env.add_filter("tojson", tojson);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_unknown_method_callback(python_method);
         env.add_template_owned(TEMPLATE_NAME, source.to_string())
             .map_err(|e| TemplateError(format!("the chat template does not compile: {e}")))?;
         let uses_tools = source.contains("tools");
@@ -139,6 +140,24 @@ impl ChatTemplate {
             TemplateError(format!("the chat template failed: {text}"))
         })
     }
+}
+
+/// Python's string and dict methods, from pycompat, but for `str.count('')`: pycompat's loop
+/// never ends on an empty needle (minijinja-contrib 2.24), and a model's template must not
+/// hang the run. Python answers the length plus one.
+fn python_method(
+    state: &State,
+    value: &Value,
+    method: &str,
+    args: &[Value],
+) -> Result<Value, Error> {
+    if let (ValueKind::String, "count", [needle]) = (value.kind(), method, args) {
+        if needle.as_str() == Some("") {
+            let chars = value.as_str().map_or(0, |s| s.chars().count());
+            return Ok(Value::from(chars + 1));
+        }
+    }
+    minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
 }
 
 fn raise_exception(message: String) -> Result<Value, Error> {
@@ -247,6 +266,13 @@ mod tests {
             out,
             "none|c/d/e|2\nread_file|x|1\nrequired=[\"path\"];type=object;<think>a:b</think>\n\nc/d/e"
         );
+    }
+
+    #[test]
+    fn counting_an_empty_needle_ends() {
+        let t =
+            ChatTemplate::new("{{ 'héllo'.count('') }} {{ 'a-b-c'.count('-') }}", "", "").unwrap();
+        assert_eq!(t.render(&convo(), None).unwrap(), "6 2");
     }
 
     #[test]
