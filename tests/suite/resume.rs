@@ -222,6 +222,58 @@ fn resume_after_cancel_goes_on_from_the_next_round() {
     assert_eq!(new_settings, old_settings);
 }
 
+/// The settings `run.json` held before a run's options were recorded whole.
+const SETTINGS_RECORDED_BEFORE: [&str; 12] = [
+    "max_turns",
+    "token_budget",
+    "sandbox",
+    "approval",
+    "network",
+    "command_timeout_s",
+    "verify",
+    "prefix_cache",
+    "api_key_env",
+    "request_timeout_s",
+    "inference",
+    "sources",
+];
+
+#[test]
+fn a_run_recorded_before_the_options_were_kept_whole_resumes_as_it_was_started() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let script = slow_script(home.path());
+    let (mut child, mut reader, id, dir) = start_slow_round_two(home.path(), repo.path(), &script);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    // The run as an older ralph-tui wrote it: no backend, model or round cap in `settings`.
+    let mut info = read_json(&dir.join("run.json"));
+    let settings = info["settings"].as_object_mut().unwrap();
+    settings.retain(|key, _| SETTINGS_RECORDED_BEFORE.contains(&key.as_str()));
+    let old_settings = Value::Object(settings.clone());
+    std::fs::write(dir.join("run.json"), info.to_string()).unwrap();
+    let before = contents(&dir);
+
+    // Its script (from the run's facts) plays on; its settings stay as they were.
+    let resumed = run(home.path(), &["--resume", &id]);
+    assert_resumed(repo.path(), (&id, &dir), &before, &resumed, 3);
+    let (_, new_dir) = started(&resumed.1);
+    let new_settings = read_json(&new_dir.join("run.json"))["settings"].clone();
+    for key in SETTINGS_RECORDED_BEFORE {
+        if key != "sources" {
+            assert_eq!(new_settings[key], old_settings[key], "{key}");
+        }
+    }
+    assert_eq!(new_settings["max_rounds"], 8);
+    assert_eq!(new_settings["sources"]["top_k"], "resumed_run");
+}
+
 #[test]
 fn resume_after_kill_9_mid_round_reads_the_event_log() {
     let repo = TempRepo::new();
