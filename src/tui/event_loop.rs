@@ -19,7 +19,6 @@ use ratatui::layout::Rect;
 use ratatui::Terminal;
 use tokio::sync::mpsc;
 
-use super::frames::FrameScheduler;
 use super::notify::Notifier;
 use crate::app::{self, Prepared, RunHandle, StartError};
 use crate::engine::RunSummary;
@@ -32,9 +31,11 @@ use crate::workspace::{
 };
 
 mod reviewing;
+mod session;
 
 pub use reviewing::farewell;
 use reviewing::{chosen_paths, kept, left_out_of_commit};
+use session::Session;
 
 /// Most engine messages handled between two looks at the terminal.
 const BATCH: usize = 512;
@@ -486,7 +487,7 @@ impl Driver {
 pub async fn drive_notifying<B, S>(
     terminal: &mut Terminal<B>,
     mut input: S,
-    mut state: State,
+    state: State,
     prepared: Prepared,
     on_frame: &mut dyn FnMut(&State),
     notifier: &mut Notifier,
@@ -498,10 +499,8 @@ where
     use tokio::signal::unix::{signal, SignalKind};
     let (inbound_tx, mut inbound_rx) = mpsc::channel(CHANNEL);
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
-    let mut driver = Driver::new(prepared, inbound_tx, done_tx);
-    let started = Instant::now();
-    let mut frames = FrameScheduler::default();
-    frames.request();
+    let driver = Driver::new(prepared, inbound_tx, done_tx);
+    let mut session = Session::new(terminal, state, driver, notifier, on_frame);
     let mut clock = tokio::time::interval(Duration::from_secs(1));
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut sigterm = signal(SignalKind::terminate()).ok();
@@ -509,79 +508,30 @@ where
     let mut sigint = signal(SignalKind::interrupt()).ok();
     // A signal caught before these listeners existed (see `signals`) ends the session too.
     let mut early_signal = crate::signals::requested();
-    let mut last_clock = Instant::now();
-    // Once the terminal's input ends (or fails), it is not polled again.
-    let mut input_open = true;
-
-    if state.phase == Phase::Running {
-        let objective = state.objective.clone();
-        if let Some(ended) = driver.perform(Effect::StartRun(objective), &state) {
-            return ended;
-        }
+    if let Some(ended) = session.start() {
+        return ended;
     }
-
     loop {
-        let mut effects = Vec::new();
-        tokio::select! {
+        let effects = tokio::select! {
             biased;
-            input_event = input.next(), if input_open => match input_event {
-                Some(Ok(event)) => {
-                    if let Some(msg) = terminal_msg(event, notifier) {
-                        effects = state.update(msg);
-                    }
-                    frames.request();
-                }
-                Some(Err(e)) => {
-                    tracing::error!("terminal input: {e}; cancelling the run");
-                    input_open = false;
-                    effects = state.update(Msg::Terminate);
-                }
-                None => {
-                    input_open = false;
-                    effects = state.update(Msg::Terminate);
-                }
+            event = input.next(), if session.input_open => session.input(event),
+            () = frame_due(session.frames.deadline()) => session.redraw(),
+            Some(done) = done_rx.recv() => session.done(done),
+            Some(first) = inbound_rx.recv() => match session.inbound(first, &mut inbound_rx) {
+                Ok(effects) => effects,
+                Err(ended) => return ended,
             },
-            () = frame_due(frames.deadline()) => {
-                draw(terminal, &mut state);
-                frames.drawn(Instant::now());
-                on_frame(&state);
-            }
-            Some(done) = done_rx.recv() => {
-                if let Some(msg) = driver.finished(done) {
-                    effects = state.update(msg);
-                    frames.request();
-                }
-            }
-            Some(first) = inbound_rx.recv() => {
-                if last_clock.elapsed() >= Duration::from_millis(100) {
-                    last_clock = Instant::now();
-                    state.update(Msg::Tick(started.elapsed()));
-                }
-                match driver.batch(first, &mut inbound_rx, &mut state, notifier) {
-                    Ok(more) => effects = more,
-                    Err(ended) => return ended,
-                }
-                frames.request();
-            }
-            _ = clock.tick() => {
-                last_clock = Instant::now();
-                state.update(Msg::Tick(started.elapsed()));
-                if state.phase == Phase::Running {
-                    frames.request();
-                }
-            }
-            () = next_signal(&mut sigterm) => effects = state.update(Msg::Terminate),
-            () = next_signal(&mut sighup) => effects = state.update(Msg::Terminate),
-            () = next_signal(&mut sigint) => effects = state.update(Msg::Terminate),
+            _ = clock.tick() => session.tick(),
+            () = next_signal(&mut sigterm) => session.terminate(),
+            () = next_signal(&mut sighup) => session.terminate(),
+            () = next_signal(&mut sigint) => session.terminate(),
             () = std::future::ready(()), if early_signal => {
                 early_signal = false;
-                effects = state.update(Msg::Terminate);
+                session.terminate()
             }
-        }
-        for effect in effects {
-            if let Some(ended) = driver.perform(effect, &state) {
-                return ended;
-            }
+        };
+        if let Some(ended) = session.perform(effects) {
+            return ended;
         }
     }
 }

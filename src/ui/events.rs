@@ -10,70 +10,20 @@ use super::model::{
 use super::state::State;
 use super::transcript::LineKind;
 use super::views::card::{self, CallResult, Card};
-use crate::protocol::event::{ChangedFile, Event, RoundOutcome};
+use crate::protocol::event::{ChangedFile, Event, RoundOutcome, WrapUpReason};
+use crate::protocol::report::Report;
 use crate::protocol::tool::REPORT_TOOL;
 
 impl State {
     pub(super) fn on_event(&mut self, event: Event) -> Vec<Effect> {
         match event {
-            Event::RunStarted {
-                run_id,
-                objective,
-                max_rounds,
-                backend,
-                model,
-                device,
-                sandbox,
-                run_dir,
-                ..
-            } => {
-                self.phase = Phase::Running;
-                self.run_id = run_id;
-                self.objective = objective;
-                self.setup.max_rounds = max_rounds;
-                // A model file shows by name; the script backend keeps the label it had.
-                if let Some(model) = model {
-                    self.setup.model = std::path::Path::new(&model)
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or(model);
-                } else if self.setup.model.is_empty() {
-                    self.setup.model = backend;
-                }
-                self.setup.device = device;
-                self.setup.sandbox = sandbox;
-                self.setup.run_dir = run_dir;
-                self.run_started = Some(self.now);
-            }
+            Event::RunStarted { .. } => self.run_started(event),
             Event::RoundStarted {
                 round,
                 max_rounds,
                 prompt_tokens,
                 ..
-            } => {
-                self.round = round;
-                self.setup.max_rounds = max_rounds;
-                self.meters.prompt_tokens = prompt_tokens;
-                self.meters.round_tokens = 0;
-                self.meters.round_tool_bytes = 0;
-                self.meters.context_counted = Some(prompt_tokens).filter(|n| *n > 0);
-                self.meters.context_streamed = 0;
-                self.meters.gen_per_s = None;
-                self.meters.prompt_per_s = None;
-                self.meters.round_started_at = Some(self.now);
-                // The engine keeps the report's reserve free at the end of every child's context.
-                let ctx_size = self.setup.ctx_size;
-                self.meters.report_reserve = (ctx_size
-                    > crate::protocol::report::REPORT_RESERVE_TOKENS)
-                    .then(|| ctx_size - crate::protocol::report::REPORT_RESERVE_TOKENS);
-                self.transcript.push_line(
-                    LineKind::Round,
-                    &format!(
-                        "── round {round}/{max_rounds} · fresh child · prompt {prompt_tokens} tokens ──"
-                    ),
-                );
-                self.keeping_change_selection(|s| s.round_changes(round).live = true);
-            }
+            } => self.round_started(round, max_rounds, prompt_tokens),
             Event::PromptProgress { done, total, .. } => {
                 self.meters.prompt_gauge = super::model::PromptGauge::update(
                     self.meters.prompt_gauge.take(),
@@ -82,34 +32,12 @@ impl State {
                     self.now,
                 );
             }
-            Event::Token { text, .. } => {
-                self.meters.prompt_gauge = None;
-                self.transcript.push_text(&text);
-                self.meters.tokens_total += 1;
-                self.meters.round_tokens += 1;
-                self.meters.context_streamed += 1;
-                self.meters.turn_streaming = true;
-            }
+            Event::Token { text, .. } => self.token(&text),
             Event::ContextCounted { tokens, .. } => {
                 self.meters.context_counted = Some(tokens);
                 self.meters.context_streamed = 0;
             }
-            Event::TurnFinished {
-                prompt_tokens,
-                generated_tokens,
-                prompt_ms,
-                gen_ms,
-                context_tokens,
-                ..
-            } => {
-                self.meters.turn_streaming = false;
-                self.meters.prompt_gauge = None;
-                self.meters.context_counted = Some(context_tokens);
-                self.meters.context_streamed = 0;
-                let rate = |n: u32, ms: u64| (ms > 0).then(|| f64::from(n) * 1000.0 / ms as f64);
-                self.meters.gen_per_s = rate(generated_tokens, gen_ms);
-                self.meters.prompt_per_s = rate(prompt_tokens, prompt_ms);
-            }
+            Event::TurnFinished { .. } => self.turn_finished(event),
             // The report call shows as the report card (`report_accepted` / `_rejected`).
             Event::ToolCall { name, .. } | Event::ToolResult { name, .. }
                 if name == REPORT_TOOL =>
@@ -131,33 +59,13 @@ impl State {
                 self.meters.round_tool_bytes += output.len() as u64;
                 self.push_tool_result(&name, ok, &output);
             }
-            Event::WrapUp { round, reason } => {
-                self.transcript.push_line(
-                    LineKind::Notice,
-                    &format!(
-                        "◆ wrap-up ({}): {}; the last turn may only file the report",
-                        reason.as_str(),
-                        reason.describe()
-                    ),
-                );
-                self.wrap_ups.push((round, reason));
-            }
+            Event::WrapUp { round, reason } => self.wrap_up(round, reason),
             Event::ReportRejected { round, reason } => {
                 self.transcript
                     .push_line(LineKind::Notice, &format!("✗ report rejected: {reason}"));
                 self.push_report(ReportEntry::Rejected { round, reason });
             }
-            Event::ReportAccepted { round, report } => {
-                self.transcript.push_line(
-                    LineKind::Notice,
-                    &format!(
-                        "✓ report accepted: {} — {}",
-                        report.status.as_str(),
-                        report.summary
-                    ),
-                );
-                self.push_report(ReportEntry::Accepted { round, report });
-            }
+            Event::ReportAccepted { round, report } => self.report_accepted(round, report),
             Event::WorkspaceChanged { round, files } => self.set_round_files(round, files),
             Event::ApprovalRequested {
                 id,
@@ -170,108 +78,244 @@ impl State {
                 command,
                 cwd,
             }),
-            Event::Warning { message } => {
-                self.transcript
-                    .push_line(LineKind::Notice, &format!("! {message}"));
-                // After the run's end (a failed `on_finish` hook): the review shows it too.
-                if let Some(review) = &mut self.review {
-                    self.notice = Some(format!("warning: {message}"));
-                    review.warnings.push(message.clone());
-                }
-                self.warnings.push(message);
-            }
-            Event::RoundFinished {
-                round,
-                outcome,
-                generated_tokens,
-                wall_ms,
-                files_changed,
-                insertions,
-                deletions,
-                error,
-                changes_unknown,
-                ..
-            } => {
-                self.meters.prompt_gauge = None;
-                self.meters.tool_running = None;
-                self.meters.turn_streaming = false;
-                let changes = self.round_changes(round);
-                changes.live = false;
-                changes.unknown = changes_unknown;
-                let counts = if changes_unknown {
-                    "changes unknown".to_string()
-                } else {
-                    format!("{files_changed} file(s) +{insertions} −{deletions}")
-                };
-                let outcome_word = match outcome {
-                    RoundOutcome::Reported => "reported",
-                    RoundOutcome::Failed => "failed",
-                    RoundOutcome::Cancelled => "cancelled",
-                };
-                self.transcript.push_line(
-                    LineKind::Round,
-                    &format!(
-                        "── round {round} {outcome_word} · {generated_tokens} tokens · {:.1} s · {counts} ──",
-                        wall_ms as f64 / 1000.0
-                    ),
-                );
-                if let Some(error) = error {
-                    self.transcript
-                        .push_line(LineKind::Notice, &format!("✗ {error}"));
-                    if outcome == RoundOutcome::Failed {
-                        self.push_report(ReportEntry::Failed { round, error });
-                    }
-                }
-                self.approvals.retain(|a| a.round != round);
-            }
-            Event::RunFinished {
-                status,
-                rounds_started,
-                report,
-                last_valid_report,
-                error,
-                verification,
-                ..
-            } => {
-                self.phase = Phase::Finished;
-                self.run_ended = Some(self.now);
-                self.cancel_requested = None;
-                self.approvals.clear();
-                // A view the person is reading stays open over the review; the question goes.
-                self.close_cancel_question();
-                self.cursors.focus = Pane::Changes;
-                for changes in &mut self.changes {
-                    changes.live = false;
-                }
-                let outside: std::collections::BTreeSet<String> = self
-                    .changes
-                    .iter()
-                    .flat_map(|c| &c.files)
-                    .filter(|f| f.outside_run)
-                    .map(|f| f.path.clone())
-                    .collect();
-                self.review = Some(Review {
-                    status,
-                    rounds_started,
-                    report,
-                    last_valid: last_valid_report,
-                    error,
-                    verification,
-                    diff: Loadable::Loading,
-                    file: 0,
-                    diff_scroll: 0,
-                    commit: CommitState::NotYet,
-                    warnings: self.warnings.clone(),
-                    left_out: outside.clone(),
-                    outside,
-                });
-                if self.quit_when_finished {
-                    return vec![Effect::Quit(self.exit_code())];
-                }
-                return vec![Effect::LoadDiff(DiffSource::Review)];
-            }
+            Event::Warning { message } => self.warning(message),
+            Event::RoundFinished { .. } => self.round_finished(event),
+            Event::RunFinished { .. } => return self.run_finished(event),
         }
         Vec::new()
+    }
+
+    /// `run_started`: the run's id, objective and setup as the engine settled them.
+    fn run_started(&mut self, event: Event) {
+        let Event::RunStarted {
+            run_id,
+            objective,
+            max_rounds,
+            backend,
+            model,
+            device,
+            sandbox,
+            run_dir,
+            ..
+        } = event
+        else {
+            return;
+        };
+        self.phase = Phase::Running;
+        self.run_id = run_id;
+        self.objective = objective;
+        self.setup.max_rounds = max_rounds;
+        // A model file shows by name; the script backend keeps the label it had.
+        if let Some(model) = model {
+            self.setup.model = std::path::Path::new(&model)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or(model);
+        } else if self.setup.model.is_empty() {
+            self.setup.model = backend;
+        }
+        self.setup.device = device;
+        self.setup.sandbox = sandbox;
+        self.setup.run_dir = run_dir;
+        self.run_started = Some(self.now);
+    }
+
+    /// `round_started`: the round's meters start again, and the stream says so.
+    fn round_started(&mut self, round: u32, max_rounds: u32, prompt_tokens: u32) {
+        self.round = round;
+        self.setup.max_rounds = max_rounds;
+        self.meters.prompt_tokens = prompt_tokens;
+        self.meters.round_tokens = 0;
+        self.meters.round_tool_bytes = 0;
+        self.meters.context_counted = Some(prompt_tokens).filter(|n| *n > 0);
+        self.meters.context_streamed = 0;
+        self.meters.gen_per_s = None;
+        self.meters.prompt_per_s = None;
+        self.meters.round_started_at = Some(self.now);
+        // The engine keeps the report's reserve free at the end of every child's context.
+        let ctx_size = self.setup.ctx_size;
+        self.meters.report_reserve = (ctx_size > crate::protocol::report::REPORT_RESERVE_TOKENS)
+            .then(|| ctx_size - crate::protocol::report::REPORT_RESERVE_TOKENS);
+        self.transcript.push_line(
+            LineKind::Round,
+            &format!(
+                "── round {round}/{max_rounds} · fresh child · prompt {prompt_tokens} tokens ──"
+            ),
+        );
+        self.keeping_change_selection(|s| s.round_changes(round).live = true);
+    }
+
+    /// One streamed token: the stream grows, the meters count it.
+    fn token(&mut self, text: &str) {
+        self.meters.prompt_gauge = None;
+        self.transcript.push_text(text);
+        self.meters.tokens_total += 1;
+        self.meters.round_tokens += 1;
+        self.meters.context_streamed += 1;
+        self.meters.turn_streaming = true;
+    }
+
+    /// `turn_finished`: the turn's exact rates and the context as counted.
+    fn turn_finished(&mut self, event: Event) {
+        let Event::TurnFinished {
+            prompt_tokens,
+            generated_tokens,
+            prompt_ms,
+            gen_ms,
+            context_tokens,
+            ..
+        } = event
+        else {
+            return;
+        };
+        self.meters.turn_streaming = false;
+        self.meters.prompt_gauge = None;
+        self.meters.context_counted = Some(context_tokens);
+        self.meters.context_streamed = 0;
+        let rate = |n: u32, ms: u64| (ms > 0).then(|| f64::from(n) * 1000.0 / ms as f64);
+        self.meters.gen_per_s = rate(generated_tokens, gen_ms);
+        self.meters.prompt_per_s = rate(prompt_tokens, prompt_ms);
+    }
+
+    /// `wrap_up`: the round's last turn may only file the report; the reports list says why.
+    fn wrap_up(&mut self, round: u32, reason: WrapUpReason) {
+        self.transcript.push_line(
+            LineKind::Notice,
+            &format!(
+                "◆ wrap-up ({}): {}; the last turn may only file the report",
+                reason.as_str(),
+                reason.describe()
+            ),
+        );
+        self.wrap_ups.push((round, reason));
+    }
+
+    /// `report_accepted`: a line in the stream and a row in the reports list.
+    fn report_accepted(&mut self, round: u32, report: Report) {
+        self.transcript.push_line(
+            LineKind::Notice,
+            &format!(
+                "✓ report accepted: {} — {}",
+                report.status.as_str(),
+                report.summary
+            ),
+        );
+        self.push_report(ReportEntry::Accepted { round, report });
+    }
+
+    /// A warning: in the stream, and in the review once the run is over.
+    fn warning(&mut self, message: String) {
+        self.transcript
+            .push_line(LineKind::Notice, &format!("! {message}"));
+        // After the run's end (a failed `on_finish` hook): the review shows it too.
+        if let Some(review) = &mut self.review {
+            self.notice = Some(format!("warning: {message}"));
+            review.warnings.push(message.clone());
+        }
+        self.warnings.push(message);
+    }
+
+    /// `round_finished`: the round's line in the stream, its changes final, its failure a
+    /// report row, its waiting approvals gone.
+    fn round_finished(&mut self, event: Event) {
+        let Event::RoundFinished {
+            round,
+            outcome,
+            generated_tokens,
+            wall_ms,
+            files_changed,
+            insertions,
+            deletions,
+            error,
+            changes_unknown,
+            ..
+        } = event
+        else {
+            return;
+        };
+        self.meters.prompt_gauge = None;
+        self.meters.tool_running = None;
+        self.meters.turn_streaming = false;
+        let changes = self.round_changes(round);
+        changes.live = false;
+        changes.unknown = changes_unknown;
+        let counts = if changes_unknown {
+            "changes unknown".to_string()
+        } else {
+            format!("{files_changed} file(s) +{insertions} −{deletions}")
+        };
+        let outcome_word = match outcome {
+            RoundOutcome::Reported => "reported",
+            RoundOutcome::Failed => "failed",
+            RoundOutcome::Cancelled => "cancelled",
+        };
+        self.transcript.push_line(
+            LineKind::Round,
+            &format!(
+                "── round {round} {outcome_word} · {generated_tokens} tokens · {:.1} s · {counts} ──",
+                wall_ms as f64 / 1000.0
+            ),
+        );
+        if let Some(error) = error {
+            self.transcript
+                .push_line(LineKind::Notice, &format!("✗ {error}"));
+            if outcome == RoundOutcome::Failed {
+                self.push_report(ReportEntry::Failed { round, error });
+            }
+        }
+        self.approvals.retain(|a| a.round != round);
+    }
+
+    /// `run_finished`: the review, whose diff is read next (or the quit a signal asked for).
+    fn run_finished(&mut self, event: Event) -> Vec<Effect> {
+        let Event::RunFinished {
+            status,
+            rounds_started,
+            report,
+            last_valid_report,
+            error,
+            verification,
+            ..
+        } = event
+        else {
+            return Vec::new();
+        };
+        self.phase = Phase::Finished;
+        self.run_ended = Some(self.now);
+        self.cancel_requested = None;
+        self.approvals.clear();
+        // A view the person is reading stays open over the review; the question goes.
+        self.close_cancel_question();
+        self.cursors.focus = Pane::Changes;
+        for changes in &mut self.changes {
+            changes.live = false;
+        }
+        let outside: std::collections::BTreeSet<String> = self
+            .changes
+            .iter()
+            .flat_map(|c| &c.files)
+            .filter(|f| f.outside_run)
+            .map(|f| f.path.clone())
+            .collect();
+        self.review = Some(Review {
+            status,
+            rounds_started,
+            report,
+            last_valid: last_valid_report,
+            error,
+            verification,
+            diff: Loadable::Loading,
+            file: 0,
+            diff_scroll: 0,
+            commit: CommitState::NotYet,
+            warnings: self.warnings.clone(),
+            left_out: outside.clone(),
+            outside,
+        });
+        if self.quit_when_finished {
+            return vec![Effect::Quit(self.exit_code())];
+        }
+        vec![Effect::LoadDiff(DiffSource::Review)]
     }
 
     /// Adds a row to the reports list; a selection on the last row moves to the new one.

@@ -233,42 +233,13 @@ impl State {
                 Vec::new()
             }
             Msg::Committed(result) => {
-                if let Some(review) = &mut self.review {
-                    review.commit = match result {
-                        Ok(id) => {
-                            self.notice = Some(format!("committed {id}"));
-                            if self.setup.worktree.is_some() {
-                                self.worktree.gone = Some(WorktreeGone::Committed);
-                            }
-                            CommitState::Done(id)
-                        }
-                        Err(e) => {
-                            self.notice = Some(format!("commit failed: {e}"));
-                            CommitState::Failed(e)
-                        }
-                    };
-                }
+                self.committed(result);
                 Vec::new()
             }
             Msg::Reverted(round, result) => self.reverted(round, result),
-            Msg::Discarded(result) => {
-                self.notice = Some(match &result {
-                    Ok(paths) => format!(
-                        "discarded the run's changes: {} file(s) back as the run found them",
-                        paths.len()
-                    ),
-                    Err(e) => format!("discard failed: {e}"),
-                });
-                self.reload_review()
-            }
+            Msg::Discarded(result) => self.discarded(result),
             Msg::WorktreeDone(action, result) => {
-                if action == WorktreeAction::Discard && result.is_ok() {
-                    self.worktree.gone = Some(WorktreeGone::Removed);
-                }
-                self.notice = Some(match result {
-                    Ok(done) => done,
-                    Err(e) => format!("not done: {e}"),
-                });
+                self.worktree_done(action, result);
                 Vec::new()
             }
             Msg::Terminate => match self.phase {
@@ -384,6 +355,49 @@ impl State {
             );
             self.approvals.push_back(approval);
         }
+    }
+
+    /// A commit's result: the review says it, and a worktree run's worktree is gone once
+    /// its changes are committed.
+    fn committed(&mut self, result: Result<String, String>) {
+        if let Some(review) = &mut self.review {
+            review.commit = match result {
+                Ok(id) => {
+                    self.notice = Some(format!("committed {id}"));
+                    if self.setup.worktree.is_some() {
+                        self.worktree.gone = Some(WorktreeGone::Committed);
+                    }
+                    CommitState::Done(id)
+                }
+                Err(e) => {
+                    self.notice = Some(format!("commit failed: {e}"));
+                    CommitState::Failed(e)
+                }
+            };
+        }
+    }
+
+    /// A discard's result, on the status line; the review's diff is read again.
+    fn discarded(&mut self, result: Result<Vec<String>, String>) -> Vec<Effect> {
+        self.notice = Some(match &result {
+            Ok(paths) => format!(
+                "discarded the run's changes: {} file(s) back as the run found them",
+                paths.len()
+            ),
+            Err(e) => format!("discard failed: {e}"),
+        });
+        self.reload_review()
+    }
+
+    /// A worktree action's result, on the status line.
+    fn worktree_done(&mut self, action: WorktreeAction, result: Result<String, String>) {
+        if action == WorktreeAction::Discard && result.is_ok() {
+            self.worktree.gone = Some(WorktreeGone::Removed);
+        }
+        self.notice = Some(match result {
+            Ok(done) => done,
+            Err(e) => format!("not done: {e}"),
+        });
     }
 
     /// A revert's result: shown in the revert question (or the status line when it was

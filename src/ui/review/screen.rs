@@ -22,6 +22,7 @@ use crate::ui::run::header;
 use crate::ui::state::State;
 use crate::ui::views::diff;
 use crate::ui::views::report_detail;
+use crate::workspace::DiffModel;
 
 /// The outcome sentence, e.g. "complete after 3 rounds: the worker reports …".
 pub fn outcome_text(review: &Review) -> String {
@@ -195,6 +196,33 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         return;
     };
     let width = usize::from(inner.width);
+    let notes = file_notes(state, model, width);
+    for (row, line) in notes.iter().enumerate() {
+        put_line(buf, inner, row, line);
+    }
+    let inner = Rect {
+        y: inner.y + u16::try_from(notes.len()).unwrap_or(u16::MAX),
+        height: inner
+            .height
+            .saturating_sub(u16::try_from(notes.len()).unwrap_or(u16::MAX)),
+        ..inner
+    };
+    let mut rows = file_rows(theme, review, model, width);
+    rows.extend(super::hidden::rows(theme, model, width));
+    for (row, line) in rows
+        .iter()
+        .skip(state.cursors.review_offset)
+        .take(usize::from(inner.height))
+        .enumerate()
+    {
+        put_line(buf, inner, row, line);
+    }
+}
+
+/// The notes above the file list: directories git could not look into, no changes at all,
+/// a worktree that is gone.
+fn file_notes(state: &State, model: &DiffModel, width: usize) -> Vec<Line<'static>> {
+    let theme = state.theme;
     let mut notes = Vec::new();
     if !model.unseen.is_empty() {
         let text = format!(
@@ -217,18 +245,13 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 .map(|r| Line::styled(r.to_string(), theme.warning())),
         );
     }
-    for (row, line) in notes.iter().enumerate() {
-        put_line(buf, inner, row, line);
-    }
-    let inner = Rect {
-        y: inner.y + u16::try_from(notes.len()).unwrap_or(u16::MAX),
-        height: inner
-            .height
-            .saturating_sub(u16::try_from(notes.len()).unwrap_or(u16::MAX)),
-        ..inner
-    };
+    notes
+}
+
+/// The list's rows: the files, chosen or not, with a heading before those changed outside
+/// the run; the selected one highlighted.
+fn file_rows(theme: Theme, review: &Review, model: &DiffModel, width: usize) -> Vec<Line<'static>> {
     let outside_start = review.outside_start();
-    // The list's rows: the files, with a heading before those changed outside the run.
     let mut rows: Vec<Line> = Vec::with_capacity(model.files.len() + 1);
     for (i, file) in model.files.iter().enumerate() {
         if outside_start == Some(i) {
@@ -261,15 +284,7 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         }
         rows.push(line);
     }
-    rows.extend(super::hidden::rows(theme, model, width));
-    for (row, line) in rows
-        .iter()
-        .skip(state.cursors.review_offset)
-        .take(usize::from(inner.height))
-        .enumerate()
-    {
-        put_line(buf, inner, row, line);
-    }
+    rows
 }
 
 fn render_diff(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
