@@ -12,7 +12,8 @@ use ralph_tui::cli::{Cli, History, HistoryCli};
 use ralph_tui::config::{Dirs, Settings, NO_HOME};
 use ralph_tui::error::{say, ExitCode, UsageError};
 use ralph_tui::runlock::{self, RunLock};
-use ralph_tui::runs::history::{PruneChoice, Query};
+use ralph_tui::runs::history::Query;
+use ralph_tui::runs::prune::PruneChoice;
 use ralph_tui::runs::resume::{Request, Resume};
 use ralph_tui::{headless, logging, runs, signals};
 

@@ -8,6 +8,7 @@
 //! any listing of runs be.
 
 pub mod history;
+pub mod prune;
 pub mod resume;
 pub mod review;
 
