@@ -187,7 +187,7 @@ pub fn footer(section: &Section) -> Vec<Hint> {
 
 /// A status line's item for `actions` in a place whose bindings are `sections`: the keys are
 /// the first chord each action has there (where an editor types, printable ones are text and
-/// left out), named as help names them. `None` when one of the actions is not bound there.
+/// left out), named as help names them (`↑ ↓` written `↑↓`). `None` when one of the actions is not bound there.
 pub fn hint(sections: &[&Section], actions: &[Action], what: &str, typing: bool) -> Option<Hint> {
     let names: Option<Vec<String>> = actions
         .iter()
@@ -201,7 +201,7 @@ pub fn hint(sections: &[&Section], actions: &[Action], what: &str, typing: bool)
         })
         .collect();
     Some(Hint {
-        keys: names?.join(" "),
+        keys: names?.join(" ").replace("↑ ↓", "↑↓"),
         what: what.to_string(),
     })
 }

@@ -12,7 +12,7 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 use super::view::{Ctx, Outcome, View};
-use crate::ui::keys::{self, Action};
+use crate::ui::keys::{self, Action, HintSpec};
 use crate::ui::kit::draw::{draw_lines, modal};
 use crate::ui::kit::layout::popup;
 use crate::ui::kit::scroll;
@@ -244,6 +244,12 @@ impl CardDetail {
     }
 }
 
+/// The tool call view's keys on its frame.
+const CARD_KEYS: &HintSpec = &[
+    (&[Action::Up, Action::Down], "scroll"),
+    (&[Action::Close], "close"),
+];
+
 impl View for CardDetail {
     fn handle_key(&mut self, key: &KeyEvent, ctx: &Ctx) -> Outcome {
         match keys::action(&[&keys::VIEWS, &keys::RUN], key) {
@@ -270,7 +276,7 @@ impl View for CardDetail {
             " Tool call · round {} · {} ",
             self.card.round, self.card.name
         );
-        let hint = Some(" ↑↓ scroll · Esc close ".to_string());
+        let hint = Some(format!(" {} ", keys::said(&[&keys::VIEWS], CARD_KEYS)));
         let inner = modal(theme, title, hint, area_of(area), buf);
         let lines: Vec<Line> = detail_lines(theme, &self.card, inner.width)
             .into_iter()

@@ -9,7 +9,7 @@ use ratatui::widgets::Widget;
 use tui_textarea::TextArea;
 
 use super::view::{Ctx, Outcome, View};
-use crate::ui::keys::{self, Action};
+use crate::ui::keys::{self, Action, HintSpec};
 use crate::ui::kit::draw::{modal, put_line};
 use crate::ui::kit::layout::popup;
 use crate::ui::kit::wrap;
@@ -57,6 +57,9 @@ impl CommitEditor {
     }
 }
 
+/// The commit editor's keys on its frame (printable keys are the message's text).
+const COMMIT_KEYS: &HintSpec = &[(&[Action::Submit], "commit"), (&[Action::Back], "back")];
+
 impl View for CommitEditor {
     /// Ctrl-S commits a non-empty message; Esc and Ctrl-C go back; F1 opens help; the rest
     /// is text.
@@ -82,7 +85,11 @@ impl View for CommitEditor {
     fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         let theme = ctx.theme;
         let rect = popup(area, 85, 75, 50, 12);
-        let hint = Some(" Ctrl-S commit · Esc back ".to_string());
+        let at = [&keys::EDITOR, &keys::EVERYWHERE];
+        let hint = Some(format!(
+            " {} ",
+            keys::hints_text(&keys::hints(&at, COMMIT_KEYS, true))
+        ));
         let inner = modal(
             theme,
             " Commit the run's changes ".to_string(),

@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::view::{Ctx, Outcome, View};
-use crate::ui::keys::{self, Action};
+use crate::ui::keys::{self, Action, HintSpec};
 use crate::ui::kit::draw::{draw_lines, modal, put_line};
 use crate::ui::kit::layout::popup;
 use crate::ui::kit::scroll;
@@ -193,6 +193,16 @@ pub fn view_body(area: Rect) -> Rect {
     }
 }
 
+/// The diff view's keys on its frame.
+const DIFF_KEYS: &HintSpec = &[
+    (&[Action::Previous, Action::Next], "file"),
+    (
+        &[Action::Up, Action::Down, Action::PageUp, Action::PageDown],
+        "scroll",
+    ),
+    (&[Action::Close], "close"),
+];
+
 impl View for DiffView {
     /// Scrolls, moves to the previous or next file, or closes.
     fn handle_key(&mut self, key: &KeyEvent, ctx: &Ctx) -> Outcome {
@@ -245,7 +255,7 @@ impl View for DiffView {
             ),
             _ => format!(" Diff · {what} "),
         };
-        let hint = Some(" ← → file · ↑↓ PgUp PgDn scroll · Esc close ".to_string());
+        let hint = Some(format!(" {} ", keys::said(&[&keys::VIEWS], DIFF_KEYS)));
         let inner = modal(theme, title, hint, view_area(area), buf);
         let body = view_body(area);
         let Loadable::Ready(diff) = &view.diff else {

@@ -125,7 +125,8 @@ impl View for Help {
     }
 
     fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
-        let hint = Some(" ↑↓ scroll · any other key closes ".to_string());
+        let scroll = keys::said(&[&keys::VIEWS], &[(&[Action::Up, Action::Down], "scroll")]);
+        let hint = Some(format!(" {scroll} · any other key closes "));
         let inner = modal(ctx.theme, " Keys ".to_string(), hint, area_of(area), buf);
         let lines: Vec<Line> = lines(ctx.theme, self.replay)
             .into_iter()

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 
 use super::view::{Ctx, Outcome, View};
 use crate::protocol::report::{Report, ReportStatus};
-use crate::ui::keys::{self, Action};
+use crate::ui::keys::{self, Action, HintSpec};
 use crate::ui::kit::draw::{draw_lines, modal};
 use crate::ui::kit::layout::popup;
 use crate::ui::kit::scroll;
@@ -151,6 +151,13 @@ fn lines_styled(theme: Theme, entry: &ReportEntry, width: u16) -> Vec<Line<'stat
     out
 }
 
+/// The report view's keys on its frame.
+const REPORT_KEYS: &HintSpec = &[
+    (&[Action::Previous, Action::Next], "report"),
+    (&[Action::Up, Action::Down], "scroll"),
+    (&[Action::Close], "close"),
+];
+
 impl View for ReportDetail {
     /// Scrolls, moves to the previous or next report, or closes (Enter too, as it opened).
     fn handle_key(&mut self, key: &KeyEvent, ctx: &Ctx) -> Outcome {
@@ -199,7 +206,7 @@ impl View for ReportDetail {
             self.index + 1,
             ctx.reports.len()
         );
-        let hint = Some(" ← → report · ↑↓ scroll · Esc close ".to_string());
+        let hint = Some(format!(" {} ", keys::said(&[&keys::VIEWS], REPORT_KEYS)));
         let inner = modal(theme, title, hint, area_of(area), buf);
         let lines: Vec<Line> = lines_styled(theme, entry, inner.width)
             .into_iter()
