@@ -6,7 +6,8 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::keys::{self, Action, HintSpec};
+use super::hints::{self, HintSpec};
+use super::keys::{self, Action};
 use super::kit::draw::{draw_lines, hint_line, pane_block, put_line};
 use super::kit::wrap;
 use super::state::State;
@@ -81,11 +82,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
 
     let at = [&keys::EDITOR, &keys::EVERYWHERE];
     let mut spans = vec![Span::raw(" ")];
-    spans.extend(hint_line(
-        theme,
-        &keys::hints(&at, EDITOR_KEYS, true),
-        " · ",
-    ));
+    spans.extend(hint_line(theme, &hints::of(&at, EDITOR_KEYS, true), " · "));
     spans.push(Span::raw(" "));
     if let Some(error) = &state.editor.error {
         let used: usize = spans.iter().map(Span::width).sum();

@@ -109,7 +109,7 @@ impl Chord {
     }
 
     /// A printable character typed without Ctrl: text, when an editor has the keyboard.
-    fn is_text(&self) -> bool {
+    pub fn is_text(&self) -> bool {
         !self.ctrl && is_char(self.code)
     }
 }
@@ -141,7 +141,7 @@ pub struct Binding {
     pub what: &'static str,
     pub chords: &'static [(Chord, Action)],
     /// What the footer of the section's view says of the row ("" in sections whose place
-    /// has no footer of rows: the screens' status lines pick [`Hint`]s by action).
+    /// has no footer of rows: the screens' status lines pick their keys by action).
     pub hint: &'static str,
 }
 
@@ -155,83 +155,6 @@ impl Binding {
     pub fn footer_keys(&self) -> String {
         self.keys.replace(" / ", "/").replace("↑ ↓", "↑↓")
     }
-}
-
-/// One item of a footer or a status line: keys, then what they do there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hint {
-    pub keys: String,
-    pub what: String,
-}
-
-impl std::fmt::Display for Hint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.what.as_str() {
-            "" => f.write_str(&self.keys),
-            what => write!(f, "{} {what}", self.keys),
-        }
-    }
-}
-
-/// A view's footer: every row of its section, with what the row's hint says.
-pub fn footer(section: &Section) -> Vec<Hint> {
-    section
-        .bindings
-        .iter()
-        .map(|b| Hint {
-            keys: b.footer_keys(),
-            what: b.hint.to_string(),
-        })
-        .collect()
-}
-
-/// A status line's item for `actions` in a place whose bindings are `sections`: the keys are
-/// the first chord each action has there (where an editor types, printable ones are text and
-/// left out), named as help names them (`↑ ↓` written `↑↓`). `None` when one of the actions is not bound there.
-pub fn hint(sections: &[&Section], actions: &[Action], what: &str, typing: bool) -> Option<Hint> {
-    let names: Option<Vec<String>> = actions
-        .iter()
-        .map(|action| {
-            sections
-                .iter()
-                .flat_map(|section| section.bindings.iter())
-                .flat_map(|binding| binding.chords.iter())
-                .find(|(chord, a)| a == action && !(typing && chord.is_text()))
-                .map(|(chord, _)| chord.name())
-        })
-        .collect();
-    Some(Hint {
-        keys: names?.join(" ").replace("↑ ↓", "↑↓"),
-        what: what.to_string(),
-    })
-}
-
-/// What a status line offers: for each item, the actions whose keys it names (one item
-/// may name two, as `< >`) and what it says they do.
-pub type HintSpec = [(&'static [Action], &'static str)];
-
-/// The items of `spec` in a place whose bindings are `sections`, each as [`hint`] finds it.
-pub fn hints(sections: &[&Section], spec: &HintSpec, typing: bool) -> Vec<Hint> {
-    spec.iter()
-        .filter_map(|(actions, what)| hint(sections, actions, what, typing))
-        .collect()
-}
-
-/// Where the review's status line finds its keys: a worktree run's, the review's, help.
-pub const AT_REVIEW: [&Section; 3] = [&WORKTREE, &REVIEW, &EVERYWHERE];
-
-/// What a status line says of `spec` in a place whose bindings are `sections`.
-pub fn said(sections: &[&Section], spec: &HintSpec) -> String {
-    hints_text(&hints(sections, spec, false))
-}
-
-/// Status-line items joined as the status lines write them.
-pub fn hints_text(hints: &[Hint]) -> String {
-    hints
-        .iter()
-        .map(Hint::to_string)
-        .collect::<Vec<_>>()
-        .join(" · ")
 }
 
 /// The bindings of one screen or view, under the title help shows.

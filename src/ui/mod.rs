@@ -6,14 +6,16 @@
 //! so that scroll clamps and wrapped row counts are up to date; rendering never mutates.
 //!
 //! The folders show the layering, bottom up (no module imports one above it; a test checks
-//! there is no cycle): the drawing kit (`kit/`), data (`model`, `keys`, `transcript`), the
-//! views that open above a screen (`views/`, joined in `views::overlay`), the `state`, then
-//! update (`input`, `mouse`, `events`) and the screens: the objective `editor`, the run
-//! screen's panes (`run/`) and the review (`review/`), put together in `frame`.
+//! there is no cycle): data (`model`, the key table `keys` and the `hints` drawn from it,
+//! `transcript`), the drawing kit (`kit/`), the views that open above a screen (`views/`,
+//! joined in `views::overlay`), the `state`, then update (`input`, `mouse`, `events`) and
+//! the screens: the objective `editor`, the run screen's panes (`run/`) and the review
+//! (`review/`, which owns its keys), put together in `frame`.
 
 pub mod editor;
 pub mod events;
 pub mod frame;
+pub mod hints;
 pub mod input;
 pub mod keys;
 pub mod kit;

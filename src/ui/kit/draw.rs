@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use super::theme::Theme;
-use crate::ui::keys::Hint;
+use crate::ui::hints::Hint;
 
 /// A bordered block with a title, highlighted when it has the focus.
 pub(crate) fn pane_block(

@@ -13,7 +13,8 @@ use ratatui::widgets::Widget;
 
 use crate::options::RoundCount;
 use crate::protocol::event::RunStatus;
-use crate::ui::keys::{self, Action, HintSpec, AT_REVIEW};
+use crate::ui::hints::{self, HintSpec, AT_REVIEW};
+use crate::ui::keys::Action;
 use crate::ui::kit::draw::{draw_lines, pane_block, put_line};
 use crate::ui::kit::theme::Theme;
 use crate::ui::kit::wrap;
@@ -348,7 +349,7 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         (
             format!(
                 "worktree and branch removed · {}",
-                keys::said(&AT_REVIEW, REMOVED_KEYS)
+                hints::said(&AT_REVIEW, REMOVED_KEYS)
             ),
             theme.warning(),
         )
@@ -359,14 +360,14 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 0 => (
                     format!(
                         "committed {id} · {}",
-                        keys::said(&AT_REVIEW, COMMITTED_KEYS)
+                        hints::said(&AT_REVIEW, COMMITTED_KEYS)
                     ),
                     theme.good(),
                 ),
                 n => (
                     format!(
                         "committed {id} · {n} left out: {}",
-                        keys::said(&AT_REVIEW, LEFT_OUT_KEYS)
+                        hints::said(&AT_REVIEW, LEFT_OUT_KEYS)
                     ),
                     theme.good(),
                 ),
@@ -374,7 +375,7 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
             CommitState::Failed(e) => (
                 format!(
                     "commit failed: {e} · {}",
-                    keys::said(&AT_REVIEW, FAILED_KEYS)
+                    hints::said(&AT_REVIEW, FAILED_KEYS)
                 ),
                 theme.error(),
             ),
@@ -387,7 +388,7 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
             ),
             CommitState::NotYet => (
                 super::worktree::hint(&state.setup)
-                    .unwrap_or_else(|| keys::said(&AT_REVIEW, REVIEW_KEYS)),
+                    .unwrap_or_else(|| hints::said(&AT_REVIEW, REVIEW_KEYS)),
                 theme.key(),
             ),
         }

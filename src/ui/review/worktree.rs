@@ -9,7 +9,8 @@
 
 use crossterm::event::KeyEvent;
 
-use crate::ui::keys::{self, Action, HintSpec};
+use crate::ui::hints::{self, HintSpec};
+use crate::ui::keys::{self, Action};
 use crate::ui::model::{Effect, Setup, WorktreeAction, WorktreeGone};
 use crate::ui::state::State;
 
@@ -93,7 +94,7 @@ fn gone_key(state: &mut State, gone: WorktreeGone, key: &KeyEvent) -> Option<Vec
     let worktree_key = matches!(action, Action::ApplyWorktree | Action::DiscardWorktree);
     match gone {
         WorktreeGone::Removed if !looking => {
-            let quit = keys::said(&keys::AT_REVIEW, &[(&[Action::Quit], "quit")]);
+            let quit = hints::said(&hints::AT_REVIEW, &[(&[Action::Quit], "quit")]);
             state.notice = gone_text(state).map(|text| format!("{text} · {quit}"));
             Some(Vec::new())
         }
@@ -119,5 +120,5 @@ const WORKTREE_KEYS: &HintSpec = &[
 /// The review's key hint for a worktree run (the branch itself is in the header).
 pub fn hint(setup: &Setup) -> Option<String> {
     setup.worktree.as_ref()?;
-    Some(keys::said(&keys::AT_REVIEW, WORKTREE_KEYS))
+    Some(hints::said(&hints::AT_REVIEW, WORKTREE_KEYS))
 }

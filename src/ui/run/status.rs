@@ -6,7 +6,8 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use crate::ui::keys::{self, Action, Hint, HintSpec};
+use crate::ui::hints::{self, Hint, HintSpec};
+use crate::ui::keys::{self, Action};
 use crate::ui::kit::draw::{bar, compact, put_line};
 use crate::ui::kit::wrap;
 use crate::ui::model::Pane;
@@ -78,7 +79,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         (replay_hint(), theme.key())
     } else {
         (
-            keys::hints_text(&run_hints(state.cursors.focus, short)),
+            hints::text(&run_hints(state.cursors.focus, short)),
             theme.key(),
         )
     };
@@ -91,7 +92,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
 fn run_hints(focus: Pane, short: bool) -> Vec<Hint> {
     let at = [&keys::RUN, &keys::EVERYWHERE];
     if short {
-        return keys::hints(
+        return hints::of(
             &at,
             &[(&[Action::Help], "help"), (&[Action::Back], "cancel")],
             false,
@@ -109,7 +110,7 @@ fn run_hints(focus: Pane, short: bool) -> Vec<Hint> {
         spec.push((&[Action::Open], enter));
     }
     spec.push((&[Action::Back], "cancel"));
-    keys::hints(&at, &spec, false)
+    hints::of(&at, &spec, false)
 }
 
 /// The keys a replay offers, in place of the live run's.
@@ -124,7 +125,7 @@ const REPLAY_KEYS: &HintSpec = &[
 /// The replay's keys as its status lines say them.
 pub fn replay_hint() -> String {
     let at = [&keys::REPLAY, &keys::RUN, &keys::EVERYWHERE];
-    keys::hints_text(&keys::hints(&at, REPLAY_KEYS, false))
+    hints::text(&hints::of(&at, REPLAY_KEYS, false))
 }
 
 /// The context meter: the used fraction, and a `┊` in the cell where the report reserve

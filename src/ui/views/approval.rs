@@ -8,6 +8,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 
 use crate::tools::approval::ApprovalDecision;
+use crate::ui::hints;
 use crate::ui::keys::{self, Action};
 use crate::ui::kit::draw::{draw_lines, footer_lines, modal};
 use crate::ui::kit::layout::popup;
@@ -44,7 +45,7 @@ impl View for ApprovalQuestion<'_> {
         let command = wrap::rows_multiline(&clean, text_width);
         let shown = command.len().min(6);
         let more = usize::from(command.len() > shown) + usize::from(waiting > 0);
-        let footer = footer_lines(theme, &keys::footer(&keys::APPROVAL), text_width + 2);
+        let footer = footer_lines(theme, &hints::footer(&keys::APPROVAL), text_width + 2);
         let height = ((shown + more + footer.len()) as u16 + 5).min(area.height);
         let rect = popup(area, 70, 0, 50, height);
         let title = format!(" Approval needed · round {} ", request.round);

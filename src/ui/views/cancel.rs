@@ -6,6 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 
 use super::view::{Ctx, Outcome, View};
+use crate::ui::hints;
 use crate::ui::keys::{self, Action};
 use crate::ui::kit::draw::{draw_lines, footer_lines, modal};
 use crate::ui::kit::layout::popup;
@@ -31,7 +32,7 @@ impl View for CancelQuestion {
         let width = (area.width * 60 / 100).max(50).min(area.width);
         let text_width = usize::from(width.saturating_sub(2));
         let rows = wrap::rows(explain, text_width).len() as u16;
-        let footer = footer_lines(theme, &keys::footer(&keys::CANCEL), text_width);
+        let footer = footer_lines(theme, &hints::footer(&keys::CANCEL), text_width);
         let rect = popup(area, 60, 0, 50, rows + footer.len() as u16 + 3);
         let inner = modal(theme, " Cancel this run? ".to_string(), None, rect, buf);
         let mut lines: Vec<Line> = wrap::rows(explain, usize::from(inner.width))

@@ -12,7 +12,8 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 use super::view::{Ctx, Outcome, View};
-use crate::ui::keys::{self, Action, HintSpec};
+use crate::ui::hints::{self, HintSpec};
+use crate::ui::keys::{self, Action};
 use crate::ui::kit::draw::{draw_lines, modal};
 use crate::ui::kit::layout::popup;
 use crate::ui::kit::scroll;
@@ -276,7 +277,7 @@ impl View for CardDetail {
             " Tool call · round {} · {} ",
             self.card.round, self.card.name
         );
-        let hint = Some(format!(" {} ", keys::said(&[&keys::VIEWS], CARD_KEYS)));
+        let hint = Some(format!(" {} ", hints::said(&[&keys::VIEWS], CARD_KEYS)));
         let inner = modal(theme, title, hint, area_of(area), buf);
         let lines: Vec<Line> = detail_lines(theme, &self.card, inner.width)
             .into_iter()

@@ -9,7 +9,8 @@ use ratatui::widgets::Widget;
 use tui_textarea::TextArea;
 
 use super::view::{Ctx, Outcome, View};
-use crate::ui::keys::{self, Action, HintSpec};
+use crate::ui::hints::{self, HintSpec};
+use crate::ui::keys::{self, Action};
 use crate::ui::kit::draw::{modal, put_line};
 use crate::ui::kit::layout::popup;
 use crate::ui::kit::wrap;
@@ -88,7 +89,7 @@ impl View for CommitEditor {
         let at = [&keys::EDITOR, &keys::EVERYWHERE];
         let hint = Some(format!(
             " {} ",
-            keys::hints_text(&keys::hints(&at, COMMIT_KEYS, true))
+            hints::text(&hints::of(&at, COMMIT_KEYS, true))
         ));
         let inner = modal(
             theme,

@@ -10,7 +10,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::view::{Ctx, Outcome, View};
-use crate::ui::keys::{self, Action, HintSpec};
+use crate::ui::hints::{self, HintSpec};
+use crate::ui::keys::{self, Action};
 use crate::ui::kit::draw::{draw_lines, modal, put_line};
 use crate::ui::kit::layout::popup;
 use crate::ui::kit::scroll;
@@ -255,7 +256,7 @@ impl View for DiffView {
             ),
             _ => format!(" Diff · {what} "),
         };
-        let hint = Some(format!(" {} ", keys::said(&[&keys::VIEWS], DIFF_KEYS)));
+        let hint = Some(format!(" {} ", hints::said(&[&keys::VIEWS], DIFF_KEYS)));
         let inner = modal(theme, title, hint, view_area(area), buf);
         let body = view_body(area);
         let Loadable::Ready(diff) = &view.diff else {

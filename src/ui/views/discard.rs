@@ -7,6 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::view::{Ctx, Outcome, View};
+use crate::ui::hints;
 use crate::ui::keys::{self, Action};
 use crate::ui::kit::draw::{draw_lines, footer_lines, modal};
 use crate::ui::kit::layout::popup;
@@ -93,7 +94,7 @@ impl View for DiscardQuestion {
             lines.push(Line::styled(wrap::truncate(&text, room), theme.dim()));
         }
         lines.push(Line::raw(""));
-        lines.extend(footer_lines(theme, &keys::footer(&keys::DISCARD), room));
+        lines.extend(footer_lines(theme, &hints::footer(&keys::DISCARD), room));
         draw_lines(&lines, inner, buf);
     }
 }

@@ -7,6 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::view::{Ctx, Outcome, View};
+use crate::ui::hints;
 use crate::ui::keys::{self, Action, Binding, Section, SECTIONS};
 use crate::ui::kit::draw::{draw_lines, modal};
 use crate::ui::kit::layout::{inner, popup};
@@ -125,7 +126,7 @@ impl View for Help {
     }
 
     fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
-        let scroll = keys::said(&[&keys::VIEWS], &[(&[Action::Up, Action::Down], "scroll")]);
+        let scroll = hints::said(&[&keys::VIEWS], &[(&[Action::Up, Action::Down], "scroll")]);
         let hint = Some(format!(" {scroll} · any other key closes "));
         let inner = modal(ctx.theme, " Keys ".to_string(), hint, area_of(area), buf);
         let lines: Vec<Line> = lines(ctx.theme, self.replay)

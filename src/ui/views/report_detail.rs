@@ -9,7 +9,8 @@ use ratatui::text::{Line, Span};
 
 use super::view::{Ctx, Outcome, View};
 use crate::protocol::report::{Report, ReportStatus};
-use crate::ui::keys::{self, Action, HintSpec};
+use crate::ui::hints::{self, HintSpec};
+use crate::ui::keys::{self, Action};
 use crate::ui::kit::draw::{draw_lines, modal};
 use crate::ui::kit::layout::popup;
 use crate::ui::kit::scroll;
@@ -206,7 +207,7 @@ impl View for ReportDetail {
             self.index + 1,
             ctx.reports.len()
         );
-        let hint = Some(format!(" {} ", keys::said(&[&keys::VIEWS], REPORT_KEYS)));
+        let hint = Some(format!(" {} ", hints::said(&[&keys::VIEWS], REPORT_KEYS)));
         let inner = modal(theme, title, hint, area_of(area), buf);
         let lines: Vec<Line> = lines_styled(theme, entry, inner.width)
             .into_iter()

@@ -7,6 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 
 use super::view::{Ctx, Outcome, View};
+use crate::ui::hints;
 use crate::ui::keys::{self, Action};
 use crate::ui::kit::draw::{draw_lines, footer_lines, modal};
 use crate::ui::kit::layout::popup;
@@ -80,7 +81,7 @@ impl RevertQuestion {
                     lines.push(line);
                 }
                 lines.push(Line::raw(""));
-                lines.extend(footer_lines(theme, &keys::footer(&keys::REVERT), width));
+                lines.extend(footer_lines(theme, &hints::footer(&keys::REVERT), width));
             }
             RevertStep::Reverting(round) => {
                 text(&format!("reverting round {round}…"), theme.warning())

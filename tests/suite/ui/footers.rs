@@ -4,6 +4,7 @@
 
 use crossterm::event::KeyCode;
 use ralph_tui::protocol::event::{Event, RunStatus};
+use ralph_tui::ui::hints;
 use ralph_tui::ui::keys::{self, Section};
 use ralph_tui::ui::{State, Theme};
 
@@ -124,7 +125,7 @@ fn every_key_a_status_line_names_is_bound_there() {
     let names = named_keys(&status);
     assert_eq!(names, ["space", "c", "u", "d", "q", "?"], "{status}");
     for name in &names {
-        assert!(bound(&keys::AT_REVIEW, name), "{name} in `{status}`");
+        assert!(bound(&hints::AT_REVIEW, name), "{name} in `{status}`");
     }
     state.setup.worktree = Some("ralph/20260101-090000-1a2b".into());
     let text = screen(&mut state, 120, 40);
@@ -132,7 +133,7 @@ fn every_key_a_status_line_names_is_bound_there() {
     let names = named_keys(&status);
     assert_eq!(names, ["A", "c", "q", "X"], "{status}");
     for name in &names {
-        assert!(bound(&keys::AT_REVIEW, name), "{name} in `{status}`");
+        assert!(bound(&hints::AT_REVIEW, name), "{name} in `{status}`");
     }
 
     let mut state = mid_run(Theme::default());
