@@ -30,7 +30,4 @@ pub mod views;
 pub use frame::{MIN_HEIGHT, MIN_WIDTH};
 pub use kit::draw::{bar, compact};
 pub use kit::theme::Theme;
-/// Paths the rest of the crate and its tests have long used.
-pub use run::header;
 pub use state::{Effect, Msg, Phase, Setup, State};
-pub use views::{help, revert};

@@ -514,7 +514,7 @@ fn a_replay_says_it_is_one_and_answers_at_once_what_it_cannot_do() {
     assert_eq!(player.key(key(KeyCode::Esc)), None);
     assert!(player.state.overlay().is_none());
     let text = |replay: bool| -> String {
-        ralph_tui::ui::help::lines(Theme::plain(), replay)
+        ralph_tui::ui::views::help::lines(Theme::plain(), replay)
             .iter()
             .map(|l| l.to_string())
             .collect::<Vec<_>>()

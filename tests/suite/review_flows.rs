@@ -69,7 +69,7 @@ fn revert(up: usize) -> Step {
         until: Box::new(|s| {
             let done = s.overlays.iter().any(|o| {
                 matches!(o, Overlay::Revert(q)
-                    if matches!(q.step, ralph_tui::ui::revert::RevertStep::Done(_, Ok(_))))
+                    if matches!(q.step, ralph_tui::ui::views::revert::RevertStep::Done(_, Ok(_))))
             });
             done && ready(s)
         }),

@@ -666,7 +666,7 @@ fn the_header_names_the_branch_the_worker_works_on() {
     let state = State::new(setup, Some("obj".into()), Theme::default());
     let area = ratatui::layout::Rect::new(0, 0, 120, 1);
     let mut buf = ratatui::buffer::Buffer::empty(area);
-    ralph_tui::ui::header::render(&state, area, &mut buf);
+    ralph_tui::ui::run::header::render(&state, area, &mut buf);
     let text: String = (0..area.width)
         .map(|x| buf[(x, 0)].symbol().to_string())
         .collect();
