@@ -1,6 +1,6 @@
 //! The `ralph-tui` binary: parse the command line, set up logging, hand off.
 //!
-//! The clap structs end here: a subcommand becomes a `runs::history::Query` and `--resume` a
+//! The clap structs end here: a subcommand becomes a `runs::commands::Query` and `--resume` a
 //! `runs::resume::Request` before the library below is called.
 
 use std::ffi::OsString;
@@ -12,7 +12,7 @@ use ralph_tui::cli::{Cli, History, HistoryCli};
 use ralph_tui::config::{Dirs, Settings, NO_HOME};
 use ralph_tui::error::{say, ExitCode, UsageError};
 use ralph_tui::runlock::{self, RunLock};
-use ralph_tui::runs::history::Query;
+use ralph_tui::runs::commands::Query;
 use ralph_tui::runs::prune::PruneChoice;
 use ralph_tui::runs::resume::{Request, Resume};
 use ralph_tui::{headless, logging, runs, signals};
@@ -77,7 +77,7 @@ fn history_main(args: &[OsString]) -> ! {
     let Some(dirs) = Dirs::discover() else {
         fail(NO_HOME, ExitCode::Usage);
     };
-    let code = runs::history::run(query(history.command), dirs, &ralph_tui::tui::replay::run);
+    let code = runs::commands::run(query(history.command), dirs, &ralph_tui::tui::replay::run);
     std::process::exit(code.code());
 }
 

@@ -4,7 +4,7 @@
 //! Everything here reads run directories through [`PastRun`] and `events.jsonl`, so a run
 //! that was killed (no end in `run.json`, no `run_finished`) lists and shows like any other,
 //! as `killed`; one whose process still holds its workspace lock is `running` and is never
-//! pruned. Output is text built here and written by [`run`], the subcommands' entry point.
+//! pruned. Output is text built here and written by `commands`, the subcommands' entry.
 //! The listing names the worktrees and branches (`--worktree`) that runs not running left
 //! behind; pruning (`prune`) removes a run with its worktree and branch.
 
@@ -15,10 +15,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::prune::{never_started, prune, prune_never_started, prune_prefix_cache, PruneChoice};
-use super::{find, runs_dir, FindError, PastRun};
+use super::{runs_dir, FindError, PastRun};
 use crate::config::Dirs;
-use crate::error::{say, ExitCode};
 use crate::protocol::event::{ChangedFile, Event, RoundOutcome, Stamped, Verification};
 use crate::protocol::report::Report;
 use crate::workspace::WorktreeInfo;
@@ -57,7 +55,7 @@ pub fn read_events(path: &Path, tokens: bool) -> Vec<Stamped> {
 
 /// The run ids whose process is alive and holds a workspace lock (`<data>/locks/*` name the
 /// holder as `run ID, pid PID, …`).
-fn running_ids(data: &Path) -> HashSet<String> {
+pub(super) fn running_ids(data: &Path) -> HashSet<String> {
     let Ok(entries) = std::fs::read_dir(data.join("locks")) else {
         return HashSet::new();
     };
@@ -380,19 +378,6 @@ fn review_lines(past: &PastRun) -> String {
     out
 }
 
-/// A question about past runs, as the command line asks it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Query {
-    /// `runs`: every past run, newest first, as a table or (`json`) as JSON.
-    List { json: bool },
-    /// `runs --prune`: remove the runs `choice` names (asks in a terminal when it is empty).
-    Prune(PruneChoice),
-    /// `show RUN`: a run's summary.
-    Show { run: String },
-    /// `replay RUN`: a run's events played back at `speed`.
-    Replay { run: String, speed: f64 },
-}
-
 /// The subcommands' one stdout sink: sanitized, since runs, reports, warnings and file names
 /// come from the worker and the repository.
 pub(super) fn out(text: &str) {
@@ -419,7 +404,7 @@ fn worktrees_left(entries: &[Entry]) -> Vec<(String, WorktreeInfo)> {
 }
 
 /// The listing's note on worktrees left behind, empty when there are none.
-fn worktrees_note(entries: &[Entry]) -> String {
+pub(super) fn worktrees_note(entries: &[Entry]) -> String {
     let left = worktrees_left(entries);
     if left.is_empty() {
         return String::new();
@@ -435,75 +420,4 @@ fn worktrees_note(entries: &[Entry]) -> String {
         ));
     }
     note
-}
-
-/// Runs a subcommand about past runs and returns the exit code (0, or 2 for a run that
-/// cannot be found, 1 for what cannot be written). `replay` plays a run directory at a speed
-/// (the TUI's, handed down by the binary: the TUI sits above this layer).
-pub fn run(query: Query, dirs: Dirs, replay: &dyn Fn(&Path, f64) -> ExitCode) -> ExitCode {
-    let runs = runs_dir(&dirs);
-    match query {
-        Query::List { json } => list_runs(&dirs, json),
-        Query::Prune(choice) => {
-            let code = prune(&list(&dirs), &choice, &runs);
-            if code == ExitCode::Complete {
-                prune_never_started(&runs, &running_ids(&dirs.data));
-                prune_prefix_cache(&dirs);
-            }
-            code
-        }
-        Query::Show { run } => match find(&runs, &run).and_then(|dir| show(&dir, &dirs)) {
-            Ok(text) => {
-                out(&text);
-                ExitCode::Complete
-            }
-            Err(e) => {
-                say(&e.to_string());
-                ExitCode::Usage
-            }
-        },
-        Query::Replay { run, speed } => match find(&runs, &run) {
-            Ok(dir) => replay(&dir, speed),
-            Err(e) => {
-                say(&e.to_string());
-                ExitCode::Usage
-            }
-        },
-    }
-}
-
-/// `ralph-tui runs`: the table (with the worktrees left behind and the run directories that
-/// hold only a log), or JSON.
-fn list_runs(dirs: &Dirs, json: bool) -> ExitCode {
-    let runs = runs_dir(dirs);
-    let entries = list(dirs);
-    if json {
-        match serde_json::to_string_pretty(&entries) {
-            Ok(text) => out(&format!("{text}\n")),
-            Err(e) => {
-                say(&e.to_string());
-                return ExitCode::Internal;
-            }
-        }
-        return ExitCode::Complete;
-    }
-    if entries.is_empty() {
-        out(&format!("no runs in {}\n", runs.display()));
-    } else {
-        out(&table(&entries));
-        out(&worktrees_note(&entries));
-    }
-    let left = never_started(&runs, &running_ids(&dirs.data)).len();
-    if left > 0 {
-        let (noun, verb) = if left == 1 {
-            ("directory", "holds")
-        } else {
-            ("directories", "hold")
-        };
-        out(&format!(
-            "\n{left} run {noun} {verb} only a log (no run ever started there): \
-             `ralph-tui runs --prune --all-finished` removes them\n"
-        ));
-    }
-    ExitCode::Complete
 }

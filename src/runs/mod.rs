@@ -7,6 +7,7 @@
 //! directory is never modified by reading it. `--resume` (`resume`) is built on this; so can
 //! any listing of runs be.
 
+pub mod commands;
 pub mod history;
 pub mod prune;
 pub mod resume;
