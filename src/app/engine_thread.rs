@@ -245,6 +245,42 @@ fn run_config(
     }
 }
 
+/// A backend loaded for the run, with its facts, the chat format its turns are parsed with
+/// and the workspace.
+struct Loaded {
+    backend: Box<dyn Backend>,
+    info: crate::llm::BackendInfo,
+    format: Box<dyn chat::ChatFormat>,
+    workspace: Workspace,
+}
+
+/// Loads the backend and opens the workspace; a round prompt that cannot fit is refused here,
+/// before anything is written.
+fn load_checked(
+    prepared: &Prepared,
+    registry: &Registry,
+    objective: &str,
+) -> Result<Loaded, StartError> {
+    let mut backend = load_backend(prepared)?;
+    let info = backend.info();
+    let format = turn_format(&info)?;
+    let workspace = open_workspace(&prepared.settings.workspace)?;
+    refuse_unfit_prompt(
+        prepared,
+        backend.as_mut(),
+        format.as_ref(),
+        registry,
+        objective,
+        workspace.root(),
+    )?;
+    Ok(Loaded {
+        backend,
+        info,
+        format,
+        workspace,
+    })
+}
+
 pub(super) fn run_on_this_thread(
     prepared: Prepared,
     objective: String,
@@ -259,19 +295,13 @@ pub(super) fn run_on_this_thread(
             .as_ref()
             .filter(|_| prepared.resume.is_none()),
     );
-    let mut backend = load_backend(&prepared)?;
-    let info = backend.info();
-    let format = turn_format(&info)?;
-    let workspace = open_workspace(&prepared.settings.workspace)?;
     let registry = Registry::standard();
-    refuse_unfit_prompt(
-        &prepared,
-        backend.as_mut(),
-        format.as_ref(),
-        &registry,
-        &objective,
-        workspace.root(),
-    )?;
+    let Loaded {
+        mut backend,
+        info,
+        format,
+        workspace,
+    } = load_checked(&prepared, &registry, &objective)?;
     let mut log = RunLog::create(&prepared.run_dir)
         .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
     unstarted.started();
