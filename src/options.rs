@@ -4,10 +4,13 @@
 //! file, `--max-rounds` on the command line), its type, its default and its help line. From it
 //! come `Options`, the one struct that clap parses and serde reads (every field optional, so
 //! one layer can lie over another), and `Resolved`, the options after layering, where an
-//! option with a default is always there. Mode options are enums deriving both clap's
-//! `ValueEnum` and serde's `Deserialize`, so the two sides accept the same spellings;
-//! values with rules of their own (round count, backend, chat format) check themselves on the
-//! way in, whichever side they come from.
+//! option with a default (or a fallback) is always there. `Resolved` is the one settings
+//! record: a run reads it, writes it into `run.json` as it is (`Resolved::to_options`), and
+//! `--resume` reads it back as `Options` under its own command line, so an option added here
+//! needs no other line to be recorded and resumed. Mode options are enums (the policy enums
+//! themselves for the sandbox and approval) that clap and serde both read, so the two sides
+//! accept the same spellings; values with rules of their own (round count, backend, chat
+//! format) check themselves on the way in, whichever side they come from.
 
 use std::fmt;
 use std::path::PathBuf;
