@@ -10,7 +10,7 @@ use super::editor;
 use super::kit::draw::put_line;
 use super::model::Phase;
 use super::review::ReviewScreen;
-use super::run::{changes, header, objective, reports, status, stream};
+use super::run::RunScreen;
 use super::state::State;
 use super::views::approval::ApprovalQuestion;
 use super::views::overlay::Overlay;
@@ -29,15 +29,7 @@ impl Widget for &State {
         }
         match self.phase {
             Phase::Editing => editor::render(self, area, buf),
-            Phase::Running => {
-                let areas = self.run_areas;
-                header::render(self, areas.header, buf);
-                objective::render(self, areas.objective, buf);
-                stream::render(self, areas.stream, buf);
-                reports::render(self, areas.reports, buf);
-                changes::render(self, areas.changes, buf);
-                status::render(self, areas.status, buf);
-            }
+            Phase::Running => RunScreen.render(self, area, buf),
             Phase::Finished => ReviewScreen.render(self, area, buf),
         }
         let ctx = self.view_ctx();

@@ -1,32 +1,24 @@
 //! Keys: the part of update that answers the person.
 //!
 //! The order is fixed: Ctrl-C first (it must always work), then the cancel question, then a
-//! waiting approval, then the view on top, then the screen. Every key is looked up in the
+//! waiting approval, then the view on top, then the screen, which owns its keys
+//! ([`super::run::RunScreen`], [`super::review::ReviewScreen`]). Every key is looked up in the
 //! key table ([`super::keys`]) and handled by what it means there, so the help screen, drawn
 //! from the same table, always tells the truth.
 
 use crossterm::event::{KeyEvent, KeyEventKind};
 
 use super::keys::{self, Action};
-use super::kit::scroll::moved;
-use super::model::{
-    ChangeRow, CommitState, DiffSource, Effect, Loadable, Pane, Phase, FORCE_QUIT_AFTER,
-};
+use super::model::{CommitState, Effect, Phase, FORCE_QUIT_AFTER};
 use super::review::ReviewScreen;
+use super::run::RunScreen;
 use super::state::State;
 use super::transcript::LineKind;
 use super::views::approval::ApprovalQuestion;
-use super::views::card::CardDetail;
-use super::views::diff::DiffView;
 use super::views::overlay::Overlay;
-use super::views::report_detail::ReportDetail;
 use super::views::view::{Outcome, View};
 use crate::error::ExitCode;
 use crate::tools::approval::ApprovalDecision;
-
-/// What Enter and `[` `]` say before the first tool call is whole.
-const NO_CARD_YET: &str = "no tool call yet: a call becomes a card (Enter opens it, [ ] select) \
-                           once the model has written it whole";
 
 impl State {
     pub(super) fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
@@ -111,38 +103,7 @@ impl State {
         } else {
             return self.approval_key(&key);
         }
-        match keys::action(&[&keys::RUN, &keys::EVERYWHERE], &key) {
-            Some(Action::Back) => self.ask_cancel(),
-            Some(Action::Help) => self.open(Overlay::help()),
-            Some(Action::RunLog) => self.open(Overlay::RunLog),
-            Some(Action::Follow) => self.transcript.follow(),
-            Some(Action::FocusNext) => self.cursors.focus = self.cursors.focus.next(),
-            Some(Action::FocusPrevious) => self.cursors.focus = self.cursors.focus.previous(),
-            Some(Action::Open) => return self.open_selected(),
-            Some(Action::RawOutput) => {
-                let on = !self.transcript.raw();
-                self.transcript.set_raw(on);
-            }
-            Some(Action::Unfold) => {
-                let on = !self.transcript.unfolded();
-                self.transcript.set_unfolded(on);
-                let folds = self
-                    .transcript
-                    .lines()
-                    .any(|(kind, _)| matches!(kind, LineKind::Reasoning | LineKind::Detail));
-                if on && !folds {
-                    self.notice = Some("nothing is folded yet".into());
-                }
-            }
-            Some(Action::PreviousCard | Action::NextCard) if self.cards.is_empty() => {
-                self.notice = Some(NO_CARD_YET.into());
-            }
-            Some(Action::PreviousCard) => self.move_card_selection(false),
-            Some(Action::NextCard) => self.move_card_selection(true),
-            Some(action) => self.move_in_pane(action),
-            None => {}
-        }
-        Vec::new()
+        RunScreen.handle_key(self, &key)
     }
 
     /// Ctrl-C while running: confirms an open cancel question, else asks it; once the cancel
@@ -193,7 +154,7 @@ impl State {
         vec![Effect::Answer(id, decision)]
     }
 
-    fn ask_cancel(&mut self) {
+    pub(in crate::ui) fn ask_cancel(&mut self) {
         if self.cancel_requested.is_none() && !self.confirming_cancel() {
             self.open(Overlay::ConfirmCancel);
         }
@@ -228,97 +189,6 @@ impl State {
             }
         }
         Vec::new()
-    }
-
-    fn move_in_pane(&mut self, action: Action) {
-        let (delta, jump): (isize, Option<bool>) = match action {
-            Action::Up => (-1, None),
-            Action::Down => (1, None),
-            Action::PageUp => (-(self.page_of(self.cursors.focus) as isize), None),
-            Action::PageDown => (self.page_of(self.cursors.focus) as isize, None),
-            Action::Top => (0, Some(false)),
-            Action::Bottom => (0, Some(true)),
-            _ => return,
-        };
-        match self.cursors.focus {
-            Pane::Stream => match jump {
-                Some(false) => self.transcript.scroll_to_top(),
-                Some(true) => self.transcript.follow(),
-                None if delta < 0 => self.transcript.scroll_up(delta.unsigned_abs()),
-                None => self.transcript.scroll_down(delta.unsigned_abs()),
-            },
-            Pane::Reports => {
-                let len = self.reports.len();
-                self.cursors.report_sel = moved(self.cursors.report_sel, delta, jump, len);
-            }
-            Pane::Changes => {
-                let len = self.change_rows().len();
-                self.cursors.change_sel = moved(self.cursors.change_sel, delta, jump, len);
-            }
-            Pane::Objective => {
-                self.cursors.objective_scroll = match jump {
-                    Some(false) => 0,
-                    Some(true) => usize::MAX / 2,
-                    None => self.cursors.objective_scroll.saturating_add_signed(delta),
-                }
-            }
-        }
-    }
-
-    fn page_of(&self, pane: Pane) -> usize {
-        let area = match pane {
-            Pane::Stream => return self.transcript.page(),
-            Pane::Reports => self.run_areas.reports,
-            Pane::Changes => self.run_areas.changes,
-            Pane::Objective => self.run_areas.objective,
-        };
-        usize::from(area.height.saturating_sub(3)).max(1)
-    }
-
-    fn open_selected(&mut self) -> Vec<Effect> {
-        match self.cursors.focus {
-            Pane::Stream => {
-                match self.selected_card().cloned() {
-                    Some(card) => self.open(Overlay::Card(Box::new(CardDetail::new(card)))),
-                    None => self.notice = Some(NO_CARD_YET.into()),
-                }
-                Vec::new()
-            }
-            Pane::Reports if !self.reports.is_empty() => {
-                self.open(Overlay::ReportDetail(ReportDetail::new(
-                    self.cursors.report_sel,
-                )));
-                Vec::new()
-            }
-            Pane::Changes => {
-                let rows = self.change_rows();
-                let Some(row) = rows.get(self.cursors.change_sel) else {
-                    return Vec::new();
-                };
-                let (index, file) = match *row {
-                    ChangeRow::Round(i) => (i, None),
-                    ChangeRow::File(i, f) => (i, Some(f)),
-                };
-                let Some(changes) = self.changes.get(index) else {
-                    return Vec::new();
-                };
-                let (source, only) = if changes.live {
-                    let paths = changes.files.iter().map(|f| f.path.clone()).collect();
-                    (DiffSource::Live(changes.round), paths)
-                } else {
-                    (DiffSource::Round(changes.round), Vec::new())
-                };
-                self.open(Overlay::Diff(DiffView {
-                    source,
-                    diff: Loadable::Loading,
-                    file: file.unwrap_or(0),
-                    scroll: 0,
-                    only,
-                }));
-                vec![Effect::LoadDiff(source)]
-            }
-            _ => Vec::new(),
-        }
     }
 
     /// The review: a view open above it takes the key (Ctrl-C closes any but the commit
