@@ -371,7 +371,7 @@ fn draw<B: Backend>(terminal: &mut Terminal<B>, state: &mut State) {
         Ok(size) => Rect::new(0, 0, size.width, size.height),
         Err(e) => {
             tracing::error!("terminal size: {e}");
-            state.screen
+            state.areas.screen
         }
     };
     state.sync(area);

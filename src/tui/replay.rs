@@ -432,7 +432,7 @@ where
             () = frame_due(frames.deadline()) => {
                 let area = match terminal.size() {
                     Ok(size) => Rect::new(0, 0, size.width, size.height),
-                    Err(_) => player.state.screen,
+                    Err(_) => player.state.areas.screen,
                 };
                 player.state.sync(area);
                 let state = &player.state;

@@ -29,7 +29,7 @@ impl State {
         if !self.overlays.is_empty() {
             return;
         }
-        let areas = self.run_areas;
+        let areas = self.areas.run;
         let delta = if up { -1 } else { 1 };
         match self.phase {
             Phase::Running if areas.stream.contains(at) => {
@@ -52,7 +52,7 @@ impl State {
                     self.cursors.objective_scroll.saturating_add_signed(delta);
             }
             Phase::Finished => {
-                let diff_area = self.review_areas.diff;
+                let diff_area = self.areas.review.diff;
                 if let Some(review) = &mut self.review {
                     if diff_area.contains(at) {
                         review.diff_scroll = if up {
@@ -60,7 +60,7 @@ impl State {
                         } else {
                             review.diff_scroll + STEP
                         };
-                    } else if self.review_areas.files.contains(at) {
+                    } else if self.areas.review.files.contains(at) {
                         review.file = if up {
                             review.file.saturating_sub(1)
                         } else {
@@ -79,7 +79,7 @@ impl State {
             return;
         }
         let at = Position::new(column, row);
-        let areas = self.run_areas;
+        let areas = self.areas.run;
         let panes: [(Rect, Pane); 4] = [
             (areas.stream, Pane::Stream),
             (areas.reports, Pane::Reports),

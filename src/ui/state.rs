@@ -99,6 +99,15 @@ pub struct WorktreeReview {
     pub gone: Option<WorktreeGone>,
 }
 
+/// Where things were drawn at the last sync: the whole screen, the run screen's panes, the
+/// review's.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Areas {
+    pub screen: Rect,
+    pub run: RunAreas,
+    pub review: ReviewAreas,
+}
+
 #[derive(Debug, Clone)]
 pub struct State {
     pub theme: Theme,
@@ -140,10 +149,8 @@ pub struct State {
     pub worktree: WorktreeReview,
     /// Set when the screens show a replay, not a live run.
     pub replay: Option<ReplayMark>,
-    /// Where the panes were at the last sync (for the mouse).
-    pub run_areas: RunAreas,
-    pub review_areas: ReviewAreas,
-    pub screen: Rect,
+    /// Where the screens and panes were at the last sync (for render and the mouse).
+    pub areas: Areas,
 }
 
 impl State {
@@ -190,9 +197,7 @@ impl State {
             notice: None,
             worktree: WorktreeReview::default(),
             replay: None,
-            run_areas: RunAreas::default(),
-            review_areas: ReviewAreas::default(),
-            screen: Rect::default(),
+            areas: Areas::default(),
         }
     }
 
@@ -460,7 +465,7 @@ impl State {
     pub fn view_ctx(&self) -> Ctx<'_> {
         Ctx {
             theme: self.theme,
-            screen: self.screen,
+            screen: self.areas.screen,
             reports: &self.reports,
             run_dir: &self.setup.run_dir,
         }
@@ -470,7 +475,7 @@ impl State {
     pub(super) fn overlays_and_ctx(&mut self) -> (&mut Vec<Overlay>, Ctx<'_>) {
         let ctx = Ctx {
             theme: self.theme,
-            screen: self.screen,
+            screen: self.areas.screen,
             reports: &self.reports,
             run_dir: &self.setup.run_dir,
         };
@@ -507,7 +512,7 @@ impl State {
 
     /// Sizes every scrollable view for a frame of `area`; call before each draw.
     pub fn sync(&mut self, area: Rect) {
-        self.screen = area;
+        self.areas.screen = area;
         match self.phase {
             Phase::Editing => {}
             Phase::Running => self.sync_run(area),
@@ -523,7 +528,7 @@ impl State {
         let objective_width = layout::inner(layout::run_areas(area, 1).objective).width;
         let objective_lines = wrap::rows_multiline(&self.objective, objective_width.into()).len();
         let areas = layout::run_areas(area, objective_lines);
-        self.run_areas = areas;
+        self.areas.run = areas;
         let stream = layout::inner(areas.stream);
         self.transcript
             .sync(stream.width.into(), stream.height.into());
@@ -554,7 +559,7 @@ impl State {
 
     fn sync_review(&mut self, area: Rect) {
         let areas = layout::review_areas(area);
-        self.review_areas = areas;
+        self.areas.review = areas;
         let files_height = usize::from(layout::inner(areas.files).height).max(1);
         let diff_inner = layout::inner(areas.diff);
         let Some(review) = &mut self.review else {

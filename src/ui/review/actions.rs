@@ -76,7 +76,7 @@ fn open_diff(state: &mut State) {
 /// Space, the arrows and the page keys: choose the selected file or leave it out, select
 /// another, scroll its diff.
 fn move_in_files(state: &mut State, action: Action) {
-    let page = usize::from(state.review_areas.diff.height.saturating_sub(3)).max(1);
+    let page = usize::from(state.areas.review.diff.height.saturating_sub(3)).max(1);
     let Some(review) = &mut state.review else {
         return;
     };

@@ -407,7 +407,7 @@ pub fn render(state: &State, _area: Rect, buf: &mut Buffer) {
     let Some(review) = &state.review else {
         return;
     };
-    let areas = state.review_areas;
+    let areas = state.areas.review;
     header::render(state, areas.header, buf);
     render_outcome(state, review, areas.outcome, buf);
     render_report(state.theme, review, areas.report, buf);

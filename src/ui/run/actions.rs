@@ -93,9 +93,9 @@ fn move_in_pane(state: &mut State, action: Action) {
 fn page_of(state: &State, pane: Pane) -> usize {
     let area = match pane {
         Pane::Stream => return state.transcript.page(),
-        Pane::Reports => state.run_areas.reports,
-        Pane::Changes => state.run_areas.changes,
-        Pane::Objective => state.run_areas.objective,
+        Pane::Reports => state.areas.run.reports,
+        Pane::Changes => state.areas.run.changes,
+        Pane::Objective => state.areas.run.objective,
     };
     usize::from(area.height.saturating_sub(3)).max(1)
 }

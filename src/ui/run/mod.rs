@@ -31,7 +31,7 @@ impl RunScreen {
 
     /// Draws the panes where the last sync placed them.
     pub fn render(self, state: &State, _area: Rect, buf: &mut Buffer) {
-        let areas = state.run_areas;
+        let areas = state.areas.run;
         header::render(state, areas.header, buf);
         objective::render(state, areas.objective, buf);
         stream::render(state, areas.stream, buf);
