@@ -263,23 +263,13 @@ fn file_rows(theme: Theme, review: &Review, model: &DiffModel, width: usize) -> 
         }
         // The group's heading says "outside the run"; the rows keep their room for the path.
         let tail = diff::file_tail(theme, file.insertions, file.deletions, file.binary, false);
-        let tail_width: usize = tail.iter().map(Span::width).sum();
         let mark = if review.is_chosen(&file.path) {
             "[x]"
         } else {
             "[ ]"
         };
         let head = format!("{mark} {} ", file.status.letter());
-        let room = width.saturating_sub(head.len() + tail_width);
-        let mut spans = vec![
-            Span::styled(head, theme.bold()),
-            Span::raw(wrap::truncate(
-                &crate::text::sanitize_line(&file.path),
-                room,
-            )),
-        ];
-        spans.extend(tail);
-        let mut line = Line::from(spans);
+        let mut line = diff::file_row(theme, head, &file.path, tail, width);
         if i == review.file {
             line = line.patch_style(theme.selected());
         }

@@ -10,10 +10,9 @@ use ratatui::widgets::Widget;
 use crate::protocol::event::ChangedFile;
 use crate::ui::kit::draw::{pane_block, put_line};
 use crate::ui::kit::theme::Theme;
-use crate::ui::kit::wrap;
 use crate::ui::model::{ChangeRow, Pane};
 use crate::ui::state::State;
-use crate::ui::views::diff::{counts, file_tail};
+use crate::ui::views::diff::{counts, file_row, file_tail};
 
 fn file_line(theme: Theme, file: &ChangedFile, width: usize) -> Line<'static> {
     let tail = file_tail(
@@ -23,18 +22,13 @@ fn file_line(theme: Theme, file: &ChangedFile, width: usize) -> Line<'static> {
         file.binary,
         file.outside_run,
     );
-    let tail_width: usize = tail.iter().map(Span::width).sum();
-    let head = format!("  {} ", file.status.letter());
-    let room = width.saturating_sub(head.len() + tail_width);
-    let mut spans = vec![
-        Span::styled(head, theme.bold()),
-        Span::raw(wrap::truncate(
-            &crate::text::sanitize_line(&file.path),
-            room,
-        )),
-    ];
-    spans.extend(tail);
-    Line::from(spans)
+    file_row(
+        theme,
+        format!("  {} ", file.status.letter()),
+        &file.path,
+        tail,
+        width,
+    )
 }
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {

@@ -90,6 +90,28 @@ pub fn file_tail(
     tail
 }
 
+/// One file's row in a list of files: `head` (a mark and the status letter) in bold, the path
+/// (sanitized, cut to the room left) and `tail` (the counts, and any outside-the-run mark).
+pub fn file_row(
+    theme: Theme,
+    head: String,
+    path: &str,
+    tail: Vec<Span<'static>>,
+    width: usize,
+) -> Line<'static> {
+    let tail_width: usize = tail.iter().map(Span::width).sum();
+    let room = width.saturating_sub(head.len() + tail_width);
+    let mut spans = vec![
+        Span::styled(head, theme.bold()),
+        Span::raw(crate::ui::kit::wrap::truncate(
+            &crate::text::sanitize_line(path),
+            room,
+        )),
+    ];
+    spans.extend(tail);
+    Line::from(spans)
+}
+
 /// How many rows a file's diff takes.
 pub fn file_rows(file: Option<&FileDiff>, _width: u16) -> usize {
     match file {
