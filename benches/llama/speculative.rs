@@ -8,7 +8,9 @@
 //! the first mismatch (or after all `k`), and removes the rejected positions from both KV
 //! caches. Runs alternate plain / drafted per `k` (A/B/A/B) so a load change on the machine
 //! hits both arms; the figures are medians. Generation time starts once the prompt is in both
-//! caches; the draft's own prompt evaluation is shown beside it.
+//! caches; the draft's own prompt evaluation is shown beside it. The plain arm also notes its
+//! top two logits at every token, to say why a drafted output differs; that scan is timed in
+//! the plain arm, so it can only flatter the draft.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -61,6 +63,20 @@ impl<'m> Decoder<'m> {
 
     /// The greedy choice at batch index `idx` of the last decode: the first highest logit,
     /// as llama.cpp's greedy sampler picks it.
+    /// The two highest logits at batch index `idx`: (best, runner-up, its logit, best logit).
+    fn top_two(&self, idx: usize) -> (LlamaToken, LlamaToken, f32, f32) {
+        let logits = self.ctx.get_logits_ith(i32::try_from(idx).unwrap());
+        let best = self.argmax(idx);
+        let (mut second, mut second_logit) = (0, f32::NEG_INFINITY);
+        for (i, &l) in logits.iter().enumerate() {
+            if i != best.0 as usize && l > second_logit {
+                (second, second_logit) = (i, l);
+            }
+        }
+        let token = LlamaToken::new(i32::try_from(second).unwrap());
+        (best, token, second_logit, logits[best.0 as usize])
+    }
+
     fn argmax(&self, idx: usize) -> LlamaToken {
         let logits = self.ctx.get_logits_ith(i32::try_from(idx).unwrap());
         let mut best = 0;
@@ -97,6 +113,8 @@ struct Run {
     drafting: Duration,
     verifying: Duration,
     steps: u32,
+    /// The plain run's top two choices at each token (see `Decoder::top_two`).
+    top_two: Vec<(LlamaToken, LlamaToken, f32, f32)>,
 }
 
 impl Run {
@@ -112,8 +130,10 @@ fn plain(target: &LlamaBackend, prompt: &[LlamaToken], max: usize) -> Run {
     let started = Instant::now();
     let mut out = Vec::new();
     let mut idx = t.batch.n_tokens() as usize - 1;
+    let mut top_two = Vec::new();
     while out.len() < max {
         let token = t.argmax(idx);
+        top_two.push(t.top_two(idx));
         if t.is_eog(token) {
             break;
         }
@@ -133,6 +153,7 @@ fn plain(target: &LlamaBackend, prompt: &[LlamaToken], max: usize) -> Run {
         drafting: Duration::ZERO,
         verifying: Duration::ZERO,
         steps: 0,
+        top_two,
     }
 }
 
@@ -214,6 +235,28 @@ fn drafted(
         drafting,
         verifying,
         steps,
+        top_two: Vec::new(),
+    }
+}
+
+/// Says where a drafted output first differs from the plain one and how close the target's
+/// top two choices were there in the plain run: a near-tie that batch and single-token
+/// decoding round differently, or a real divergence.
+fn explain_difference(plain: &Run, drafted: &Run) {
+    let at = plain
+        .tokens
+        .iter()
+        .zip(&drafted.tokens)
+        .take_while(|(a, b)| a == b)
+        .count();
+    if let Some(&(first, second, second_logit, first_logit)) = plain.top_two.get(at) {
+        println!(
+            "    outputs part at token {at}: plain {} ({first_logit:.3}), drafted {:?}; plain's runner-up {} ({second_logit:.3}), margin {:.3}",
+            first.0,
+            drafted.tokens.get(at).map(|t| t.0),
+            second.0,
+            first_logit - second_logit
+        );
     }
 }
 
@@ -265,7 +308,10 @@ pub fn measure(target_path: &Path, draft_path: &Path, settings: &InferenceSettin
         for _ in 0..reps {
             let base = plain(&target, &prompt, gen);
             let spec = drafted(&target, &draft, &prompt, gen, k);
-            identical &= base.tokens == spec.tokens;
+            if base.tokens != spec.tokens {
+                identical = false;
+                explain_difference(&base, &spec);
+            }
             a.push(base.tok_s());
             b.push(spec.tok_s());
             rates.push(f64::from(spec.accepted) / f64::from(spec.proposed.max(1)));
