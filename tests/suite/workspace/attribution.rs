@@ -219,7 +219,8 @@ fn commit_at_review_leaves_a_file_edited_outside_the_run_uncommitted() {
         state,
         prepared,
         &mut |state: &State| {
-            if !edited && state.phase == Phase::Running && state.meters.tokens_total > first_pieces {
+            if !edited && state.phase == Phase::Running && state.meters.tokens_total > first_pieces
+            {
                 edited = true;
                 std::fs::write(root.join("user.txt"), "mine, edited during the run\n").unwrap();
             }
