@@ -36,6 +36,7 @@ lint: deps
 
 ## Speed and memory figures, measured side by side against baselines.
 bench: model
+	@bash scripts/fetch-model.sh draft
 	$(CARGO) build --release
 	@bash scripts/bench.sh
 

@@ -6,7 +6,10 @@
 # against in-process) run once per model: the test suite's SmolLM2-135M and the default
 # Qwen2.5-Coder-1.5B. BENCH_MODELS (paths separated by ':') names other files; missing files
 # are skipped with a line saying so. The 1.5B takes several minutes: prompts are read at
-# tens of tokens a second on a small machine.
+# tens of tokens a second on a small machine. For the 1.5B the llama bench also measures
+# speculative decoding with Qwen2.5-Coder-0.5B as the draft (`make bench` fetches it): the
+# generation speed with and without the draft, the acceptance rate and whether the greedy
+# outputs are identical. The backend has no draft option; these figures say why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 models_dir="${RALPH_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ralph-tui/models}"
@@ -25,8 +28,13 @@ for model in "${models[@]}"; do
   rounds=64
   [ "$size" -gt 500000000 ] && rounds=16
   echo "== model: $(basename "$model")"
+  draft=()
+  if [ "$(basename "$model")" = Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf ] \
+    && [ -f "$models_dir/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf" ]; then
+    draft=(--draft-model "$models_dir/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf")
+  fi
   echo "== bench: llama"
-  cargo bench --quiet --bench llama -- --model "$model" --rounds "$rounds"
+  cargo bench --quiet --bench llama -- --model "$model" --rounds "$rounds" "${draft[@]}"
   echo "== bench: llama.cpp baseline"
   bash scripts/bench-llama.sh --model "$model"
   echo "== bench: server"
