@@ -16,12 +16,11 @@ CARGO="${CARGO:-cargo}"
 mkdir -p target
 status=0
 
-# run_logged NAME LOG CMD...: runs CMD in the background at a lower priority, output to LOG.
-run_logged() {
-  local log=$2
-  shift 2
+# in_background LOG CMD...: starts CMD at a lower priority, output to LOG; its pid is in $!.
+in_background() {
+  local log=$1
+  shift
   nice -n 10 "$@" >"$log" 2>&1 &
-  echo $!
 }
 
 # finish NAME PID LOG: waits for a background step; on failure shows the end of its log.
@@ -38,8 +37,10 @@ finish() {
 bash scripts/fetch-model.sh test || exit 1
 models_log=target/fetch-models.log
 server_log=target/build-llama-server.log
-models_pid=$(run_logged models "$models_log" bash scripts/fetch-model.sh default)
-server_pid=$(run_logged llama-server "$server_log" bash scripts/build-llama-server.sh)
+in_background "$models_log" bash scripts/fetch-model.sh default
+models_pid=$!
+in_background "$server_log" bash scripts/build-llama-server.sh
+server_pid=$!
 
 $CARGO test --lib --bins --tests --no-fail-fast -- --skip suite::llama:: --skip suite::llama_server:: || status=1
 
