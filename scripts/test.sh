@@ -15,6 +15,9 @@ cd "$(dirname "$0")/.."
 CARGO="${CARGO:-cargo}"
 mkdir -p target
 status=0
+started=$(date +%s)
+# phase NAME: says how long the run has taken so far, so a slow phase shows in CI's log.
+phase() { echo "make test: $1 after $(($(date +%s) - started)) s" >&2; }
 
 # in_background LOG CMD...: starts CMD at a lower priority, output to LOG; its pid is in $!.
 in_background() {
@@ -43,6 +46,7 @@ in_background "$server_log" bash scripts/build-llama-server.sh
 server_pid=$!
 
 $CARGO test --lib --bins --tests --no-fail-fast -- --skip suite::llama:: --skip suite::llama_server:: || status=1
+phase "compile and deterministic tests done"
 
 models_ok=1
 server_ok=1
@@ -50,11 +54,14 @@ finish "fetching the default model (scripts/fetch-model.sh default)" "$models_pi
 finish "building llama-server (scripts/build-llama-server.sh)" "$server_pid" "$server_log" || server_ok=0
 [ "$models_ok" = 1 ] || status=1
 [ "$server_ok" = 1 ] || status=1
+phase "default model and llama-server ready"
 
 if [ "$models_ok" = 1 ]; then
   $CARGO test --test all --no-fail-fast suite::llama:: -- --test-threads=1 || status=1
+  phase "real-model tests done"
   if [ "$server_ok" = 1 ]; then
     $CARGO test --test all --no-fail-fast suite::llama_server:: -- --test-threads=1 || status=1
   fi
 fi
+phase "all done"
 exit "$status"
