@@ -187,12 +187,10 @@ fn slow_script(dir: &Path) -> PathBuf {
     )
 }
 
-#[test]
-fn resume_after_cancel_goes_on_from_the_next_round() {
-    let repo = TempRepo::new();
-    let home = tempfile::tempdir().unwrap();
-    let script = slow_script(home.path());
-    let (mut child, mut reader, id, dir) = start_slow_round_two(home.path(), repo.path(), &script);
+/// Starts a run whose round 2 streams slowly, cancels it there (SIGINT) and checks it exited
+/// 130; returns its id and run directory.
+fn cancel_in_round_two(home: &Path, repo: &Path, script: &Path) -> (String, PathBuf) {
+    let (mut child, mut reader, id, dir) = start_slow_round_two(home, repo, script);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -201,6 +199,15 @@ fn resume_after_cancel_goes_on_from_the_next_round() {
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(130));
+    (id, dir)
+}
+
+#[test]
+fn resume_after_cancel_goes_on_from_the_next_round() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let script = slow_script(home.path());
+    let (id, dir) = cancel_in_round_two(home.path(), repo.path(), &script);
     assert_eq!(read_json(&dir.join("run.json"))["status"], "cancelled");
     let before = contents(&dir);
 
@@ -243,15 +250,7 @@ fn a_run_recorded_before_the_options_were_kept_whole_resumes_as_it_was_started()
     let repo = TempRepo::new();
     let home = tempfile::tempdir().unwrap();
     let script = slow_script(home.path());
-    let (mut child, mut reader, id, dir) = start_slow_round_two(home.path(), repo.path(), &script);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let (id, dir) = cancel_in_round_two(home.path(), repo.path(), &script);
     // The run as an older ralph-tui wrote it: no backend, model or round cap in `settings`.
     let mut info = read_json(&dir.join("run.json"));
     let settings = info["settings"].as_object_mut().unwrap();
