@@ -63,6 +63,12 @@ fn read_block(text: &str) -> Block {
         // Another language, or JSON-looking text that is not an object or array: prose up
         // to the closing fence (a `{"name"` inside a code example stays in the example).
         let from = FENCE.len() + lang_len;
+        if CALL_LANGUAGES.contains(&lang.as_str()) && !text[from..].contains(FENCE) {
+            // A bare or JSON fence that never closes is not a code block the model finished:
+            // the fence is prose and what follows is read for calls like any prose (a small
+            // model opens one, writes a line or two, then its call, and ends the turn).
+            return Block::Prose { len: from };
+        }
         return Block::Prose {
             len: to_close(from),
         };
@@ -230,6 +236,23 @@ mod tests {
             assert!(t.calls.is_empty(), "{text}: {:?}", t.calls);
             assert_eq!(t.content, text.trim());
         }
+    }
+
+    #[test]
+    fn a_call_after_a_bare_fence_that_never_closes_is_read() {
+        let call = "{\n  \"name\":\"read_file\",\n  \"arguments\":{\"path\": \"a\"}\n}";
+        let (t, settled) = loose(&format!("Done.\n```\n# Steps\nThe first part,{call}"));
+        assert_eq!(
+            t.calls,
+            vec![ParsedCall::call("read_file", json!({"path": "a"}))]
+        );
+        assert_eq!(t.content, "Done.\n```\n# Steps\nThe first part");
+        assert_eq!(settled, 1);
+        // Once the block closes it is a code block again, and its text stays prose.
+        let closed = format!("```\n# Steps\n{call}\n```");
+        assert!(loose(&closed).0.calls.is_empty());
+        // A fence of another language that never closes stays a code example.
+        assert!(loose(&format!("```python\nx = {call}")).0.calls.is_empty());
     }
 
     #[test]
