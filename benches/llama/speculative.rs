@@ -19,7 +19,7 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
-use ralph_tui::llm::llama::LlamaBackend;
+use ralph_tui::llm::llama::{LlamaBackend, Vocab};
 use ralph_tui::llm::settings::InferenceSettings;
 use ralph_tui::llm::Request;
 use ralph_tui::protocol::message::{Message, Role};
@@ -98,7 +98,7 @@ impl<'m> Decoder<'m> {
     }
 
     fn is_eog(&self, t: LlamaToken) -> bool {
-        self.model.vocab().is_eog(t)
+        Vocab::of(self.model).is_eog(t)
     }
 }
 

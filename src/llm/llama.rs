@@ -19,6 +19,7 @@ mod child;
 mod grammar;
 mod prefix;
 mod sampling;
+mod vocab;
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
@@ -35,6 +36,7 @@ use llama_cpp_2::{list_llama_ggml_backend_devices, LlamaBackendDeviceType, LogOp
 pub use crate::text::sha256_hex;
 pub use child::{LlamaChild, TurnStats};
 pub use prefix::{tokens_sha256, Prefix};
+pub use vocab::Vocab;
 
 use abort::AbortSlot;
 use prefix::PrefixCache;
@@ -276,8 +278,8 @@ impl LlamaBackend {
         )?;
 
         let (bos_text, eos_text) = (
-            token_text(&llama_model, llama_model.vocab().bos()),
-            token_text(&llama_model, llama_model.vocab().eos()),
+            token_text(&llama_model, Vocab::of(&llama_model).bos()),
+            token_text(&llama_model, Vocab::of(&llama_model).eos()),
         );
         let prompter = choose_prompter(
             model,
@@ -545,7 +547,7 @@ impl LlamaBackend {
     /// Tokenizes a rendered prompt the way generation does: special tokens parsed, BOS added
     /// when the model wants one and the template did not write it.
     pub fn tokenize(&self, prompt: &str) -> Vec<LlamaToken> {
-        let vocab = self.model.vocab();
+        let vocab = Vocab::of(&self.model);
         let written = !self.bos_text.is_empty() && prompt.starts_with(&self.bos_text);
         let add_bos = vocab.should_add_bos() && !written;
         vocab.tokenize(prompt.as_bytes(), add_bos, true)
@@ -557,7 +559,7 @@ fn token_text(model: &LlamaModel, token: LlamaToken) -> String {
     if token.0 < 0 {
         return String::new();
     }
-    String::from_utf8_lossy(&model.vocab().token_to_piece(token, true, None)).into_owned()
+    String::from_utf8_lossy(&Vocab::of(model).token_to_piece(token, true)).into_owned()
 }
 
 /// The context size: the requested one, capped at the model's training context when the

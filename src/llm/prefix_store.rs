@@ -36,7 +36,7 @@ pub const DEFAULT_LIMIT_BYTES: u64 = 2 << 30;
 
 /// The `llama-cpp-2` version this build links (pinned exactly in `Cargo.toml`; a test checks
 /// the two agree).
-pub const LLAMA_CPP_2_VERSION: &str = "0.1.160";
+pub const LLAMA_CPP_2_VERSION: &str = "0.1.153";
 
 /// Temporary and orphaned files younger than this may belong to a writer at work: kept.
 const STALE_AFTER: Duration = Duration::from_secs(600);

@@ -819,6 +819,7 @@ mod llama_grammar {
     use llama_cpp_2::sampling::LlamaSampler;
     use llama_cpp_2::token::data::LlamaTokenData;
     use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+    use ralph_tui::llm::llama::Vocab;
     use std::path::PathBuf;
     use std::process::Command;
 
@@ -876,15 +877,15 @@ mod llama_grammar {
             &[],
         )
         .expect("llama.cpp parses the grammar");
-        for token in model.vocab().tokenize(text.as_bytes(), false, false) {
+        for token in Vocab::of(model).tokenize(text.as_bytes(), false, false) {
             if sampler.try_accept(token).is_err() {
                 return (false, false);
             }
         }
-        let eos = model.vocab().eos();
+        let eos = Vocab::of(model).eos();
         let mut candidates =
             LlamaTokenDataArray::new(vec![LlamaTokenData::new(eos, 1.0, 0.0)], false);
-        candidates.apply_sampler(&mut sampler);
+        candidates.apply_sampler(&sampler);
         (true, candidates.data[0].logit().is_finite())
     }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use ralph_tui::config::Dirs;
 use ralph_tui::engine::report;
-use ralph_tui::llm::llama::{sha256_hex, LlamaBackend, LlamaChild};
+use ralph_tui::llm::llama::{sha256_hex, LlamaBackend, LlamaChild, Vocab};
 use ralph_tui::llm::settings::InferenceSettings;
 use ralph_tui::llm::{Child, Request, StopReason};
 use ralph_tui::protocol::message::{Message, Role};
@@ -175,10 +175,7 @@ fn a_round_files_a_schema_valid_report_for_five_seeds() {
 fn grammar_takes(backend: &LlamaBackend, gbnf: &str, text: &str) -> bool {
     let mut sampler =
         llama_cpp_2::sampling::LlamaSampler::grammar(backend.model(), gbnf, "root").unwrap();
-    let tokens = backend
-        .model()
-        .vocab()
-        .tokenize(text.as_bytes(), false, false);
+    let tokens = Vocab::of(backend.model()).tokenize(text.as_bytes(), false, false);
     tokens
         .iter()
         .all(|&token| sampler.try_accept(token).is_ok())
@@ -409,11 +406,36 @@ fn the_rendered_prompt_is_exactly_what_was_tokenized() {
     assert!(rendered.contains(&messages[1].content));
     assert!(rendered.ends_with("<|im_start|>assistant\n"));
     assert!(!rendered.contains("SmolLM"));
-    let text = backend
-        .model()
-        .vocab()
-        .detokenize(child.last_prompt_tokens(), false, true);
+    let text = Vocab::of(backend.model()).detokenize(child.last_prompt_tokens(), false, true);
     assert_eq!(String::from_utf8_lossy(&text), rendered);
+}
+
+/// Any prompt bytes tokenize, a NUL among them (a command's output can hold one), and the
+/// tokens read back byte for byte, whole or piece by piece as generation streams them.
+#[test]
+fn any_prompt_bytes_tokenize_and_read_back_exactly() {
+    let _lock = exclusive();
+    let backend = load(&greedy());
+    let vocab = Vocab::of(backend.model());
+    let text = "out: a\0b\0\n<|im_start|>user\nnaïve ✓ 世界\n";
+    let tokens = vocab.tokenize(text.as_bytes(), false, true);
+    assert!(tokens.len() > 10, "{tokens:?}");
+    assert_eq!(vocab.detokenize(&tokens, false, true), text.as_bytes());
+    let mut pieces = Vec::new();
+    for &token in &tokens {
+        vocab.token_to_piece_into(token, &mut pieces, true);
+    }
+    assert_eq!(pieces, text.as_bytes());
+    // A special token's text is that one token only when special tokens are parsed.
+    let special = vocab.tokenize(b"<|im_start|>", false, true);
+    assert_eq!(special.len(), 1);
+    assert!(vocab.tokenize(b"<|im_start|>", false, false).len() > 1);
+    assert_eq!(vocab.token_to_piece(special[0], true), b"<|im_start|>");
+    assert!(vocab.token_to_piece(special[0], false).is_empty());
+    // The backend's own tokenize adds nothing SmolLM2 does not ask for.
+    assert_eq!(backend.tokenize(text), tokens);
+    assert!(!vocab.should_add_bos());
+    assert!(vocab.is_eog(vocab.eos()));
 }
 
 /// Runs `generate` while another thread cancels once `arm` fires; returns the stop reason,
@@ -877,10 +899,7 @@ fn a_restored_prefix_holds_nothing_of_an_earlier_rounds_conversation() {
     let prefix = restored.prefix().unwrap().clone();
     assert_eq!(reused as usize, prefix.len());
     assert_eq!(restored.kv_tokens() as usize, prefix.len());
-    let text = backend
-        .model()
-        .vocab()
-        .detokenize(&prefix.tokens, false, true);
+    let text = Vocab::of(backend.model()).detokenize(&prefix.tokens, false, true);
     let text = String::from_utf8_lossy(&text);
     assert!(!text.contains("MARKER") && text.ends_with(&second[0].content));
 

@@ -3,8 +3,8 @@
 //! llama.cpp checks `abort_callback` between the nodes of the compute graph, so a prompt
 //! batch of any size stops within one graph node of a cancel instead of at the end of the
 //! batch. `llama-cpp-2` does not wrap the callback, so this module sets the two raw fields of
-//! `llama_context_params` itself. It is the only code of the crate that needs `unsafe`, kept
-//! small so its safety argument can be read in one place.
+//! `llama_context_params` itself. With vocab.rs it is the only code of the crate that needs
+//! `unsafe`, kept small so its safety argument can be read in one place.
 //!
 //! The callback's data is an `AbortSlot` the backend owns in a `Box` (a stable address) for as
 //! long as the model, so it outlives every context made from that model: a context borrows the

@@ -469,7 +469,7 @@ impl LlamaChild<'_> {
         let n_ctx = self.ctx.n_ctx() as usize;
         let mut sampler =
             TurnSampler::new(backend.model(), backend.settings(), self.seed(), grammar);
-        let vocab = backend.model().vocab();
+        let vocab = super::Vocab::of(backend.model());
         let format = backend.format();
         // A wrap-up turn ends with its first complete call: the report. So does any turn of a
         // format that takes one call a turn.
@@ -499,7 +499,7 @@ impl LlamaChild<'_> {
             sampler.accept(token);
             generated += 1;
             piece.clear();
-            vocab.token_to_piece_into(token, &mut piece, true, None);
+            vocab.token_to_piece_into(token, &mut piece, true);
             let fresh = utf8.push(&piece);
             if !fresh.is_empty() {
                 on_output(Output::Text(&fresh));

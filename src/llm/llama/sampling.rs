@@ -39,11 +39,10 @@ pub struct TurnSampler {
     pub resampled: u32,
 }
 
-fn chain(settings: &InferenceSettings, n_vocab: i32, seed: u32) -> LlamaSampler {
+fn chain(settings: &InferenceSettings, seed: u32) -> LlamaSampler {
     let mut stages = Vec::new();
     if (settings.repeat_penalty - 1.0).abs() > f32::EPSILON && settings.repeat_penalty > 0.0 {
         stages.push(LlamaSampler::penalties(
-            n_vocab,
             PENALTY_LAST_N,
             settings.repeat_penalty,
             0.0,
@@ -93,7 +92,7 @@ impl TurnSampler {
             }
         });
         Self {
-            chain: chain(settings, model.n_vocab(), seed),
+            chain: chain(settings, seed),
             grammar,
             candidates: Vec::new(),
             resampled: 0,
@@ -119,9 +118,9 @@ impl TurnSampler {
     /// be sampled (the grammar allows no token at all).
     pub fn sample(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> Option<LlamaToken> {
         let mut array = Self::fill(&mut self.candidates, ctx, idx);
-        array.apply_sampler(&mut self.chain);
+        array.apply_sampler(&self.chain);
         let mut chosen = array.selected_token();
-        if let (Some(grammar), Some(token)) = (self.grammar.as_mut(), chosen) {
+        if let (Some(grammar), Some(token)) = (self.grammar.as_ref(), chosen) {
             let mut single =
                 LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
             single.apply_sampler(grammar);
@@ -131,7 +130,7 @@ impl TurnSampler {
                 self.candidates = array.data;
                 array = Self::fill(&mut self.candidates, ctx, idx);
                 array.apply_sampler(grammar);
-                array.apply_sampler(&mut self.chain);
+                array.apply_sampler(&self.chain);
                 chosen = array
                     .selected
                     .and_then(|i| array.data.get(i))
