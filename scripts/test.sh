@@ -2,14 +2,16 @@
 # The whole test suite, as `make test` runs it: the deterministic tests, then the real-model
 # tests, then the tests against a real llama-server.
 #
-# On a fresh machine most of the time is the compile of the test profile (llama.cpp among it)
-# and the one-off build of llama-server. Neither waits for the other: the default model is
-# fetched and llama-server is built in the background, at a lower priority, while the test
-# profile compiles and the deterministic tests run; they use what the compile leaves of the
-# two cores. The small test model comes first, in the foreground: a deterministic test loads it.
-# The real-model tests wait for both and then run alone (llama.cpp's worker threads stall when
-# other CPU-heavy work shares the cores). A failure in one phase does not hide the others: every
-# phase runs, and the script exits non-zero if any failed.
+# On a fresh machine most of the time is compiling: llama.cpp (inside llama-cpp-sys-2), the
+# rest of the test profile, and llama-server. llama.cpp is compiled once: the crate comes
+# first, then llama-server is built in the background from the same llama.cpp source, reusing
+# the crate's compiled libraries (scripts/build-llama-server.sh), at a lower priority while the
+# rest of the test profile compiles and the deterministic tests run. The default model is
+# fetched in the background from the start. The small test model comes first, in the
+# foreground: a deterministic test loads it. The real-model tests wait for both and then run
+# alone (llama.cpp's worker threads stall when other CPU-heavy work shares the cores). A failure
+# in one phase does not hide the others: every phase runs, and the script exits non-zero if any
+# failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 CARGO="${CARGO:-cargo}"
@@ -42,6 +44,15 @@ models_log=target/fetch-models.log
 server_log=target/build-llama-server.log
 in_background "$models_log" bash scripts/fetch-model.sh default
 models_pid=$!
+# llama.cpp itself, in the foreground: llama-server's build reuses what it compiles.
+sys_out=$($CARGO build -p llama-cpp-sys-2 --message-format=json-render-diagnostics | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "build-script-executed" and "llama-cpp-sys-2" in m["package_id"]:
+        print(m["out_dir"])') || status=1
+phase "llama.cpp compiled"
+export LLAMA_SYS_OUT="$sys_out"
 in_background "$server_log" bash scripts/build-llama-server.sh
 server_pid=$!
 
