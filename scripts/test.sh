@@ -18,8 +18,16 @@ CARGO="${CARGO:-cargo}"
 mkdir -p target
 status=0
 started=$(date +%s)
-# phase NAME: says how long the run has taken so far, so a slow phase shows in CI's log.
-phase() { echo "make test: $1 after $(($(date +%s) - started)) s" >&2; }
+# cpu_seconds: the CPU time (user + system) of this script's finished children so far.
+cpu_seconds() {
+  times | tail -n 1 | awk '{
+    total = 0
+    for (i = 1; i <= 2; i++) { split($i, t, "m"); total += t[1] * 60 + t[2] }
+    printf "%d", total }'
+}
+# phase NAME: says how long the run has taken so far, and the CPU time its finished steps
+# used, so a slow phase shows in CI's log.
+phase() { echo "make test: $1 after $(($(date +%s) - started)) s (CPU $(cpu_seconds) s)" >&2; }
 
 # in_background LOG CMD...: starts CMD at a lower priority, output to LOG; its pid is in $!.
 in_background() {
