@@ -18,13 +18,9 @@ CARGO="${CARGO:-cargo}"
 mkdir -p target
 status=0
 started=$(date +%s)
-# cpu_seconds: the CPU time (user + system) of this script's finished children so far.
-cpu_seconds() {
-  times | tail -n 1 | awk '{
-    total = 0
-    for (i = 1; i <= 2; i++) { split($i, t, "m"); total += t[1] * 60 + t[2] }
-    printf "%d", total }'
-}
+# cpu_seconds: the CPU time (user + system) of this script's finished children so far (read
+# from /proc, since `times` in a pipeline would report the subshell's own children).
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($16 + $17) / hz }' "/proc/$$/stat"; }
 # phase NAME: says how long the run has taken so far, and the CPU time its finished steps
 # used, so a slow phase shows in CI's log.
 phase() { echo "make test: $1 after $(($(date +%s) - started)) s (CPU $(cpu_seconds) s)" >&2; }
