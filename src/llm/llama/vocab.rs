@@ -98,15 +98,11 @@ impl<'m> Vocab<'m> {
             );
             return Vec::new();
         };
-        let mut out: Vec<i32> = vec![0; text.len() / 2 + 8];
-        let mut written = self.tokenize_raw(text, len, &mut out, add_special, parse_special);
-        if written < 0 {
-            // llama.cpp says how many tokens it needs; a second call with that room succeeds.
-            out.resize(written.unsigned_abs() as usize, 0);
-            written = self.tokenize_raw(text, len, &mut out, add_special, parse_special);
-        }
-        out.truncate(usize::try_from(written).unwrap_or(0));
-        out.into_iter().map(LlamaToken).collect()
+        let mut ids = Vec::new();
+        append_growing(&mut ids, text.len() / 2 + 8, |out| {
+            self.tokenize_raw(text, len, out, add_special, parse_special)
+        });
+        ids.into_iter().map(LlamaToken).collect()
     }
 
     fn tokenize_raw(
@@ -135,14 +131,7 @@ impl<'m> Vocab<'m> {
     /// Appends the text of `token` to `out` (special tokens' text when `special`). The bytes
     /// may end inside a UTF-8 character; the next token's bytes complete it.
     pub fn token_to_piece_into(self, token: LlamaToken, out: &mut Vec<u8>, special: bool) {
-        let start = out.len();
-        out.resize(start + 16, 0);
-        let mut written = self.piece_raw(token, &mut out[start..], special);
-        if written < 0 {
-            out.resize(start + written.unsigned_abs() as usize, 0);
-            written = self.piece_raw(token, &mut out[start..], special);
-        }
-        out.truncate(start + usize::try_from(written).unwrap_or(0));
+        append_growing(out, 16, |room| self.piece_raw(token, room, special));
     }
 
     /// The text of `token` (special tokens' text when `special`).
@@ -181,13 +170,10 @@ impl<'m> Vocab<'m> {
         let Ok(n) = i32::try_from(ids.len()) else {
             return Vec::new();
         };
-        let mut out = vec![0u8; ids.len() * 4 + 16];
-        let mut written = self.detokenize_raw(&ids, n, &mut out, remove_special, unparse_special);
-        if written < 0 {
-            out.resize(written.unsigned_abs() as usize, 0);
-            written = self.detokenize_raw(&ids, n, &mut out, remove_special, unparse_special);
-        }
-        out.truncate(usize::try_from(written).unwrap_or(0));
+        let mut out = Vec::new();
+        append_growing(&mut out, ids.len() * 4 + 16, |room| {
+            self.detokenize_raw(&ids, n, room, remove_special, unparse_special)
+        });
         out
     }
 
@@ -212,5 +198,51 @@ impl<'m> Vocab<'m> {
                 unparse_special,
             )
         }
+    }
+}
+
+/// Appends what `fill` writes to `out`. `fill` gets room for `room` items after `out`'s end
+/// and answers how many it wrote or, negated, how many it needs (llama.cpp's convention for
+/// every buffer it fills), so a second call with that much room succeeds.
+fn append_growing<T: Copy + Default>(
+    out: &mut Vec<T>,
+    room: usize,
+    mut fill: impl FnMut(&mut [T]) -> i32,
+) {
+    let start = out.len();
+    out.resize(start + room, T::default());
+    let mut written = fill(&mut out[start..]);
+    if written < 0 {
+        out.resize(start + written.unsigned_abs() as usize, T::default());
+        written = fill(&mut out[start..]);
+    }
+    out.truncate(start + usize::try_from(written).unwrap_or(0));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::append_growing;
+
+    #[test]
+    fn a_buffer_too_small_is_grown_to_what_the_filler_asks_for() {
+        let text = b"a piece longer than the first room";
+        let mut out = b"kept ".to_vec();
+        let mut calls = 0;
+        append_growing(&mut out, 4, |room| {
+            calls += 1;
+            if room.len() < text.len() {
+                return -i32::try_from(text.len()).unwrap();
+            }
+            room[..text.len()].copy_from_slice(text);
+            i32::try_from(text.len()).unwrap()
+        });
+        assert_eq!(out, b"kept a piece longer than the first room");
+        assert_eq!(calls, 2);
+        append_growing(&mut out, 8, |_| 0);
+        assert_eq!(
+            out.len(),
+            5 + text.len(),
+            "nothing written, nothing appended"
+        );
     }
 }
