@@ -12,7 +12,8 @@
 # The reuse is checked, not assumed: every source file of the crate's llama.cpp tree must be
 # byte-identical in the sdist's; otherwise (or with no crate build to reuse) the whole tree is
 # compiled, as before, and the log says why. LLAMA_SYS_OUT names the crate's build output
-# (`OUT_DIR`); without it cargo is asked (which builds the crate if needed).
+# (`OUT_DIR`); without it cargo is asked (which builds the crate if needed); `--crate-out`
+# prints that directory and does nothing else.
 #
 # When the binary already exists (built from this pin) nothing is done, so `make test` pays for the build once per
 # clean target/. Prints the binary's path on the last line of stdout.
@@ -33,7 +34,7 @@ crate_out() {
     echo "$LLAMA_SYS_OUT"
     return
   fi
-  "${CARGO:-cargo}" build --quiet -p llama-cpp-sys-2 --message-format=json 2>/dev/null |
+  "${CARGO:-cargo}" build -p llama-cpp-sys-2 --message-format=json-render-diagnostics |
     python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -82,6 +83,13 @@ seed() {
   done < <(cd "$from" && find ggml src common vendor -name '*.o' -path '*/CMakeFiles/*')
   echo "$n"
 }
+
+# `--crate-out`: only compile the crate (if needed) and print its build output directory, the
+# LLAMA_SYS_OUT to give a later build (scripts/test.sh compiles it first this way).
+if [ "${1:-}" = "--crate-out" ]; then
+  crate_out
+  exit
+fi
 
 # failed LOG: the end of a failed step's log, and exit.
 failed() {

@@ -49,12 +49,7 @@ server_log=target/build-llama-server.log
 in_background "$models_log" bash scripts/fetch-model.sh default
 models_pid=$!
 # llama.cpp itself, in the foreground: llama-server's build reuses what it compiles.
-sys_out=$($CARGO build -p llama-cpp-sys-2 --message-format=json-render-diagnostics | python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "build-script-executed" and "llama-cpp-sys-2" in m["package_id"]:
-        print(m["out_dir"])') || status=1
+sys_out=$(bash scripts/build-llama-server.sh --crate-out) || status=1
 phase "llama.cpp compiled"
 export LLAMA_SYS_OUT="$sys_out"
 in_background "$server_log" bash scripts/build-llama-server.sh
