@@ -12,7 +12,7 @@
 use serde_json::Value;
 
 use super::bare::{first_candidate, is_full_call_object, looks_like_call, scan_bare};
-use super::scan::{self, json_extent, malformed, with_hint, TurnBuilder};
+use super::scan::{self, json_extent_until, malformed, with_hint, TurnBuilder};
 use super::ParsedCall;
 
 /// What opens and closes a Markdown code block.
@@ -36,6 +36,9 @@ const CALL_LANGUAGES: [&str; 7] = [
 enum Block {
     /// Not a call: `len` bytes of prose, the fences included.
     Prose { len: usize },
+    /// A bare or JSON fence that never closes: `len` bytes, the fence alone. What follows is
+    /// read as prose, and no call in it is final while a closing fence may still come.
+    Unclosed { len: usize },
     /// Calls (or one malformed call); `closed` is false when the text ended inside it.
     Calls {
         len: usize,
@@ -67,36 +70,17 @@ fn read_block(text: &str) -> Block {
             // A bare or JSON fence that never closes is not a code block the model finished:
             // the fence is prose and what follows is read for calls like any prose (a small
             // model opens one, writes a line or two, then its call, and ends the turn).
-            return Block::Prose { len: from };
+            return Block::Unclosed { len: from };
         }
         return Block::Prose {
             len: to_close(from),
         };
     }
-    let Some(json_len) = json_extent(body) else {
-        // The JSON does not close: before a closing fence it is broken, at the end of the
-        // text it may still be coming.
-        let closing = body.find(FENCE);
-        if !looks_like_call(body) && !could_open_call(body) {
-            return Block::Prose {
-                len: closing.map_or(text.len(), |c| body_at + c + FENCE.len()),
-            };
-        }
-        return match closing {
-            Some(c) => Block::Calls {
-                len: body_at + c + FENCE.len(),
-                calls: vec![malformed(
-                    &body[..c],
-                    "the call in the ``` block is not valid JSON: its braces do not close",
-                )],
-                closed: true,
-            },
-            None => Block::Calls {
-                len: text.len(),
-                calls: vec![malformed(body, "the call's JSON is cut off")],
-                closed: false,
-            },
-        };
+    let json_len = match json_extent_until(body, FENCE) {
+        Ok(len) => len,
+        // The JSON does not close: before a closing fence (outside its strings) it is broken,
+        // at the end of the text it may still be coming.
+        Err(closing) => return open_json(body, body_at, text.len(), closing),
     };
     let raw = &body[..json_len];
     let tail = &body[json_len..];
@@ -127,6 +111,30 @@ fn read_block(text: &str) -> Block {
     Block::Calls { len, calls, closed }
 }
 
+/// A block whose JSON does not close: `closing` is where a fence cuts it (the block ends
+/// there), `None` when the text ends inside it and more may come.
+fn open_json(body: &str, body_at: usize, text_len: usize, closing: Option<usize>) -> Block {
+    match closing {
+        Some(c) if looks_like_call(&body[..c]) => Block::Calls {
+            len: body_at + c + FENCE.len(),
+            calls: vec![malformed(
+                &body[..c],
+                "the call in the ``` block is not valid JSON: its braces do not close",
+            )],
+            closed: true,
+        },
+        Some(c) => Block::Prose {
+            len: body_at + c + FENCE.len(),
+        },
+        None if looks_like_call(body) || could_open_call(body) => Block::Calls {
+            len: text_len,
+            calls: vec![malformed(body, "the call's JSON is cut off")],
+            closed: false,
+        },
+        None => Block::Prose { len: text_len },
+    }
+}
+
 /// Whether `text` (an object or array still being written) may yet turn out to be a call:
 /// it is a prefix of `{"name"`, or an array whose first item may be.
 fn could_open_call(text: &str) -> bool {
@@ -150,7 +158,7 @@ pub(crate) fn first_loose_call(text: &str) -> Option<usize> {
         let start = fence?;
         match read_block(&text[start..]) {
             Block::Calls { .. } => return Some(start),
-            Block::Prose { len } => at = start + len.max(FENCE.len()),
+            Block::Prose { len } | Block::Unclosed { len } => at = start + len.max(FENCE.len()),
         }
     }
 }
@@ -174,6 +182,11 @@ pub(crate) fn scan_loose_with(text: &str, turn: &mut TurnBuilder, hint: &str, st
             Block::Prose { len } => {
                 let len = len.max(FENCE.len());
                 turn.text(&text[start..start + len]);
+                at = start + len;
+            }
+            Block::Unclosed { len } => {
+                turn.text(&text[start..start + len]);
+                turn.hold_from_here();
                 at = start + len;
             }
             Block::Calls { len, calls, closed } => {
@@ -247,7 +260,8 @@ mod tests {
             vec![ParsedCall::call("read_file", json!({"path": "a"}))]
         );
         assert_eq!(t.content, "Done.\n```\n# Steps\nThe first part");
-        assert_eq!(settled, 1);
+        // Not final while the turn goes on: a closing fence would put it in a code block.
+        assert_eq!(settled, 0);
         // Once the block closes it is a code block again, and its text stays prose.
         let closed = format!("```\n# Steps\n{call}\n```");
         assert!(loose(&closed).0.calls.is_empty());

@@ -161,11 +161,14 @@ impl Family for Mistral {
             .min()
     }
 
-    /// Magistral's `[THINK]` block, else a `<think>` block.
+    /// Magistral's `[THINK]` block, else a `<think>` block. Of two lone closing tags the
+    /// first one ends the reasoning (a later one cannot take back what the first let through).
     fn skip_reasoning<'t>(&self, text: &'t str, turn: &mut TurnBuilder) -> &'t str {
         let first = self.first_marker(text);
         let r = reasoning(text, "[THINK]", "[/THINK]", first);
-        if r.body == 0 && !r.open {
+        let opened = text.trim_start().starts_with("[THINK]");
+        let think_closes_first = !opened && text.find("</think>").is_some_and(|t| t < r.body);
+        if (r.body == 0 && !r.open) || think_closes_first {
             return skip_think(text, first, turn);
         }
         if r.open {
@@ -298,6 +301,19 @@ mod tests {
     fn reasoning_is_skipped() {
         let t = Mistral::ARGS
             .parse("[THINK]maybe [TOOL_CALLS]x[ARGS]{}[/THINK]\n[TOOL_CALLS]y[ARGS]{}");
+        assert_eq!(t.calls, vec![ParsedCall::call("y", json!({}))]);
+    }
+
+    #[test]
+    fn the_first_lone_closing_tag_ends_the_reasoning() {
+        let answer = "plan</think>[TOOL_CALLS]y[ARGS]{}";
+        let (t, settled) = Mistral::ARGS.parse_partial(answer);
+        assert_eq!(
+            (t.calls.clone(), settled),
+            (vec![ParsedCall::call("y", json!({}))], 1)
+        );
+        // A later `[/THINK]` does not turn the settled call into reasoning.
+        let t = Mistral::ARGS.parse(&format!("{answer} done[/THINK]"));
         assert_eq!(t.calls, vec![ParsedCall::call("y", json!({}))]);
     }
 

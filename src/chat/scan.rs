@@ -22,6 +22,8 @@ pub(crate) struct TurnBuilder {
     calls: Vec<ParsedCall>,
     last_open: bool,
     unsettled: bool,
+    /// Calls from this index on are not final yet (they follow a fence that may still close).
+    held_from: Option<usize>,
 }
 
 impl TurnBuilder {
@@ -41,12 +43,19 @@ impl TurnBuilder {
         self.unsettled = true;
     }
 
+    /// Marks every call added from now on as not final yet: it follows a code fence that the
+    /// rest of the turn may still close, which would make it part of a code block.
+    pub(crate) fn hold_from_here(&mut self) {
+        self.held_from.get_or_insert(self.calls.len());
+    }
+
     /// The parsed turn and how many of its calls no continuation of the text can change.
     pub(crate) fn finish(mut self) -> (ParsedTurn, usize) {
         let settled = if self.unsettled {
             0
         } else {
-            self.calls.len() - usize::from(self.last_open)
+            let closed = self.calls.len() - usize::from(self.last_open);
+            self.held_from.map_or(closed, |held| closed.min(held))
         };
         self.segments.push(self.current);
         let content = self
@@ -132,13 +141,25 @@ pub(crate) fn skip_think<'t>(
 /// Byte length of the JSON object or array that starts at `text[0]`, or `None` when it does
 /// not close within `text`. Strings and escapes are respected; validity is serde's business.
 pub(crate) fn json_extent(text: &str) -> Option<usize> {
+    extent(text, None).ok()
+}
+
+/// [`json_extent`], ended early by `stop` outside a string: `Err(Some(i))` when `stop` starts
+/// at byte `i` before the JSON closes, `Err(None)` when the text ends first. (A Markdown fence
+/// closes its block there, whatever JSON it cut; inside a string it is text.)
+pub(crate) fn json_extent_until(text: &str, stop: &str) -> Result<usize, Option<usize>> {
+    extent(text, Some(stop.as_bytes()))
+}
+
+fn extent(text: &str, stop: Option<&[u8]>) -> Result<usize, Option<usize>> {
     if !text.starts_with(['{', '[']) {
-        return None;
+        return Err(None);
     }
+    let bytes = text.as_bytes();
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;
-    for (i, b) in text.bytes().enumerate() {
+    for (i, &b) in bytes.iter().enumerate() {
         if in_string {
             match b {
                 _ if escaped => escaped = false,
@@ -148,20 +169,23 @@ pub(crate) fn json_extent(text: &str) -> Option<usize> {
             }
             continue;
         }
+        if stop.is_some_and(|stop| !stop.is_empty() && bytes[i..].starts_with(stop)) {
+            return Err(Some(i));
+        }
         match b {
             b'"' => in_string = true,
             b'{' | b'[' => depth += 1,
             b'}' | b']' => {
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
-                    return Some(i + 1);
+                    return Ok(i + 1);
                 }
             }
-            _ if depth == 0 => return None,
+            _ if depth == 0 => return Err(None),
             _ => {}
         }
     }
-    None
+    Err(None)
 }
 
 /// The arguments of a call as a JSON object: objects as they are, `null` or absent as `{}`,
