@@ -16,16 +16,26 @@ static REQUESTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
 /// Catches SIGINT and SIGTERM into the cancel flag and unblocks them (a parent may have
 /// started us with them blocked). Call once, first thing, while the process has one thread.
+///
+/// Both are blocked while the handlers are registered: signal-hook installs a signal's handler
+/// before it stores the action the handler runs, and a signal that lands in between would be
+/// dropped. Blocked, it waits and arrives at the unblock, when the flag is in place.
 pub fn install() -> std::io::Result<()> {
     let flag = REQUESTED.get_or_init(|| Arc::new(AtomicBool::new(false)));
-    for signal in [Signal::SIGINT, Signal::SIGTERM] {
-        signal_hook::flag::register(signal as i32, Arc::clone(flag))?;
-    }
     let mut set = SigSet::empty();
     set.add(Signal::SIGINT);
     set.add(Signal::SIGTERM);
-    nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None)
-        .map_err(std::io::Error::from)
+    let mask = |how| {
+        nix::sys::signal::pthread_sigmask(how, Some(&set), None).map_err(std::io::Error::from)
+    };
+    mask(SigmaskHow::SIG_BLOCK)?;
+    for signal in [Signal::SIGINT, Signal::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(signal as i32, Arc::clone(flag)) {
+            let _ = mask(SigmaskHow::SIG_UNBLOCK);
+            return Err(e);
+        }
+    }
+    mask(SigmaskHow::SIG_UNBLOCK)
 }
 
 /// Whether a SIGINT or SIGTERM has arrived since [`install`].
