@@ -5,7 +5,7 @@
 //! run one at a time under a shared lock.
 #![cfg(feature = "llama")]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -209,64 +209,87 @@ fn the_wrap_up_grammar_admits_only_the_report_call() {
 fn a_round_out_of_turns_and_context_files_a_schema_valid_report_for_five_seeds() {
     let _lock = exclusive();
     let model = model_path();
-    // One thread each: these runs are long enough for llama.cpp's spinning workers to stall
-    // when anything else shares the cores.
-    let threads = "1";
     let started = Instant::now();
-    let mut wrap_ups = 0;
-    for seed in [1u32, 7, 42, 1234, 9001] {
-        let repo = TempRepo::new();
-        let scratch = tempfile::tempdir().unwrap();
-        let run_dir = scratch.path().join("run");
-        let seed_text = seed.to_string();
-        let out = headless(
-            repo.path(),
-            &run_dir,
-            &[
-                "-n",
-                "1",
-                "--max-turns",
-                "2",
-                "--max-tokens",
-                "256",
-                "--ctx-size",
-                "2560",
-                "--seed",
-                &seed_text,
-                "--threads",
-                threads,
-                "--gpu-layers",
-                "0",
-            ],
-        )
-        .arg("--model")
-        .arg(&model)
-        .arg("Add a greeting line to README.md.")
-        .output()
-        .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let evs = events(&out.stdout);
-        assert!(
-            [0, 3, 4].contains(&code(&out)),
-            "seed {seed}: exit {}: {stderr}",
-            code(&out)
-        );
-        let accepted = of_type(&evs, "report_accepted");
-        assert_eq!(accepted.len(), 1, "seed {seed}: {stderr}");
-        report::validate(&accepted[0]["report"])
-            .unwrap_or_else(|e| panic!("seed {seed}: the report is invalid ({e})"));
-        let finished = of_type(&evs, "round_finished");
-        assert_eq!(finished[0]["outcome"], "reported", "seed {seed}");
-        let wraps = of_type(&evs, "wrap_up");
-        if let Some(wrap) = wraps.first() {
-            assert!(["turns", "context"].contains(&wrap["reason"].as_str().unwrap()));
-            wrap_ups += 1;
-        }
-    }
+    let seeds = Mutex::new(vec![1u32, 7, 42, 1234, 9001]);
+    // One llama.cpp thread per run (a run's spinning workers stall when anything else shares
+    // the cores), and as many runs at once as there are cores.
+    let runs = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+    let wrap_ups: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..runs)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut wrapped = 0;
+                    loop {
+                        // Taken on its own line: a guard in a `while let` lives through the
+                        // body, and the runs would take turns.
+                        let next = seeds.lock().unwrap().pop();
+                        let Some(seed) = next else { break };
+                        wrapped += usize::from(out_of_turns_or_context(&model, seed));
+                    }
+                    wrapped
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
     report_time(
         &format!("five rounds out of turns or context ({wrap_ups} wrapped up)"),
         started,
     );
+}
+
+/// One headless round of `seed` that must run out of turns or context and still file a
+/// schema-valid report; returns whether it was wrapped up.
+fn out_of_turns_or_context(model: &Path, seed: u32) -> bool {
+    let started = Instant::now();
+    let repo = TempRepo::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let run_dir = scratch.path().join("run");
+    let seed_text = seed.to_string();
+    let out = headless(
+        repo.path(),
+        &run_dir,
+        &[
+            "-n",
+            "1",
+            "--max-turns",
+            "2",
+            "--max-tokens",
+            "256",
+            "--ctx-size",
+            "2560",
+            "--seed",
+            &seed_text,
+            "--threads",
+            "1",
+            "--gpu-layers",
+            "0",
+        ],
+    )
+    .arg("--model")
+    .arg(model)
+    .arg("Add a greeting line to README.md.")
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let evs = events(&out.stdout);
+    assert!(
+        [0, 3, 4].contains(&code(&out)),
+        "seed {seed}: exit {}: {stderr}",
+        code(&out)
+    );
+    let accepted = of_type(&evs, "report_accepted");
+    assert_eq!(accepted.len(), 1, "seed {seed}: {stderr}");
+    report::validate(&accepted[0]["report"])
+        .unwrap_or_else(|e| panic!("seed {seed}: the report is invalid ({e})"));
+    let finished = of_type(&evs, "round_finished");
+    assert_eq!(finished[0]["outcome"], "reported", "seed {seed}");
+    let wrap = of_type(&evs, "wrap_up").into_iter().next();
+    if let Some(wrap) = &wrap {
+        assert!(["turns", "context"].contains(&wrap["reason"].as_str().unwrap()));
+    }
+    report_time(&format!("seed {seed}"), started);
+    wrap.is_some()
 }
 
 #[allow(
