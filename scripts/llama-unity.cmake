@@ -1,0 +1,33 @@
+# Compiles llama.cpp's model graphs (src/models/*.cpp, one small file per architecture) as
+# unity batches of 16, as llama.cpp itself does from a later release on; everything else is
+# compiled file by file. Included into llama.cpp's CMake project by CMAKE_PROJECT_INCLUDE
+# (.cargo/config.toml for the crate's build, scripts/build-llama-server.sh for llama-server's,
+# so both trees compile the same objects and the server's build can reuse the crate's).
+#
+# Two pairs of model files define the same file-local helper; one file of each pair stays out
+# of the batches.
+
+get_property(done GLOBAL PROPERTY RALPH_LLAMA_UNITY)
+if(NOT done AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/src/models")
+  set_property(GLOBAL PROPERTY RALPH_LLAMA_UNITY ON)
+  function(ralph_llama_unity)
+    if(NOT TARGET llama)
+      return()
+    endif()
+    set(src "${CMAKE_CURRENT_SOURCE_DIR}/src")
+    get_target_property(sources llama SOURCES)
+    set(apart "")
+    foreach(file IN LISTS sources)
+      # Paths relative to src/ (the target's own directory), made absolute for the call below.
+      cmake_path(ABSOLUTE_PATH file BASE_DIRECTORY "${src}" NORMALIZE)
+      if(NOT file MATCHES "/models/[^/]+\\.cpp$"
+         OR file MATCHES "/models/(gemma4|qwen3next)\\.cpp$")
+        list(APPEND apart "${file}")
+      endif()
+    endforeach()
+    set_target_properties(llama PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
+    set_source_files_properties(${apart} DIRECTORY "${src}"
+      PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+  endfunction()
+  cmake_language(DEFER CALL ralph_llama_unity)
+endif()
