@@ -69,8 +69,8 @@ crate_options() {
   sed -n -E 's/^((GGML|LLAMA)_[A-Z0-9_]+):BOOL=(ON|OFF)$/-D\1=\3/p' "$1"
   echo "-DCMAKE_C_FLAGS=$(cache_value "$1" CMAKE_C_FLAGS)"
   echo "-DCMAKE_CXX_FLAGS=$(cache_value "$1" CMAKE_CXX_FLAGS)"
-  # The unity batches of the model graphs (scripts/llama-unity.cmake), when the crate had them:
-  # the same objects, so the same include.
+  # The crate's own additions (scripts/llama-build.cmake), when it had them: the same objects,
+  # so the same include.
   local include
   include=$(cache_value "$1" CMAKE_PROJECT_INCLUDE)
   [ -z "$include" ] || echo "-DCMAKE_PROJECT_INCLUDE=$include"
