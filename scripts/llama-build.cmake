@@ -1,7 +1,8 @@
 # How ralph-tui compiles the pinned llama.cpp, beyond the options its CMake offers. Included
 # into llama.cpp's CMake project by CMAKE_PROJECT_INCLUDE (.cargo/config.toml for the crate's
 # build, scripts/build-llama-server.sh for llama-server's, so both trees compile the same
-# objects and the server's build can reuse the crate's).
+# objects and the server's build can reuse the crate's). The crate's build script does not
+# watch this file: after changing it, `cargo clean -p llama-cpp-sys-2`.
 #
 # - The model graphs (src/models/*.cpp, one small file per architecture) compile as unity
 #   batches of 16, as llama.cpp itself does from a later release on; everything else file by
