@@ -232,6 +232,11 @@ fn a_round_out_of_turns_and_context_files_a_schema_valid_report_for_five_seeds()
             .collect();
         workers.into_iter().map(|w| w.join().unwrap()).sum()
     });
+    // One turn each: a seed that does not report in its first turn is wrapped up.
+    assert!(
+        wrap_ups > 0,
+        "no run was wrapped up: the wrap-up path went untested"
+    );
     report_time(
         &format!("five rounds out of turns or context ({wrap_ups} wrapped up)"),
         started,
@@ -253,7 +258,7 @@ fn out_of_turns_or_context(model: &Path, seed: u32) -> bool {
             "-n",
             "1",
             "--max-turns",
-            "2",
+            "1",
             "--max-tokens",
             "256",
             "--ctx-size",
