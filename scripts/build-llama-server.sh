@@ -118,8 +118,8 @@ if [ ! -x "$bin" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$LLAMA_CPP_PYTHON_VERS
   if [ -n "$out" ] && reusable "$out" "$src"; then
     mapfile -t options < <(crate_options "$out/build/CMakeCache.txt")
     # What is compiled here is the server's HTTP and JSON code and mtmd (images and audio,
-    # unused by the tests): -O1 halves its compile, and the model's compute runs in the
-    # copied, fully optimized ggml and llama objects.
+    # unused by the tests): at -O1 it takes about a sixth less CPU time (187 -> 155 CPU-s), and
+    # the model's compute runs in the copied, fully optimized ggml and llama objects.
     options+=("-DCMAKE_C_FLAGS_RELEASE=-O1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG")
   else
     out=""

@@ -21,8 +21,8 @@ pub(crate) struct TurnBuilder {
     current: String,
     calls: Vec<ParsedCall>,
     last_open: bool,
-    unsettled: bool,
-    /// Calls from this index on are not final yet (they follow a fence that may still close).
+    /// Calls from this index on are not final yet (all of them in an unclosed reasoning
+    /// block; those after a fence that may still close).
     held_from: Option<usize>,
 }
 
@@ -40,7 +40,7 @@ impl TurnBuilder {
 
     /// Marks the whole turn as not final yet (an unclosed reasoning block).
     pub(crate) fn hold_all(&mut self) {
-        self.unsettled = true;
+        self.held_from = Some(0);
     }
 
     /// Marks every call added from now on as not final yet: it follows a code fence that the
@@ -51,12 +51,8 @@ impl TurnBuilder {
 
     /// The parsed turn and how many of its calls no continuation of the text can change.
     pub(crate) fn finish(mut self) -> (ParsedTurn, usize) {
-        let settled = if self.unsettled {
-            0
-        } else {
-            let closed = self.calls.len() - usize::from(self.last_open);
-            self.held_from.map_or(closed, |held| closed.min(held))
-        };
+        let closed = self.calls.len() - usize::from(self.last_open);
+        let settled = self.held_from.map_or(closed, |held| closed.min(held));
         self.segments.push(self.current);
         let content = self
             .segments
@@ -141,17 +137,18 @@ pub(crate) fn skip_think<'t>(
 /// Byte length of the JSON object or array that starts at `text[0]`, or `None` when it does
 /// not close within `text`. Strings and escapes are respected; validity is serde's business.
 pub(crate) fn json_extent(text: &str) -> Option<usize> {
-    extent(text, None).ok()
+    extent(text, b"").ok()
 }
 
 /// [`json_extent`], ended early by `stop` outside a string: `Err(Some(i))` when `stop` starts
 /// at byte `i` before the JSON closes, `Err(None)` when the text ends first. (A Markdown fence
 /// closes its block there, whatever JSON it cut; inside a string it is text.)
 pub(crate) fn json_extent_until(text: &str, stop: &str) -> Result<usize, Option<usize>> {
-    extent(text, Some(stop.as_bytes()))
+    extent(text, stop.as_bytes())
 }
 
-fn extent(text: &str, stop: Option<&[u8]>) -> Result<usize, Option<usize>> {
+/// The scan behind both: an empty `stop` never stops it.
+fn extent(text: &str, stop: &[u8]) -> Result<usize, Option<usize>> {
     if !text.starts_with(['{', '[']) {
         return Err(None);
     }
@@ -169,7 +166,7 @@ fn extent(text: &str, stop: Option<&[u8]>) -> Result<usize, Option<usize>> {
             }
             continue;
         }
-        if stop.is_some_and(|stop| !stop.is_empty() && bytes[i..].starts_with(stop)) {
+        if !stop.is_empty() && bytes[i..].starts_with(stop) {
             return Err(Some(i));
         }
         match b {

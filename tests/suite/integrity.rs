@@ -103,7 +103,12 @@ fn early_signals_exit_130_with_a_complete_log() {
         // Everything a failure needs to be understood from a CI log alone.
         let log = run_dir.join("events.jsonl");
         let logged = std::fs::read_to_string(&log).ok();
-        let tail = |text: &str| text[text.len().saturating_sub(1500)..].to_string();
+        let tail = |text: &str| {
+            let from = (text.len().saturating_sub(1500)..text.len())
+                .find(|&i| text.is_char_boundary(i))
+                .unwrap_or(text.len());
+            text[from..].to_string()
+        };
         let said = format!(
             "try {i} (point {point}, {signal}, kill: {sent:?}): {:?}\nstderr: {}\nstdout ends: {}\nevents.jsonl ends: {:?}",
             out.status,

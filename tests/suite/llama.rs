@@ -250,32 +250,13 @@ fn out_of_turns_or_context(model: &Path, seed: u32) -> bool {
     let repo = TempRepo::new();
     let scratch = tempfile::tempdir().unwrap();
     let run_dir = scratch.path().join("run");
-    let seed_text = seed.to_string();
-    let out = headless(
-        repo.path(),
+    let out = run_model(
+        &repo,
         &run_dir,
-        &[
-            "-n",
-            "1",
-            "--max-turns",
-            "1",
-            "--max-tokens",
-            "256",
-            "--ctx-size",
-            "2560",
-            "--seed",
-            &seed_text,
-            "--threads",
-            "1",
-            "--gpu-layers",
-            "0",
-        ],
-    )
-    .arg("--model")
-    .arg(model)
-    .arg("Add a greeting line to README.md.")
-    .output()
-    .unwrap();
+        model,
+        &format!("-n 1 --max-turns 1 --max-tokens 256 --ctx-size 2560 --seed {seed} --threads 1"),
+        "Add a greeting line to README.md.",
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     let evs = events(&out.stdout);
     assert!(
@@ -295,6 +276,24 @@ fn out_of_turns_or_context(model: &Path, seed: u32) -> bool {
     }
     report_time(&format!("seed {seed}"), started);
     wrap.is_some()
+}
+
+/// One headless run of `model` on the CPU in `repo`, logged under `run_dir`: `flags` are the
+/// run's options, separated by spaces.
+fn run_model(
+    repo: &TempRepo,
+    run_dir: &Path,
+    model: &Path,
+    flags: &str,
+    objective: &str,
+) -> std::process::Output {
+    let flags: Vec<&str> = flags.split_whitespace().collect();
+    headless(repo.path(), run_dir, &flags)
+        .args(["--gpu-layers", "0", "--model"])
+        .arg(model)
+        .arg(objective)
+        .output()
+        .unwrap()
 }
 
 #[allow(
@@ -639,33 +638,17 @@ fn a_headless_run_streams_real_tokens_and_logs_its_prompts() {
     let repo = TempRepo::new();
     let scratch = tempfile::tempdir().unwrap();
     let run_dir = scratch.path().join("run");
-    let threads = cores().to_string();
     let started = Instant::now();
-    let out = headless(
-        repo.path(),
+    let out = run_model(
+        &repo,
         &run_dir,
-        &[
-            "-n",
-            "2",
-            "--max-turns",
-            "2",
-            "--max-tokens",
-            "200",
-            "--ctx-size",
-            "3072",
-            "--seed",
-            "11",
-            "--threads",
-            &threads,
-            "--gpu-layers",
-            "0",
-        ],
-    )
-    .arg("--model")
-    .arg(&model)
-    .arg("Add a greeting line to README.md.")
-    .output()
-    .unwrap();
+        &model,
+        &format!(
+            "-n 2 --max-turns 2 --max-tokens 200 --ctx-size 3072 --seed 11 --threads {}",
+            cores()
+        ),
+        "Add a greeting line to README.md.",
+    );
     report_time("headless run, real model", started);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -1168,34 +1151,16 @@ fn the_default_coder_models_fenced_calls_are_executed() {
     repo.commit_all("notes");
     let scratch = tempfile::tempdir().unwrap();
     let run_dir = scratch.path().join("run");
-    let threads = cores().to_string();
-    let out = headless(
-        repo.path(),
+    let out = run_model(
+        &repo,
         &run_dir,
-        &[
-            "-n",
-            "1",
-            "--max-turns",
-            "3",
-            "--max-tokens",
-            "96",
-            "--ctx-size",
-            "2048",
-            "--temperature",
-            "0",
-            "--seed",
-            "1",
-            "--threads",
-            &threads,
-            "--gpu-layers",
-            "0",
-        ],
-    )
-    .arg("--model")
-    .arg(&model)
-    .arg("Read notes.txt and report the launch code it holds.")
-    .output()
-    .unwrap();
+        &model,
+        &format!(
+            "-n 1 --max-turns 3 --max-tokens 96 --ctx-size 2048 --temperature 0 --seed 1 --threads {}",
+            cores()
+        ),
+        "Read notes.txt and report the launch code it holds.",
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     let evs = events(&out.stdout);
     let prompt: Value =
