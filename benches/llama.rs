@@ -10,6 +10,13 @@
 //! with the fixed prefix evaluated (cold) against restored from the disk cache; resident
 //! memory after round 1 and after the last round. Figures only: nothing is asserted.
 //!
+//! `--baseline PATH` names llama.cpp's llama-bench (`scripts/bench-llama.sh --path` builds it
+//! from the llama.cpp ralph-tui links). The prompt and generation figures then alternate with
+//! llama-bench runs of the same size, model and threads, one after each of ours, and print the
+//! median of the pairs' ratios: a small machine's speed drifts by tens of percent within
+//! minutes, so figures measured minutes apart do not make a ratio. `--pairs N` (6 by default)
+//! sets how many; `--speed-only` measures these two figures and nothing else.
+//!
 //! `--draft-model PATH` adds speculative decoding measured on llama.cpp directly, the
 //! `--model` as its target (`speculative`): greedy generation speed with and without the
 //! draft, the acceptance rate and whether the outputs are identical, for drafts of 2, 4 and 6
@@ -27,7 +34,8 @@
     reason = "a benchmark aborts on setup errors"
 )]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -54,10 +62,16 @@ struct Args {
     draft: Option<PathBuf>,
     /// `--speculative-only`: skip every other figure.
     speculative_only: bool,
+    /// `--speed-only`: the prompt and generation figures alone.
+    speed_only: bool,
     /// Alternating plain / drafted runs per draft length.
     reps: usize,
+    /// Prompt and generation runs, each paired with a llama-bench run (`--pairs N`).
+    pairs: usize,
     /// Draft lengths measured (`--draft-lengths 2,4,6`).
     draft_lengths: Vec<usize>,
+    /// `--baseline PATH`: llama.cpp's llama-bench, run between this bench's own repetitions.
+    baseline: Option<PathBuf>,
 }
 
 fn args() -> Args {
@@ -78,8 +92,11 @@ fn args() -> Args {
         batch: 512,
         draft: None,
         speculative_only: false,
+        speed_only: false,
         reps: 3,
+        pairs: 6,
         draft_lengths: vec![2, 4, 6],
+        baseline: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -93,7 +110,10 @@ fn args() -> Args {
             "--batch-size" => out.batch = value().parse().expect("--batch-size N"),
             "--draft-model" => out.draft = Some(PathBuf::from(value())),
             "--speculative-only" => out.speculative_only = true,
+            "--speed-only" => out.speed_only = true,
+            "--baseline" => out.baseline = Some(PathBuf::from(value())),
             "--reps" => out.reps = value().parse().expect("--reps N"),
+            "--pairs" => out.pairs = value().parse().expect("--pairs N"),
             "--draft-lengths" => {
                 out.draft_lengths = value()
                     .split(',')
@@ -159,6 +179,54 @@ fn ms(d: Duration) -> f64 {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// One llama-bench measurement on the same model, threads and batch: tokens per second of a
+/// `prompt`-token prompt (with `gen` 0) or of `gen` generated tokens (with `prompt` 0).
+fn llama_bench(a: &Args, bin: &Path, prompt: usize, gen: u32) -> f64 {
+    let out = Command::new(bin)
+        .arg("-m")
+        .arg(&a.model)
+        .args(["-t", &a.threads.to_string(), "-b", &a.batch.to_string()])
+        .args(["-p", &prompt.to_string(), "-n", &gen.to_string()])
+        .args(["-r", "1", "-o", "jsonl"])
+        .stderr(Stdio::null())
+        .output()
+        .expect("llama-bench runs");
+    assert!(out.status.success(), "llama-bench failed: {}", out.status);
+    let line: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("llama-bench prints one JSON line");
+    line["avg_ts"].as_f64().expect("llama-bench reports avg_ts")
+}
+
+/// A figure measured several times, each time followed by the same figure from llama-bench
+/// when there is a baseline, so that both see the same state of the machine.
+struct Paired {
+    ours: Vec<f64>,
+    theirs: Vec<f64>,
+}
+
+impl Paired {
+    fn new() -> Self {
+        Self {
+            ours: Vec::new(),
+            theirs: Vec::new(),
+        }
+    }
+
+    fn line(self, what: &str, baseline: &str) -> String {
+        let ours = median(self.ours.clone());
+        if self.theirs.is_empty() {
+            return format!("{what} {ours:8.1} tok/s (compare llama-bench {baseline})");
+        }
+        let ratios = self.ours.iter().zip(&self.theirs).map(|(o, t)| o / t);
+        format!(
+            "{what} {ours:8.1} tok/s, llama-bench {baseline} {:.1} tok/s alternating: {:.2} (median of {} pairs)",
+            median(self.theirs.clone()),
+            median(ratios.collect()),
+            self.ours.len()
+        )
+    }
 }
 
 /// A user message of about `tokens` tokens.
@@ -324,9 +392,9 @@ fn round_one_from_disk(a: &Args) {
 fn prompt_speed(a: &Args, backend: &LlamaBackend) -> f64 {
     let cancel = CancellationToken::new();
     let prompt = long_prompt(backend, a.prompt_tokens);
-    let mut pp = Vec::new();
+    let mut pp = Paired::new();
     let mut round_prompt_ms = Vec::new();
-    for round in 1..=3 {
+    for round in (1u32..).take(a.pairs.max(1)) {
         let mut child = backend.child(round).unwrap();
         child
             .generate(
@@ -340,15 +408,23 @@ fn prompt_speed(a: &Args, backend: &LlamaBackend) -> f64 {
             )
             .unwrap();
         let s = child.last_stats();
-        pp.push(f64::from(s.evaluated_tokens) / s.prompt_time.as_secs_f64());
+        drop(child);
+        pp.ours
+            .push(f64::from(s.evaluated_tokens) / s.prompt_time.as_secs_f64());
         round_prompt_ms.push(ms(s.prompt_time));
+        if let Some(bin) = &a.baseline {
+            pp.theirs.push(llama_bench(a, bin, a.prompt_tokens, 0));
+        }
     }
     println!(
-        "prompt eval ({} tokens, batch {}):  {:8.1} tok/s (compare llama-bench pp{})",
-        a.prompt_tokens,
-        a.batch,
-        median(pp),
-        a.prompt_tokens
+        "{}",
+        pp.line(
+            &format!(
+                "prompt eval ({} tokens, batch {}):",
+                a.prompt_tokens, a.batch
+            ),
+            &format!("pp{}", a.prompt_tokens)
+        )
     );
     let worst = cancel_latency(backend, &long_prompt(backend, 3 * a.prompt_tokens));
     println!(
@@ -358,7 +434,8 @@ fn prompt_speed(a: &Args, backend: &LlamaBackend) -> f64 {
     median(round_prompt_ms)
 }
 
-/// Generation throughput, with the abort callback (as runs have it) and without it.
+/// Generation throughput with the abort callback (as runs have it), alternating with the
+/// same generation without it and with llama-bench's.
 fn generation_speed(a: &Args) {
     let cancel = CancellationToken::new();
     let story = vec![
@@ -368,36 +445,44 @@ fn generation_speed(a: &Args) {
             "Tell a very long story about a lighthouse keeper.",
         ),
     ];
-    let mut gen_speed = Vec::new();
-    for abortable in [true, false] {
-        let gen_backend = LlamaBackend::load(&a.model, &settings(a, a.gen_tokens), None)
+    let [armed, unarmed] = [true, false].map(|abortable| {
+        LlamaBackend::load(&a.model, &settings(a, a.gen_tokens), None)
             .unwrap()
-            .with_abort_callback(abortable);
-        let mut tg = Vec::new();
-        for round in 1..=3 {
-            let mut child = gen_backend.child(round).unwrap();
-            child
-                .generate(
-                    Request {
-                        messages: &story,
-                        tools: &[],
-                        report_only: false,
-                    },
-                    &mut |_| {},
-                    &cancel,
-                )
-                .unwrap();
-            let s = child.last_stats();
-            tg.push(f64::from(s.generated_tokens) / s.generation_time.as_secs_f64());
+            .with_abort_callback(abortable)
+    });
+    let rate = |backend: &LlamaBackend, round: u32| {
+        let mut child = backend.child(round).unwrap();
+        let request = Request {
+            messages: &story,
+            tools: &[],
+            report_only: false,
+        };
+        child.generate(request, &mut |_| {}, &cancel).unwrap();
+        let s = child.last_stats();
+        f64::from(s.generated_tokens) / s.generation_time.as_secs_f64()
+    };
+    let mut tg = Paired::new();
+    let mut callback = Vec::new();
+    for round in (1u32..).take(a.pairs.max(1)) {
+        let with = rate(&armed, round);
+        let without = rate(&unarmed, round);
+        tg.ours.push(with);
+        callback.push(100.0 * (with - without) / without.max(f64::MIN_POSITIVE));
+        if let Some(bin) = &a.baseline {
+            tg.theirs.push(llama_bench(a, bin, 0, a.gen_tokens));
         }
-        gen_speed.push(median(tg));
     }
     println!(
-        "generation (up to {} tokens):      {:8.1} tok/s ({:.1} without the abort callback: {:+.1}%)",
-        a.gen_tokens,
-        gen_speed[0],
-        gen_speed[1],
-        100.0 * (gen_speed[0] - gen_speed[1]) / gen_speed[1].max(f64::MIN_POSITIVE)
+        "{}",
+        tg.line(
+            &format!("generation (up to {} tokens):     ", a.gen_tokens),
+            &format!("tg{}", a.gen_tokens)
+        )
+    );
+    println!(
+        "abort callback's cost in generation: {:+.1}% (median of {} alternating pairs)",
+        median(callback),
+        a.pairs.max(1)
     );
 }
 
@@ -503,6 +588,10 @@ fn main() {
     println!("model load (mmap):                 {:8.1} ms", ms(load));
     let backend = backend.with_prefix_cache(false);
     let typical_prompt_ms = prompt_speed(&a, &backend);
+    if a.speed_only {
+        generation_speed(&a);
+        return;
+    }
     round_starts(&a);
     round_one_from_disk(&a);
     generation_speed(&a);

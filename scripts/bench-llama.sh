@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The baseline for the llama backend's figures: llama.cpp's own llama-bench on the same model,
 # threads and sizes as benches/llama.rs (512-token prompt, 128 generated tokens, batch 512).
-# scripts/bench.sh runs benches/llama.rs just before this; --with-backend runs it here too.
+# --with-backend runs benches/llama.rs first, alternating with llama-bench as scripts/bench.sh
+# does.
 #
 # llama-bench is not in the crate's vendored llama.cpp tree. The llama-cpp-python sdist on PyPI
 # carries llama.cpp's whole tree; scripts/build-llama-server.sh fetches it with pip and builds
 # it once under target/ (never committed). BENCH_BASELINE=0 skips the baseline.
 #
-# Usage: scripts/bench-llama.sh [--with-backend] [--model PATH] [--threads N] [--rounds N]
+# `--path` only builds llama-bench and prints where it is: scripts/bench.sh hands it to
+# benches/llama.rs, which runs it between its own repetitions.
+#
+# Usage: scripts/bench-llama.sh [--path] [--with-backend] [--model PATH] [--threads N] [--rounds N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,38 +21,56 @@ rounds=64
 prompt_tokens=512
 gen_tokens=128
 with_backend=0
+path_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --with-backend) with_backend=1; shift ;;
+    --path) path_only=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+
+# llama-bench comes from the same configured llama.cpp tree as the server tests' llama-server
+# (scripts/build-llama-server.sh: the llama-cpp-python sdist's llama.cpp, pinned), so the two
+# share every compiled library and the bench adds only llama-bench's own file.
+build_llama_bench() {
+  local server_bin scratch="target/llama-server"
+  server_bin=$(bash scripts/build-llama-server.sh)
+  [ -x "$server_bin" ] || { echo "no llama-server at $server_bin" >&2; exit 1; }
+  bench_bin="$PWD/$scratch/build/bin/llama-bench"
+  if [ ! -x "$bench_bin" ]; then
+    cmake --build "$scratch/build" --target llama-bench -j "$(nproc)" >"$scratch/build-bench.log"
+  fi
+  sdist=$(basename "$(ls "$scratch"/llama_cpp_python-*.tar.gz | head -n1)" .tar.gz)
+}
+
+if [ "$path_only" = "1" ]; then
+  build_llama_bench
+  echo "$bench_bin"
+  exit 0
+fi
 if [ ! -f "$model" ]; then
   echo "no model at $model: run \`make model\`" >&2
   exit 2
 fi
 
 if [ "$with_backend" = "1" ]; then
+  baseline=()
+  if [ "${BENCH_BASELINE:-1}" != "0" ]; then
+    build_llama_bench
+    baseline=(--baseline "$bench_bin")
+  fi
   cargo bench --quiet --bench llama -- --model "$model" --threads "$threads" --rounds "$rounds" \
-    --prompt-tokens "$prompt_tokens" --gen-tokens "$gen_tokens" --batch-size 512
+    --prompt-tokens "$prompt_tokens" --gen-tokens "$gen_tokens" --batch-size 512 "${baseline[@]}"
 fi
 
 if [ "${BENCH_BASELINE:-1}" = "0" ]; then
   exit 0
 fi
 
-# llama-bench comes from the same configured llama.cpp tree as the server tests' llama-server
-# (scripts/build-llama-server.sh: the llama-cpp-python sdist's llama.cpp, pinned), so the two
-# share every compiled library and the bench adds only llama-bench's own file.
-server_bin=$(bash scripts/build-llama-server.sh)
-scratch="target/llama-server"
-bench_bin="$scratch/build/bin/llama-bench"
-if [ ! -x "$bench_bin" ]; then
-  cmake --build "$scratch/build" --target llama-bench -j "$(nproc)" >"$scratch/build-bench.log"
-fi
-[ -x "$server_bin" ] || { echo "no llama-server at $server_bin" >&2; exit 1; }
-echo "llama.cpp llama-bench ($(basename "$(ls "$scratch"/llama_cpp_python-*.tar.gz | head -n1)" .tar.gz)), same model, $threads threads:"
+build_llama_bench
+echo "llama.cpp llama-bench ($sdist), same model, $threads threads:"
 "$bench_bin" -m "$model" -t "$threads" -p "$prompt_tokens" -n "$gen_tokens" -b 512 -r 3 -o md

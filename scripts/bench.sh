@@ -16,8 +16,9 @@ models_dir="${RALPH_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ralph-tui/models}
 default_models="$models_dir/SmolLM2-135M-Instruct.Q4_1.gguf:$models_dir/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf"
 IFS=: read -r -a models <<<"${BENCH_MODELS:-$default_models}"
 
-# The server bench compares against a real llama-server, built once under target/.
-bash scripts/build-llama-server.sh >/dev/null
+# The server bench compares against a real llama-server, and the llama bench alternates with
+# llama-bench; both are built once under target/ from the llama.cpp ralph-tui links.
+baseline=$(bash scripts/bench-llama.sh --path)
 for model in "${models[@]}"; do
   if [ ! -f "$model" ]; then
     echo "== no model at $model: skipped (make model fetches it)"
@@ -34,9 +35,8 @@ for model in "${models[@]}"; do
     draft=(--draft-model "$models_dir/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf")
   fi
   echo "== bench: llama"
-  cargo bench --quiet --bench llama -- --model "$model" --rounds "$rounds" "${draft[@]}"
-  echo "== bench: llama.cpp baseline"
-  bash scripts/bench-llama.sh --model "$model"
+  cargo bench --quiet --bench llama -- --model "$model" --rounds "$rounds" "${draft[@]}" \
+    --baseline "$baseline"
   echo "== bench: server"
   cargo bench --quiet --bench server -- --model "$model"
 done
