@@ -219,12 +219,19 @@ impl Paired {
         if self.theirs.is_empty() {
             return format!("{what} {ours:8.1} tok/s (compare llama-bench {baseline})");
         }
-        let ratios = self.ours.iter().zip(&self.theirs).map(|(o, t)| o / t);
+        let ratios: Vec<f64> = self
+            .ours
+            .iter()
+            .zip(&self.theirs)
+            .map(|(o, t)| o / t)
+            .collect();
+        let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
         format!(
-            "{what} {ours:8.1} tok/s, llama-bench {baseline} {:.1} tok/s alternating: {:.2} (median of {} pairs)",
+            "{what} {ours:8.1} tok/s, llama-bench {baseline} {:.1} tok/s alternating: {:.2} (median of {} pairs: {})",
             median(self.theirs.clone()),
-            median(ratios.collect()),
-            self.ours.len()
+            median(ratios.clone()),
+            ratios.len(),
+            each.join(" ")
         )
     }
 }

@@ -12,8 +12,10 @@
 # The reuse is checked, not assumed: every source file of the crate's llama.cpp tree must be
 # byte-identical in the sdist's; otherwise (or with no crate build to reuse) the whole tree is
 # compiled, as before, and the log says why. LLAMA_SYS_OUT names the crate's build output
-# (`OUT_DIR`); without it cargo is asked (which builds the crate if needed); `--crate-out`
-# prints that directory and does nothing else.
+# (`OUT_DIR`); without it cargo is asked (which builds the crate if needed) in the dev profile,
+# or in release with LLAMA_SYS_PROFILE=release (make bench, which has just built release: the
+# crate compiles llama.cpp with the same Release options in both); `--crate-out` prints that
+# directory and does nothing else.
 #
 # When the binary already exists (built from this pin) nothing is done, so `make test` pays for the build once per
 # clean target/. Prints the binary's path on the last line of stdout.
@@ -34,7 +36,10 @@ crate_out() {
     echo "$LLAMA_SYS_OUT"
     return
   fi
-  "${CARGO:-cargo}" build -p llama-cpp-sys-2 --message-format=json-render-diagnostics |
+  local profile=()
+  [ "${LLAMA_SYS_PROFILE:-dev}" = release ] && profile=(--release)
+  "${CARGO:-cargo}" build "${profile[@]}" -p llama-cpp-sys-2 \
+    --message-format=json-render-diagnostics |
     python3 -c '
 import json, sys
 for line in sys.stdin:
