@@ -201,19 +201,13 @@ fn llama_bench(a: &Args, bin: &Path, prompt: usize, gen: u32) -> f64 {
 
 /// A figure measured several times, each time followed by the same figure from llama-bench
 /// when there is a baseline, so that both see the same state of the machine.
+#[derive(Default)]
 struct Paired {
     ours: Vec<f64>,
     theirs: Vec<f64>,
 }
 
 impl Paired {
-    fn new() -> Self {
-        Self {
-            ours: Vec::new(),
-            theirs: Vec::new(),
-        }
-    }
-
     fn line(self, what: &str, baseline: &str) -> String {
         let ours = median(self.ours.clone());
         if self.theirs.is_empty() {
@@ -228,9 +222,9 @@ impl Paired {
         let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
         format!(
             "{what} {ours:8.1} tok/s, llama-bench {baseline} {:.1} tok/s alternating: {:.2} (median of {} pairs: {})",
-            median(self.theirs.clone()),
-            median(ratios.clone()),
-            ratios.len(),
+            median(self.theirs),
+            median(ratios),
+            each.len(),
             each.join(" ")
         )
     }
@@ -407,7 +401,7 @@ fn round_one_from_disk(a: &Args) {
 fn prompt_speed(a: &Args, backend: &LlamaBackend) -> f64 {
     let cancel = CancellationToken::new();
     let prompt = long_prompt(backend, a.prompt_tokens);
-    let mut pp = Paired::new();
+    let mut pp = Paired::default();
     let mut round_prompt_ms = Vec::new();
     for round in (1u32..).take(a.pairs.max(1)) {
         let mut child = backend.child(round).unwrap();
@@ -476,7 +470,7 @@ fn generation_speed(a: &Args) {
         let s = child.last_stats();
         f64::from(s.generated_tokens) / s.generation_time.as_secs_f64()
     };
-    let mut tg = Paired::new();
+    let mut tg = Paired::default();
     let mut callback = Vec::new();
     for round in (1u32..).take(a.pairs.max(1)) {
         let with = rate(&armed, round);

@@ -36,9 +36,11 @@ done
 # llama-bench comes from the same configured llama.cpp tree as the server tests' llama-server
 # (scripts/build-llama-server.sh: the llama-cpp-python sdist's llama.cpp, pinned), so the two
 # share every compiled library and the bench adds only llama-bench's own file.
+# Benches are release builds, so a first build here reuses the release build's llama.cpp
+# objects (the same Release options as the dev build's) rather than compiling a dev one.
 build_llama_bench() {
   local server_bin scratch="target/llama-server"
-  server_bin=$(bash scripts/build-llama-server.sh)
+  server_bin=$(LLAMA_SYS_PROFILE="${LLAMA_SYS_PROFILE:-release}" bash scripts/build-llama-server.sh)
   [ -x "$server_bin" ] || { echo "no llama-server at $server_bin" >&2; exit 1; }
   bench_bin="$PWD/$scratch/build/bin/llama-bench"
   if [ ! -x "$bench_bin" ]; then

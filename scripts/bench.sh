@@ -17,9 +17,8 @@ default_models="$models_dir/SmolLM2-135M-Instruct.Q4_1.gguf:$models_dir/Qwen2.5-
 IFS=: read -r -a models <<<"${BENCH_MODELS:-$default_models}"
 
 # The server bench compares against a real llama-server, and the llama bench alternates with
-# llama-bench; both are built once under target/ from the llama.cpp ralph-tui links, reusing
-# the objects of the release build make bench has just made.
-baseline=$(LLAMA_SYS_PROFILE=release bash scripts/bench-llama.sh --path)
+# llama-bench; both are built once under target/ from the llama.cpp ralph-tui links.
+baseline=$(bash scripts/bench-llama.sh --path)
 for model in "${models[@]}"; do
   if [ ! -f "$model" ]; then
     echo "== no model at $model: skipped (make model fetches it)"

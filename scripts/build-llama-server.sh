@@ -13,9 +13,9 @@
 # byte-identical in the sdist's; otherwise (or with no crate build to reuse) the whole tree is
 # compiled, as before, and the log says why. LLAMA_SYS_OUT names the crate's build output
 # (`OUT_DIR`); without it cargo is asked (which builds the crate if needed) in the dev profile,
-# or in release with LLAMA_SYS_PROFILE=release (make bench, which has just built release: the
-# crate compiles llama.cpp with the same Release options in both); `--crate-out` prints that
-# directory and does nothing else.
+# or in release with LLAMA_SYS_PROFILE=release (scripts/bench-llama.sh, for the release-built
+# benches: the crate compiles llama.cpp with the same Release options in both); `--crate-out`
+# prints that directory and does nothing else.
 #
 # When the binary already exists (built from this pin) nothing is done, so `make test` pays for the build once per
 # clean target/. Prints the binary's path on the last line of stdout.
