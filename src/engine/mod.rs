@@ -24,6 +24,7 @@ pub mod verify;
 
 mod record;
 mod round;
+pub mod testrun;
 mod turn;
 pub mod wrapup;
 
