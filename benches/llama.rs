@@ -317,6 +317,7 @@ fn round_starts(a: &Args) {
                 previous: None,
                 agents: None,
                 tool_instructions: &instructions,
+                observation: None,
             }
             .messages();
             let request = Request {
@@ -367,6 +368,7 @@ fn round_one_from_disk(a: &Args) {
             previous: None,
             agents: None,
             tool_instructions: &instructions,
+            observation: None,
         }
         .messages();
         let request = Request::new(&messages, &specs);

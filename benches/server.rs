@@ -98,6 +98,7 @@ fn round_prompts(backend: &LlamaBackend) -> Vec<Vec<Message>> {
                 previous: None,
                 agents: None,
                 tool_instructions: &instructions,
+                observation: None,
             }
             .messages()
         })

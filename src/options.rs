@@ -169,6 +169,15 @@ options! {
     /// Command run in the workspace after a worker-reported completion; shown beside the claim.
     #[arg(long, value_name = "CMD")]
     verify: String;
+    /// The repository's own test or build command: run in the worker's sandbox at each
+    /// round's start (its result is shown to the worker) and on a `complete` claim (a failing
+    /// check refuses it); `auto` picks one from the repository, `off` runs none.
+    #[arg(long, value_name = "CMD|auto|off", value_parser = CheckSetting::parse)]
+    check: CheckSetting = CheckSetting::DEFAULT;
+    /// Give each round an observation of the workspace after the fixed prompt (its files, the
+    /// check's result, the texts that matter most): `on` or `off`.
+    #[arg(long, value_name = "MODE")]
+    observe: ObserveMode = ObserveMode::DEFAULT;
     /// Sandbox for the commands the child runs; `off` runs them unconfined.
     #[arg(long, value_name = "MODE")]
     sandbox: SandboxMode = SandboxMode::WorkspaceWrite;
@@ -384,6 +393,67 @@ impl From<RoundCount> for u32 {
     fn from(n: RoundCount) -> u32 {
         n.0
     }
+}
+
+/// `--check`: the repository's check command, `auto` (found in the repository) or `off`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub enum CheckSetting {
+    Off,
+    Auto,
+    Command(String),
+}
+
+impl CheckSetting {
+    /// The default (chosen from the evals: see `evals/README.md`).
+    pub const DEFAULT: Self = Self::Off;
+
+    /// Parses `off`, `auto` or a command line (not empty).
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        match raw.trim() {
+            "off" => Ok(Self::Off),
+            "auto" => Ok(Self::Auto),
+            "" => Err("the check is empty: give a command, `auto` or `off`".into()),
+            _ => Ok(Self::Command(raw.to_string())),
+        }
+    }
+}
+
+impl TryFrom<String> for CheckSetting {
+    type Error = String;
+
+    fn try_from(raw: String) -> Result<Self, String> {
+        Self::parse(&raw)
+    }
+}
+
+impl fmt::Display for CheckSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Off => f.write_str("off"),
+            Self::Auto => f.write_str("auto"),
+            Self::Command(command) => f.write_str(command),
+        }
+    }
+}
+
+impl Serialize for CheckSetting {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// `--observe`: whether each round gets the workspace observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObserveMode {
+    On,
+    Off,
+}
+
+impl ObserveMode {
+    /// The default (chosen from the evals: see `evals/README.md`).
+    pub const DEFAULT: Self = Self::Off;
 }
 
 /// Which backend generates the child's turns: `llama`, `openai:URL` or `script:FILE`.

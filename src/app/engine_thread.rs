@@ -215,10 +215,11 @@ fn run_config(
     info: crate::llm::BackendInfo,
     workspace: &Workspace,
     start: &StartAt,
-    warnings: Vec<String>,
+    mut warnings: Vec<String>,
     sandbox_support: String,
 ) -> RunConfig {
     let options = &prepared.settings.options;
+    let check = resolve_check(&options.check, workspace.root(), &mut warnings);
     let (source, source_sha) = model_source(prepared);
     let settings = recorded_settings(prepared, &info, &source);
     RunConfig {
@@ -228,6 +229,8 @@ fn run_config(
         max_turns: options.max_turns,
         token_budget: options.token_budget,
         verify: options.verify.clone(),
+        check,
+        observe: options.observe == crate::options::ObserveMode::On,
         warnings,
         run_info: RunInfo {
             sandbox_support,
@@ -241,6 +244,35 @@ fn run_config(
             resumed_from: prepared.resume.as_ref().map(|r| r.from.clone()),
             resumed_report: start.previous.clone(),
             worktree: prepared.worktree.clone(),
+        },
+    }
+}
+
+/// The check command `--check` names: `auto` is looked for in the repository at `root`, and
+/// what it picked (or that it found none) is said in a warning.
+fn resolve_check(
+    setting: &crate::options::CheckSetting,
+    root: &std::path::Path,
+    warnings: &mut Vec<String>,
+) -> Option<String> {
+    use crate::options::CheckSetting;
+    match setting {
+        CheckSetting::Off => None,
+        CheckSetting::Command(command) => Some(command.clone()),
+        CheckSetting::Auto => match crate::engine::check::auto(root) {
+            Some(picked) => {
+                warnings.push(format!(
+                    "check: `{}` (picked by --check auto: {})",
+                    picked.command, picked.because
+                ));
+                Some(picked.command)
+            }
+            None => {
+                warnings.push(
+                    "check: --check auto found no test or build command in the repository; the rounds run without a check (give one with --check CMD)".into(),
+                );
+                None
+            }
         },
     }
 }

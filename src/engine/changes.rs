@@ -46,6 +46,11 @@ fn name_paths(paths: &[&str]) -> String {
 }
 
 impl RunChanges {
+    /// The paths the worker's tools and commands have changed so far in this run.
+    pub(super) fn worker_paths(&self) -> &BTreeSet<String> {
+        self.worker.paths()
+    }
+
     /// A snapshot, with a warning for what it could not see or why it failed.
     fn snapshot(
         &mut self,

@@ -14,8 +14,10 @@
 
 mod announce;
 mod changes;
+pub mod check;
 mod conversation;
 mod guard;
+pub mod observe;
 pub mod prompt;
 pub mod report;
 pub mod run_info;
@@ -62,6 +64,11 @@ pub struct RunConfig {
     /// Most tokens generated over the whole run (`None`: unbounded).
     pub token_budget: Option<u64>,
     pub verify: Option<String>,
+    /// The repository's check command (`--check`, `auto` already resolved): run at each
+    /// round's start and on a `complete` claim. `None`: no check.
+    pub check: Option<String>,
+    /// Give each round the workspace observation after the fixed prompt (`--observe`).
+    pub observe: bool,
     /// Things the person should know, emitted as `warning` events right after `run_started`.
     pub warnings: Vec<String>,
     /// Extra facts for `run.json` (settings, model sha256, ...).

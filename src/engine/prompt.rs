@@ -38,6 +38,9 @@ objective is met; \"blocked\" with the blocker only when you cannot go on (somet
 that no change in this repository can fix).
   Your report is the only thing the next round will know about this one.";
 
+/// The line after an observation: it replaces the inspection the fixed text asks for.
+const OBSERVATION_CLOSE: &str = "\n\nThe files above are as they are now: you need not list or read them again. Make the change in your first turns (write_file with the whole new content of a small file), then verify it.";
+
 /// Reads the workspace's `AGENTS.md` the way the file tools read: beneath the root, no
 /// symlink followed, a regular file only, opened without blocking, and never more than
 /// [`AGENTS_MAX_BYTES`] + 1 bytes read. `Ok(None)` when there is none; `Err(warning)` when
@@ -75,6 +78,8 @@ pub struct RoundPrompt<'a> {
     pub agents: Option<&'a str>,
     /// The chat format's tool section for the system prompt.
     pub tool_instructions: &'a str,
+    /// The round's observation of the workspace, given after the fixed text.
+    pub observation: Option<&'a str>,
 }
 
 impl RoundPrompt<'_> {
@@ -102,6 +107,11 @@ impl RoundPrompt<'_> {
             user.push('\n');
         }
         user.push_str("\nStart by inspecting the workspace.");
+        if let Some(observation) = self.observation {
+            user.push_str("\n\n");
+            user.push_str(observation.trim_end());
+            user.push_str(OBSERVATION_CLOSE);
+        }
         vec![
             Message::new(Role::System, system),
             Message::new(Role::User, user),

@@ -9,11 +9,11 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::prompt;
 use super::runlog::BASE_TREE;
 use super::turn::{RoundScope, RoundTally};
+use super::{check, observe, prompt};
 use super::{Engine, RoundEnd};
-use crate::protocol::event::{Event, RoundOutcome};
+use crate::protocol::event::{CheckPoint, CheckRun, Event, RoundOutcome};
 use crate::protocol::message::Message;
 use crate::protocol::report::Report;
 use crate::protocol::tool::ToolSpec;
@@ -38,8 +38,37 @@ impl Engine<'_> {
             watch.round_started(round, base);
         }
         let tools = self.tools.registry.specs();
-        let (messages, prompt_json) = self.round_prompt(round, previous, &tools);
+        let check = self.round_check(round);
+        let observation = self.observation(round, previous, check.as_ref(), ctx_size, max_tokens);
+        let (messages, prompt_json) = self.round_prompt(
+            round,
+            previous,
+            &tools,
+            observation.as_ref().map(|o| o.text.as_str()),
+        );
         self.log_round_start(round, &prompt_json, base);
+        // Said right after `round_started`, in the order they were made.
+        let mut opening = Vec::new();
+        if let Some(check) = check {
+            opening.push(Event::CheckFinished {
+                round,
+                at: CheckPoint::RoundStart,
+                check,
+            });
+        }
+        if let Some(seen) = observation {
+            opening.push(Event::RoundObserved {
+                round,
+                files_listed: seen.files_listed,
+                files_unlisted: seen.files_unlisted,
+                shown: seen.shown,
+                check: opening.first().and_then(|e| match e {
+                    Event::CheckFinished { check, .. } => Some(check.verdict),
+                    _ => None,
+                }),
+                text: seen.text,
+            });
+        }
 
         let git_before = GitFingerprint::take(self.workspace.root());
         let processes = ProcessTracker::new();
@@ -55,6 +84,7 @@ impl Engine<'_> {
             processes: &processes,
             round_tmp: &round_tmp,
             cancel: &round_cancel,
+            opening,
         };
         let mut tally = RoundTally::default();
         let end = self.child_turns(&scope, messages, &mut tally);
@@ -78,6 +108,49 @@ impl Engine<'_> {
         end
     }
 
+    /// The check at round `round`'s start, when the run has one.
+    fn round_check(&self, round: u32) -> Option<CheckRun> {
+        let command = self.config.check.as_deref()?;
+        Some(check::run(
+            command,
+            self.workspace.root(),
+            &self.tools.policy,
+            &self.config.run_id,
+            round,
+            &self.cancel,
+        ))
+    }
+
+    /// Round `round`'s observation of the workspace, when the run gives one: its file texts
+    /// within what the context leaves beside the fixed prompt, the turns and the report.
+    fn observation(
+        &self,
+        round: u32,
+        previous: Option<&Report>,
+        check: Option<&CheckRun>,
+        ctx_size: u32,
+        max_tokens: u32,
+    ) -> Option<observe::Observation> {
+        if !self.config.observe {
+            return None;
+        }
+        let changed = self.changes.worker_paths();
+        let seen = observe::observe(&observe::Inputs {
+            root: self.workspace.root(),
+            objective: &self.config.objective,
+            previous,
+            check,
+            changed,
+            text_budget: observe::text_budget(ctx_size, max_tokens),
+        });
+        tracing::info!(
+            "round {round}: observation of {} bytes, {} file(s) shown",
+            seen.text.len(),
+            seen.shown.len()
+        );
+        Some(seen)
+    }
+
     /// Round `round`'s prompt messages (an unreadable `AGENTS.md` is a `warning`), and the
     /// prompt as the run log keeps it: round, format, messages and tools as JSON.
     fn round_prompt(
@@ -85,6 +158,7 @@ impl Engine<'_> {
         round: u32,
         previous: Option<&Report>,
         tools: &[ToolSpec],
+        observation: Option<&str>,
     ) -> (Vec<Message>, Vec<u8>) {
         let agents = prompt::agents_file(self.workspace.root()).unwrap_or_else(|message| {
             self.rec.emit(Event::Warning { message });
@@ -98,6 +172,7 @@ impl Engine<'_> {
             previous,
             agents: agents.as_deref(),
             tool_instructions: &tool_instructions,
+            observation,
         }
         .messages();
         let prompt_json = serde_json::to_vec_pretty(&json!({

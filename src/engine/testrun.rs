@@ -24,7 +24,9 @@ pub fn ran_no_test(output: &str) -> Option<&'static str> {
             unittest_tests = unittest_tests.saturating_add(n);
         }
         let lower = line.to_ascii_lowercase();
-        if lower.starts_with("collected 0 items") || lower.contains("no tests ran") {
+        if lower.starts_with("collected 0 items")
+            || (lower.contains("no tests ran") && line.contains("=="))
+        {
             return Some("pytest collected no test");
         }
         if lower.ends_with("[no test files]") || lower.contains("no tests to run") {

@@ -58,6 +58,8 @@ pub(super) struct RoundScope<'r> {
     pub(super) processes: &'r ProcessTracker,
     pub(super) round_tmp: &'r Path,
     pub(super) cancel: &'r CancellationToken,
+    /// Events said right after `round_started`: the check's run and the observation.
+    pub(super) opening: Vec<Event>,
 }
 
 impl Engine<'_> {
@@ -178,6 +180,9 @@ impl ChildTurns<'_, '_> {
             prompt_tokens,
             prefix_tokens_reused,
         });
+        for event in &self.scope.opening {
+            self.convo.rec.emit(event.clone());
+        }
         for m in &self.convo.messages {
             self.convo.rec.transcript(m);
         }
@@ -310,7 +315,7 @@ impl ChildTurns<'_, '_> {
                 .calls
                 .contradiction(&report)
                 .or_else(|| self.calls.question_block(&report));
-            match refusal {
+            match refusal.or_else(|| self.check_claim(&report)) {
                 Some(reason) => Err(crate::protocol::report::Rejection(reason)),
                 None => Ok(report),
             }
@@ -357,6 +362,31 @@ impl ChildTurns<'_, '_> {
                 None
             }
         }
+    }
+
+    /// Runs the check on a `complete` claim (emitting `check_finished`); why it refuses the
+    /// claim, quoting its output, when it does not pass. `None`: no check, another status,
+    /// or the check passed.
+    fn check_claim(&mut self, report: &crate::protocol::report::Report) -> Option<String> {
+        let command = self.config.check.as_deref()?;
+        if report.status != crate::protocol::report::ReportStatus::Complete {
+            return None;
+        }
+        let run = super::check::run(
+            command,
+            self.workspace.root(),
+            &self.tools.policy,
+            &self.config.run_id,
+            self.scope.round,
+            self.scope.cancel,
+        );
+        let refusal = (!run.verdict.is_pass()).then(|| super::check::refusal(&run));
+        self.convo.rec.emit(Event::CheckFinished {
+            round: self.scope.round,
+            at: crate::protocol::event::CheckPoint::Claim,
+            check: run,
+        });
+        refusal
     }
 
     /// Runs a workspace tool (arguments over `MAX_ARGUMENT_BYTES` are refused unrun) and gives

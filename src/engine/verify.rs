@@ -13,9 +13,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::event::Verification;
-use crate::tools::process::run_captured;
-use crate::tools::run_command::scratch_dir;
-use crate::tools::{sandbox, ToolPolicy};
+use crate::tools::ToolPolicy;
 
 /// How long a verification may run.
 pub const VERIFY_TIMEOUT: Duration = Duration::from_secs(600);
@@ -29,13 +27,15 @@ pub fn run(
     run_id: &str,
     cancel: &CancellationToken,
 ) -> Verification {
-    let tmp = scratch_dir(run_id, "verify");
-    let result = std::fs::create_dir_all(&tmp).and_then(|()| {
-        let cmd = sandbox::command(policy, workspace, &tmp, command);
-        // No tracker: whatever it leaves running is killed before this returns.
-        run_captured(cmd, VERIFY_TIMEOUT, cancel, TAIL_BYTES * 2, None)
-    });
-    let _ = std::fs::remove_dir_all(&tmp);
+    // No tracker: whatever it leaves running is killed before this returns.
+    let (result, _) = super::check::run_confined(
+        command,
+        workspace,
+        policy,
+        (run_id, "verify"),
+        (VERIFY_TIMEOUT, TAIL_BYTES * 2),
+        cancel,
+    );
     match result {
         Ok(captured) => {
             let output = policy.secrets.mask(&captured.output);

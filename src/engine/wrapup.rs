@@ -391,6 +391,7 @@ pub fn check_prompt_fits(
         previous: None,
         agents: agents.as_deref(),
         tool_instructions: &tool_instructions,
+        observation: None,
     }
     .messages();
     let mut child = backend.new_child(1).ok()?;

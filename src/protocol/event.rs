@@ -179,6 +179,82 @@ impl WrapUpReason {
     }
 }
 
+/// When the engine runs the repository's check (`--check`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckPoint {
+    /// Before the round's first turn, for the observation.
+    RoundStart,
+    /// On the worker's `complete` report: a failing check refuses the claim.
+    Claim,
+}
+
+/// What the check's run says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckVerdict {
+    /// Exit 0, and the output does not say that no test ran.
+    Passed,
+    /// A non-zero exit, or a signal.
+    Failed,
+    /// Exit 0, but the runner ran no test: not a pass.
+    NoTests,
+    /// Stopped at its time limit.
+    TimedOut,
+    /// It could not be started (or the sandbox refused it).
+    NotRun,
+}
+
+impl CheckVerdict {
+    pub fn is_pass(self) -> bool {
+        self == Self::Passed
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::NoTests => "ran no test",
+            Self::TimedOut => "timed out",
+            Self::NotRun => "not run",
+        }
+    }
+}
+
+/// One run of the check: the command, how it ended, how long it took, and its output
+/// (bounded, the failure lines first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRun {
+    pub command: String,
+    pub exit_code: Option<i32>,
+    pub verdict: CheckVerdict,
+    /// Why the verdict is what it is, when the exit code alone does not say (`unittest ran
+    /// 0 tests`, `timed out after 120 s`, `could not start: ...`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    pub wall_ms: u64,
+    pub output: String,
+}
+
+/// How much of one file a round's observation shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shown {
+    /// The whole text.
+    Whole,
+    /// Its first lines, with a note to read the rest.
+    Head,
+}
+
+/// A file whose text a round's observation shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObservedFile {
+    pub path: String,
+    pub bytes: u64,
+    pub lines: u64,
+    pub shown: Shown,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
@@ -228,6 +304,27 @@ pub enum Event {
         name: String,
         ok: bool,
         output: String,
+    },
+    /// The engine ran the repository's check (`--check`): at the round's start for the
+    /// observation, or on a `complete` claim.
+    CheckFinished {
+        round: u32,
+        at: CheckPoint,
+        check: CheckRun,
+    },
+    /// What the round's observation gave the child after the fixed prompt: the files listed,
+    /// those shown (whole or by their head) and the whole text given.
+    RoundObserved {
+        round: u32,
+        /// Files in the listing (tracked and untracked-not-ignored).
+        files_listed: u64,
+        /// Files left out of the listing (over its bound).
+        files_unlisted: u64,
+        shown: Vec<ObservedFile>,
+        /// The check's verdict in the observation, when a check ran.
+        check: Option<CheckVerdict>,
+        /// Exactly what the child was given after the fixed prompt.
+        text: String,
     },
     /// The next turn is the round's last: it may only file the report.
     WrapUp {

@@ -22,7 +22,7 @@ pub mod search;
 pub mod secrets;
 mod setup_failure;
 pub mod supervisor;
-mod walk;
+pub(crate) mod walk;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};

@@ -34,6 +34,11 @@ impl Attribution {
         self.worker.contains(path)
     }
 
+    /// Every path recorded as the worker's.
+    pub fn paths(&self) -> &BTreeSet<String> {
+        &self.worker
+    }
+
     /// Whether a file at `path` (renamed from `old_path`) is the worker's.
     pub fn is_worker(&self, path: &str, old_path: Option<&str>) -> bool {
         self.contains(path) || old_path.is_some_and(|old| self.contains(old))

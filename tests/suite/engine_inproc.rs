@@ -37,6 +37,8 @@ pub(super) fn config(max_rounds: u32) -> RunConfig {
         max_turns: 8,
         token_budget: None,
         verify: None,
+        check: None,
+        observe: false,
         warnings: Vec::new(),
         run_info: RunInfo {
             sandbox_support: "off".into(),

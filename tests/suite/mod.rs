@@ -25,6 +25,7 @@ pub mod openai_server;
 mod protocol;
 mod readme;
 mod reserve;
+mod round_context;
 mod resume;
 mod review_flows;
 mod sinks;

@@ -97,6 +97,7 @@ fn expected_messages(
         previous: Some(previous),
         agents: agents.as_deref(),
         tool_instructions: &instructions,
+        observation: None,
     }
     .messages();
     serde_json::to_value(messages).unwrap()

@@ -1,0 +1,312 @@
+//! The round observation and the check (`--observe`, `--check`) through the real binary with
+//! the script backend: what the child is given after the fixed prompt, what it leaves out,
+//! the check at each round's start and on a `complete` claim, `auto`, and a check that hangs
+//! or reaches outside.
+
+use serde_json::{json, Value};
+
+use super::common::*;
+
+/// The round's prompt as the run log keeps it.
+fn prompt(run: &Run, round: u32) -> Value {
+    let path = run.run_dir.join(format!("rounds/{round:02}/prompt.json"));
+    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+}
+
+/// The round's user message (the fixed text, then the observation).
+fn user_message(run: &Run, round: u32) -> String {
+    prompt(run, round)["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn stderr(run: &Run) -> String {
+    String::from_utf8_lossy(&run.out.stderr).into_owned()
+}
+
+/// A repository with a failing unittest whose files follow the `<module>_test.py` habit.
+fn failing_repo() -> TempRepo {
+    let repo = TempRepo::new();
+    repo.write("calc.py", "def add(a, b):\n    return a - b\n");
+    repo.write(
+        "calc_test.py",
+        "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    );
+    repo.write("README.md", "A calculator.\n");
+    repo.commit_all("start");
+    repo
+}
+
+const FIXED_ADD: &str = "def add(a, b):\n    return a + b\n";
+
+#[test]
+fn the_observation_lists_files_shows_texts_and_the_check_after_the_fixed_prompt() {
+    let repo = failing_repo();
+    let check = "python3 -m unittest discover -p '*_test.py'";
+    let run = run_script(
+        &repo,
+        vec![
+            turns(&[continue_report("saw it")]),
+            turns(&[
+                write_file_call("calc.py", FIXED_ADD),
+                report("complete", "fixed add", &["the check passes"], &[], ""),
+            ]),
+        ],
+        &["--check", check, "--observe", "on", "fix add() in calc.py"],
+    );
+    assert_eq!(code(&run.out), 0, "{}", stderr(&run));
+    let observed = of_type(&run.events, "round_observed");
+    assert_eq!(observed.len(), 2);
+    let first = observed[0];
+    assert_eq!(first["round"], 1);
+    assert_eq!(first["files_listed"], 3);
+    assert_eq!(first["check"], "failed");
+    let shown: Vec<&str> = first["shown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    // Named in the objective first, then the check's output names the test file.
+    assert_eq!(shown[0], "calc.py", "{shown:?}");
+    assert!(shown.contains(&"calc_test.py"), "{shown:?}");
+    assert_eq!(first["shown"][0]["shown"], "whole");
+
+    // The child got exactly the event's text, after the fixed text.
+    let user = user_message(&run, 1);
+    let text = first["text"].as_str().unwrap();
+    let fixed_end = user.find("Start by inspecting the workspace.").unwrap();
+    let at = user.find(text).expect("the observation is in the prompt");
+    assert!(at > fixed_end, "the observation comes after the fixed text");
+    assert!(text.contains("calc.py (2 lines)"), "{text}");
+    assert!(text.contains("return a - b"), "{text}");
+    assert!(text.contains(&format!("The check `{check}`")), "{text}");
+    assert!(text.contains("FAILED (exit code 1"), "{text}");
+    assert!(text.contains("AssertionError"), "{text}");
+
+    // Round 2 sees the workspace as it is then, never round 1's conversation.
+    let second = user_message(&run, 2);
+    assert!(!second.contains("<tool_call>"), "{second}");
+
+    // The check ran at each round's start and on the claim, and is logged with its time.
+    let checks = of_type(&run.events, "check_finished");
+    let points: Vec<(u64, &str, &str)> = checks
+        .iter()
+        .map(|c| {
+            (
+                c["round"].as_u64().unwrap(),
+                c["at"].as_str().unwrap(),
+                c["check"]["verdict"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        points,
+        [
+            (1, "round_start", "failed"),
+            (2, "round_start", "failed"),
+            (2, "claim", "passed")
+        ]
+    );
+    assert!(checks.iter().all(|c| c["check"]["wall_ms"].is_u64()));
+    let order: Vec<&str> = run
+        .events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .filter(|t| matches!(*t, "round_started" | "check_finished" | "round_observed"))
+        .take(3)
+        .collect();
+    assert_eq!(order, ["round_started", "check_finished", "round_observed"]);
+}
+
+#[test]
+fn the_system_prompt_is_the_same_with_and_without_the_observation() {
+    let repo = failing_repo();
+    let rounds = || vec![turns(&[continue_report("looked")])];
+    let on = run_script(&repo, rounds(), &["-n", "1", "--observe", "on", "x"]);
+    let off = run_script(&repo, rounds(), &["-n", "1", "--observe", "off", "x"]);
+    assert_eq!(code(&on.out), 4, "{}", stderr(&on));
+    assert_eq!(code(&off.out), 4, "{}", stderr(&off));
+    assert_eq!(prompt(&on, 1)["messages"][0], prompt(&off, 1)["messages"][0]);
+    let plain = user_message(&off, 1);
+    let observed = user_message(&on, 1);
+    assert!(observed.starts_with(&plain), "the fixed text is unchanged");
+    assert!(observed.len() > plain.len());
+    assert!(of_type(&off.events, "round_observed").is_empty());
+    assert!(of_type(&off.events, "check_finished").is_empty());
+    assert!(!plain.contains("Observation of the workspace"));
+}
+
+#[test]
+fn a_failing_check_refuses_the_claim_quoting_its_output_and_the_round_goes_on() {
+    let repo = failing_repo();
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            call("read_file", json!({"path": "calc.py"})),
+            report("complete", "all good", &["looks right"], &[], ""),
+            write_file_call("calc.py", FIXED_ADD),
+            report("complete", "fixed add", &["the check passes"], &[], ""),
+        ])],
+        &[
+            "-n",
+            "1",
+            "--check",
+            "python3 -m unittest discover -p '*_test.py'",
+            "fix add()",
+        ],
+    );
+    assert_eq!(code(&run.out), 0, "{}", stderr(&run));
+    let rejected = of_type(&run.events, "report_rejected");
+    assert_eq!(rejected.len(), 1);
+    let reason = rejected[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("does not pass"), "{reason}");
+    assert!(reason.contains("AssertionError"), "{reason}");
+    assert!(reason.contains("-1 != 5"), "{reason}");
+    assert_eq!(repo.read("calc.py"), FIXED_ADD);
+    assert_eq!(last(&run.events)["status"], "complete");
+}
+
+#[test]
+fn a_check_that_ran_no_test_is_not_a_pass() {
+    let repo = failing_repo();
+    // The unittest default pattern misses `calc_test.py`: exit 0, `Ran 0 tests`.
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            call("list_dir", json!({"path": "."})),
+            report("complete", "done", &["python3 -m unittest passed"], &[], ""),
+            report("continue", "not yet", &[], &["find the tests"], ""),
+        ])],
+        &["-n", "1", "--check", "python3 -m unittest", "x"],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    let checks = of_type(&run.events, "check_finished");
+    assert_eq!(checks.len(), 2);
+    for check in &checks {
+        assert_eq!(check["check"]["exit_code"], 0);
+        assert_eq!(check["check"]["verdict"], "no_tests", "{check}");
+        assert!(check["check"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("ran 0 tests"));
+    }
+    let reason = of_type(&run.events, "report_rejected")[0]["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(reason.contains("ran no test"), "{reason}");
+}
+
+#[test]
+fn check_auto_says_what_it_picked_and_when_it_finds_none() {
+    let repo = failing_repo();
+    let run = run_script(
+        &repo,
+        vec![turns(&[continue_report("looked")])],
+        &["-n", "1", "--check", "auto", "x"],
+    );
+    let warnings: Vec<&str> = of_type(&run.events, "warning")
+        .iter()
+        .map(|w| w["message"].as_str().unwrap())
+        .collect();
+    let picked = "python3 -m unittest discover -s . -p '*_test.py'";
+    assert!(
+        warnings.iter().any(|w| w.contains(picked) && w.contains("--check auto")),
+        "{warnings:?}"
+    );
+    assert_eq!(
+        of_type(&run.events, "check_finished")[0]["check"]["command"],
+        picked
+    );
+
+    let bare = TempRepo::new();
+    bare.write("notes.txt", "nothing to test\n");
+    bare.commit_all("start");
+    let run = run_script(
+        &bare,
+        vec![turns(&[continue_report("looked")])],
+        &["-n", "1", "--check", "auto", "x"],
+    );
+    let warnings: Vec<String> = of_type(&run.events, "warning")
+        .iter()
+        .map(|w| w["message"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        warnings.iter().any(|w| w.contains("found no test or build command")),
+        "{warnings:?}"
+    );
+    assert!(of_type(&run.events, "check_finished").is_empty());
+}
+
+#[test]
+fn a_hanging_or_missing_check_is_bounded_and_the_round_still_starts() {
+    let repo = failing_repo();
+    for (check, verdict) in [
+        ("sleep 30", "timed_out"),
+        ("no-such-command-anywhere", "failed"),
+    ] {
+        let run = run_script(
+            &repo,
+            vec![turns(&[continue_report("looked")])],
+            &["-n", "1", "--command-timeout", "1", "--observe", "on", "--check", check, "x"],
+        );
+        assert_eq!(code(&run.out), 4, "{check}: {}", stderr(&run));
+        let ran = &of_type(&run.events, "check_finished")[0]["check"];
+        assert_eq!(ran["verdict"], verdict, "{check}: {ran}");
+        let observed = of_type(&run.events, "round_observed");
+        assert_eq!(observed[0]["check"], verdict);
+        assert_eq!(of_type(&run.events, "round_finished").len(), 1);
+    }
+}
+
+#[test]
+fn a_check_that_prints_megabytes_stays_within_its_bound() {
+    let repo = failing_repo();
+    let run = run_script(
+        &repo,
+        vec![turns(&[continue_report("looked")])],
+        &[
+            "-n",
+            "1",
+            "--observe",
+            "on",
+            "--check",
+            "yes 'FAIL: a line of output' | head -c 5000000; exit 1",
+            "x",
+        ],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    let ran = &of_type(&run.events, "check_finished")[0]["check"];
+    assert_eq!(ran["verdict"], "failed");
+    assert!(ran["output"].as_str().unwrap().len() <= 4096);
+    let text = of_type(&run.events, "round_observed")[0]["text"]
+        .as_str()
+        .unwrap()
+        .len();
+    assert!(text < 16 * 1024, "{text}");
+}
+
+#[test]
+fn the_check_is_confined_like_a_worker_command() {
+    let support = ralph_tui::tools::sandbox::probe_with(std::path::Path::new(BIN));
+    if let Err(why) = support.check(ralph_tui::protocol::policy::SandboxMode::WorkspaceWrite, false)
+    {
+        eprintln!("skipped: this kernel has no sandbox ({why})");
+        return;
+    }
+    let repo = failing_repo();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("written-by-the-check");
+    let check = format!("echo x > {}", target.display());
+    let run = run_script(
+        &repo,
+        vec![turns(&[continue_report("looked")])],
+        &["-n", "1", "--check", &check, "x"],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    assert!(!target.exists(), "the check wrote outside the workspace");
+    let ran = &of_type(&run.events, "check_finished")[0]["check"];
+    assert_eq!(ran["verdict"], "failed", "{ran}");
+}
