@@ -12,15 +12,18 @@ use tokio_util::sync::CancellationToken;
 use crate::app::{self, Prepared, StartError};
 use crate::engine::RunSummary;
 use crate::error::{say, ExitCode};
-use crate::protocol::event::{RunStatus, Stamped, Verification};
+use crate::protocol::event::{CheckPoint, CheckRun, Event, RunStatus, Stamped, Verification};
 use crate::tools::approval::DenyAll;
 use crate::workspace::WorktreeInfo;
 
-/// Writes each event as one line on stdout, flushed.
+/// Writes each event as one line on stdout, flushed; a warning and each run of the check
+/// also say so on stderr.
 fn stdout_sink() -> crate::engine::EventSink {
     Box::new(|event: &Stamped| {
-        if let crate::protocol::event::Event::Warning { message } = &event.event {
-            say(&format!("warning: {message}"));
+        match &event.event {
+            Event::Warning { message } => say(&format!("warning: {message}")),
+            Event::CheckFinished { round, at, check } => say(&check_line(*round, *at, check)),
+            _ => {}
         }
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{}", event.to_line());
@@ -122,6 +125,38 @@ fn finished(summary: &RunSummary, worktree: Option<&WorktreeInfo>) -> ExitCode {
         ));
     }
     ExitCode::of_run(summary.status, summary.verification.as_ref())
+}
+
+/// What one run of the check found, in a few words: `` check `pytest` failed (exit 1,
+/// 3.2 s) ``, `` claim refused by the check: `pytest` ... `` for a claim it refused, and the
+/// note when there is one (the command and the note sanitized: they may come from the
+/// repository).
+pub fn check_said(at: CheckPoint, check: &CheckRun) -> String {
+    let what = match at {
+        CheckPoint::RoundStart => "check",
+        CheckPoint::Claim if check.verdict.is_pass() => "claim checked:",
+        CheckPoint::Claim => "claim refused by the check:",
+    };
+    let exit = match check.exit_code {
+        Some(code) => format!("exit {code}"),
+        None => "no exit code".to_string(),
+    };
+    let mut said = format!(
+        "{what} `{}` {} ({exit}, {:.1} s)",
+        crate::text::sanitize_line(&check.command),
+        check.verdict.as_str(),
+        check.wall_ms as f64 / 1000.0
+    );
+    if !check.note.is_empty() {
+        said.push_str(&format!(" — {}", crate::text::sanitize_line(&check.note)));
+    }
+    said
+}
+
+/// The stderr line of one run of the check: `` round 2: check `pytest` failed (exit 1,
+/// 3.2 s) ``.
+pub fn check_line(round: u32, at: CheckPoint, check: &CheckRun) -> String {
+    format!("round {round}: {}", check_said(at, check))
 }
 
 /// The closing line on stderr: the outcome in one sentence (claim and verify result), a

@@ -1,6 +1,8 @@
 //! Update for engine events: the stream, the reports list, the changes list, the review.
 //!
-//! Each event changes the state in one place here; what it shows is up to the widgets.
+//! Each event changes the state in one place here; what it shows is up to the widgets. Tool
+//! calls, a round's observation and each run of the check become cards: a line in the
+//! stream, its folded rest below it, and the card kept whole for its view.
 
 use super::kit::wrap;
 use super::model::{
@@ -9,7 +11,8 @@ use super::model::{
 };
 use super::state::State;
 use super::transcript::LineKind;
-use super::views::card::{self, CallResult, Card};
+use super::views::card::{self, Call, CallResult, Card, CardBody};
+use super::views::observation::{CheckCard, Observation};
 use crate::protocol::event::{ChangedFile, Event, RoundOutcome, WrapUpReason};
 use crate::protocol::report::Report;
 use crate::protocol::tool::REPORT_TOOL;
@@ -50,7 +53,20 @@ impl State {
                 arguments,
             } => {
                 self.meters.tool_running = Some(name.clone());
-                self.push_card(round, name, arguments)
+                let line = card::header(&name, &arguments);
+                let folded = card::argument_lines(&name, &arguments);
+                let call = Call {
+                    name,
+                    arguments,
+                    result: None,
+                };
+                self.push_card(
+                    round,
+                    LineKind::ToolCall,
+                    &line,
+                    &folded,
+                    CardBody::Call(call),
+                );
             }
             Event::ToolResult {
                 name, ok, output, ..
@@ -60,6 +76,24 @@ impl State {
                 self.push_tool_result(&name, ok, &output);
             }
             Event::WrapUp { round, reason } => self.wrap_up(round, reason),
+            Event::CheckFinished { round, at, check } => {
+                let card = CheckCard { at, run: check };
+                let (line, folded) = card.lines();
+                self.push_card(round, card.kind(), &line, &folded, CardBody::Check(card));
+            }
+            Event::RoundObserved {
+                round,
+                files_listed,
+                files_unlisted,
+                shown,
+                check,
+                text,
+            } => {
+                let seen = Observation::new(files_listed, files_unlisted, shown, check, &text);
+                let (line, folded) = seen.lines();
+                let body = CardBody::Observed(seen);
+                self.push_card(round, LineKind::ToolCall, &line, &folded, body);
+            }
             Event::ReportRejected { round, reason } => {
                 self.transcript
                     .push_line(LineKind::Notice, &format!("✗ report rejected: {reason}"));
@@ -327,24 +361,23 @@ impl State {
         }
     }
 
-    /// A tool call as a card: its header now, its folded arguments below.
-    fn push_card(&mut self, round: u32, name: String, arguments: serde_json::Value) {
+    /// A card: its line (drawn as `kind`) and its folded lines below; the card kept whole.
+    fn push_card(
+        &mut self,
+        round: u32,
+        kind: LineKind,
+        line: &str,
+        folded: &[String],
+        body: CardBody,
+    ) {
         let id = self.next_card;
         self.next_card += 1;
-        self.transcript
-            .push_card_line(LineKind::ToolCall, &card::header(&name, &arguments), id);
-        let folded = card::argument_lines(&name, &arguments);
-        self.push_folded(id, &folded);
+        self.transcript.push_card_line(kind, line, id);
+        self.push_folded(id, folded);
         if self.cards.len() >= card::MAX_CARDS {
             self.cards.pop_front();
         }
-        self.cards.push_back(Card {
-            id,
-            round,
-            name,
-            arguments,
-            result: None,
-        });
+        self.cards.push_back(Card { id, round, body });
     }
 
     /// The card's folded lines, at most [`card::MAX_UNFOLDED`] of them in the stream.
@@ -372,14 +405,15 @@ impl State {
         } else {
             LineKind::ToolFailed
         };
-        let card = self
-            .cards
-            .iter_mut()
-            .rev()
-            .find(|c| c.name == name && c.result.is_none());
-        let id = card.as_ref().map_or(0, |c| c.id);
-        if let Some(card) = card {
-            card.result = Some(CallResult {
+        let card = self.cards.iter_mut().rev().find_map(|c| match &mut c.body {
+            CardBody::Call(call) if call.name == name && call.result.is_none() => {
+                Some((c.id, call))
+            }
+            _ => None,
+        });
+        let id = card.as_ref().map_or(0, |(id, _)| *id);
+        if let Some((_, call)) = card {
+            call.result = Some(CallResult {
                 ok,
                 output: crate::text::cut_at_char_boundary(output, card::MAX_RESULT_BYTES)
                     .to_string(),

@@ -9,6 +9,7 @@ mod cards;
 mod event_loop;
 pub(super) mod fixtures;
 mod footers;
+mod observation;
 mod review;
 mod streaming;
 mod views;

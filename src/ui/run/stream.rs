@@ -1,6 +1,7 @@
 //! The live stream of the current child: its text, tool calls as cards (header, result line,
-//! the rest folded), reasoning folded to a line, round markers. The selected card, if the
-//! person picked one with `[` `]`, is highlighted; Enter opens it.
+//! the rest folded) and the engine's own (the observation, the check's runs), reasoning
+//! folded to a line, round markers. The selected card, if the person picked one with `[` `]`,
+//! is highlighted; Enter opens it.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -44,7 +45,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         title.push_str("· raw output ");
     }
     if let Some(card) = state.cursors.card_sel.and_then(|_| state.selected_card()) {
-        title.push_str(&format!("· call {} selected ", card.id));
+        title.push_str(&format!("· card {} selected ", card.id));
     }
     if transcript.dropped() > 0 {
         title.push_str(&format!("· {} dropped ", compact(transcript.dropped())));

@@ -1,9 +1,10 @@
 //! Tool calls as cards: the header line (the tool and its key argument), the result line
 //! (status and the first lines of output), the folded rest, and the whole call in a detail
-//! view in the style of the report view.
+//! view in the style of the report view. The engine's own cards (a round's observation, a
+//! run of the check: `observation`) are cards of the same stream and the same view.
 //!
 //! The words are computed once, when the call or its result arrives; the stream keeps only
-//! the lines, and the state keeps the last [`MAX_CARDS`] calls whole for the detail view.
+//! the lines, and the state keeps the last [`MAX_CARDS`] cards whole for the detail view.
 
 use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
@@ -11,7 +12,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
+use super::observation::{CheckCard, Observation};
 use super::view::{Ctx, Outcome, View};
+use crate::protocol::event::CheckPoint;
+use crate::text::sanitize_line;
 use crate::ui::hints::{self, HintSpec};
 use crate::ui::keys::{self, Action};
 use crate::ui::kit::draw::{draw_lines, modal};
@@ -29,15 +33,58 @@ pub const MAX_UNFOLDED: usize = 200;
 /// The name the engine gives a call it could not parse.
 pub const MALFORMED: &str = "(malformed)";
 
-/// One tool call and, once it came, its result.
+/// One card of the stream: a tool call, or one of the engine's own.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Card {
     /// Numbered from 1 in the run, so a stream line can name its card.
     pub id: u32,
     pub round: u32,
+    pub body: CardBody,
+}
+
+/// What a card holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CardBody {
+    Call(Call),
+    /// What the round's child was given after the fixed prompt.
+    Observed(Observation),
+    /// A run of the repository's check.
+    Check(CheckCard),
+}
+
+/// One tool call and, once it came, its result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
     pub name: String,
     pub arguments: Value,
     pub result: Option<CallResult>,
+}
+
+impl Card {
+    /// The tool call the card is, if it is one.
+    pub fn call(&self) -> Option<&Call> {
+        match &self.body {
+            CardBody::Call(call) => Some(call),
+            _ => None,
+        }
+    }
+
+    /// The card view's title: ` Tool call · round 2 · read_file `.
+    pub fn title(&self) -> String {
+        let round = self.round;
+        match &self.body {
+            CardBody::Call(call) => format!(" Tool call · round {round} · {} ", call.name),
+            CardBody::Observed(_) => format!(" Observation · round {round} "),
+            CardBody::Check(check) => {
+                let when = match check.at {
+                    CheckPoint::RoundStart => "at the round's start",
+                    CheckPoint::Claim if check.refused() => "claim refused",
+                    CheckPoint::Claim => "on the claim",
+                };
+                format!(" Check · round {round} · {when} ")
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,31 +225,44 @@ pub fn result_lines(ok: bool, output: &str) -> (String, Vec<String>) {
 /// Every line of the detail view of `card`, `width` columns wide.
 pub fn detail_lines(theme: Theme, card: &Card, width: u16) -> Vec<Line<'static>> {
     let width = usize::from(width.saturating_sub(2)).max(1);
+    match &card.body {
+        CardBody::Call(call) => call_lines(theme, call, width),
+        CardBody::Observed(observation) => observation.detail_lines(theme, width),
+        CardBody::Check(check) => check.detail_lines(theme, width),
+    }
+}
+
+/// A tool call's detail lines: its header, arguments and result.
+fn call_lines(theme: Theme, card: &Call, width: usize) -> Vec<Line<'static>> {
     let mut out = vec![
-        Line::styled(header(&card.name, &card.arguments), theme.tool_call()),
+        Line::styled(
+            sanitize_line(&header(&card.name, &card.arguments)),
+            theme.tool_call(),
+        ),
         Line::raw(""),
         Line::styled("Arguments", theme.bold()),
     ];
     let block = |out: &mut Vec<Line<'static>>, text: &str| {
-        for row in wrap::rows_multiline(text, width) {
-            out.push(Line::raw(format!("  {row}")));
-        }
+        super::observation::push_block(out, text, width);
     };
     match &card.arguments {
         Value::Object(map) if !map.is_empty() => {
             for (key, value) in map {
                 match value {
                     Value::String(s) if s.contains('\n') => {
-                        out.push(Line::styled(format!("  {key}:"), theme.dim()));
+                        out.push(Line::styled(
+                            format!("  {}:", sanitize_line(key)),
+                            theme.dim(),
+                        ));
                         block(&mut out, s);
                     }
                     Value::String(s) => out.push(Line::from(vec![
-                        Span::styled(format!("  {key}: "), theme.dim()),
-                        Span::raw(s.clone()),
+                        Span::styled(format!("  {}: ", sanitize_line(key)), theme.dim()),
+                        Span::raw(sanitize_line(s)),
                     ])),
                     other => out.push(Line::from(vec![
-                        Span::styled(format!("  {key}: "), theme.dim()),
-                        Span::raw(other.to_string()),
+                        Span::styled(format!("  {}: ", sanitize_line(key)), theme.dim()),
+                        Span::raw(sanitize_line(&other.to_string())),
                     ])),
                 }
             }
@@ -273,10 +333,7 @@ impl View for CardDetail {
 
     fn render(&self, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         let theme = ctx.theme;
-        let title = format!(
-            " Tool call · round {} · {} ",
-            self.card.round, self.card.name
-        );
+        let title = sanitize_line(&self.card.title());
         let hint = Some(format!(" {} ", hints::said(&[&keys::VIEWS], CARD_KEYS)));
         let inner = modal(theme, title, hint, area_of(area), buf);
         let lines: Vec<Line> = detail_lines(theme, &self.card, inner.width)

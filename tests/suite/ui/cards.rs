@@ -291,7 +291,9 @@ fn brackets_choose_the_card_enter_opens() {
     press(&mut state, KeyCode::Char('['));
     press(&mut state, KeyCode::Enter);
     match state.overlay() {
-        Some(Overlay::Card(view)) => assert_eq!(view.card.name, "list_dir"),
+        Some(Overlay::Card(view)) => {
+            assert_eq!(view.card.call().map(|c| c.name.as_str()), Some("list_dir"))
+        }
         other => panic!("{other:?}"),
     }
     press(&mut state, KeyCode::Esc);
