@@ -6,7 +6,8 @@
 //! the model every round; prompt tokens per second (whole batches, the abort callback armed)
 //! with the worst cancel latency during a prompt beside it; generation tokens per second;
 //! round start latency (round begins → first generated token) for round 1 and rounds 2..N
-//! with and without the fixed-prefix cache, next to the prefix's share of the prompt; round 1
+//! with and without the fixed-prefix cache, next to the prefix's share of the prompt; the
+//! demo's round start with the observation and the check against the plain prompt; round 1
 //! with the fixed prefix evaluated (cold) against restored from the disk cache; resident
 //! memory after round 1 and after the last round. Figures only: nothing is asserted.
 //!
@@ -243,6 +244,7 @@ fn long_prompt(backend: &LlamaBackend, tokens: usize) -> Vec<Message> {
             messages: &messages,
             tools: &[],
             report_only: false,
+            max_tokens: None,
         };
         let n = backend
             .tokenize(&backend.render_prompt(request).unwrap())
@@ -277,6 +279,7 @@ fn cancel_latency(backend: &LlamaBackend, prompt: &[Message]) -> f64 {
                     messages: prompt,
                     tools: &[],
                     report_only: false,
+                    max_tokens: None,
                 },
                 &mut |_| {
                     first_token.get_or_insert_with(Instant::now);
@@ -324,6 +327,7 @@ fn round_starts(a: &Args) {
                 messages: &messages,
                 tools: &specs,
                 report_only: false,
+                max_tokens: None,
             };
             let begun = Instant::now();
             let mut child = backend.child(round).unwrap();
@@ -347,6 +351,110 @@ fn round_starts(a: &Args) {
         );
     }
 }
+
+/// The demo's round start with the observation and the check against without, in
+/// alternating pairs on one backend whose fixed prefix is cached (rounds 2..): plain is the
+/// child created → first token on the fixed prompt; observed adds the check's run in the
+/// sandbox (`python3 -m unittest`), the look at the demo repository and the observation's
+/// tokens. The goal: observed ≤ 1.5 × plain.
+fn observed_round_starts(a: &Args) {
+    use ralph_tui::engine::{check, observe};
+    use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
+    use ralph_tui::tools::ToolPolicy;
+    const PAIRS: u32 = 4;
+    let objective =
+        "Implement slugify in slug.py so that python3 -m unittest passes. Keep the tests unchanged.";
+    let repo = tempfile::tempdir().unwrap();
+    for (name, text) in DEMO_FILES {
+        std::fs::write(repo.path().join(name), text).unwrap();
+    }
+    let policy = ToolPolicy::new(SandboxMode::WorkspaceWrite, ApprovalPolicy::Auto, false);
+    let backend = LlamaBackend::load(&a.model, &settings(a, 1), None)
+        .unwrap()
+        .with_prefix_cache(true);
+    let specs = Registry::standard().specs();
+    let instructions = backend.format().tool_instructions(&specs);
+    let changed = std::collections::BTreeSet::new();
+    let cancel = CancellationToken::new();
+    let start = |round: u32, observed: bool| -> (f64, usize) {
+        let begun = Instant::now();
+        let seen = observed.then(|| {
+            let run = check::run(
+                "python3 -m unittest",
+                repo.path(),
+                &policy,
+                "bench",
+                round,
+                &cancel,
+            );
+            observe::observe(&observe::Inputs {
+                root: repo.path(),
+                objective,
+                previous: None,
+                check: Some(&run),
+                changed: &changed,
+                text_budget: observe::text_budget(16384, 1024),
+            })
+        });
+        let messages = RoundPrompt {
+            objective,
+            round,
+            max_rounds: 8,
+            previous: None,
+            agents: None,
+            tool_instructions: &instructions,
+            observation: seen.as_ref().map(|o| o.text.as_str()),
+        }
+        .messages();
+        let request = Request::new(&messages, &specs);
+        let mut child = backend.child(round).unwrap();
+        child.prepare(request).unwrap();
+        let first = first_text_at(&mut child, request);
+        (
+            ms(first.saturating_duration_since(begun)),
+            child.last_prompt_tokens().len(),
+        )
+    };
+    // Round 1 stores the prefix; every measured round restores it.
+    start(1, false);
+    let mut ratios = Vec::new();
+    let (mut plain, mut observed) = (Vec::new(), Vec::new());
+    let mut tokens = (0, 0);
+    for pair in 0..PAIRS {
+        let round = 2 + 2 * pair;
+        let (p, pt) = start(round, false);
+        let (o, ot) = start(round + 1, true);
+        tokens = (pt, ot);
+        ratios.push(o / p);
+        plain.push(p);
+        observed.push(o);
+    }
+    println!(
+        "round start, demo, observed/plain: {:.2}× (median of {PAIRS} pairs; {:.1} against {:.1} ms; prompt {} against {} tokens); pairs {}",
+        median(ratios.clone()),
+        median(observed),
+        median(plain),
+        tokens.1,
+        tokens.0,
+        ratios.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(" ")
+    );
+}
+
+/// The demo repository's files (`scripts/demo.sh` writes the same ones).
+const DEMO_FILES: [(&str, &str); 3] = [
+    (
+        "slug.py",
+        "\"\"\"Turn titles into URL slugs.\"\"\"\n\n\ndef slugify(text):\n    raise NotImplementedError\n",
+    ),
+    (
+        "test_slug.py",
+        "import unittest\n\nfrom slug import slugify\n\n\nclass SlugifyTest(unittest.TestCase):\n    def test_words_are_joined_with_hyphens(self):\n        self.assertEqual(slugify(\"Hello World\"), \"hello-world\")\n\n    def test_punctuation_is_dropped(self):\n        self.assertEqual(slugify(\"Ralph, again!\"), \"ralph-again\")\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n",
+    ),
+    (
+        "AGENTS.md",
+        "Run the tests with `python3 -m unittest` from the repository root.\n",
+    ),
+];
 
 /// Round 1's start (the round's child created → first generated token) on the demo round
 /// prompt in pairs of runs sharing a disk prefix cache: the first evaluates the fixed prefix
@@ -413,6 +521,7 @@ fn prompt_speed(a: &Args, backend: &LlamaBackend) -> f64 {
                     messages: &prompt,
                     tools: &[],
                     report_only: false,
+                    max_tokens: None,
                 },
                 &mut |_| {},
                 &cancel,
@@ -467,6 +576,7 @@ fn generation_speed(a: &Args) {
             messages: &story,
             tools: &[],
             report_only: false,
+            max_tokens: None,
         };
         child.generate(request, &mut |_| {}, &cancel).unwrap();
         let s = child.last_stats();
@@ -546,6 +656,7 @@ fn memory_across_rounds(a: &Args) {
                     messages: &short,
                     tools: &[],
                     report_only: false,
+                    max_tokens: None,
                 },
                 &mut |_| {},
                 &cancel,
@@ -604,6 +715,7 @@ fn main() {
         return;
     }
     round_starts(&a);
+    observed_round_starts(&a);
     round_one_from_disk(&a);
     generation_speed(&a);
     fresh_against_reload(&a, &backend, typical_prompt_ms);

@@ -276,6 +276,7 @@ fn coding_prompt(target: &LlamaBackend) -> Vec<LlamaToken> {
             messages: &messages,
             tools: &[],
             report_only: false,
+            max_tokens: None,
         })
         .unwrap();
     target.tokenize(&text)

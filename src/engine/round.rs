@@ -21,6 +21,19 @@ use crate::tools::process::ProcessTracker;
 use crate::workspace::gitguard::GitFingerprint;
 use crate::workspace::Snapshot;
 
+/// The turn cap a round needs to write back whole the largest file its observation shows
+/// whole, when that is more than `max_tokens`: the file's estimated tokens (its JSON-escaped
+/// text in a `write_file` call), never more than a quarter of the context. `None`: the
+/// run's `--max-tokens` is enough.
+fn observation_turn_tokens(largest_whole: usize, max_tokens: u32, ctx_size: u32) -> Option<u32> {
+    // Two bytes a token for escaped source (a low estimate), and room for the call around it.
+    let needed = u32::try_from(largest_whole / 2)
+        .unwrap_or(u32::MAX)
+        .saturating_add(128);
+    let cap = needed.min(ctx_size / 4);
+    (cap > max_tokens).then_some(cap)
+}
+
 impl Engine<'_> {
     /// Runs round `round` after `previous`, the last valid report.
     pub(super) fn round(
@@ -56,6 +69,7 @@ impl Engine<'_> {
                 check,
             });
         }
+        let largest_whole = observation.as_ref().map_or(0, |o| o.largest_whole);
         if let Some(seen) = observation {
             opening.push(Event::RoundObserved {
                 round,
@@ -75,12 +89,14 @@ impl Engine<'_> {
         let round_tmp = crate::tools::run_command::round_tmp_dir(&self.config.run_id, round);
         let _ = std::fs::create_dir_all(&round_tmp);
         let round_cancel = self.cancel.child_token();
+        let turn_tokens = observation_turn_tokens(largest_whole, max_tokens, ctx_size);
         let scope = RoundScope {
             round,
             tools: &tools,
             prompt_json: &prompt_json,
             ctx_size,
-            max_tokens,
+            max_tokens: turn_tokens.unwrap_or(max_tokens),
+            turn_tokens,
             processes: &processes,
             round_tmp: &round_tmp,
             cancel: &round_cancel,
@@ -259,5 +275,19 @@ impl Engine<'_> {
             error,
             changes_unknown,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::observation_turn_tokens;
+
+    #[test]
+    fn a_turn_can_write_back_the_largest_file_shown_within_a_quarter_of_the_context() {
+        assert_eq!(observation_turn_tokens(0, 1024, 16384), None);
+        assert_eq!(observation_turn_tokens(1500, 1024, 16384), None);
+        assert_eq!(observation_turn_tokens(6000, 1024, 16384), Some(3128));
+        assert_eq!(observation_turn_tokens(60_000, 1024, 16384), Some(4096));
+        assert_eq!(observation_turn_tokens(60_000, 1024, 2048), None);
     }
 }

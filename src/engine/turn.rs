@@ -55,6 +55,9 @@ pub(super) struct RoundScope<'r> {
     pub(super) ctx_size: u32,
     /// Most tokens one ordinary turn may generate.
     pub(super) max_tokens: u32,
+    /// The round's own cap on a turn, above `--max-tokens`, so a file its observation shows
+    /// whole can be written back whole (`None`: `--max-tokens`).
+    pub(super) turn_tokens: Option<u32>,
     pub(super) processes: &'r ProcessTracker,
     pub(super) round_tmp: &'r Path,
     pub(super) cancel: &'r CancellationToken,
@@ -200,6 +203,7 @@ impl ChildTurns<'_, '_> {
             messages: &self.convo.messages,
             tools: self.scope.tools,
             report_only: self.wrap_up.is_on(),
+            max_tokens: self.scope.turn_tokens,
         };
         let rec = &mut *self.convo.rec;
         let counted = count_context(child, request, rec, self.scope)?;

@@ -205,6 +205,7 @@ mod tests {
             messages: &[],
             tools: &[],
             report_only: false,
+            max_tokens: None,
         };
         assert_eq!(child.count_prompt_tokens(request).unwrap(), 11);
         assert_eq!(child.prepare(request).unwrap(), 7);

@@ -34,6 +34,10 @@ pub struct Request<'a> {
     /// for the report's JSON Schema as its `response_format`; the script backend plays its next
     /// turn.
     pub report_only: bool,
+    /// Most tokens this turn may generate, when the round needs more than the backend's
+    /// `--max-tokens` (an observation that shows a file larger than that, which the turn must
+    /// be able to write back whole). `None`: `--max-tokens`.
+    pub max_tokens: Option<u32>,
 }
 
 impl<'a> Request<'a> {
@@ -43,6 +47,7 @@ impl<'a> Request<'a> {
             messages,
             tools,
             report_only: false,
+            max_tokens: None,
         }
     }
 }

@@ -140,6 +140,7 @@ fn a_round_files_a_schema_valid_report_for_five_seeds() {
                 messages: &messages,
                 tools: &tools,
                 report_only: false,
+                max_tokens: None,
             };
             let generation = child.generate(request, &mut quiet, &cancel).unwrap();
             show_turn(seed, &child, &generation.text);
@@ -339,6 +340,7 @@ fn greedy_round(backend: &LlamaBackend, round: u32) -> (String, u32, u32) {
         messages: &messages,
         tools: &tools,
         report_only: false,
+        max_tokens: None,
     };
     let g = child
         .generate(request, &mut quiet, &CancellationToken::new())
@@ -373,6 +375,7 @@ fn a_later_turn_reuses_the_rounds_own_prefix_only() {
                 messages: &messages,
                 tools: &tools,
                 report_only: false,
+                max_tokens: None,
             },
             &mut quiet,
             &cancel,
@@ -388,6 +391,7 @@ fn a_later_turn_reuses_the_rounds_own_prefix_only() {
                 messages: &messages,
                 tools: &tools,
                 report_only: false,
+                max_tokens: None,
             },
             &mut quiet,
             &cancel,
@@ -415,6 +419,7 @@ fn the_rendered_prompt_is_exactly_what_was_tokenized() {
         messages: &messages,
         tools: &tools,
         report_only: false,
+        max_tokens: None,
     };
     let rendered = backend.render_prompt(request).unwrap();
     let mut child: LlamaChild<'_> = backend.child(1).unwrap();
@@ -493,6 +498,7 @@ fn cancel_when(
                 messages,
                 tools: &[],
                 report_only: false,
+                max_tokens: None,
             },
             &mut on_text,
             &cancel,
@@ -567,6 +573,7 @@ fn cancel_stops_prompt_evaluation_between_batches() {
                     messages: &messages,
                     tools: &[],
                     report_only: false,
+                    max_tokens: None,
                 })
                 .unwrap();
             let wait = delay;
@@ -691,6 +698,7 @@ fn a_headless_run_streams_real_tokens_and_logs_its_prompts() {
             messages: &messages,
             tools: &tools,
             report_only: false,
+            max_tokens: None,
         })
         .unwrap();
     let log = std::fs::read_to_string(run_dir.join("ralph-tui.log")).unwrap();
@@ -827,6 +835,7 @@ fn three_rounds(backend: &LlamaBackend) -> Vec<(u32, String, u32)> {
                 messages: &messages,
                 tools: &tools,
                 report_only: false,
+                max_tokens: None,
             };
             let mut child = backend.child(round).unwrap();
             let reused = child.prepare(request).unwrap();
@@ -890,6 +899,7 @@ fn a_restored_prefix_holds_nothing_of_an_earlier_rounds_conversation() {
                 messages: &first,
                 tools: &tools,
                 report_only: false,
+                max_tokens: None,
             },
             &mut quiet,
             &cancel,
@@ -904,6 +914,7 @@ fn a_restored_prefix_holds_nothing_of_an_earlier_rounds_conversation() {
         messages: &second,
         tools: &tools,
         report_only: false,
+        max_tokens: None,
     };
     let mut restored = backend.child(2).unwrap();
     let reused = restored.prepare(request).unwrap();

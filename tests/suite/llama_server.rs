@@ -221,6 +221,7 @@ fn a_report_only_turn_gives_a_report_the_engine_accepts() {
                 messages: &messages,
                 tools: &tools,
                 report_only: true,
+                max_tokens: None,
             },
             &mut |_| {},
             &CancellationToken::new(),
@@ -277,6 +278,7 @@ fn cancel_mid_generation_ends_within_a_second_and_the_server_stops() {
                 messages: &messages,
                 tools: &[],
                 report_only: false,
+                max_tokens: None,
             },
             &mut |_| {
                 pieces += 1;
@@ -322,6 +324,7 @@ fn usage_matches_the_servers_own_count() {
                 messages: &messages,
                 tools: &[],
                 report_only: false,
+                max_tokens: None,
             },
             &mut |_| pieces += 1,
             &CancellationToken::new(),

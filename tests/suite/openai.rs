@@ -64,6 +64,7 @@ fn turn(
                 messages: &messages,
                 tools: &tools,
                 report_only: false,
+                max_tokens: None,
             },
             &mut |piece| shown.push_str(piece),
             cancel,
@@ -85,6 +86,7 @@ fn wrap_up(backend: &mut OpenAiBackend, messages: &[Message], tools: &[ToolSpec]
                 messages,
                 tools,
                 report_only: true,
+                max_tokens: None,
             },
             &mut |_| {},
             &CancellationToken::new(),
@@ -249,6 +251,7 @@ fn a_short_context_bounds_the_report_schema_and_caps_every_turn() {
             messages: &messages,
             tools: &tools,
             report_only: true,
+            max_tokens: None,
         })
         .unwrap();
     let room = 4096 - report_prompt;
@@ -260,6 +263,7 @@ fn a_short_context_bounds_the_report_schema_and_caps_every_turn() {
                     messages: &messages,
                     tools: &tools,
                     report_only,
+                    max_tokens: None,
                 },
                 &mut |_| {},
                 &CancellationToken::new(),
@@ -304,6 +308,7 @@ fn the_servers_own_prompt_count_is_used_where_it_gives_one() {
         messages: &messages,
         tools: &tools,
         report_only: true,
+        max_tokens: None,
     };
     let counting = FakeServer::start(&["m"])
         .with_props_ctx(8192)
@@ -587,6 +592,7 @@ fn cancel_mid_generation_ends_the_turn_within_a_second_and_closes_the_stream() {
                 messages: &messages,
                 tools: &tools,
                 report_only: false,
+                max_tokens: None,
             },
             &mut |_| {
                 pieces += 1;

@@ -128,7 +128,10 @@ fn the_system_prompt_is_the_same_with_and_without_the_observation() {
     let off = run_script(&repo, rounds(), &["-n", "1", "--observe", "off", "x"]);
     assert_eq!(code(&on.out), 4, "{}", stderr(&on));
     assert_eq!(code(&off.out), 4, "{}", stderr(&off));
-    assert_eq!(prompt(&on, 1)["messages"][0], prompt(&off, 1)["messages"][0]);
+    assert_eq!(
+        prompt(&on, 1)["messages"][0],
+        prompt(&off, 1)["messages"][0]
+    );
     let plain = user_message(&off, 1);
     let observed = user_message(&on, 1);
     assert!(observed.starts_with(&plain), "the fixed text is unchanged");
@@ -213,7 +216,9 @@ fn check_auto_says_what_it_picked_and_when_it_finds_none() {
         .collect();
     let picked = "python3 -m unittest discover -s . -p '*_test.py'";
     assert!(
-        warnings.iter().any(|w| w.contains(picked) && w.contains("--check auto")),
+        warnings
+            .iter()
+            .any(|w| w.contains(picked) && w.contains("--check auto")),
         "{warnings:?}"
     );
     assert_eq!(
@@ -234,7 +239,9 @@ fn check_auto_says_what_it_picked_and_when_it_finds_none() {
         .map(|w| w["message"].as_str().unwrap().to_string())
         .collect();
     assert!(
-        warnings.iter().any(|w| w.contains("found no test or build command")),
+        warnings
+            .iter()
+            .any(|w| w.contains("found no test or build command")),
         "{warnings:?}"
     );
     assert!(of_type(&run.events, "check_finished").is_empty());
@@ -250,7 +257,17 @@ fn a_hanging_or_missing_check_is_bounded_and_the_round_still_starts() {
         let run = run_script(
             &repo,
             vec![turns(&[continue_report("looked")])],
-            &["-n", "1", "--command-timeout", "1", "--observe", "on", "--check", check, "x"],
+            &[
+                "-n",
+                "1",
+                "--command-timeout",
+                "1",
+                "--observe",
+                "on",
+                "--check",
+                check,
+                "x",
+            ],
         );
         assert_eq!(code(&run.out), 4, "{check}: {}", stderr(&run));
         let ran = &of_type(&run.events, "check_finished")[0]["check"];
@@ -291,8 +308,10 @@ fn a_check_that_prints_megabytes_stays_within_its_bound() {
 #[test]
 fn the_check_is_confined_like_a_worker_command() {
     let support = ralph_tui::tools::sandbox::probe_with(std::path::Path::new(BIN));
-    if let Err(why) = support.check(ralph_tui::protocol::policy::SandboxMode::WorkspaceWrite, false)
-    {
+    if let Err(why) = support.check(
+        ralph_tui::protocol::policy::SandboxMode::WorkspaceWrite,
+        false,
+    ) {
         eprintln!("skipped: this kernel has no sandbox ({why})");
         return;
     }

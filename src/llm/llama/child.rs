@@ -564,7 +564,11 @@ fn turn_grammar(
     } else {
         (
             grammar::for_turn(backend.format(), request.tools, request.messages),
-            turn_cap(n_ctx_tokens, prompt_tokens, backend.settings().max_tokens),
+            turn_cap(
+                n_ctx_tokens,
+                prompt_tokens,
+                request.max_tokens.unwrap_or(backend.settings().max_tokens),
+            ),
         )
     }
 }

@@ -315,7 +315,8 @@ impl OpenAiBackend {
                 report = wire::report_bounds_for(sampling.max_tokens);
             }
         } else {
-            sampling.max_tokens = turn_cap(self.ctx_size, estimate, sampling.max_tokens).max(1);
+            let wanted = request.max_tokens.unwrap_or(sampling.max_tokens);
+            sampling.max_tokens = turn_cap(self.ctx_size, estimate, wanted).max(1);
         }
         let mut body = wire::request_body_within(
             &self.model,
