@@ -472,4 +472,27 @@ mod tests {
             seen.text.len()
         );
     }
+
+    #[test]
+    fn a_huge_tree_and_names_that_are_not_utf8_stay_within_bounds() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        for d in 0..((MAX_WALKED + 100) / 1000 + 1) {
+            let sub = dir.path().join(format!("d{d:03}"));
+            std::fs::create_dir(&sub).unwrap();
+            for i in 0..1000 {
+                std::fs::write(sub.join(format!("{i}")), "").unwrap();
+            }
+        }
+        let odd = std::ffi::OsStr::from_bytes(b"aaa-\xff\x1b[31m.txt");
+        std::fs::write(dir.path().join(odd), "odd\n").unwrap();
+        let changed = BTreeSet::new();
+        let seen = observe(&inputs(dir.path(), "x", &changed));
+        assert_eq!(seen.files_listed, MAX_LISTED as u64);
+        assert!(seen.text.contains("or more more files"), "{}", &seen.text[..200]);
+        assert!(seen.text.len() < 24 * 1024, "{}", seen.text.len());
+        assert!(!seen.text.contains('\u{1b}'), "no escape reaches the child's text");
+        let first = seen.text.lines().find(|l| l.starts_with("aaa-")).unwrap();
+        assert!(first.contains('\u{fffd}'), "{first}");
+    }
 }
