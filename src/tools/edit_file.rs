@@ -5,6 +5,12 @@
 //! `write_file`. `old` must occur exactly `count` times (default 1), compared byte for byte; any other
 //! number of matches changes nothing and says how many there were, so the child can widen
 //! `old` or fix `count`. Same confinement and read-only rule as `write_file`.
+//!
+//! Small models' failed edits are an `old` that is not in the file, or one equal to `new`;
+//! they write whole files reliably. So an `old` equal to `new` is refused pointing to
+//! `write_file`, and an `old` not found is answered with the lines of the file nearest to it
+//! (the window of lines most alike, line by line, with their numbers, bounded), saying when
+//! they differ from it only in whitespace.
 
 use serde_json::{json, Value};
 
@@ -46,16 +52,7 @@ impl Tool for EditFile {
         let old = args::string(arguments, "old")?;
         let new = args::string(arguments, "new")?;
         let count = args::opt_u64(arguments, "count")?.map_or(1, args::to_usize);
-        if old.is_empty() {
-            return Err(ToolError::new(
-                "`old` is empty; give the exact text to replace",
-            ));
-        }
-        if old == new {
-            return Err(ToolError::new(
-                "`old` and `new` are the same; nothing would change",
-            ));
-        }
+        no_change(old, new).map_or(Ok(()), |why| Err(ToolError::new(why)))?;
         let target = args::path(arguments, ctx.root, Access::Write)?;
         let root = open_root(ctx.root)?;
         let bytes = root
@@ -98,21 +95,198 @@ impl Tool for EditFile {
     }
 }
 
+/// Why replacing `old` with `new` cannot change anything, if it cannot.
+fn no_change(old: &str, new: &str) -> Option<&'static str> {
+    if old.is_empty() {
+        return Some("`old` is empty; give the exact text to replace");
+    }
+    (old == new).then_some(
+        "`old` and `new` are the same; nothing would change. To change the file, write it whole with write_file (path and the complete new content)",
+    )
+}
+
 fn mismatch(rel: &str, text: &str, old: &str, found: usize, count: usize) -> String {
     if found == 0 {
-        let mut message = format!(
-            "no match for `old` in '{rel}' (expected {count}); nothing changed. Read the file and copy the exact text, whitespace and indentation included"
-        );
-        if text.contains("\r\n") && !old.contains('\r') {
-            message.push_str(" (this file uses CRLF line endings)");
-        } else if text.contains(old.trim()) && !old.trim().is_empty() {
-            message.push_str(" (the text matches when leading/trailing whitespace is dropped)");
-        }
-        return message;
+        return not_found(rel, text, old, count);
     }
     format!(
         "`old` matches {found} times in '{rel}' but count is {count}; nothing changed. Include more surrounding text to pick the right one, or set count={found} to replace them all"
     )
+}
+
+/// A file of at most this many lines is best changed by writing it whole.
+const WHOLE_FILE_LINES: usize = 150;
+/// The most lines of the file the nearest text shows.
+const SHOWN_LINES: usize = 12;
+/// Each shown line is clipped to this many characters.
+const SHOWN_LINE_CHARS: usize = 160;
+/// The most line pairs compared when looking for the nearest text (file lines times `old`
+/// lines); a long `old` in a long file is matched by its first lines.
+const COMPARED_PAIRS: usize = 400_000;
+/// The most file lines searched.
+const SEARCHED_LINES: usize = 20_000;
+/// Each line is compared by its first this many characters.
+const COMPARED_CHARS: usize = 200;
+/// Below this mean similarity a window is not shown as what was meant.
+const NEAREST_MIN_SCORE: f64 = 0.4;
+
+/// No match: says so, points out CRLF endings or surrounding whitespace, and shows the lines
+/// of the file nearest to `old` (with a note when they differ from it only in whitespace).
+fn not_found(rel: &str, text: &str, old: &str, count: usize) -> String {
+    let mut message = format!("no match for `old` in '{rel}' (expected {count}); nothing changed");
+    if text.contains("\r\n") && !old.contains('\r') {
+        message.push_str(" (this file uses CRLF line endings)");
+    } else if text.contains(old.trim()) && !old.trim().is_empty() {
+        message.push_str(" (the text matches when leading/trailing whitespace is dropped)");
+    }
+    message.push('.');
+    let lines: Vec<&str> = text.lines().collect();
+    match nearest(&lines, old) {
+        Some(near) => {
+            let last = near.start + near.len;
+            let span = if near.len == 1 {
+                format!("line {last}")
+            } else {
+                format!("lines {}-{last}", near.start + 1)
+            };
+            message.push_str(&format!(
+                "\nThe nearest text in the file, {span} ({:.0}% alike):\n",
+                near.score * 100.0
+            ));
+            for (i, line) in lines[near.start..last].iter().enumerate().take(SHOWN_LINES) {
+                message.push_str(&format!(
+                    "{:>5} | {}\n",
+                    near.start + i + 1,
+                    crate::chat::scan::clip(line, SHOWN_LINE_CHARS)
+                ));
+            }
+            if near.len > SHOWN_LINES {
+                message.push_str(&format!("  ... ({} more lines)\n", near.len - SHOWN_LINES));
+            }
+            if !near.whitespace_only.is_empty() {
+                let numbers: Vec<String> = near
+                    .whitespace_only
+                    .iter()
+                    .map(|i| (i + 1).to_string())
+                    .collect();
+                message.push_str(&format!(
+                    "Line(s) {} differ from `old` only in whitespace (indentation, tabs or spaces): copy them exactly.\n",
+                    numbers.join(", ")
+                ));
+            }
+        }
+        None => message.push_str(" Nothing in the file is close to it: read the file first.\n"),
+    }
+    if lines.len() <= WHOLE_FILE_LINES {
+        message.push_str(&format!(
+            "Copy `old` exactly from the file, or, simpler for a file of {} lines, write it whole with write_file (path and the complete new content).",
+            lines.len()
+        ));
+    } else {
+        message.push_str("Copy `old` exactly from the file, whitespace and indentation included.");
+    }
+    message
+}
+
+/// The window of file lines most like `old`.
+#[derive(Debug, PartialEq)]
+struct Nearest {
+    /// 0-based index of its first line.
+    start: usize,
+    /// Its length in lines (`old`'s, or what is left of the file).
+    len: usize,
+    /// Mean line similarity, 0 to 1.
+    score: f64,
+    /// 0-based indices of its lines equal to `old`'s line only once whitespace is ignored.
+    whitespace_only: Vec<usize>,
+}
+
+/// The window of `lines` as long as `old` whose lines are most alike to `old`'s, line by
+/// line (ties go to the first); `None` when none is alike enough.
+fn nearest(lines: &[&str], old: &str) -> Option<Nearest> {
+    let wanted: Vec<&str> = old.lines().collect();
+    if wanted.is_empty() || lines.is_empty() {
+        return None;
+    }
+    let searched = &lines[..lines.len().min(SEARCHED_LINES)];
+    let compared = wanted.len().min((COMPARED_PAIRS / searched.len()).max(1));
+    let old_grams: Vec<LineGrams> = wanted[..compared]
+        .iter()
+        .map(|l| LineGrams::of(l))
+        .collect();
+    let file_grams: Vec<LineGrams> = searched.iter().map(|l| LineGrams::of(l)).collect();
+    let windows = searched.len().saturating_sub(compared) + 1;
+    let mut best: Option<(usize, f64)> = None;
+    for start in 0..windows {
+        let total: f64 = old_grams
+            .iter()
+            .zip(&file_grams[start..])
+            .map(|(a, b)| a.similarity(b))
+            .sum();
+        let score = total / compared as f64;
+        if best.is_none_or(|(_, s)| score > s) {
+            best = Some((start, score));
+        }
+    }
+    let (start, score) = best.filter(|(_, s)| *s >= NEAREST_MIN_SCORE)?;
+    let len = wanted.len().min(lines.len() - start);
+    let whitespace_only = (start..start + len)
+        .filter(|&i| {
+            let want = wanted[i - start];
+            lines[i] != want && normalized(lines[i]) == normalized(want)
+        })
+        .collect();
+    Some(Nearest {
+        start,
+        len,
+        score,
+        whitespace_only,
+    })
+}
+
+/// Whitespace runs as one space, trimmed.
+fn normalized(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A line's whitespace-normalized text and its character bigrams, sorted, for comparing.
+struct LineGrams {
+    text: String,
+    grams: Vec<(char, char)>,
+}
+
+impl LineGrams {
+    fn of(line: &str) -> Self {
+        let text: String = normalized(line).chars().take(COMPARED_CHARS).collect();
+        let chars: Vec<char> = text.chars().collect();
+        let mut grams: Vec<(char, char)> = chars.windows(2).map(|w| (w[0], w[1])).collect();
+        grams.sort_unstable();
+        Self { text, grams }
+    }
+
+    /// 1 for lines equal but for whitespace, else the Dice coefficient of their bigrams.
+    fn similarity(&self, other: &Self) -> f64 {
+        if self.text == other.text {
+            return 1.0;
+        }
+        let total = self.grams.len() + other.grams.len();
+        if total == 0 {
+            return 0.0;
+        }
+        let (mut i, mut j, mut shared) = (0, 0, 0usize);
+        while i < self.grams.len() && j < other.grams.len() {
+            match self.grams[i].cmp(&other.grams[j]) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    shared += 1;
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        (2 * shared) as f64 / total as f64
+    }
 }
 
 #[cfg(test)]
@@ -131,5 +305,71 @@ mod tests {
             m.contains("no match") && m.contains("whitespace is dropped"),
             "{m}"
         );
+    }
+
+    const APP: &str = "import sys\n\n\ndef add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n\n\nif __name__ == \"__main__\":\n    print(add(1, 2))\n";
+
+    #[test]
+    fn a_missing_old_shows_the_nearest_lines_with_their_numbers() {
+        let old = "def add(a, b):\n    return a + c\n";
+        let m = mismatch("app.py", APP, old, 0, 1);
+        assert!(m.starts_with("no match for `old` in 'app.py'"), "{m}");
+        assert!(
+            m.contains("lines 4-5 (")
+                && m.contains("    4 | def add(a, b):\n    5 |     return a - b\n"),
+            "{m}"
+        );
+        assert!(!m.contains("def sub"), "{m}");
+        assert!(!m.contains("only in whitespace"), "{m}");
+        assert!(m.contains("write it whole with write_file"), "{m}");
+    }
+
+    #[test]
+    fn whitespace_only_differences_are_pointed_out() {
+        // The model dropped the indentation of the body.
+        let old = "def sub(a, b):\nreturn a - b";
+        let m = mismatch("app.py", APP, old, 0, 1);
+        assert!(m.contains("lines 8-9 (100% alike)"), "{m}");
+        assert!(
+            m.contains("Line(s) 9 differ from `old` only in whitespace"),
+            "{m}"
+        );
+        // Tabs for spaces, one line.
+        let near = nearest(&APP.lines().collect::<Vec<_>>(), "\treturn a - b").unwrap();
+        assert_eq!(
+            (near.start, near.len, near.whitespace_only),
+            (4, 1, vec![4])
+        );
+    }
+
+    #[test]
+    fn nothing_alike_shows_no_lines_and_the_window_is_bounded() {
+        let m = mismatch("app.py", APP, "class Zebra(Exception): pass", 0, 1);
+        assert!(m.contains("Nothing in the file is close"), "{m}");
+        assert!(!m.contains(" | "), "{m}");
+        // A long `old` shows at most SHOWN_LINES lines, and a long file is not offered whole.
+        let text: String = (1..=400).map(|i| format!("value_{i} = {i}\n")).collect();
+        let old: String = (100..=130)
+            .map(|i| format!("value_{i} = {}\n", i + 1))
+            .collect();
+        let m = mismatch("v.py", &text, &old, 0, 1);
+        assert!(m.contains("lines 100-130"), "{m}");
+        assert!(m.contains("  100 | value_100 = 100\n"), "{m}");
+        assert!(
+            m.contains("(19 more lines)") && !m.contains("  112 |"),
+            "{m}"
+        );
+        assert!(!m.contains("write_file"), "{m}");
+    }
+
+    #[test]
+    fn an_old_equal_to_new_points_to_write_file() {
+        let why = no_change("x = 1", "x = 1").unwrap();
+        assert!(
+            why.contains("are the same; nothing would change") && why.contains("write_file"),
+            "{why}"
+        );
+        assert!(no_change("", "x").unwrap().contains("empty"));
+        assert_eq!(no_change("x = 1", "x = 2"), None);
     }
 }
