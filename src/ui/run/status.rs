@@ -1,17 +1,19 @@
 //! The status line: the current turn's generation and prompt rates, the round's elapsed time,
 //! the context meter (the backend's count, with the report reserve marked when there is one),
-//! key hints or a notice.
+//! the last check's verdict when the run has a check (at full width), key hints or a notice.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+use crate::protocol::event::CheckVerdict;
 use crate::ui::hints::{self, Hint, HintSpec};
 use crate::ui::keys::{self, Action};
 use crate::ui::kit::draw::{bar, compact, put_line};
 use crate::ui::kit::wrap;
 use crate::ui::model::Pane;
 use crate::ui::state::State;
+use crate::ui::views::card::CardBody;
 
 /// Below this width the status line uses its short form, so the key hints still fit.
 const FULL_WIDTH: u16 = 110;
@@ -66,7 +68,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     )));
     spans.push(Span::styled("│ ", theme.dim()));
     let used_width: usize = spans.iter().map(Span::width).sum();
-    let room = usize::from(area.width).saturating_sub(used_width);
+    let mut room = usize::from(area.width).saturating_sub(used_width);
     let (text, style) = if let Some(notice) = &state.notice {
         (notice.clone(), theme.warning())
     } else if state.cancelling() {
@@ -83,8 +85,31 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             theme.key(),
         )
     };
+    // The last check's verdict, where it leaves the hints or the notice their whole width.
+    if let Some(verdict) = last_check(state) {
+        let said = format!("check {}", verdict.as_str());
+        let width = wrap::str_width(&said) + 3;
+        if room >= width + wrap::str_width(&text) {
+            let look = if verdict.is_pass() {
+                theme.tool_ok()
+            } else {
+                theme.tool_failed()
+            };
+            spans.push(Span::styled(said, look));
+            spans.push(Span::styled(" │ ", theme.dim()));
+            room -= width;
+        }
+    }
     spans.push(Span::styled(wrap::truncate(&text, room), style));
     put_line(buf, area, 0, &Line::from(spans));
+}
+
+/// The verdict of the newest run of the check among the cards kept.
+fn last_check(state: &State) -> Option<CheckVerdict> {
+    state.cards.iter().rev().find_map(|card| match &card.body {
+        CardBody::Check(check) => Some(check.run.verdict),
+        _ => None,
+    })
 }
 
 /// The run screen's keys on its status line: help, moving focus and what Enter opens in the

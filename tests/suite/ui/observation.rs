@@ -358,3 +358,34 @@ fn a_replay_shows_the_engines_cards_as_the_live_run_did() {
         );
     }
 }
+
+#[test]
+fn a_wide_status_line_shows_the_last_checks_verdict_and_never_crowds_the_keys() {
+    let mut state = observed_round();
+    let status = |state: &mut State, width| {
+        let text = screen(state, width, 40);
+        text.lines().last().unwrap_or_default().to_string()
+    };
+    let wide = status(&mut state, 160);
+    assert!(wide.contains("check failed │ ? help"), "{wide}");
+    let full = status(&mut state, 120);
+    assert!(
+        !full.contains("check failed"),
+        "the keys come first: {full}"
+    );
+    assert!(full.ends_with("Esc cancel"), "{full}");
+    send(
+        &mut state,
+        Event::CheckFinished {
+            round: 1,
+            at: CheckPoint::Claim,
+            check: check_run(CheckVerdict::Passed, Some(0), "OK\n"),
+        },
+    );
+    assert!(status(&mut state, 160).contains("check passed"));
+    let unchecked = status(&mut new_state(Theme::default()), 160);
+    assert!(
+        !unchecked.contains("check"),
+        "no check, no verdict: {unchecked}"
+    );
+}
