@@ -16,7 +16,8 @@
 //! llama-bench runs of the same size, model and threads, one after each of ours, and print the
 //! median of the pairs' ratios: a small machine's speed drifts by tens of percent within
 //! minutes, so figures measured minutes apart do not make a ratio. `--pairs N` (6 by default)
-//! sets how many; `--speed-only` measures these two figures and nothing else.
+//! sets how many; `--speed-only` measures these two figures and nothing else, and
+//! `--observed-only` the demo's round start with and without the observation alone.
 //!
 //! `--draft-model PATH` adds speculative decoding measured on llama.cpp directly, the
 //! `--model` as its target (`speculative`): greedy generation speed with and without the
@@ -65,6 +66,8 @@ struct Args {
     speculative_only: bool,
     /// `--speed-only`: the prompt and generation figures alone.
     speed_only: bool,
+    /// `--observed-only`: the demo's round start with and without the observation alone.
+    observed_only: bool,
     /// Alternating plain / drafted runs per draft length.
     reps: usize,
     /// Prompt and generation runs, each paired with a llama-bench run (`--pairs N`).
@@ -94,6 +97,7 @@ fn args() -> Args {
         draft: None,
         speculative_only: false,
         speed_only: false,
+        observed_only: false,
         reps: 3,
         pairs: 6,
         draft_lengths: vec![2, 4, 6],
@@ -112,6 +116,7 @@ fn args() -> Args {
             "--draft-model" => out.draft = Some(PathBuf::from(value())),
             "--speculative-only" => out.speculative_only = true,
             "--speed-only" => out.speed_only = true,
+            "--observed-only" => out.observed_only = true,
             "--baseline" => out.baseline = Some(PathBuf::from(value())),
             "--reps" => out.reps = value().parse().expect("--reps N"),
             "--pairs" => out.pairs = value().parse().expect("--pairs N"),
@@ -702,6 +707,10 @@ fn main() {
         speculative::measure(&a.model, draft, &settings(&a, 1), &runs);
     }
     if a.speculative_only {
+        return;
+    }
+    if a.observed_only {
+        observed_round_starts(&a);
         return;
     }
     let started = Instant::now();
