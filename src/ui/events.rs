@@ -94,11 +94,7 @@ impl State {
                 let body = CardBody::Observed(seen);
                 self.push_card(round, LineKind::ToolCall, &line, &folded, body);
             }
-            Event::ReportRejected { round, reason } => {
-                self.transcript
-                    .push_line(LineKind::Notice, &format!("✗ report rejected: {reason}"));
-                self.push_report(ReportEntry::Rejected { round, reason });
-            }
+            Event::ReportRejected { round, reason } => self.report_rejected(round, reason),
             Event::ReportAccepted { round, report } => self.report_accepted(round, report),
             Event::WorkspaceChanged { round, files } => self.set_round_files(round, files),
             Event::ApprovalRequested {
@@ -222,6 +218,23 @@ impl State {
             ),
         );
         self.wrap_ups.push((round, reason));
+    }
+
+    /// `report_rejected`: a line in the stream and a row in the reports list. A claim the
+    /// check refused says only that: the check's card just above has the output the refusal
+    /// quotes, and the reports list has the refusal whole.
+    fn report_rejected(&mut self, round: u32, reason: String) {
+        let by_check = self.cards.back().is_some_and(|c| {
+            c.round == round && matches!(&c.body, CardBody::Check(check) if check.refused())
+        });
+        let line = if by_check {
+            "✗ report rejected: the check refused the claim (its card above has the output)"
+                .to_string()
+        } else {
+            format!("✗ report rejected: {reason}")
+        };
+        self.transcript.push_line(LineKind::Notice, &line);
+        self.push_report(ReportEntry::Rejected { round, reason });
     }
 
     /// `report_accepted`: a line in the stream and a row in the reports list.

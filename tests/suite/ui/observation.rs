@@ -124,7 +124,10 @@ fn refused_claim() -> State {
         &mut state,
         Event::ReportRejected {
             round: 1,
-            reason: "the repository's check `python3 -m unittest` does not pass (failed, exit code 1), so the objective is not met".into(),
+            reason: format!(
+                "the repository's check `python3 -m unittest` does not pass (failed, exit code 1), so the objective is not met. Its output:\n{}\nFix what it reports and run it again, or report status \"continue\" with next_steps",
+                CHECK_OUTPUT.trim_end()
+            ),
         },
     );
     state
@@ -238,6 +241,19 @@ fn snapshot_a_claim_the_check_refused() {
         assert!(
             !stream_lines(&state).concat().contains("ralph_report"),
             "the report call is the report's line, not a card"
+        );
+        has_line(
+            &state,
+            "✗ report rejected: the check refused the claim (its card above has the output)",
+        );
+        let lines = stream_lines(&state);
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.contains("FAILED (failures=1)"))
+                .count(),
+            1,
+            "the output once, in the check's card: {lines:#?}"
         );
         insta::assert_snapshot!(
             format!("check_claim_refused_{width}x{height}"),
