@@ -1,6 +1,7 @@
-//! `ralph-eval`: runs the eval tasks in three arms (a bounded Ralph run and one ordinary
-//! session with the same token budget, both through the real `ralph-tui` binary, and one
-//! answer of whole files without tools) and writes the results.
+//! `ralph-eval`: runs the eval tasks in four arms (a bounded Ralph run as the product runs it,
+//! the same loop without the round context, and one ordinary session with the same token
+//! budget, all through the real `ralph-tui` binary, and one answer of whole files without
+//! tools) and writes the results.
 //!
 //! Parse the command line, hand off to `ralph_tui::eval`, print progress and the summary.
 #![allow(
@@ -18,8 +19,10 @@ use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ArmArg {
-    /// A bounded Ralph run (`-n ROUNDS`).
+    /// A bounded Ralph run (`-n ROUNDS`) with the observation and the task's check.
     Ralph,
+    /// The same loop with `--observe off --check off`.
+    RalphPlain,
     /// One ordinary session with the Ralph arm's generated tokens as its budget.
     Single,
     /// No agent: one generation, whole files in one answer, written by the harness.
@@ -32,12 +35,15 @@ enum BackendArg {
     Script,
 }
 
-/// Runs the eval tasks in fresh repositories, in three arms, and judges each final tree with
+/// Runs the eval tasks in fresh repositories, in four arms, and judges each final tree with
 /// the task's hidden verify script.
 ///
-/// Per task and seed the Ralph arm runs first (ralph-tui `-n ROUNDS`), then the single arm:
-/// one ralph-tui session (`-n 1`, many turns) whose token budget is what the Ralph arm
-/// generated, then the oneshot arm: no agent, no tools, no rounds. The oneshot arm loads the
+/// Per task and seed the Ralph arm runs first (ralph-tui `-n ROUNDS --observe on --check
+/// CHECK`, CHECK being the task's check file, else auto), then ralph-plain (the same loop with
+/// `--observe off --check off`), then the single arm: one ralph-tui session (`-n 1`, many
+/// turns, the Ralph arm's observe and check) whose token budget is what the Ralph arm
+/// generated, then the oneshot arm: no agent, no tools, no rounds. Turns per round and tokens
+/// per turn are ralph-tui's own defaults unless given. The oneshot arm loads the
 /// same backend with the same settings (model, seed, sampling, the arguments after `--`) and
 /// makes one generation that sees the objective and the repository's files; it answers with
 /// each file it changes written out whole (the path alone on a line, then the file in a
@@ -66,8 +72,8 @@ struct Args {
     #[arg(short, long, value_name = "PATH")]
     model: Option<PathBuf>,
 
-    /// Rounds for the Ralph arm (ralph-tui's -n).
-    #[arg(short = 'n', long, value_name = "N", default_value_t = 3)]
+    /// Rounds for the Ralph arms (ralph-tui's -n).
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 4)]
     rounds: u32,
 
     /// Sampling seeds, one run per task, arm and seed (comma-separated).
@@ -79,7 +85,7 @@ struct Args {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "ralph,single,oneshot"
+        default_value = "ralph,ralph-plain,single,oneshot"
     )]
     arms: Vec<ArmArg>,
 
@@ -96,14 +102,15 @@ struct Args {
     #[arg(long, value_name = "PATH")]
     ralph_bin: Option<PathBuf>,
 
-    /// Turns per round for the Ralph arm.
-    #[arg(long, value_name = "N", default_value_t = 8)]
-    max_turns: u32,
+    /// Turns per round for the Ralph arms [default: ralph-tui's --max-turns].
+    #[arg(long, value_name = "N")]
+    max_turns: Option<u32>,
 
     /// Most tokens the model generates in one turn, in the agent arms (ralph-tui's
-    /// --max-tokens); the oneshot arm's answer gets at least this beyond its files.
-    #[arg(long, value_name = "N", default_value_t = 384)]
-    max_tokens: u32,
+    /// --max-tokens); the oneshot arm's answer gets at least this beyond its files
+    /// [default: ralph-tui's --max-tokens].
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u32>,
 
     /// Turns for the single arm's one session.
     #[arg(long, value_name = "N", default_value_t = 200)]
@@ -185,6 +192,10 @@ fn describe(record: &eval::results::RunRecord) -> String {
     if record.false_completion {
         parts.push("FALSE COMPLETION".into());
     }
+    let refused = record.round_context.claims_refused;
+    if refused > 0 {
+        parts.push(format!("{refused} claim(s) refused by the check"));
+    }
     parts.push(format!(
         "rounds {} · {}+{} tok · repeated discovery {}/{} · {:.1} s",
         record.rounds_used,
@@ -216,12 +227,13 @@ fn eval_options(args: &mut Args) -> EvalOptions {
         .iter()
         .map(|a| match a {
             ArmArg::Ralph => Arm::Ralph,
+            ArmArg::RalphPlain => Arm::RalphPlain,
             ArmArg::Single => Arm::Single,
             ArmArg::Oneshot => Arm::Oneshot,
         })
         .collect();
-    options.max_turns = Some(args.max_turns);
-    options.max_tokens = Some(args.max_tokens);
+    options.max_turns = args.max_turns;
+    options.max_tokens = args.max_tokens;
     options.single_max_turns = args.single_max_turns;
     options.single_budget = args.single_budget;
     options.oneshot_max_tokens = args.oneshot_max_tokens;

@@ -1,4 +1,5 @@
-//! What one run's event stream says: status, tokens, rounds and repeated discovery.
+//! What one run's event stream says: status, tokens, rounds, repeated discovery and what the
+//! round context (the check, the observation) did.
 //!
 //! Everything here reads the JSON Lines that `ralph-tui --headless` prints, as plain JSON
 //! values rather than the engine's own types, so the harness measures the public contract and
@@ -94,6 +95,45 @@ pub fn canonical_json(value: &Value) -> String {
     }
 }
 
+/// What the round context did in one run, from its `check_finished` and `round_observed`
+/// events.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundContextFigures {
+    /// Rounds that were given the workspace observation.
+    pub observed_rounds: u32,
+    /// The check command the engine ran (what `--check auto` picked), when a check ran.
+    pub check_command: Option<String>,
+    /// Check runs, at rounds' starts and on `complete` claims.
+    pub check_runs: u32,
+    /// The verdict on the starting tree (the first round's start) and of the last check run:
+    /// `passed`, `failed`, `no_tests`, `timed_out`, `not_run`.
+    pub first_verdict: Option<String>,
+    pub last_verdict: Option<String>,
+    /// `complete` claims the check refused (a claim's check that did not pass).
+    pub claims_refused: u32,
+}
+
+impl RoundContextFigures {
+    /// Records one `check_finished` event.
+    fn record_check(&mut self, event: &Value) {
+        let check = event.get("check").unwrap_or(&Value::Null);
+        let verdict = str_field(check, "verdict");
+        if self.check_runs == 0 {
+            self.first_verdict.clone_from(&verdict);
+        }
+        self.check_runs += 1;
+        if self.check_command.is_none() {
+            self.check_command = str_field(check, "command");
+        }
+        if event.get("at").and_then(Value::as_str) == Some("claim")
+            && verdict.as_deref() != Some("passed")
+        {
+            self.claims_refused += 1;
+        }
+        self.last_verdict = verdict;
+    }
+}
+
 /// What one run's events add up to.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunMetrics {
@@ -121,6 +161,7 @@ pub struct RunMetrics {
     pub repeats_refused: u32,
     /// Rounds whose wrap-up began for repetition.
     pub repetition_wrap_ups: u32,
+    pub round_context: RoundContextFigures,
     /// Lines that were not JSON objects.
     pub bad_lines: u32,
 }
@@ -168,6 +209,8 @@ pub fn parse_events(text: &str) -> RunMetrics {
         }
         match kind {
             Some("round_started") => rounds_started += 1,
+            Some("check_finished") => metrics.round_context.record_check(&event),
+            Some("round_observed") => metrics.round_context.observed_rounds += 1,
             Some("token") => {
                 turn_text.push_str(event.get("text").and_then(Value::as_str).unwrap_or(""))
             }
@@ -304,6 +347,37 @@ mod tests {
         assert_eq!(m.tool_calls, 2);
         assert_eq!(m.discovery.share(), Some(0.5));
         assert_eq!(m.bad_lines, 1);
+    }
+
+    #[test]
+    fn the_checks_and_observations_are_counted() {
+        let check = |at: &str, verdict: &str| {
+            json!({"type": "check_finished", "round": 1, "at": at, "check": {
+                "command": "python3 -m unittest", "exit_code": 1, "verdict": verdict,
+                "note": "", "wall_ms": 40, "output": "FAILED"}})
+        };
+        let lines = [
+            json!({"type": "round_started", "round": 1}),
+            check("round_start", "failed"),
+            json!({"type": "round_observed", "round": 1, "files_listed": 3, "files_unlisted": 0,
+                   "shown": [], "check": "failed", "text": "files: a.py"}),
+            check("claim", "failed"),
+            json!({"type": "round_started", "round": 2}),
+            check("round_start", "failed"),
+            json!({"type": "round_observed", "round": 2}),
+            check("claim", "passed"),
+        ];
+        let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+        let c = parse_events(&text.join("\n")).round_context;
+        assert_eq!(c.observed_rounds, 2);
+        assert_eq!((c.check_runs, c.claims_refused), (4, 1));
+        assert_eq!(c.check_command.as_deref(), Some("python3 -m unittest"));
+        assert_eq!(c.first_verdict.as_deref(), Some("failed"));
+        assert_eq!(c.last_verdict.as_deref(), Some("passed"));
+        assert_eq!(
+            parse_events("").round_context,
+            RoundContextFigures::default()
+        );
     }
 
     #[test]

@@ -1,16 +1,18 @@
 //! Evals: does a bounded Ralph run finish repository tasks more often, and more honestly, than
 //! one ordinary session with the same token budget, and more often than no agent at all (one
-//! answer of whole files, the floor an agent loop must beat)?
+//! answer of whole files, the floor an agent loop must beat)? And what do the round context's
+//! two parts (the check, the observation) add to the loop?
 //!
 //! The harness drives the real `ralph-tui` binary headless, exactly as a person runs it, on
 //! fresh copies of small task repositories, and judges each final tree with the task's own
 //! verify script, which the worker never sees. Per task × seed it runs the Ralph arm first
-//! (`-n ROUNDS`), then the single arm (`-n 1`, many turns, a token budget equal to what the
-//! Ralph arm generated), then the oneshot arm (one generation through the same backend and
-//! settings, no tools: the files it writes in full are written by the harness, see
-//! `oneshot`), and records the independent verdict beside the worker's own claim. For the
-//! agent arms the engine's events are the only thing measured; nothing here reaches into its
-//! internals.
+//! (`-n ROUNDS`, `--observe on`, `--check` the task's visible check or `auto`), then the same
+//! loop without them (`ralph-plain`: `--observe off --check off`), then the single arm (`-n 1`,
+//! many turns, the Ralph arm's observe and check, a token budget equal to what the Ralph arm
+//! generated), then the oneshot arm (one generation through the same backend and settings, no
+//! tools: the files it writes in full are written by the harness, see `oneshot`), and records
+//! the independent verdict beside the worker's own claim. For the agent arms the engine's
+//! events are the only thing measured; nothing here reaches into its internals.
 
 pub mod metrics;
 mod oneshot;
@@ -27,16 +29,23 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use results::{ArmSummary, EvalResults, ModelInfo, RunRecord};
-use trial::Setup;
+use crate::options::ObserveMode;
+
+use results::{ArmSettings, ArmSummary, CheckChoice, EvalResults, ModelInfo, RunRecord, TaskCheck};
+use trial::{Limits, Setup};
 
 /// The ways of spending the same work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Arm {
-    /// A bounded Ralph run: up to N fresh rounds joined by one validated report.
+    /// A bounded Ralph run as the product runs it: up to N fresh rounds joined by one
+    /// validated report, each round shown the workspace and the repository's check.
     Ralph,
-    /// One ordinary session: one child, the same tools, the Ralph arm's token total.
+    /// The same loop with neither the observation nor the check, so what they add is
+    /// measured on the same tasks and seeds.
+    RalphPlain,
+    /// One ordinary session: one child, the same tools, observation and check as the Ralph
+    /// arm, the Ralph arm's token total.
     Single,
     /// No agent: one generation that sees the objective and the repository's files and
     /// answers with whole files, which the harness writes. No tools, no rounds.
@@ -44,21 +53,29 @@ pub enum Arm {
 }
 
 impl Arm {
+    /// Every arm, in the order each task and seed runs them (the Ralph arm's generated tokens
+    /// budget the single and oneshot arms after it).
+    pub const ALL: [Self; 4] = [Self::Ralph, Self::RalphPlain, Self::Single, Self::Oneshot];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ralph => "ralph",
+            Self::RalphPlain => "ralph-plain",
             Self::Single => "single",
             Self::Oneshot => "oneshot",
         }
     }
 
     pub fn parse(text: &str) -> Option<Self> {
-        match text.trim() {
-            "ralph" => Some(Self::Ralph),
-            "single" => Some(Self::Single),
-            "oneshot" => Some(Self::Oneshot),
-            _ => None,
-        }
+        let text = text.trim();
+        Self::ALL.into_iter().find(|arm| arm.as_str() == text)
+    }
+
+    /// Whether the arm gets the round context (the observation and the check): the product's
+    /// loop and the one ordinary session do, so they differ only in one long context against
+    /// fresh rounds; `ralph-plain` and the oneshot arm do not.
+    pub fn has_round_context(self) -> bool {
+        matches!(self, Self::Ralph | Self::Single)
     }
 }
 
@@ -119,12 +136,12 @@ pub struct EvalOptions {
     pub backend: BackendChoice,
     /// The GGUF file for the llama backend (`None`: the default model `make model` fetches).
     pub model: Option<PathBuf>,
-    /// `-n` for the Ralph arm.
+    /// `-n` for the Ralph arms.
     pub rounds: u32,
     pub seeds: Vec<u32>,
     pub arms: Vec<Arm>,
     pub ralph_bin: PathBuf,
-    /// `--max-turns` per round for the Ralph arm (`None`: ralph-tui's default).
+    /// `--max-turns` per round for the Ralph arms (`None`: ralph-tui's default).
     pub max_turns: Option<u32>,
     /// `--max-tokens` (per turn) for the agent arms, and the oneshot answer's room beyond its
     /// files (`None`: ralph-tui's default).
@@ -169,12 +186,12 @@ impl EvalOptions {
             filters: Vec::new(),
             backend: BackendChoice::Llama,
             model: None,
-            rounds: 3,
+            rounds: 4,
             seeds: vec![1],
-            arms: vec![Arm::Ralph, Arm::Single, Arm::Oneshot],
+            arms: Arm::ALL.to_vec(),
             ralph_bin,
-            max_turns: Some(8),
-            max_tokens: Some(384),
+            max_turns: None,
+            max_tokens: None,
             single_max_turns: 200,
             single_budget: None,
             oneshot_max_tokens: None,
@@ -195,7 +212,7 @@ impl EvalOptions {
             return usage("give at least one seed");
         }
         if self.arms.is_empty() {
-            return usage("give at least one arm: ralph, single, oneshot");
+            return usage("give at least one arm: ralph, ralph-plain, single, oneshot");
         }
         if self.single_max_turns == 0 || self.max_turns == Some(0) {
             return usage("turn limits must be at least 1");
@@ -291,6 +308,7 @@ pub fn run(
         BackendChoice::Script => None,
     };
     let model_info = model.as_deref().map(model_info).transpose()?;
+    let limits = trial::resolve_limits(options)?;
     let label = results_label(options.label.as_deref(), model.as_deref(), server.is_some());
     let ralph_version = ralph_version(&options.ralph_bin)?;
     let scratch = Scratch::create(options.keep_in.as_deref())?;
@@ -304,15 +322,20 @@ pub fn run(
         model,
         config,
         scratch: &scratch.dir,
+        limits,
     };
 
     let started = chrono::Utc::now();
-    let arms: Vec<Arm> = [Arm::Ralph, Arm::Single, Arm::Oneshot]
+    let arms: Vec<Arm> = Arm::ALL
         .into_iter()
         .filter(|a| options.arms.contains(a))
         .collect();
     let (runs, interrupted) = run_all(&setup, &tasks, &arms, cancel, progress)?;
     let summary = arms.iter().map(|&arm| ArmSummary::of(arm, &runs)).collect();
+    let arm_settings = arms
+        .iter()
+        .map(|&arm| arm_settings(options, limits, arm))
+        .collect();
     Ok(EvalResults {
         date: started.format("%Y-%m-%d").to_string(),
         started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -332,12 +355,66 @@ pub fn run(
         max_tokens: options.max_tokens,
         single_max_turns: options.single_max_turns,
         oneshot_max_tokens: options.oneshot_max_tokens,
+        arm_settings,
+        task_checks: tasks
+            .iter()
+            .map(|t| TaskCheck {
+                task: t.name.clone(),
+                check: t.check.clone(),
+            })
+            .collect(),
         extra_args: options.extra_args.clone(),
         tasks: tasks.iter().map(|t| t.name.clone()).collect(),
         interrupted,
         runs,
         summary,
     })
+}
+
+/// What `arm` runs with under `options`, the turn limits as ralph-tui resolves them.
+fn arm_settings(options: &EvalOptions, limits: Limits, arm: Arm) -> ArmSettings {
+    let check = if arm.has_round_context() {
+        CheckChoice::TaskElseAuto
+    } else {
+        CheckChoice::Off
+    };
+    let ralph = |observe| ArmSettings {
+        arm,
+        rounds: options.rounds,
+        max_turns: limits.max_turns,
+        max_tokens: limits.max_tokens,
+        observe: Some(observe),
+        check: Some(check),
+        budget: "none".into(),
+    };
+    match arm {
+        Arm::Ralph => ralph(ObserveMode::On),
+        Arm::RalphPlain => ralph(ObserveMode::Off),
+        Arm::Single => ArmSettings {
+            rounds: 1,
+            max_turns: options.single_max_turns,
+            budget: match options.single_budget {
+                Some(n) => n.to_string(),
+                None => "the ralph arm's generated tokens".into(),
+            },
+            ..ralph(ObserveMode::On)
+        },
+        Arm::Oneshot => ArmSettings {
+            arm,
+            rounds: 0,
+            max_turns: 1,
+            max_tokens: limits.max_tokens,
+            observe: None,
+            check: None,
+            budget: match options.oneshot_max_tokens {
+                Some(n) => n.to_string(),
+                None if options.arms.contains(&Arm::Ralph) => {
+                    "the ralph arm's generated tokens, at least room for the files".into()
+                }
+                None => "room for the files".into(),
+            },
+        },
+    }
 }
 
 /// The model file's name and checksum, for the results.
@@ -416,7 +493,9 @@ fn run_all(
                     seed,
                 });
                 let outcome = match arm {
-                    Arm::Ralph => trial::run_one(setup, task, arm, seed, None, cancel)?,
+                    Arm::Ralph | Arm::RalphPlain => {
+                        trial::run_one(setup, task, arm, seed, None, cancel)?
+                    }
                     Arm::Single => {
                         let budget = options.single_budget.or(ralph_generated);
                         trial::run_one(setup, task, arm, seed, budget, cancel)?

@@ -38,8 +38,6 @@ use crate::tools::path::{open_root, resolve, Access};
 const MAX_FILE_BYTES: usize = 32 * 1024;
 /// At most this much file text in one prompt; later files are named only.
 const MAX_SHOWN_BYTES: usize = 256 * 1024;
-/// The answer's room beyond the shown files when ralph-tui's own `--max-tokens` applies.
-const DEFAULT_ANSWER_ROOM: u32 = 384;
 /// Bytes of source text per token, for the answer cap's floor (a low guess, so the floor is
 /// generous).
 const BYTES_PER_TOKEN: u64 = 3;
@@ -345,7 +343,7 @@ pub(super) fn run_one(
         task: task.name.clone(),
         message: format!("cannot read the starting commit: {e}"),
     })?;
-    let room = options.max_tokens.unwrap_or(DEFAULT_ANSWER_ROOM);
+    let room = setup.limits.max_tokens;
     let cap = answer_cap(options.oneshot_max_tokens, ralph_generated, &files, room);
     let run = OneshotRun {
         setup,
@@ -395,6 +393,10 @@ pub(super) fn run_one(
         rounds_used: 0,
         max_rounds: 0,
         max_turns: Some(1),
+        max_tokens: Some(run.room),
+        observe: None,
+        check: None,
+        round_context: super::metrics::RoundContextFigures::default(),
         token_budget: Some(u64::from(run.cap)),
         wall_ms: trial::millis(wall),
         exit_code: None,
@@ -465,6 +467,7 @@ impl OneshotRun<'_> {
                 max_turns: Some(1),
                 max_tokens: Some(self.cap),
                 token_budget: None,
+                context: None,
                 script: script.as_deref(),
             },
         )?;

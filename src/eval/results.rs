@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::metrics::{ratio, Discovery};
+use super::metrics::{ratio, Discovery, RoundContextFigures};
 use super::{Arm, EvalError};
+use crate::options::ObserveMode;
 
 /// The verify script's verdict on one run's final tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,7 +47,21 @@ pub struct RunRecord {
     pub generated_tokens: u64,
     pub rounds_used: u32,
     pub max_rounds: u32,
+    /// Turns per round it ran with (results written before these were recorded may have
+    /// `None`: ralph-tui's default).
     pub max_turns: Option<u32>,
+    /// Tokens per turn it ran with (the oneshot arm: its answer's room beyond its files).
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// `--observe` and `--check` as passed (the agent arms; `None` for the oneshot arm and in
+    /// results written before the round context existed).
+    #[serde(default)]
+    pub observe: Option<ObserveMode>,
+    #[serde(default)]
+    pub check: Option<String>,
+    /// What the check and the observation did.
+    #[serde(default)]
+    pub round_context: RoundContextFigures,
     /// The run-wide generated-token budget it ran under (the single arm's).
     pub token_budget: Option<u64>,
     /// Wall time of the ralph-tui process, model load included.
@@ -129,6 +144,13 @@ pub struct ArmSummary {
     pub wall_ms: u64,
     #[serde(default)]
     pub worker: WorkerFigures,
+    /// Rounds given the observation, check runs, and `complete` claims the check refused.
+    #[serde(default)]
+    pub observed_rounds: u32,
+    #[serde(default)]
+    pub check_runs: u32,
+    #[serde(default)]
+    pub claims_refused: u32,
 }
 
 impl ArmSummary {
@@ -163,13 +185,16 @@ impl ArmSummary {
                 .iter()
                 .map(|r| r.worker)
                 .fold(WorkerFigures::default(), WorkerFigures::add),
+            observed_rounds: runs.iter().map(|r| r.round_context.observed_rounds).sum(),
+            check_runs: runs.iter().map(|r| r.round_context.check_runs).sum(),
+            claims_refused: runs.iter().map(|r| r.round_context.claims_refused).sum(),
         }
     }
 
     /// One line a person reads at the end of an eval.
     pub fn line(&self) -> String {
         format!(
-            "{:<7} completed {}/{} ({}) · false completions {}/{} claims ({}) · repeated discovery {}/{} ({}) · turns without a call {}/{} · repeats refused {} · tokens {} prompt + {} generated · {} rounds · wall {:.1} s",
+            "{:<11} completed {}/{} ({}) · false completions {}/{} claims ({}) · claims the check refused {} · repeated discovery {}/{} ({}) · turns without a call {}/{} · repeats refused {} · tokens {} prompt + {} generated · {} rounds · wall {:.1} s",
             self.arm.as_str(),
             self.completed,
             self.runs,
@@ -177,6 +202,7 @@ impl ArmSummary {
             self.false_completions,
             self.claims,
             percent(self.false_completion_rate),
+            self.claims_refused,
             self.discovery.repeated,
             self.discovery.calls,
             percent(self.repeated_discovery_share),
@@ -189,6 +215,41 @@ impl ArmSummary {
             seconds(self.wall_ms),
         )
     }
+}
+
+/// Which check an arm passes as ralph-tui's `--check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckChoice {
+    /// The task's `check` file, else `auto` (which finds none where there are no tests).
+    TaskElseAuto,
+    Off,
+}
+
+/// What one arm ran with: the figures ralph-tui resolved, so the results say which ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArmSettings {
+    pub arm: Arm,
+    /// `-n`: rounds at most (0 for the oneshot arm: no rounds).
+    pub rounds: u32,
+    /// Turns per round (the oneshot arm: its one generation).
+    pub max_turns: u32,
+    /// Tokens per turn (the oneshot arm: its answer's room beyond the files).
+    pub max_tokens: u32,
+    /// `--observe` (`None`: the oneshot arm, which has no rounds).
+    pub observe: Option<ObserveMode>,
+    /// `--check` (`None`: the oneshot arm).
+    pub check: Option<CheckChoice>,
+    /// The run's generated-token budget, in words.
+    pub budget: String,
+}
+
+/// A task's visible check (its `check` file), as the Ralph and single arms pass it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskCheck {
+    pub task: String,
+    /// `None`: no `check` file; those arms pass `--check auto`.
+    pub check: Option<String>,
 }
 
 /// The model an eval ran, as recorded (file name, not path).
@@ -216,15 +277,22 @@ pub struct EvalResults {
     pub rounds: u32,
     pub seeds: Vec<u32>,
     pub arms: Vec<Arm>,
-    /// Turns per round for the Ralph arm (`None`: ralph-tui's default).
+    /// `--max-turns` given for the Ralph arms (`None`: ralph-tui's default; `arm_settings`
+    /// has the figure that ran).
     pub max_turns: Option<u32>,
-    /// Tokens per turn, the agent arms (`None`: ralph-tui's default).
+    /// `--max-tokens` given for the agent arms (`None`: ralph-tui's default).
     pub max_tokens: Option<u32>,
     pub single_max_turns: u32,
     /// `--oneshot-max-tokens` (`None`: the Ralph arm's generated tokens, at least room for the
     /// task's files).
     #[serde(default)]
     pub oneshot_max_tokens: Option<u32>,
+    /// What each arm ran with (empty in results written before it was recorded).
+    #[serde(default)]
+    pub arm_settings: Vec<ArmSettings>,
+    /// Each task's visible check.
+    #[serde(default)]
+    pub task_checks: Vec<TaskCheck>,
     /// Extra arguments every ralph-tui run got.
     pub extra_args: Vec<String>,
     pub tasks: Vec<String>,
@@ -265,6 +333,7 @@ impl EvalResults {
         self.settings_lines(&mut md);
         self.arms_table(&mut md);
         self.worker_table(&mut md);
+        self.round_context_table(&mut md);
         self.arms_side_by_side(&mut md);
         self.runs_table(&mut md);
         md
@@ -292,26 +361,6 @@ impl EvalResults {
             self.backend,
             seeds.join(", ")
         );
-        let _ = writeln!(
-            md,
-            "- Ralph arm: `-n {}`, {} turns per round · single arm: `-n 1`, {} turns, token budget = the Ralph arm's generated tokens · {} tokens per turn",
-            self.rounds,
-            self.max_turns
-                .map_or_else(|| "default".to_string(), |t| t.to_string()),
-            self.single_max_turns,
-            self.max_tokens
-                .map_or_else(|| "default".to_string(), |t| t.to_string()),
-        );
-        if self.arms.contains(&Arm::Oneshot) {
-            let _ = writeln!(
-                md,
-                "- oneshot arm: one generation, no tools, whole files written by the harness · token cap {}",
-                self.oneshot_max_tokens.map_or_else(
-                    || "= the Ralph arm's generated tokens, at least room for the task's files".to_string(),
-                    |t| t.to_string()
-                ),
-            );
-        }
         let _ = writeln!(md, "- ran {} → {}", self.started_at, self.finished_at);
         if !self.extra_args.is_empty() {
             let _ = writeln!(
@@ -323,6 +372,71 @@ impl EvalResults {
         if self.interrupted {
             let _ = writeln!(md, "- **interrupted**: not every run was done");
         }
+        self.arm_settings_table(md);
+        self.task_checks_line(md);
+    }
+
+    /// One row per arm: the rounds, turns, tokens, observation, check and budget it ran with.
+    fn arm_settings_table(&self, md: &mut String) {
+        if self.arm_settings.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            md,
+            "\n| arm | rounds | turns per round | tokens per turn | observe | check | token budget |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|---|---|---|");
+        for a in &self.arm_settings {
+            let observe = match a.observe {
+                Some(ObserveMode::On) => "on",
+                Some(ObserveMode::Off) => "off",
+                None => "–",
+            };
+            let check = match a.check {
+                Some(CheckChoice::TaskElseAuto) => "the task's, else `auto`",
+                Some(CheckChoice::Off) => "off",
+                None => "–",
+            };
+            let (rounds, turns, tokens) = if a.arm == Arm::Oneshot {
+                (
+                    "–".to_string(),
+                    "1 generation".to_string(),
+                    format!("{} beyond the files", a.max_tokens),
+                )
+            } else {
+                (
+                    a.rounds.to_string(),
+                    a.max_turns.to_string(),
+                    a.max_tokens.to_string(),
+                )
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {rounds} | {turns} | {tokens} | {observe} | {check} | {} |",
+                a.arm.as_str(),
+                a.budget,
+            );
+        }
+    }
+
+    /// The tasks' visible checks, when an arm passes them.
+    fn task_checks_line(&self, md: &mut String) {
+        let uses = self
+            .arm_settings
+            .iter()
+            .any(|a| a.check == Some(CheckChoice::TaskElseAuto));
+        if !uses || self.task_checks.is_empty() {
+            return;
+        }
+        let checks: Vec<String> = self
+            .task_checks
+            .iter()
+            .map(|t| match &t.check {
+                Some(check) => format!("{} `{check}`", t.task),
+                None => format!("{} none (`auto`)", t.task),
+            })
+            .collect();
+        let _ = writeln!(md, "\nTask checks: {}.", checks.join(" · "));
     }
 
     /// One row per arm: completions, false completions, repeated discovery, tokens, time.
@@ -377,20 +491,40 @@ impl EvalResults {
         }
     }
 
+    /// One row per agent arm: what the observation and the check did.
+    fn round_context_table(&self, md: &mut String) {
+        let _ = writeln!(
+            md,
+            "\n| arm | rounds observed | check runs | claims the check refused |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|");
+        for s in self.summary.iter().filter(|s| s.arm != Arm::Oneshot) {
+            let _ = writeln!(
+                md,
+                "| {} | {}/{} | {} | {} |",
+                s.arm.as_str(),
+                s.observed_rounds,
+                s.rounds_used,
+                s.check_runs,
+                s.claims_refused,
+            );
+        }
+    }
+
     /// One row per run.
     fn runs_table(&self, md: &mut String) {
         let _ = writeln!(
             md,
-            "\n| task | arm | seed | verify | worker status | false completion | repeated discovery | rounds | prompt tok | gen tok | budget | wall |"
+            "\n| task | arm | seed | verify | worker status | false completion | repeated discovery | rounds | prompt tok | gen tok | budget | wall | check (first → last, refused) |"
         );
         let _ = writeln!(
             md,
-            "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|"
+            "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|"
         );
         for r in &self.runs {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {}/{} | {} | {} | {} | {} | {:.1} s |",
+                "| {} | {} | {} | {} | {} | {} | {}/{} | {} | {} | {} | {} | {:.1} s | {} |",
                 r.task,
                 r.arm.as_str(),
                 r.seed,
@@ -405,6 +539,7 @@ impl EvalResults {
                 r.token_budget
                     .map_or_else(|| "–".to_string(), |b| b.to_string()),
                 seconds(r.wall_ms),
+                check_cell(&r.round_context),
             );
         }
     }
@@ -459,6 +594,21 @@ fn cell(r: &RunRecord) -> String {
         ),
         None if r.false_completion => format!("{verdict} · {} (**false**)", r.status),
         None => format!("{verdict} · {}", r.status),
+    }
+}
+
+/// A run's check in the runs table: the verdict on the starting tree, the last one, and the
+/// claims it refused; `–` when no check ran.
+fn check_cell(c: &RoundContextFigures) -> String {
+    match (&c.first_verdict, &c.last_verdict) {
+        (Some(first), Some(last)) => {
+            let mut cell = format!("{first} → {last}");
+            if c.claims_refused > 0 {
+                let _ = write!(cell, ", {} refused", c.claims_refused);
+            }
+            cell
+        }
+        _ => "–".to_string(),
     }
 }
 

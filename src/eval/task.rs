@@ -1,9 +1,11 @@
 //! Eval tasks on disk, and the fresh workspace each run gets.
 //!
 //! A task is a folder: `objective.txt`, `repo/` (the starting repository's files), `verify`
-//! (a POSIX shell script, exit 0 = done, kept outside `repo/` so the worker never sees it) and,
-//! for the script backend, `script.json` (the agent arms' scripted worker) and `oneshot.txt`
-//! (the oneshot arm's canned answer). Every run starts from a fresh copy of `repo/` with
+//! (a POSIX shell script, exit 0 = done, kept outside `repo/` so the worker never sees it),
+//! optionally `check` (one line: the visible test or build command a developer of that
+//! repository runs, which the Ralph arm passes as ralph-tui's `--check`; it is not `verify`)
+//! and, for the script backend, `script.json` (the agent arms' scripted worker) and
+//! `oneshot.txt` (the oneshot arm's canned answer). Every run starts from a fresh copy of `repo/` with
 //! one commit made under a fixed identity and date, so the starting tree and commit are the
 //! same for every run.
 
@@ -29,6 +31,8 @@ pub struct Task {
     pub script: Option<PathBuf>,
     /// `oneshot.txt`, the oneshot arm's answer under the script backend, when there is one.
     pub oneshot: Option<PathBuf>,
+    /// The repository's own check command (`check`), when the task names one.
+    pub check: Option<String>,
 }
 
 impl Task {
@@ -62,6 +66,7 @@ impl Task {
         }
         let script = Some(dir.join("script.json")).filter(|p| p.is_file());
         let oneshot = Some(dir.join("oneshot.txt")).filter(|p| p.is_file());
+        let check = read_check(&dir.join("check")).map_err(|m| bad(&m))?;
         Ok(Self {
             name,
             dir: dir.to_path_buf(),
@@ -70,6 +75,7 @@ impl Task {
             verify,
             script,
             oneshot,
+            check,
         })
     }
 
@@ -85,6 +91,27 @@ impl Task {
             task: self.name.clone(),
             message: format!("cannot commit the starting repository: {e}"),
         })
+    }
+}
+
+/// The command a task's `check` file names: its one line that is not blank, trimmed, or
+/// `None` when there is no such file.
+fn read_check(path: &Path) -> Result<Option<String>, String> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read its check file: {e}"))?;
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    match (lines.next(), lines.next()) {
+        (Some(word @ ("auto" | "off")), None) => Err(format!(
+            "its check file says `{word}`: name a command, or leave the file out"
+        )),
+        (Some(command), None) => Ok(Some(command.to_string())),
+        (None, _) => Err("its check file is empty: give the command on one line".into()),
+        (Some(_), Some(_)) => {
+            Err("its check file has more than one line: give one command line".into())
+        }
     }
 }
 

@@ -2,7 +2,9 @@
 //!
 //! Builds the ralph-tui command line for the arm, runs it headless with its events going to a
 //! file, reads what the events add up to, runs the task's verify script on the final tree, and
-//! scrubs this machine's paths out of everything that goes into the results.
+//! scrubs this machine's paths out of everything that goes into the results. The turn limits
+//! an arm does not set are ralph-tui's own, read from its option table (`resolve_limits`) so
+//! the results say which figures ran.
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -16,6 +18,7 @@ use super::process::{self, Stop};
 use super::results::{RunRecord, VerifyResult, WorkerFigures};
 use super::task::Task;
 use super::{metrics, Arm, EvalError, EvalOptions};
+use crate::options::{CheckSetting, ObserveMode};
 
 /// How long an interrupted ralph-tui run gets to finish cleanly before it is killed.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(30);
@@ -28,6 +31,90 @@ pub(super) struct Setup<'a> {
     pub model: Option<PathBuf>,
     pub config: PathBuf,
     pub scratch: &'a Path,
+    /// The turn limits as ralph-tui resolves them for these options.
+    pub limits: Limits,
+}
+
+/// Turns per round and tokens per turn, as a ralph-tui run of this eval gets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Limits {
+    /// The Ralph arms' turns per round.
+    pub max_turns: u32,
+    /// Tokens per turn, every agent arm.
+    pub max_tokens: u32,
+}
+
+/// The limits ralph-tui runs with under `options`: `--max-turns` and `--max-tokens` where the
+/// eval overrides them, else what the extra arguments say, else ralph-tui's own defaults. The
+/// config file every run gets is empty, so the option table's defaults are the run's.
+pub(super) fn resolve_limits(options: &EvalOptions) -> Result<Limits, EvalError> {
+    let mut args: Vec<OsString> = vec!["ralph-tui".into()];
+    args.extend(limit_args(options.max_turns, options.max_tokens));
+    args.extend(options.extra_args.iter().map(OsString::from));
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(args).map_err(|e| {
+        EvalError::Usage(format!(
+            "ralph-tui would refuse these arguments: {}",
+            crate::cli::error_line(&e)
+        ))
+    })?;
+    let resolved = cli.options.resolve();
+    Ok(Limits {
+        max_turns: resolved.max_turns,
+        max_tokens: resolved.max_tokens,
+    })
+}
+
+/// `--max-turns N` and `--max-tokens N`, each where it is given.
+fn limit_args(max_turns: Option<u32>, max_tokens: Option<u32>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = Vec::new();
+    if let Some(turns) = max_turns {
+        args.extend(["--max-turns".into(), turns.to_string().into()]);
+    }
+    if let Some(tokens) = max_tokens {
+        args.extend(["--max-tokens".into(), tokens.to_string().into()]);
+    }
+    args
+}
+
+/// The round context an agent arm runs with on a task: `--observe` and `--check`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct RoundContext {
+    pub observe: ObserveMode,
+    pub check: CheckSetting,
+}
+
+impl RoundContext {
+    /// The Ralph and single arms: the observation, and the task's check (else `auto`, which
+    /// finds none in a repository without tests); `ralph-plain`: neither.
+    pub(super) fn of(arm: Arm, task: &Task) -> Self {
+        if arm.has_round_context() {
+            Self {
+                observe: ObserveMode::On,
+                check: task
+                    .check
+                    .clone()
+                    .map_or(CheckSetting::Auto, CheckSetting::Command),
+            }
+        } else {
+            Self {
+                observe: ObserveMode::Off,
+                check: CheckSetting::Off,
+            }
+        }
+    }
+
+    fn args(&self) -> [OsString; 4] {
+        let observe = match self.observe {
+            ObserveMode::On => "on",
+            ObserveMode::Off => "off",
+        };
+        [
+            "--observe".into(),
+            observe.into(),
+            "--check".into(),
+            self.check.to_string().into(),
+        ]
+    }
 }
 
 /// What differs between the ralph-tui runs of one eval.
@@ -39,6 +126,8 @@ pub(super) struct Invocation<'a> {
     pub max_turns: Option<u32>,
     pub max_tokens: Option<u32>,
     pub token_budget: Option<u64>,
+    /// `--observe` and `--check`, for the agent arms (`None`: ralph-tui's defaults).
+    pub context: Option<&'a RoundContext>,
     /// The script for the script backend.
     pub script: Option<&'a Path>,
 }
@@ -85,11 +174,9 @@ impl Setup<'_> {
                 })
             }
         }
-        if let Some(turns) = run.max_turns {
-            args.extend(["--max-turns".into(), turns.to_string().into()]);
-        }
-        if let Some(tokens) = run.max_tokens {
-            args.extend(["--max-tokens".into(), tokens.to_string().into()]);
+        args.extend(limit_args(run.max_turns, run.max_tokens));
+        if let Some(context) = run.context {
+            args.extend(context.args());
         }
         if let Some(budget) = run.token_budget {
             args.extend(["--token-budget".into(), budget.to_string().into()]);
@@ -117,11 +204,12 @@ pub(super) fn run_one(
     let workspace = dir.join("workspace");
     task.prepare_workspace(&workspace)?;
     let (max_rounds, max_turns) = match arm {
-        Arm::Ralph => (options.rounds, options.max_turns),
+        Arm::Ralph | Arm::RalphPlain => (options.rounds, options.max_turns),
         Arm::Single => (1, Some(options.single_max_turns)),
         // The oneshot arm has its own trial (`oneshot`); as an agent run it would be one turn.
         Arm::Oneshot => (1, Some(1)),
     };
+    let context = RoundContext::of(arm, task);
     let invocation = Invocation {
         workspace: &workspace,
         run_dir: dir.join("run"),
@@ -130,6 +218,7 @@ pub(super) fn run_one(
         max_turns,
         max_tokens: options.max_tokens,
         token_budget,
+        context: Some(&context),
         script: task.script.as_deref(),
     };
     let Some(ran) = run_ralph(setup, task, arm, &invocation, &dir, cancel)? else {
@@ -158,7 +247,11 @@ pub(super) fn run_one(
         generated_tokens: metrics.generated_tokens,
         rounds_used: metrics.rounds_used,
         max_rounds,
-        max_turns,
+        max_turns: Some(max_turns.unwrap_or(setup.limits.max_turns)),
+        max_tokens: Some(setup.limits.max_tokens),
+        observe: Some(context.observe),
+        check: Some(context.check.to_string()),
+        round_context: metrics.round_context,
         token_budget,
         wall_ms: millis(finished.wall),
         exit_code: finished.exit_code,
@@ -309,4 +402,123 @@ pub fn scrub_paths(text: &str, places: &[(&Path, &str)]) -> String {
 
 pub(super) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(check: Option<&str>) -> Task {
+        let dir = PathBuf::from("/tasks/t");
+        Task {
+            name: "t".into(),
+            objective_file: dir.join("objective.txt"),
+            repo: dir.join("repo"),
+            verify: dir.join("verify"),
+            script: Some(dir.join("script.json")),
+            oneshot: None,
+            check: check.map(String::from),
+            dir,
+        }
+    }
+
+    /// The ralph-tui arguments of `arm` on `task`, as `run_one` builds them.
+    fn args_of(options: &EvalOptions, arm: Arm, task: &Task) -> Vec<String> {
+        let setup = Setup {
+            options,
+            model: None,
+            config: PathBuf::from("/scratch/config.toml"),
+            scratch: Path::new("/scratch"),
+            limits: Limits {
+                max_turns: 24,
+                max_tokens: 1024,
+            },
+        };
+        let context = RoundContext::of(arm, task);
+        let max_turns = (arm == Arm::Single).then_some(options.single_max_turns);
+        let invocation = Invocation {
+            workspace: Path::new("/scratch/w"),
+            run_dir: PathBuf::from("/scratch/run"),
+            seed: 1,
+            max_rounds: 4,
+            max_turns: max_turns.or(options.max_turns),
+            max_tokens: options.max_tokens,
+            token_budget: None,
+            context: Some(&context),
+            script: task.script.as_deref(),
+        };
+        let args = setup.ralph_args(task, &invocation).unwrap();
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// The value after `flag`, if `flag` is there.
+    fn value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+        let i = args.iter().position(|a| a == flag)?;
+        args.get(i + 1).map(String::as_str)
+    }
+
+    #[test]
+    fn each_arm_passes_its_round_context_and_only_the_limits_given() {
+        let options = EvalOptions::new(PathBuf::from("/tasks"), PathBuf::from("/bin/ralph-tui"));
+        let checked = task(Some("python3 -m unittest discover -s tests"));
+        let ralph = args_of(&options, Arm::Ralph, &checked);
+        assert_eq!(value(&ralph, "--observe"), Some("on"));
+        assert_eq!(
+            value(&ralph, "--check"),
+            Some("python3 -m unittest discover -s tests")
+        );
+        // ralph-tui decides the turn limits when the eval gives none.
+        assert_eq!(value(&ralph, "--max-turns"), None);
+        assert_eq!(value(&ralph, "--max-tokens"), None);
+        assert_eq!(value(&ralph, "-n"), Some("4"));
+
+        let plain = args_of(&options, Arm::RalphPlain, &checked);
+        assert_eq!(value(&plain, "--observe"), Some("off"));
+        assert_eq!(value(&plain, "--check"), Some("off"));
+
+        let single = args_of(&options, Arm::Single, &checked);
+        assert_eq!(value(&single, "--observe"), Some("on"));
+        assert_eq!(
+            value(&single, "--check"),
+            Some("python3 -m unittest discover -s tests")
+        );
+        assert_eq!(value(&single, "--max-turns"), Some("200"));
+
+        let unchecked = args_of(&options, Arm::Ralph, &task(None));
+        assert_eq!(value(&unchecked, "--check"), Some("auto"));
+
+        let mut overridden = options.clone();
+        overridden.max_turns = Some(8);
+        overridden.max_tokens = Some(384);
+        let ralph = args_of(&overridden, Arm::Ralph, &checked);
+        assert_eq!(value(&ralph, "--max-turns"), Some("8"));
+        assert_eq!(value(&ralph, "--max-tokens"), Some("384"));
+    }
+
+    #[test]
+    fn the_limits_are_ralph_tuis_own_unless_given() {
+        let mut options =
+            EvalOptions::new(PathBuf::from("/tasks"), PathBuf::from("/bin/ralph-tui"));
+        let defaults = crate::options::Options::default().resolve();
+        assert_eq!(
+            resolve_limits(&options).unwrap(),
+            Limits {
+                max_turns: defaults.max_turns,
+                max_tokens: defaults.max_tokens,
+            }
+        );
+        options.max_turns = Some(8);
+        options.extra_args = vec!["--max-tokens".into(), "512".into()];
+        assert_eq!(
+            resolve_limits(&options).unwrap(),
+            Limits {
+                max_turns: 8,
+                max_tokens: 512,
+            }
+        );
+        options.extra_args = vec!["--no-such-option".into()];
+        assert!(resolve_limits(&options).unwrap_err().is_usage());
+    }
 }

@@ -1,12 +1,14 @@
 //! The eval harness through the real binaries, with scripted workers whose outcomes are known:
 //! a true completion, a false completion, a blocked run, a budget-limited run, repeated
-//! discovery, the single arm's budget, the results files and the shipped tasks' scripts.
+//! discovery, the single arm's budget, the arms' round context (a task's check, the
+//! observation), the results files and the shipped tasks' scripts.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ralph_tui::eval::results::{EvalResults, RunRecord};
+use ralph_tui::eval::results::{CheckChoice, EvalResults, RunRecord};
 use ralph_tui::eval::{self, Arm, BackendChoice, EvalOptions};
+use ralph_tui::options::ObserveMode;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -222,6 +224,153 @@ fn the_single_arm_gets_the_ralph_arms_generated_tokens_as_its_budget() {
     assert_eq!(results.seeds, [7, 8]);
 }
 
+/// The Ralph arm is the product's loop with its round context: `--observe on` and the task's
+/// `check` file as `--check`, so a claim the check fails is refused and the worker goes on;
+/// ralph-plain is the same loop with neither, and takes the first claim; the single arm gets
+/// the Ralph arm's round context.
+#[test]
+fn the_ralph_arm_runs_the_tasks_check_and_ralph_plain_runs_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    let dir = task(
+        &tasks,
+        "checked",
+        VERIFY_DONE_FILE,
+        vec![turns(&[
+            complete_report("done already"),
+            create_done(false),
+            complete_only("done now"),
+        ])],
+    );
+    std::fs::write(dir.join("check"), "test -f done.txt\n").unwrap();
+    let mut o = options(&tasks, 2, &[Arm::Single, Arm::RalphPlain, Arm::Ralph]);
+    o.single_budget = Some(100_000);
+    let results = run(&o);
+    let order: Vec<Arm> = results.runs.iter().map(|r| r.arm).collect();
+    assert_eq!(order, [Arm::Ralph, Arm::RalphPlain, Arm::Single]);
+    assert_eq!(results.task_checks.len(), 1);
+    assert_eq!(
+        results.task_checks[0].check.as_deref(),
+        Some("test -f done.txt")
+    );
+
+    for arm in [Arm::Ralph, Arm::Single] {
+        let r = only(&results, "checked", arm);
+        assert!(r.completed && r.status == "complete", "{r:?}");
+        assert_eq!(r.observe, Some(ObserveMode::On));
+        assert_eq!(r.check.as_deref(), Some("test -f done.txt"));
+        let c = &r.round_context;
+        assert_eq!(
+            c.check_command.as_deref(),
+            Some("test -f done.txt"),
+            "{r:?}"
+        );
+        assert_eq!(c.observed_rounds, 1);
+        assert_eq!(c.claims_refused, 1, "{r:?}");
+        // At the round's start, on the refused claim, on the accepted one.
+        assert_eq!(c.check_runs, 3, "{r:?}");
+        assert_eq!(
+            (c.first_verdict.as_deref(), c.last_verdict.as_deref()),
+            (Some("failed"), Some("passed"))
+        );
+    }
+    let plain = only(&results, "checked", Arm::RalphPlain);
+    assert!(plain.false_completion, "{plain:?}");
+    assert_eq!(plain.observe, Some(ObserveMode::Off));
+    assert_eq!(plain.check.as_deref(), Some("off"));
+    assert_eq!(plain.round_context, Default::default());
+    assert_eq!(plain.max_turns, Some(24));
+    assert_eq!(plain.max_tokens, Some(1024));
+    let summary: Vec<(Arm, u32, u32)> = results
+        .summary
+        .iter()
+        .map(|s| (s.arm, s.claims_refused, s.observed_rounds))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (Arm::Ralph, 1, 1),
+            (Arm::RalphPlain, 0, 0),
+            (Arm::Single, 1, 1)
+        ]
+    );
+    let md = results.markdown();
+    assert!(
+        md.contains("| checked | ralph | 1 | pass | complete | no |")
+            && md.contains("| failed → passed, 1 refused |"),
+        "{md}"
+    );
+}
+
+/// A task without a `check` file gets `--check auto` in the Ralph arm (which finds no check in
+/// a repository without tests); `--max-turns` and `--max-tokens` given to the eval reach every
+/// agent arm and are recorded.
+#[test]
+fn without_a_check_file_the_ralph_arm_passes_auto_and_overrides_are_recorded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    task(
+        &tasks,
+        "unchecked",
+        VERIFY_DONE_FILE,
+        vec![turns(&[create_done(false), complete_report("done")])],
+    );
+    let mut o = options(&tasks, 1, &[Arm::Ralph, Arm::RalphPlain]);
+    o.max_turns = Some(5);
+    o.max_tokens = Some(300);
+    let results = run(&o);
+    let r = only(&results, "unchecked", Arm::Ralph);
+    assert!(r.completed, "{r:?}");
+    assert_eq!(r.check.as_deref(), Some("auto"));
+    assert_eq!(r.round_context.check_command, None);
+    assert_eq!(r.round_context.observed_rounds, 1);
+    assert_eq!((r.max_turns, r.max_tokens), (Some(5), Some(300)));
+    let plain = only(&results, "unchecked", Arm::RalphPlain);
+    assert_eq!((plain.max_turns, plain.max_tokens), (Some(5), Some(300)));
+    let limits: Vec<(u32, u32)> = results
+        .arm_settings
+        .iter()
+        .map(|a| (a.max_turns, a.max_tokens))
+        .collect();
+    assert_eq!(limits, [(5, 300), (5, 300)]);
+    assert_eq!(
+        (results.max_turns, results.max_tokens),
+        (Some(5), Some(300))
+    );
+}
+
+/// A `check` file holds one command line; blank lines around it do not count.
+#[test]
+fn a_check_file_names_one_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    let dir = task(
+        &tasks,
+        "checked",
+        VERIFY_DONE_FILE,
+        vec![turns(&[complete_report("x")])],
+    );
+    std::fs::write(dir.join("check"), "\n  cargo test  \n\n").unwrap();
+    let loaded = eval::task::Task::load(&dir).unwrap();
+    assert_eq!(loaded.check.as_deref(), Some("cargo test"));
+    std::fs::remove_file(dir.join("check")).unwrap();
+    assert_eq!(eval::task::Task::load(&dir).unwrap().check, None);
+    for (text, why) in [
+        ("make\nmake test\n", "more than one line"),
+        ("\n \n", "empty"),
+        ("auto\n", "name a command"),
+    ] {
+        std::fs::write(dir.join("check"), text).unwrap();
+        let e = eval::run(
+            &options(&tasks, 1, &[Arm::Ralph]),
+            &CancellationToken::new(),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(e.is_usage() && e.to_string().contains(why), "{text:?}: {e}");
+    }
+}
+
 #[test]
 fn a_spent_token_budget_ends_the_single_arm_budget_limited() {
     let tmp = tempfile::tempdir().unwrap();
@@ -267,7 +416,10 @@ fn the_binary_writes_json_and_markdown_and_prints_a_line_per_arm() {
     oneshot_answer(&liar, "Nothing to change.\n");
     let out_dir = tmp.path().join("out");
     let out = Command::new(EVAL_BIN)
+        // A budget of its own, so the single session is not wrapped up at its first turn
+        // (the scripts' Ralph runs generate fewer tokens than one turn's --max-tokens).
         .args(["--backend", "script", "--rounds", "2", "--seeds", "3"])
+        .args(["--single-budget", "100000"])
         .arg("--tasks-dir")
         .arg(&tasks)
         .arg("--out")
@@ -280,22 +432,18 @@ fn the_binary_writes_json_and_markdown_and_prints_a_line_per_arm() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(code(&out), 0, "{stdout}\n{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.starts_with("ralph") && l.contains("completed 1/2")),
-        "{stdout}"
-    );
+    for arm in ["ralph ", "ralph-plain ", "oneshot "] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(arm) && l.contains("completed 1/2")),
+            "{arm}: {stdout}"
+        );
+    }
     assert!(
         lines
             .iter()
             .any(|l| l.starts_with("single") && l.contains("false completions 1/2")),
-        "{stdout}"
-    );
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.starts_with("oneshot") && l.contains("completed 1/2")),
         "{stdout}"
     );
     assert!(stderr.contains("FALSE COMPLETION"), "{stderr}");
@@ -317,8 +465,46 @@ fn the_binary_writes_json_and_markdown_and_prints_a_line_per_arm() {
     assert_eq!(results.backend, "script");
     assert_eq!(results.model, None);
     assert_eq!(results.seeds, [3]);
-    assert_eq!(results.runs.len(), 6);
-    assert_eq!(results.arms, [Arm::Ralph, Arm::Single, Arm::Oneshot]);
+    assert_eq!(results.runs.len(), 8);
+    assert_eq!(
+        results.arms,
+        [Arm::Ralph, Arm::RalphPlain, Arm::Single, Arm::Oneshot]
+    );
+    // The settings each arm ran with: ralph-tui's own turn limits, since none were given.
+    type ArmRow = (Arm, u32, u32, u32, Option<ObserveMode>, Option<CheckChoice>);
+    let settings: Vec<ArmRow> = results
+        .arm_settings
+        .iter()
+        .map(|a| {
+            (
+                a.arm,
+                a.rounds,
+                a.max_turns,
+                a.max_tokens,
+                a.observe,
+                a.check,
+            )
+        })
+        .collect();
+    let on = Some(ObserveMode::On);
+    let task_check = Some(CheckChoice::TaskElseAuto);
+    assert_eq!(
+        settings,
+        [
+            (Arm::Ralph, 2, 24, 1024, on, task_check),
+            (
+                Arm::RalphPlain,
+                2,
+                24,
+                1024,
+                Some(ObserveMode::Off),
+                Some(CheckChoice::Off)
+            ),
+            (Arm::Single, 1, 200, 1024, on, task_check),
+            (Arm::Oneshot, 0, 1, 1024, None, None),
+        ]
+    );
+    assert_eq!(results.arm_settings[2].budget, "100000");
     assert!(results.ralph_version.starts_with("ralph-tui "));
     let md = std::fs::read_to_string(out_dir.join(&written[1])).unwrap();
     assert!(
@@ -329,17 +515,35 @@ fn the_binary_writes_json_and_markdown_and_prints_a_line_per_arm() {
         md.contains("| easy | single | 3 | pass | complete | no |"),
         "{md}"
     );
-    // The arms side by side: one column each.
     assert!(
-        md.contains("| task | seed | ralph | single | oneshot |\n|---|---:|---|---|---|\n"),
+        md.contains("| easy | ralph-plain | 3 | pass | complete | no |"),
+        "{md}"
+    );
+    // What each arm ran with, and the arms side by side: one column each.
+    assert!(
+        md.contains("| ralph | 2 | 24 | 1024 | on | the task's, else `auto` | none |\n| ralph-plain | 2 | 24 | 1024 | off | off | none |\n| single | 1 | 200 | 1024 | on | the task's, else `auto` | 100000 |\n"),
         "{md}"
     );
     assert!(
-        md.contains("| easy | 3 | pass · complete | pass · complete | pass · 1 written |"),
+        md.contains("Task checks: easy none (`auto`) · liar none (`auto`)."),
         "{md}"
     );
     assert!(
-        md.contains("| liar | 3 | fail · complete (**false**) | fail · complete (**false**) | fail · 0 written |"),
+        md.contains("| arm | rounds observed | check runs | claims the check refused |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| task | seed | ralph | ralph-plain | single | oneshot |\n|---|---:|---|---|---|---|\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| easy | 3 | pass · complete | pass · complete | pass · complete | pass · 1 written |"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| liar | 3 | fail · complete (**false**) | fail · complete (**false**) | fail · complete (**false**) | fail · 0 written |"),
         "{md}"
     );
     let text = std::fs::read_to_string(&json_path).unwrap();
@@ -467,6 +671,45 @@ fn the_shipped_tasks_play_their_scripts_as_documented() {
         "{results:?}"
     );
     assert_eq!(outcome("rename-api"), ("budget-limited", false, false));
+    // The shipped checks, and what the engine ran for each (`auto` finds none in 01-04).
+    let checks: Vec<(&str, Option<&str>)> = results
+        .task_checks
+        .iter()
+        .map(|t| (t.task.as_str(), t.check.as_deref()))
+        .collect();
+    let unittest = Some("python3 -m unittest discover -s tests");
+    assert_eq!(
+        checks,
+        [
+            ("01-create-file", None),
+            ("02-fix-typo", None),
+            ("03-config-port", None),
+            ("04-shell-greet", None),
+            ("05-py-slugify", Some("python3 -m doctest textutil.py")),
+            ("06-py-median", Some("python3 -m unittest")),
+            ("08-py-inventory", unittest),
+            ("09-rename-api", unittest),
+        ]
+    );
+    for (task, check) in checks {
+        let r = results.runs.iter().find(|r| r.task == task).unwrap();
+        assert_eq!(r.round_context.check_command.as_deref(), check, "{r:?}");
+        assert_eq!(r.check.as_deref(), Some(check.unwrap_or("auto")));
+    }
+    let verdicts = |name: &str| {
+        let r = results.runs.iter().find(|r| r.task.contains(name)).unwrap();
+        let c = &r.round_context;
+        (
+            c.first_verdict.clone(),
+            c.last_verdict.clone(),
+            c.claims_refused,
+        )
+    };
+    let v = |s: &str| Some(s.to_string());
+    // The median worker "fixes" the test, so the check passes and the claim stands.
+    assert_eq!(verdicts("py-median"), (v("failed"), v("passed"), 0));
+    assert_eq!(verdicts("py-inventory"), (v("failed"), v("passed"), 0));
+    assert_eq!(verdicts("py-slugify"), (v("failed"), v("failed"), 0));
     let repeated = results
         .runs
         .iter()
@@ -596,8 +839,9 @@ fn the_oneshot_cap_and_a_missing_answer() {
     oneshot_answer(&dir, "done.txt\n```\nok\n```\n");
     let mut o = options(&tasks, 1, &[Arm::Oneshot]);
     let r = run(&o).runs.remove(0);
-    // README.md is 7 bytes: 384 + ceil(7 / 3).
-    assert_eq!(r.token_budget, Some(387));
+    // README.md is 7 bytes: ralph-tui's --max-tokens (1024) + ceil(7 / 3).
+    assert_eq!(r.token_budget, Some(1027));
+    assert_eq!(r.max_tokens, Some(1024));
     assert!(r.completed);
     o.oneshot_max_tokens = Some(1000);
     assert_eq!(run(&o).runs[0].token_budget, Some(1000));
@@ -612,7 +856,10 @@ fn ralph_eval_help_explains_the_oneshot_arm() {
     let out = Command::new(EVAL_BIN).arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert_eq!(code(&out), 0);
-    assert!(help.contains("[default: ralph,single,oneshot]"), "{help}");
+    assert!(
+        help.contains("[default: ralph,ralph-plain,single,oneshot]"),
+        "{help}"
+    );
     assert!(
         help.contains("whole files") && help.contains("--oneshot-max-tokens"),
         "{help}"
@@ -652,7 +899,7 @@ fn the_oneshot_arm_runs_on_a_model_server_too() {
     assert_eq!(chats.len(), 1);
     let body = &chats[0].body;
     assert!(body.get("tools").is_none(), "{body}");
-    assert_eq!(body["max_tokens"], json!(387), "{body}");
+    assert_eq!(body["max_tokens"], json!(1027), "{body}");
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2);
     assert!(messages[1]["content"]
