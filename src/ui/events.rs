@@ -13,7 +13,9 @@ use super::state::State;
 use super::transcript::LineKind;
 use super::views::card::{self, Call, CallResult, Card, CardBody};
 use super::views::observation::{CheckCard, Observation};
-use crate::protocol::event::{ChangedFile, Event, RoundOutcome, WrapUpReason};
+use crate::protocol::event::{
+    ChangedFile, CheckPoint, CheckRun, Event, RoundOutcome, WrapUpReason,
+};
 use crate::protocol::report::Report;
 use crate::protocol::tool::REPORT_TOOL;
 
@@ -76,11 +78,7 @@ impl State {
                 self.push_tool_result(&name, ok, &output);
             }
             Event::WrapUp { round, reason } => self.wrap_up(round, reason),
-            Event::CheckFinished { round, at, check } => {
-                let card = CheckCard { at, run: check };
-                let (line, folded) = card.lines();
-                self.push_card(round, card.kind(), &line, &folded, CardBody::Check(card));
-            }
+            Event::CheckFinished { round, at, check } => self.check_finished(round, at, check),
             Event::RoundObserved {
                 round,
                 files_listed,
@@ -218,6 +216,16 @@ impl State {
             ),
         );
         self.wrap_ups.push((round, reason));
+    }
+
+    /// `check_finished`: the check's card, its output folded (bounded by the engine; a run
+    /// log from elsewhere is bounded here).
+    fn check_finished(&mut self, round: u32, at: CheckPoint, mut check: CheckRun) {
+        let kept = crate::text::cut_at_char_boundary(&check.output, card::MAX_RESULT_BYTES).len();
+        check.output.truncate(kept);
+        let card = CheckCard { at, run: check };
+        let (line, folded) = card.lines();
+        self.push_card(round, card.kind(), &line, &folded, CardBody::Check(card));
     }
 
     /// `report_rejected`: a line in the stream and a row in the reports list. A claim the
