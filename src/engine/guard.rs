@@ -8,22 +8,34 @@
 //! - **Claims against the record.** A `complete` report is refused, as a tool error the worker
 //!   can correct within its turns, when the round's log contradicts it: an evidence item
 //!   names a command whose last run in this round failed (or cites `COMMAND: exit code N`
-//!   for a command the round never ran, or that ended otherwise), the round's last change to
-//!   a file failed with nothing changed after it, or the round called no tool at all.
+//!   for a command the round never ran, or that ended otherwise), or whose last run ran no
+//!   test (`Ran 0 tests` proves nothing), or says it printed what its last run did not print
+//!   ([`evidence`]); the round's last change to a file failed with nothing changed after it; or
+//!   the round called no tool at all.
 //!   Completion stays the worker's claim; the engine only refuses what its own log
 //!   contradicts.
 //! - **A blocker questioned once.** A `blocked` report filed while the round's last command
 //!   failed is sent back once a round, saying that a failing command is work to do; the same
 //!   claim made again stands.
 
+mod evidence;
+
 use serde_json::Value;
 
+use super::testrun::ran_no_test;
 use crate::chat::scan::clip;
 use crate::protocol::report::{Report, ReportStatus};
+use crate::text::tail_at_char_boundary;
 use crate::tools::ToolResult;
+use evidence::{cited_exit_code, names_command, normalize};
 
 /// The identical call that begins the wrap-up (the first ran, the second was refused).
 pub const REPEATS_BEFORE_WRAP_UP: u32 = 3;
+
+/// The most of a command's output a run keeps: its end, where test runners sum up.
+const KEPT_OUTPUT_BYTES: usize = 4 * 1024;
+/// The most of a command's output a refusal quotes (its end).
+const QUOTED_OUTPUT_BYTES: usize = 200;
 
 /// The tool whose calls are commands.
 const COMMAND_TOOL: &str = "run_command";
@@ -49,6 +61,28 @@ struct CommandRun {
     ok: bool,
     /// Its result's first line (`exit code 1`, a timeout, ...).
     first_line: String,
+    /// What it printed (its result after the first line), the last [`KEPT_OUTPUT_BYTES`].
+    output: String,
+    /// Why its whole output shows a test run that ran no test, when it does.
+    ran_no_test: Option<&'static str>,
+}
+
+impl CommandRun {
+    /// Its result as the claims are read against: status line and output.
+    fn printed(&self) -> String {
+        format!("{}\n{}", self.first_line, self.output)
+    }
+
+    /// The end of its output, bounded, for a refusal to quote.
+    fn output_tail(&self) -> String {
+        let output = self.output.trim();
+        let tail = tail_at_char_boundary(output, QUOTED_OUTPUT_BYTES);
+        if tail.len() < output.len() {
+            format!("…{tail}")
+        } else {
+            tail.to_string()
+        }
+    }
 }
 
 /// What the loop guard says of a call about to run.
@@ -133,10 +167,16 @@ impl CallLog {
         });
         if name == COMMAND_TOOL {
             if let Some(command) = arguments.get("command").and_then(Value::as_str) {
+                let (first_line, output) = result
+                    .output
+                    .split_once('\n')
+                    .unwrap_or((result.output.as_str(), ""));
                 self.commands.push(CommandRun {
                     command: normalize(command),
                     ok: result.ok,
-                    first_line: result.output.lines().next().unwrap_or("").to_string(),
+                    first_line: first_line.trim_end_matches('\r').to_string(),
+                    output: tail_at_char_boundary(output, KEPT_OUTPUT_BYTES).to_string(),
+                    ran_no_test: ran_no_test(output),
                 });
             }
         }
@@ -175,6 +215,12 @@ impl CallLog {
                     .find_map(|item| self.unfounded_exit_code(item))
             })
             .or_else(|| {
+                report
+                    .evidence
+                    .iter()
+                    .find_map(|item| self.unproven_output(item))
+            })
+            .or_else(|| {
                 self.failed_change.as_ref().map(|failure| {
                     format!(
                         "the round's last change to a file failed ({failure}) and no file changed after it: make the change, or report status \"continue\""
@@ -196,6 +242,50 @@ impl CallLog {
             "a failing command is work to do, not a blocker: `{}` ended with \"{}\". Fix the cause and run it again, or report status \"continue\" with next_steps for the next round; only if no change in the repository can fix it, report \"blocked\" again",
             clip(&last.command, 120),
             clip(&last.first_line, 120),
+        ))
+    }
+
+    /// The run an evidence item's claims about output are read against: the round's last run
+    /// whose command, or one of the commands it chains (`a; b`), the item names, with the
+    /// name it goes by there (the longest).
+    fn cited_run(&self, item: &str) -> Option<(&CommandRun, String)> {
+        self.commands.iter().rev().find_map(|run| {
+            let mut names = evidence::chained(&run.command);
+            names.push(run.command.clone());
+            let named = names
+                .into_iter()
+                .filter(|name| names_command(item, name))
+                .max_by_key(String::len)?;
+            Some((run, named))
+        })
+    }
+
+    /// An evidence item citing a command whose last run ran no test, or saying it printed
+    /// what that run did not print.
+    fn unproven_output(&self, item: &str) -> Option<String> {
+        let (run, named) = self.cited_run(item)?;
+        if let Some(why) = run.ran_no_test {
+            let hint = if why.contains("unittest") {
+                " (python3 -m unittest discover -p '*test*.py' finds test_*.py and *_test.py alike)"
+            } else {
+                ""
+            };
+            return Some(format!(
+                "the evidence \"{}\" cites `{}`, but its last run in this round ran no test ({why}): a run that tests nothing proves nothing. Run a command that finds the tests{hint}, or report status \"continue\"",
+                clip(item, 120),
+                clip(&named, 120),
+            ));
+        }
+        let printed = run.printed();
+        let claim = evidence::output_claims(item, &named)
+            .into_iter()
+            .find(|claim| !claim.holds_in(&printed))?;
+        Some(format!(
+            "the evidence \"{}\" says `{}` printed \"{}\", but its last run in this round printed:\n{}\nCite what it printed, or fix the cause and run it again, or report status \"continue\"",
+            clip(item, 120),
+            clip(&named, 120),
+            clip(claim.text(), 120),
+            run.output_tail(),
         ))
     }
 
@@ -223,58 +313,6 @@ impl CallLog {
             Some(_) => None,
         }
     }
-}
-
-/// `COMMAND: exit code N` (the command may be in backticks): the command, normalized, and N.
-fn cited_exit_code(item: &str) -> Option<(String, i64)> {
-    let (command, rest) = item.rsplit_once(':')?;
-    let code = rest.trim().strip_prefix("exit code")?.trim();
-    let code: i64 = code
-        .split(|c: char| !(c.is_ascii_digit() || c == '-'))
-        .next()?
-        .parse()
-        .ok()?;
-    let command = normalize(command.trim().trim_matches('`'));
-    (!command.is_empty()).then_some((command, code))
-}
-
-/// Whitespace runs as one space, trimmed.
-fn normalize(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Whether the evidence `item` names `command` (normalized): the whole command appears in it
-/// as words, or a `code span` in it is the command or the start of it (a span of one word
-/// must be the whole command).
-fn names_command(item: &str, command: &str) -> bool {
-    if command.is_empty() {
-        return false;
-    }
-    let item = normalize(item);
-    if contains_words(&item, command) {
-        return true;
-    }
-    item.split('`')
-        .skip(1)
-        .step_by(2)
-        .map(normalize)
-        .filter(|span| !span.is_empty())
-        .any(|span| {
-            span == command
-                || (span.contains(' ')
-                    && command.starts_with(&span)
-                    && command[span.len()..].starts_with(' '))
-        })
-}
-
-/// Whether `needle` appears in `hay` with no word character right before or after it.
-fn contains_words(hay: &str, needle: &str) -> bool {
-    let word = |c: char| c.is_alphanumeric() || c == '_';
-    hay.match_indices(needle).any(|(at, _)| {
-        let before = hay[..at].chars().next_back();
-        let after = hay[at + needle.len()..].chars().next();
-        !before.is_some_and(word) && !after.is_some_and(word)
-    })
 }
 
 #[cfg(test)]
@@ -439,7 +477,12 @@ mod tests {
             false,
         );
         let test = json!({"command": "python3 -m unittest"});
-        log.record("run_command", &test, &ok("exit code 0\nRan 0 tests"), false);
+        log.record(
+            "run_command",
+            &test,
+            &ok("exit code 0\nRan 3 tests in 0.001s\n\nOK"),
+            false,
+        );
         let why = log
             .contradiction(&complete(&["python3 -m unittest: exit code 0"]))
             .unwrap();
@@ -449,6 +492,137 @@ mod tests {
         log.record("write_file", &write, &ok("wrote textutil.py"), true);
         assert_eq!(
             log.contradiction(&complete(&["python3 -m unittest: exit code 0"])),
+            None
+        );
+    }
+
+    #[test]
+    fn output_quoted_that_the_command_did_not_print_is_refused_with_what_it_printed() {
+        let mut log = CallLog::default();
+        let run = json!({"command": "sh greet.sh Ann"});
+        log.check("run_command", &run);
+        log.record("run_command", &run, &ok("exit code 0\nHello, !"), false);
+        for evidence in [
+            "sh greet.sh Ann prints Hello, Ann!",
+            "`sh greet.sh Ann` printed 'Hello, Ann!'",
+            "sh greet.sh Ann: exit code 0, output: \"Hello, Ann!\"",
+        ] {
+            let why = log.contradiction(&complete(&[evidence])).unwrap();
+            assert!(
+                why.contains("says `sh greet.sh Ann` printed \"Hello, Ann")
+                    && why.contains("printed:\nHello, !\n"),
+                "{why}"
+            );
+        }
+        // Naming the command and its exit code is left to the exit-code rule, which it passes.
+        assert_eq!(
+            log.contradiction(&complete(&["sh greet.sh Ann: exit code 0"])),
+            None
+        );
+        // Fixed and run again, chained with another run: the same words are true now.
+        let both = json!({"command": "sh greet.sh Ann; sh greet.sh"});
+        log.record(
+            "run_command",
+            &both,
+            &ok("exit code 0\nHello, Ann!\nHello, world!"),
+            false,
+        );
+        assert_eq!(
+            log.contradiction(&complete(&[
+                "sh greet.sh Ann prints Hello, Ann!",
+                "sh greet.sh prints Hello, world!",
+                "`sh greet.sh Ann` printed 'Hello,  Ann!'",
+            ])),
+            None
+        );
+        let why = log
+            .contradiction(&complete(&["sh greet.sh prints \"Hello, Bob!\""]))
+            .unwrap();
+        assert!(why.contains("Hello, Ann!\nHello, world!"), "{why}");
+    }
+
+    #[test]
+    fn a_run_that_ran_no_test_is_no_evidence_of_a_pass() {
+        let mut log = CallLog::default();
+        let bare = json!({"command": "python3 -m unittest"});
+        log.check("run_command", &bare);
+        let empty = "exit code 0\n\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nOK";
+        log.record("run_command", &bare, &ok(empty), false);
+        for evidence in [
+            "python3 -m unittest: exit code 0",
+            "`python3 -m unittest` passes",
+            "python3 -m unittest: Ran 0 tests, OK",
+        ] {
+            let why = log.contradiction(&complete(&[evidence])).unwrap();
+            assert!(
+                why.contains("ran no test (unittest ran 0 tests)")
+                    && why.contains("discover -p '*test*.py'"),
+                "{why}"
+            );
+        }
+        // A run that found the tests is evidence, cited by its exit code or its words.
+        let found = json!({"command": "python3 -m unittest discover -p '*test*.py'"});
+        log.record(
+            "run_command",
+            &found,
+            &ok("exit code 0\n...\n----------------------------------------------------------------------\nRan 3 tests in 0.001s\n\nOK"),
+            false,
+        );
+        for evidence in [
+            "python3 -m unittest discover -p '*test*.py': exit code 0",
+            "python3 -m unittest discover -p '*test*.py': Ran 3 tests, OK",
+            "`python3 -m unittest discover -p '*test*.py'` shows all tests pass",
+        ] {
+            assert_eq!(
+                log.contradiction(&complete(&[evidence])),
+                None,
+                "{evidence}"
+            );
+        }
+        assert!(log
+            .contradiction(&complete(&[
+                "python3 -m unittest discover -p '*test*.py': Ran 5 tests, OK"
+            ]))
+            .unwrap()
+            .contains("Ran 3 tests in 0.001s"));
+    }
+
+    #[test]
+    fn a_run_keeps_the_end_of_its_output_and_a_refusal_quotes_less() {
+        let mut log = CallLog::default();
+        let run = json!({"command": "make test"});
+        let long: String = (0..2000).map(|i| format!("line {i}\n")).collect();
+        log.record(
+            "run_command",
+            &run,
+            &ok(&format!("exit code 0\n{long}all green")),
+            false,
+        );
+        log.tool_calls = 1;
+        let kept = &log.commands[0].output;
+        assert!(kept.len() <= KEPT_OUTPUT_BYTES && kept.ends_with("all green"));
+        let why = log
+            .contradiction(&complete(&["make test printed \"all 7 suites pass\""]))
+            .unwrap();
+        let quoted = why.split("printed:\n").nth(1).unwrap();
+        assert!(
+            quoted.starts_with('…') && quoted.contains("all green"),
+            "{why}"
+        );
+        assert!(quoted.len() < QUOTED_OUTPUT_BYTES + 200, "{why}");
+        assert_eq!(
+            log.contradiction(&complete(&["make test: all green"])),
+            None
+        );
+        // Whether a run ran no test is read from all of its output, not the end kept.
+        let cargo = json!({"command": "cargo test"});
+        let tests: String = (0..400)
+            .map(|i| format!("test tests::case_{i} ... ok\n"))
+            .collect();
+        let output = format!("exit code 0\nrunning 400 tests\n{tests}\ntest result: ok. 400 passed; 0 failed\n\n   Doc-tests m\n\nrunning 0 tests\n");
+        log.record("run_command", &cargo, &ok(&output), false);
+        assert_eq!(
+            log.contradiction(&complete(&["cargo test: exit code 0"])),
             None
         );
     }
@@ -482,15 +656,5 @@ mod tests {
             .contradiction(&complete(&["it works"]))
             .unwrap()
             .contains("called no tool"));
-    }
-
-    #[test]
-    fn commands_are_named_as_whole_words() {
-        assert!(names_command("ran make test: ok", "make test"));
-        assert!(!names_command("ran make tests", "make test"));
-        assert!(!names_command("the tools are fine", "ls"));
-        assert!(names_command("`ls` shows slug.py", "ls"));
-        assert!(names_command("`cargo test` passes", "cargo test --quiet"));
-        assert!(!names_command("`cargo` works", "cargo test"));
     }
 }
