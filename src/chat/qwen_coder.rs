@@ -11,6 +11,12 @@
 //!
 //! Tools are listed as signatures with the first sentence of each description, not as JSON
 //! schemas, which keeps the system prompt within what a small model reads well.
+//!
+//! The examples teach what the 1.5B default model does reliably: a file of up to about 150
+//! lines is changed by writing it whole (its failed edits were an `old` not in the file, or
+//! equal to `new`), `edit_file` only in longer ones; and the tests are run with a command
+//! that cannot silently test nothing (a bare `python3 -m unittest` runs 0 tests, exit code 0,
+//! where the files are named `<module>_test.py`).
 
 use serde_json::{json, Value};
 
@@ -24,6 +30,10 @@ use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 const HINT: &str = "write the call as a ```json block holding {\"name\": \"TOOL\", \"arguments\": {...}} with valid JSON";
 
+/// The test command the examples run: it finds `test_*.py` and `*_test.py` alike, where a
+/// bare `python3 -m unittest` runs 0 tests, exit code 0, in a repository of `*_test.py`.
+const TEST_COMMAND: &str = "python3 -m unittest discover -p '*test*.py'";
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct QwenCoder;
 
@@ -35,18 +45,25 @@ fn examples(tools: &[ToolSpec]) -> Vec<(&'static str, &'static str, Value)> {
     if offered("read_file") {
         out.push(("Read a file:", "read_file", json!({"path": "app.py"})));
     }
+    if offered("write_file") {
+        out.push((
+            "Change a file of up to about 150 lines: write it whole, every line, with your change made:",
+            "write_file",
+            json!({"path": "app.py", "content": "def add(a, b):\n    return a + b\n"}),
+        ));
+    }
     if offered("edit_file") {
         out.push((
-            "Change exact text in a file:",
+            "Only in a longer file, replace exact text copied from it:",
             "edit_file",
             json!({"path": "app.py", "old": "return a - b", "new": "return a + b"}),
         ));
     }
     if offered("run_command") {
         out.push((
-            "Run the tests:",
+            "Run the tests (the check command, when the observation names one):",
             "run_command",
-            json!({"command": "python3 -m unittest"}),
+            json!({"command": TEST_COMMAND}),
         ));
     }
     if offered(REPORT_TOOL) {
@@ -56,7 +73,7 @@ fn examples(tools: &[ToolSpec]) -> Vec<(&'static str, &'static str, Value)> {
             json!({
                 "status": "complete",
                 "summary": "Fixed add() in app.py.",
-                "evidence": ["python3 -m unittest: exit code 0"],
+                "evidence": [format!("{TEST_COMMAND}: exit code 0")],
                 "next_steps": [],
                 "blocker": ""
             }),
@@ -166,5 +183,30 @@ mod tests {
         assert!(text.contains("```json\n{\"name\": \"ralph_report\""));
         assert!(!text.contains("run_command"));
         assert!(text.contains("- ralph_report(status: \"continue\" | \"complete\" | \"blocked\""));
+    }
+
+    #[test]
+    fn small_files_are_changed_whole_and_the_tests_run_by_a_finding_command() {
+        let tools = crate::tools::Registry::standard().specs();
+        let text = QwenCoder.tool_instructions(&tools);
+        let write = text.find("{\"name\": \"write_file\"").unwrap();
+        let edit = text.find("{\"name\": \"edit_file\"").unwrap();
+        assert!(write < edit, "write_file is taught first: {text}");
+        assert!(
+            text.contains("up to about 150 lines: write it whole"),
+            "{text}"
+        );
+        assert!(text.contains("Only in a longer file"), "{text}");
+        // The example command finds test_*.py and *_test.py alike, and the report cites it.
+        assert!(!text.contains("\"python3 -m unittest\""), "{text}");
+        let command = "python3 -m unittest discover -p '*test*.py'";
+        assert!(
+            text.contains(&format!("{{\"command\": \"{command}\"}}")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("[\"{command}: exit code 0\"]")),
+            "{text}"
+        );
     }
 }
