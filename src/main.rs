@@ -133,10 +133,12 @@ fn lock_and_isolate(prepared: Prepared) -> (Prepared, RunLock, Option<RunLock>) 
 
 fn main() {
     exec_sandbox_helper_if_asked();
-    // Next, SIGINT and SIGTERM: from here on a signal is a request to cancel, never a kill.
+    // Next, SIGINT and SIGTERM: from here on a signal is a request to cancel, never a kill;
+    // a write past the file size limit is a failed write, never a kill either.
     if let Err(e) = signals::install() {
         fail(&format!("cannot catch signals: {e}"), ExitCode::Internal);
     }
+    signals::raise_soft_limits();
     let args: Vec<OsString> = std::env::args_os().collect();
     if ralph_tui::cli::is_subcommand(&args) {
         history_main(&args);

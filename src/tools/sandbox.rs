@@ -22,7 +22,8 @@
 //! devices, no device node or socket file made anywhere; reads and execution stay allowed
 //! everywhere; no signals to processes outside the Landlock domain, which includes the
 //! supervisor and ralph-tui), drops every capability and installs a seccomp filter that
-//! refuses Unix sockets (see [`super::privileges`]), and `exec`s the shell. The restrictions
+//! refuses Unix sockets and any change to another process's limits, priority or scheduling
+//! (see [`super::privileges`]), and `exec`s the shell. The restrictions
 //! are inherited by everything the command starts.
 //!
 //! Modes: `workspace-write` writes the workspace (never its `.git`) and the round's scratch
@@ -171,7 +172,7 @@ pub fn describe(support: &SandboxSupport) -> String {
         "this kernel cannot stop commands signalling processes outside the sandbox (Landlock ABI 6 needed)"
     };
     // Set up per command, failing it closed when the kernel refuses.
-    let rest = "commands hold no capability and reach no Unix socket";
+    let rest = "commands hold no capability, reach no Unix socket and change no other process's limits, priority or scheduling";
     format!("Sandbox: {files}; {net}; {git}; {signals}; {rest}.")
 }
 
@@ -440,7 +441,7 @@ fn confine_and_exec(parsed: &ExecArgs) -> ! {
             ));
         }
         if let Err(e) =
-            privileges::drop_capabilities().and_then(|()| privileges::refuse_unix_sockets())
+            privileges::drop_capabilities().and_then(|()| privileges::install_syscall_filter())
         {
             fail(&format!(
                 "cannot take this command's privileges away ({e}); run with --sandbox off to run commands unconfined"

@@ -11,6 +11,11 @@
 //! died) it sweeps: SIGKILL to every process whose parent chain in `/proc` reaches it, reaping
 //! as it goes, until it has no child left.
 //!
+//! The sweep needs descriptors to read `/proc`, so it must not be the command that decides the
+//! supervisor's limits: a confined command cannot change another process's limits at all
+//! (`prlimit64` only on itself, see [`super::privileges`]), nor signal the supervisor (Landlock
+//! scoping). Should `/proc` still be unreadable, the sweep kills the shell's process group.
+//!
 //! What it cannot do: a process that is SIGKILLed from outside the sandbox leaves its
 //! descendants to init (a cgroup would not); ralph-tui only ever sends SIGTERM first.
 
@@ -132,13 +137,18 @@ fn report(line: &str) {
 /// reaping, until this process has no child left.
 fn sweep(shell: Pid) {
     let me = getpid();
-    let blind = !std::path::Path::new("/proc/self/stat").exists();
+    let procfs = std::path::Path::new("/proc/self/stat").exists();
     loop {
-        if blind {
-            let _ = killpg(shell, Signal::SIGKILL);
-        }
-        for pid in descendants(me) {
-            let _ = kill(pid, Signal::SIGKILL);
+        let found = if procfs { descendants(me) } else { None };
+        match found {
+            Some(pids) => {
+                for pid in pids {
+                    let _ = kill(pid, Signal::SIGKILL);
+                }
+            }
+            None => {
+                let _ = killpg(shell, Signal::SIGKILL);
+            }
         }
         loop {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
@@ -151,12 +161,11 @@ fn sweep(shell: Pid) {
     }
 }
 
-/// Every live process whose parent chain reaches `root` (read from `/proc`).
-pub fn descendants(root: Pid) -> Vec<Pid> {
+/// Every live process whose parent chain reaches `root` (read from `/proc`); `None` when
+/// `/proc` cannot be listed.
+pub fn descendants(root: Pid) -> Option<Vec<Pid>> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
+    let entries = std::fs::read_dir("/proc").ok()?;
     for entry in entries.flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
             continue;
@@ -185,7 +194,7 @@ pub fn descendants(root: Pid) -> Vec<Pid> {
             }
         }
     }
-    found
+    Some(found)
 }
 
 #[cfg(test)]
@@ -208,10 +217,10 @@ mod tests {
             .unwrap();
         let shell = Pid::from_raw(i32::try_from(child.id()).unwrap());
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let mut found = descendants(shell);
+        let mut found = descendants(shell).unwrap();
         while found.is_empty() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
-            found = descendants(shell);
+            found = descendants(shell).unwrap();
         }
         for pid in &found {
             let _ = kill(*pid, Signal::SIGKILL);

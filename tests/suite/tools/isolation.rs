@@ -1,11 +1,13 @@
 //! What sandboxed commands cannot reach: the repository's `.git`, ralph-tui's processes (by
-//! signal), the terminal; and what cannot outlive them: processes that left the process group
+//! signal or by their limits), the terminal; and what cannot outlive them: processes that left the process group
 //! (`setsid`, double forks), also when ralph-tui is killed with SIGKILL, and the round's
-//! scratch directory of a killed run. Also: a round that does change `.git` is warned about.
+//! scratch directory of a killed run. Also: a round that does change `.git` is warned about,
+//! and ralph-tui started with lowered limits raises them, or fails a write with a line.
 //!
 //! Where this kernel cannot give the sandbox, each test checks that commands are refused with
 //! the way out instead of run unconfined.
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -419,4 +421,99 @@ fn a_command_cannot_kill_ralph_tui() {
         .to_string();
     assert!(result.contains("survived"), "{result}");
     assert!(result.contains("Operation not permitted"), "{result}");
+}
+
+#[test]
+fn a_command_cannot_lower_the_limits_of_ralph_tui_or_its_supervisor() {
+    let support = sandbox::probe_with(Path::new(BIN));
+    if support.check(SandboxMode::WorkspaceWrite, false).is_err() {
+        return;
+    }
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    // $PPID is the supervisor; its parent is ralph-tui.
+    let command = "rt=$(cut -d' ' -f4 /proc/$PPID/stat); \
+        prlimit --pid $rt --fsize=0:0 --nofile=0:0; echo ralph=$?; \
+        prlimit --pid $PPID --nofile=0:0; echo supervisor=$?; echo survived";
+    let script = script(
+        tmp.path(),
+        vec![turns(&[
+            call("run_command", json!({ "command": command })),
+            complete_report("tried to lower ralph-tui's limits"),
+        ])],
+    );
+    let backend = format!("script:{}", script.display());
+    let run_dir = tmp.path().join("run");
+    let out = headless(
+        repo.path(),
+        &run_dir,
+        &["--backend", backend.as_str(), "lower ralph-tui's limits"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let events = events(&out.stdout);
+    assert_eq!(last(&events)["type"], "run_finished", "{events:?}");
+    let result = of_type(&events, "tool_result")[0]["output"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        result.contains("ralph=1") && result.contains("supervisor=1"),
+        "{result}"
+    );
+    assert!(result.contains("survived"), "{result}");
+    let logged = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
+    assert!(logged.contains("\"run_finished\""), "{logged}");
+}
+
+/// ralph-tui run headless with `limits` (a shell's `ulimit` commands) set before it starts,
+/// on a turn long enough that the log outgrows a small file size limit.
+fn headless_under_limits(limits: &str) -> (std::process::Output, tempfile::TempDir) {
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let turn = format!("{} {}", "word ".repeat(40_000), complete_report("done"));
+    let s = script(tmp.path(), vec![turns(&[turn])]);
+    let inner = headless(
+        repo.path(),
+        &tmp.path().join("run"),
+        &["--backend", &format!("script:{}", s.display()), "obj"],
+    );
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("{limits}; exec \"$@\""))
+        .arg("sh")
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(v) => cmd.env(key, v),
+            None => cmd.env_remove(key),
+        };
+    }
+    (cmd.output().unwrap(), tmp)
+}
+
+#[test]
+fn lowered_soft_limits_are_raised_at_start() {
+    let (out, tmp) = headless_under_limits("ulimit -S -f 16 && ulimit -S -n 24");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 0, "stderr: {err}");
+    assert_eq!(last(&events(&out.stdout))["type"], "run_finished");
+    let size = std::fs::metadata(tmp.path().join("run/events.jsonl"))
+        .unwrap()
+        .len();
+    assert!(size > 64 * 1024, "{size}");
+}
+
+/// No `trap '' XFSZ` here: a write past a hard file size limit fails the run with one line
+/// and exit 1, never a death by SIGXFSZ.
+#[test]
+fn a_write_past_the_file_size_limit_fails_the_run_instead_of_killing_it() {
+    let (out, _tmp) = headless_under_limits("ulimit -f 128");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), None, "stderr: {err}");
+    assert_eq!(code(&out), 1, "stderr: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("run log cannot be written"), "{err}");
 }

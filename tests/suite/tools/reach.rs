@@ -1,7 +1,8 @@
 //! What a command cannot reach from inside the sandbox: a descriptor beyond 0-2 (a terminal
 //! least of all), a Unix socket (a tmux server, a listening service), a capability (device
-//! nodes, the hostname), the host's SysV IPC objects, and the API key. Also `--verify` runs
-//! in the same sandbox and leaves nothing behind.
+//! nodes, the hostname), the host's SysV IPC objects, the API key, and the limits, priority
+//! or scheduling of any process but itself. Also `--verify` runs in the same sandbox and
+//! leaves nothing behind, even when it tried to starve its supervisor of descriptors.
 //!
 //! Where this kernel cannot give the sandbox, each test checks that commands are refused with
 //! the way out instead of run unconfined.
@@ -343,6 +344,150 @@ fn verify_runs_sandboxed_and_leaves_nothing_behind() {
     );
     assert!(!outside.exists());
     assert!(!repo.path().join(".git/hooks/pre-commit").exists());
+    assert!(
+        wait_until(Duration::from_secs(10), || with_marker(&needle).is_empty()),
+        "the verification left {:?} running",
+        with_marker(&needle)
+    );
+}
+
+/// The lines of a `/proc/<pid>/limits` for file size and open files.
+fn limit_lines(limits: &str) -> Vec<String> {
+    limits
+        .lines()
+        .filter(|l| l.starts_with("Max file size") || l.starts_with("Max open files"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn commands_change_limits_priority_and_scheduling_of_no_other_process() {
+    let Some(bench) = sandboxed() else { return };
+    let (build, needle) = marker();
+    let rest = needle.trim_start_matches("rtmark-");
+    // $PPID is the supervisor, whose sweep must read /proc at the round's end.
+    // $PPID is the supervisor, whose sweep must read /proc at the round's end.
+    let command = format!(
+        r#"sup=$PPID
+{build}; setsid sh -c "sleep 300; : ${{m}}-{rest}" >/dev/null 2>&1 &
+prlimit --pid $sup --fsize=0:0; echo fsize=$?
+prlimit --pid $sup --nofile=0:0; echo nofile=$?
+renice -n 19 -p $sup >/dev/null; echo renice=$?
+ionice -c 3 -p $sup; echo ionice=$?
+prlimit --pid $sup --nofile >/dev/null; echo read=$?
+prlimit --nofile=32:32 sh -c 'echo self=$(ulimit -n)'
+nice -n 7 sh -c 'echo nice=$(cut -d" " -f19 /proc/self/stat)'
+ionice -c 3 true; echo idle=$?
+python3 - $sup <<'PY'
+import os, resource, sys
+sup = int(sys.argv[1])
+def attempt(name, call):
+    try:
+        call()
+        print(name + '=0')
+    except OSError as e:
+        print('%s=%d' % (name, e.errno))
+attempt('py', lambda: resource.prlimit(sup, resource.RLIMIT_NOFILE, (0, 0)))
+attempt('prio', lambda: os.setpriority(os.PRIO_PROCESS, sup, 19))
+attempt('affinity', lambda: os.sched_setaffinity(sup, os.sched_getaffinity(sup)))
+attempt('policy', lambda: os.sched_setscheduler(sup, os.SCHED_BATCH, os.sched_param(0)))
+attempt('param', lambda: os.sched_setparam(sup, os.sched_param(0)))
+attempt('own_limit', lambda: resource.prlimit(0, resource.RLIMIT_NOFILE, (64, 64)))
+attempt('own_affinity', lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
+attempt('own_policy', lambda: os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0)))
+print('own=%d' % resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+PY
+echo limits
+cat /proc/$sup/limits"#
+    );
+    let out = bench.ok("run_command", json!({ "command": command }));
+    let said = |line: &str| out.lines().any(|l| l.trim() == line);
+    for refused in [
+        "fsize=1",
+        "nofile=1",
+        "renice=1",
+        "ionice=1",
+        "py=1",
+        "prio=1",
+        "affinity=1",
+        "policy=1",
+        "param=1",
+    ] {
+        assert!(said(refused), "{refused}: {out}");
+    }
+    // On itself (pid 0) limits, nice, affinity, policy and I/O priority still change, and
+    // another's limits can still be read.
+    for allowed in [
+        "read=0",
+        "self=32",
+        "nice=7",
+        "idle=0",
+        "own_limit=0",
+        "own_affinity=0",
+        "own_policy=0",
+        "own=64",
+    ] {
+        assert!(said(allowed), "{allowed}: {out}");
+    }
+    // The supervisor has the limits it started with, this process's.
+    let mine = limit_lines(&std::fs::read_to_string("/proc/self/limits").unwrap());
+    let (_, theirs) = out.split_once("\nlimits\n").unwrap();
+    assert_eq!(limit_lines(theirs), mine, "{out}");
+    assert!(
+        wait_until(Duration::from_secs(10), || with_marker(&needle).len() == 1),
+        "the background process should run until the round ends"
+    );
+    bench.processes.kill_all();
+    assert!(
+        wait_until(Duration::from_secs(10), || with_marker(&needle).is_empty()),
+        "survived the round: {:?}",
+        with_marker(&needle)
+    );
+}
+
+#[test]
+fn verify_cannot_starve_its_supervisor_and_ends_at_once() {
+    if sandbox::probe_with(Path::new(BIN))
+        .check(SandboxMode::WorkspaceWrite, false)
+        .is_err()
+    {
+        return;
+    }
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let (build, needle) = marker();
+    let rest = needle.trim_start_matches("rtmark-");
+    let check = format!(
+        "prlimit --pid $PPID --nofile=0:0; echo nofile=$?\n\
+         {build}; setsid sh -c \"sleep 300; : ${{m}}-{rest}\" >/dev/null 2>&1 &\n\
+         echo started\n"
+    );
+    let script = script(
+        tmp.path(),
+        vec![turns(&[
+            call("write_file", json!({"path": "check.sh", "content": check})),
+            complete_report("wrote the check"),
+        ])],
+    );
+    let backend = format!("script:{}", script.display());
+    let started = std::time::Instant::now();
+    let out = headless(
+        repo.path(),
+        &tmp.path().join("run"),
+        &["--backend", &backend, "--verify", "sh check.sh", "verify"],
+    )
+    .output()
+    .unwrap();
+    let events = events(&out.stdout);
+    let tail = last(&events)["verification"]["output_tail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        tail.contains("started") && tail.contains("nofile=1"),
+        "{tail}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(60), "{events:?}");
     assert!(
         wait_until(Duration::from_secs(10), || with_marker(&needle).is_empty()),
         "the verification left {:?} running",
