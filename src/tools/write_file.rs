@@ -45,15 +45,20 @@ impl Tool for WriteFile {
         let target = args::path(arguments, ctx.root, Access::Write)?;
         let content = args::string(arguments, "content")?;
         let root = open_root(ctx.root)?;
-        let existed = match root.open_read(&target.path) {
-            Ok(Opened::File { .. }) => true,
+        let (existed, before) = match root.open_read(&target.path) {
+            Ok(Opened::File { file, len }) => {
+                let before = super::confined::read_bounded(file, len, COMPARED_BYTES)
+                    .ok()
+                    .and_then(|bytes| String::from_utf8(bytes).ok());
+                (true, before)
+            }
             Ok(Opened::Dir(_)) | Err(Refusal::Directory) => {
                 return Err(ToolError::new(format!(
                     "'{}' is a directory; give a file path",
                     target.rel
                 )))
             }
-            Err(Refusal::NotFound) => false,
+            Err(Refusal::NotFound) => (false, None),
             Err(e) => return Err(e.about(&target.rel)),
         };
         allow_workspace_change(
@@ -68,13 +73,73 @@ impl Tool for WriteFile {
         let existed = root
             .write(&target.path, content.as_bytes())
             .map_err(|e| written(&target.rel, &e))?;
-        Ok(format!(
+        let mut out = format!(
             "{} '{}' ({} bytes, {} lines)",
             if existed { "replaced" } else { "created" },
             target.rel,
             content.len(),
             content.lines().count()
-        ))
+        );
+        if let Some(gone) = before.as_deref().and_then(|b| dropped_definitions(b, content)) {
+            out.push_str(&gone);
+        }
+        Ok(out)
+    }
+}
+
+/// Most bytes of a replaced file compared with its new content.
+const COMPARED_BYTES: u64 = 256 * 1024;
+/// Most dropped lines named.
+const NAMED_DROPS: usize = 4;
+
+/// A note naming the unindented lines of `before` (definitions: `def`, `class`, `fn`, a
+/// heading) that `after` no longer has. Small models asked for a whole file often write back
+/// only the part they changed; the note lets the next turn see that it deleted the rest.
+fn dropped_definitions(before: &str, after: &str) -> Option<String> {
+    let kept: std::collections::HashSet<&str> = after.lines().map(str::trim_end).collect();
+    let gone: Vec<&str> = before
+        .lines()
+        .map(str::trim_end)
+        .filter(|line| {
+            line.len() > 3
+                && !line.starts_with(char::is_whitespace)
+                && !line.starts_with(['#', '/', '}', ')', ']', '"', '\''])
+                && !kept.contains(line)
+        })
+        .collect();
+    if gone.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = gone
+        .iter()
+        .take(NAMED_DROPS)
+        .map(|line| format!("`{}`", crate::text::cut_at_char_boundary(line, 80)))
+        .collect();
+    let more = gone.len().saturating_sub(NAMED_DROPS);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        ". The file no longer has these lines it had: {}{more}. If that was not meant, write the whole file again with them",
+        named.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dropped_definitions;
+
+    #[test]
+    fn a_whole_file_write_that_drops_definitions_says_which() {
+        let before = "def median(values):\n    return values[0]\n\n\ndef mean(values):\n    return sum(values) / len(values)\n";
+        let after = "def median(values):\n    return sorted(values)[len(values) // 2]\n";
+        let note = dropped_definitions(before, after).unwrap();
+        assert!(note.contains("`def mean(values):`"), "{note}");
+        assert!(!note.contains("median"), "{note}");
+        assert_eq!(dropped_definitions(before, &format!("{after}\n{before}")), None);
+        assert_eq!(dropped_definitions("", after), None);
     }
 }
 
