@@ -353,7 +353,8 @@ mod tests {
 
     #[test]
     fn auto_picks_each_ecosystems_command() {
-        let cases: [(&[(&str, &str)], Option<&str>); 10] = [
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+        let cases: [Case<'_>; 10] = [
             (
                 &[("Makefile", "all:\n\tcc x.c\ntest: all\n\t./t\n")],
                 Some("make test"),

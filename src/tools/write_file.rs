@@ -80,7 +80,10 @@ impl Tool for WriteFile {
             content.len(),
             content.lines().count()
         );
-        if let Some(gone) = before.as_deref().and_then(|b| dropped_definitions(b, content)) {
+        if let Some(gone) = before
+            .as_deref()
+            .and_then(|b| dropped_definitions(b, content))
+        {
             out.push_str(&gone);
         }
         Ok(out)
@@ -127,22 +130,6 @@ fn dropped_definitions(before: &str, after: &str) -> Option<String> {
     ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::dropped_definitions;
-
-    #[test]
-    fn a_whole_file_write_that_drops_definitions_says_which() {
-        let before = "def median(values):\n    return values[0]\n\n\ndef mean(values):\n    return sum(values) / len(values)\n";
-        let after = "def median(values):\n    return sorted(values)[len(values) // 2]\n";
-        let note = dropped_definitions(before, after).unwrap();
-        assert!(note.contains("`def mean(values):`"), "{note}");
-        assert!(!note.contains("median"), "{note}");
-        assert_eq!(dropped_definitions(before, &format!("{after}\n{before}")), None);
-        assert_eq!(dropped_definitions("", after), None);
-    }
-}
-
 /// The child's sentence for a file that cannot be written.
 pub(crate) fn written(rel: &str, refusal: &Refusal) -> ToolError {
     match refusal {
@@ -165,4 +152,23 @@ pub(crate) fn allow_workspace_change(
     Err(ToolError::new(
         "the workspace is read-only in this run (--sandbox read-only): files cannot be changed; describe the change you would make in your report instead",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dropped_definitions;
+
+    #[test]
+    fn a_whole_file_write_that_drops_definitions_says_which() {
+        let before = "def median(values):\n    return values[0]\n\n\ndef mean(values):\n    return sum(values) / len(values)\n";
+        let after = "def median(values):\n    return sorted(values)[len(values) // 2]\n";
+        let note = dropped_definitions(before, after).unwrap();
+        assert!(note.contains("`def mean(values):`"), "{note}");
+        assert!(!note.contains("median"), "{note}");
+        assert_eq!(
+            dropped_definitions(before, &format!("{after}\n{before}")),
+            None
+        );
+        assert_eq!(dropped_definitions("", after), None);
+    }
 }
