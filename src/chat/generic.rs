@@ -3,9 +3,11 @@
 //!
 //! The syntax is the most widely trained one, `<tool_call>{"name": ..., "arguments": {...}}
 //! </tool_call>`, on one line, taught with numbered rules, a signature list instead of JSON
-//! schemas, and worked examples. The parser forgives what small models get wrong: a bare
-//! call object without the tags is read too. Those templates have no tool role, so results
-//! go back as a user message that starts with `Tool result (NAME):`.
+//! schemas, and worked examples. A rule has a file of up to about 150 lines changed by
+//! writing it whole, which small models do reliably where their `edit_file` calls fail. The
+//! parser forgives what small models get wrong: a bare call object without the tags is read
+//! too. Those templates have no tool role, so results go back as a user message that starts
+//! with `Tool result (NAME):`.
 
 use serde_json::Value;
 
@@ -18,6 +20,10 @@ use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 
 const HINT: &str = "write <tool_call>{\"name\": \"TOOL\", \"arguments\": {...}}</tool_call> with double quotes everywhere";
+
+/// The rule on changing files: small models' `edit_file` calls fail (an `old` not in the
+/// file, or equal to `new`), and they write whole files reliably.
+const WHOLE_FILES: &str = "\n5. To change a file of up to about 150 lines, write it whole (every line, with your change) with write_file. Use edit_file only in longer files.";
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Generic;
@@ -43,9 +49,15 @@ impl Family for Generic {
     }
 
     fn instructions(&self, tools: &[ToolSpec]) -> String {
+        let offered = |name: &str| tools.iter().any(|t| t.name == name);
         let (name, args) = example_call(tools);
         let mut out = format!(
-            "# Tools\n\nYou work by calling tools. To call a tool, write one line like this:\n{OPEN}{{\"name\": \"TOOL_NAME\", \"arguments\": {{\"ARGUMENT\": \"VALUE\"}}}}{CLOSE}\n\nRules:\n1. Between {OPEN} and {CLOSE} goes one JSON object with two keys: \"name\" (the tool) and \"arguments\" (an object with the tool's arguments).\n2. Put double quotes around every key and every text value. Inside a text value, write a line break as \\n and a double quote as \\\".\n3. You may write several tool calls, one per line. Then stop: do not write the results yourself.\n4. Each result comes back in the next message, which starts with \"Tool result (TOOL_NAME):\".\n\nThe tools, as name(arguments): what it does. An argument marked ? may be left out.\n{}\n\nExample: to call {name}, write\n{}\nand the next message will start with\nTool result ({name}):",
+            "# Tools\n\nYou work by calling tools. To call a tool, write one line like this:\n{OPEN}{{\"name\": \"TOOL_NAME\", \"arguments\": {{\"ARGUMENT\": \"VALUE\"}}}}{CLOSE}\n\nRules:\n1. Between {OPEN} and {CLOSE} goes one JSON object with two keys: \"name\" (the tool) and \"arguments\" (an object with the tool's arguments).\n2. Put double quotes around every key and every text value. Inside a text value, write a line break as \\n and a double quote as \\\".\n3. You may write several tool calls, one per line. Then stop: do not write the results yourself.\n4. Each result comes back in the next message, which starts with \"Tool result (TOOL_NAME):\".{}\n\nThe tools, as name(arguments): what it does. An argument marked ? may be left out.\n{}\n\nExample: to call {name}, write\n{}\nand the next message will start with\nTool result ({name}):",
+            if offered("write_file") && offered("edit_file") {
+                WHOLE_FILES
+            } else {
+                ""
+            },
             tool_signatures(tools),
             self.write_call(&name, &args),
         );
@@ -115,5 +127,14 @@ mod tests {
             "<tool_call>{\"name\": \"ralph_report\", \"arguments\": {\"status\": \"continue\""
         ));
         assert!(text.contains("- ralph_report(status: \"continue\" | \"complete\" | \"blocked\""));
+        assert!(
+            !text.contains("write_file"),
+            "the file rule needs the file tools"
+        );
+        let text = Generic.tool_instructions(&crate::tools::Registry::standard().specs());
+        assert!(
+            text.contains("\n5. To change a file of up to about 150 lines, write it whole"),
+            "{text}"
+        );
     }
 }
