@@ -174,7 +174,7 @@ fn listing(files: &[Found], walk_stopped: bool, text: &mut String, out: &mut Obs
     out.files_unlisted = (files.len() - listed) as u64;
     if files.len() > listed || walk_stopped {
         let more = if walk_stopped {
-            format!("{} or more", files.len() - listed)
+            format!("at least {}", files.len() - listed)
         } else {
             (files.len() - listed).to_string()
         };
@@ -489,9 +489,16 @@ mod tests {
         let changed = BTreeSet::new();
         let seen = observe(&inputs(dir.path(), "x", &changed));
         assert_eq!(seen.files_listed, MAX_LISTED as u64);
-        assert!(seen.text.contains("or more more files"), "{}", &seen.text[..200]);
+        assert!(
+            seen.text.contains("... and at least 19800 more files"),
+            "{}",
+            &seen.text[..200]
+        );
         assert!(seen.text.len() < 24 * 1024, "{}", seen.text.len());
-        assert!(!seen.text.contains('\u{1b}'), "no escape reaches the child's text");
+        assert!(
+            !seen.text.contains('\u{1b}'),
+            "no escape reaches the child's text"
+        );
         let first = seen.text.lines().find(|l| l.starts_with("aaa-")).unwrap();
         assert!(first.contains('\u{fffd}'), "{first}");
     }
