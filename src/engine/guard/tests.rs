@@ -1,0 +1,384 @@
+//! The loop guard, the claims check and the questioned blocker, on rounds written out call by
+//! call as small models made them.
+
+use super::*;
+use serde_json::json;
+
+fn ok(output: &str) -> ToolResult {
+    ToolResult {
+        ok: true,
+        output: output.into(),
+    }
+}
+
+fn failed(output: &str) -> ToolResult {
+    ToolResult {
+        ok: false,
+        output: output.into(),
+    }
+}
+
+fn complete(evidence: &[&str]) -> Report {
+    Report {
+        status: ReportStatus::Complete,
+        summary: "done".into(),
+        evidence: evidence.iter().map(|e| (*e).to_string()).collect(),
+        next_steps: vec![],
+        blocker: String::new(),
+    }
+}
+
+#[test]
+fn an_identical_call_with_nothing_changed_is_refused_with_the_earlier_result() {
+    let mut log = CallLog::default();
+    let args = json!({"path": "README.md"});
+    assert_eq!(log.check("read_file", &args), Repeat::Fresh);
+    log.record(
+        "read_file",
+        &args,
+        &failed("no such file: README.md"),
+        false,
+    );
+    match log.check("read_file", &args) {
+        Repeat::Refused { result, times } => {
+            assert_eq!(times, 2);
+            assert!(!result.ok);
+            assert!(result.output.contains("not run again"));
+            assert!(result.output.ends_with("no such file: README.md"));
+        }
+        Repeat::Fresh => panic!("the repeat ran"),
+    }
+    assert!(matches!(
+        log.check("read_file", &args),
+        Repeat::Refused { times: 3, .. }
+    ));
+    // Other arguments are another call.
+    assert_eq!(
+        log.check("read_file", &json!({"path": "a.py"})),
+        Repeat::Fresh
+    );
+}
+
+#[test]
+fn a_file_change_in_between_lets_the_call_run_again() {
+    let mut log = CallLog::default();
+    let test = json!({"command": "python3 -m unittest"});
+    log.check("run_command", &test);
+    log.record("run_command", &test, &failed("exit code 1\nFAILED"), false);
+    let edit = json!({"path": "a.py", "old": "-", "new": "+"});
+    log.check("edit_file", &edit);
+    log.record("edit_file", &edit, &ok("edited a.py"), true);
+    assert_eq!(log.check("run_command", &test), Repeat::Fresh);
+    log.record("run_command", &test, &ok("exit code 0\nOK"), false);
+    assert!(matches!(
+        log.check("run_command", &test),
+        Repeat::Refused { times: 2, .. }
+    ));
+}
+
+#[test]
+fn a_complete_report_citing_a_failed_command_is_refused_with_its_exit_code() {
+    let mut log = CallLog::default();
+    let test = json!({"command": "python3  -m unittest"});
+    log.check("run_command", &test);
+    log.record(
+        "run_command",
+        &test,
+        &failed("exit code 1\nFAILED (failures=1)"),
+        false,
+    );
+    let why = log
+        .contradiction(&complete(&["`python3 -m unittest` passed all tests"]))
+        .unwrap();
+    assert!(why.contains("exit code 1"), "{why}");
+    assert!(why.contains("python3 -m unittest"), "{why}");
+    // Unrelated evidence, and other statuses, are not checked against it.
+    assert_eq!(
+        log.contradiction(&complete(&["slug.py handles spaces"])),
+        None
+    );
+    let mut report = complete(&["python3 -m unittest passed"]);
+    report.status = ReportStatus::Continue;
+    assert_eq!(log.contradiction(&report), None);
+}
+
+#[test]
+fn the_last_run_of_the_named_command_decides() {
+    let mut log = CallLog::default();
+    let plain = json!({"command": "python3 -m unittest"});
+    let verbose = json!({"command": "python3 -m unittest -v"});
+    log.record("run_command", &plain, &failed("exit code 1"), false);
+    log.record("run_command", &verbose, &ok("exit code 0"), false);
+    log.tool_calls = 2;
+    assert_eq!(
+        log.contradiction(&complete(&["`python3 -m unittest` passes"])),
+        None
+    );
+    log.record("run_command", &plain, &failed("exit code 2"), false);
+    assert!(log
+        .contradiction(&complete(&["python3 -m unittest passes"]))
+        .unwrap()
+        .contains("exit code 2"));
+}
+
+#[test]
+fn an_exit_code_cited_for_a_command_this_round_never_ran_is_refused() {
+    let mut log = CallLog::default();
+    let run = json!({"command": "sh greet.sh Ann"});
+    log.check("run_command", &run);
+    log.record("run_command", &run, &ok("exit code 0\nHello, Ann!"), false);
+    assert_eq!(
+        log.contradiction(&complete(&["sh greet.sh Ann: exit code 0"])),
+        None
+    );
+    let why = log
+        .contradiction(&complete(&[
+            "sh greet.sh Ann: exit code 0",
+            "`sh greet.sh`: exit code 0",
+        ]))
+        .unwrap();
+    assert!(why.contains("did not run it"), "{why}");
+    let why = log
+        .contradiction(&complete(&["sh greet.sh Ann: exit code 2"]))
+        .unwrap();
+    assert!(why.contains("exited with code 2"), "{why}");
+    // Evidence in other words is not read as a cited exit code.
+    assert_eq!(
+        log.contradiction(&complete(&["greet.sh prints Hello"])),
+        None
+    );
+}
+
+#[test]
+fn a_complete_report_after_a_failed_change_is_refused_until_a_change_succeeds() {
+    let mut log = CallLog::default();
+    let edit = json!({"path": "textutil.py", "old": "x", "new": "x"});
+    log.check("edit_file", &edit);
+    log.record(
+        "edit_file",
+        &edit,
+        &failed("`old` and `new` are the same; nothing would change"),
+        false,
+    );
+    let test = json!({"command": "python3 -m unittest"});
+    log.record(
+        "run_command",
+        &test,
+        &ok("exit code 0\nRan 3 tests in 0.001s\n\nOK"),
+        false,
+    );
+    let why = log
+        .contradiction(&complete(&["python3 -m unittest: exit code 0"]))
+        .unwrap();
+    assert!(why.contains("edit_file textutil.py"), "{why}");
+    assert!(why.contains("nothing would change"), "{why}");
+    let write = json!({"path": "textutil.py", "content": "def slugify(t): ..."});
+    log.record("write_file", &write, &ok("wrote textutil.py"), true);
+    assert_eq!(
+        log.contradiction(&complete(&["python3 -m unittest: exit code 0"])),
+        None
+    );
+}
+
+#[test]
+fn output_quoted_that_the_command_did_not_print_is_refused_with_what_it_printed() {
+    let mut log = CallLog::default();
+    let run = json!({"command": "sh greet.sh Ann"});
+    log.check("run_command", &run);
+    log.record("run_command", &run, &ok("exit code 0\nHello, !"), false);
+    for evidence in [
+        "sh greet.sh Ann prints Hello, Ann!",
+        "`sh greet.sh Ann` printed 'Hello, Ann!'",
+        "sh greet.sh Ann: exit code 0, output: \"Hello, Ann!\"",
+    ] {
+        let why = log.contradiction(&complete(&[evidence])).unwrap();
+        assert!(
+            why.contains("says `sh greet.sh Ann` printed \"Hello, Ann")
+                && why.contains("printed:\nHello, !\n"),
+            "{why}"
+        );
+    }
+    // Naming the command and its exit code is left to the exit-code rule, which it passes.
+    assert_eq!(
+        log.contradiction(&complete(&["sh greet.sh Ann: exit code 0"])),
+        None
+    );
+    // Fixed and run again, chained with another run: the same words are true now.
+    let both = json!({"command": "sh greet.sh Ann; sh greet.sh"});
+    log.record(
+        "run_command",
+        &both,
+        &ok("exit code 0\nHello, Ann!\nHello, world!"),
+        false,
+    );
+    assert_eq!(
+        log.contradiction(&complete(&[
+            "sh greet.sh Ann prints Hello, Ann!",
+            "sh greet.sh prints Hello, world!",
+            "`sh greet.sh Ann` printed 'Hello,  Ann!'",
+        ])),
+        None
+    );
+    let why = log
+        .contradiction(&complete(&["sh greet.sh prints \"Hello, Bob!\""]))
+        .unwrap();
+    assert!(why.contains("Hello, Ann!\nHello, world!"), "{why}");
+}
+
+#[test]
+fn a_run_that_ran_no_test_is_no_evidence_of_a_pass() {
+    let mut log = CallLog::default();
+    let bare = json!({"command": "python3 -m unittest"});
+    log.check("run_command", &bare);
+    let empty = "exit code 0\n\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nOK";
+    log.record("run_command", &bare, &ok(empty), false);
+    for evidence in [
+        "python3 -m unittest: exit code 0",
+        "`python3 -m unittest` passes",
+        "python3 -m unittest: Ran 0 tests, OK",
+    ] {
+        let why = log.contradiction(&complete(&[evidence])).unwrap();
+        assert!(
+            why.contains("ran no test (unittest ran 0 tests)")
+                && why.contains("discover -p '*test*.py'"),
+            "{why}"
+        );
+    }
+    // A run that found the tests is evidence, cited by its exit code or its words.
+    let found = json!({"command": "python3 -m unittest discover -p '*test*.py'"});
+    log.record(
+        "run_command",
+        &found,
+        &ok("exit code 0\n...\n----------------------------------------------------------------------\nRan 3 tests in 0.001s\n\nOK"),
+        false,
+    );
+    for evidence in [
+        "python3 -m unittest discover -p '*test*.py': exit code 0",
+        "python3 -m unittest discover -p '*test*.py': Ran 3 tests, OK",
+        "`python3 -m unittest discover -p '*test*.py'` shows all tests pass",
+    ] {
+        assert_eq!(
+            log.contradiction(&complete(&[evidence])),
+            None,
+            "{evidence}"
+        );
+    }
+    assert!(log
+        .contradiction(&complete(&[
+            "python3 -m unittest discover -p '*test*.py': Ran 5 tests, OK"
+        ]))
+        .unwrap()
+        .contains("Ran 3 tests in 0.001s"));
+}
+
+#[test]
+fn honest_evidence_in_the_shapes_workers_write_stands() {
+    let runs = [
+        (
+            "grep -n port config/app.ini",
+            "exit code 0\n3:port = 8080\n8:port = 5432",
+        ),
+        (
+            "cargo test --offline",
+            "exit code 0\n   Compiling leap v0.1.0\nrunning 2 tests\ntest tests::century ... ok\ntest tests::plain ... ok\n\ntest result: ok. 2 passed; 0 failed; 0 ignored\n\n   Doc-tests leap\n\nrunning 0 tests\n",
+        ),
+        (
+            "python3 -m unittest discover -s tests",
+            "exit code 0\n.......\n----------------------------------------------------------------------\nRan 7 tests in 0.003s\n\nOK",
+        ),
+        ("ls", "exit code 0\nREADME.md\nslug.py\nslug_test.py"),
+    ];
+    let mut log = CallLog::default();
+    for (command, output) in runs {
+        let args = json!({ "command": command });
+        log.check("run_command", &args);
+        log.record("run_command", &args, &ok(output), false);
+    }
+    for evidence in [
+        "grep -n port config/app.ini shows 3:port = 8080 and 8:port = 5432",
+        "cargo test --offline: 2 passed, 0 failed",
+        "`cargo test --offline` prints \"test result: ok. 2 passed\"",
+        "python3 -m unittest discover -s tests: Ran 7 tests, OK",
+        "python3 -m unittest discover -s tests: exit code 0",
+        "`python3 -m unittest discover -s tests` passes for `slug.py`",
+        "`ls` shows slug.py and slug_test.py",
+        "slug.py handles spaces: \"a b\" becomes \"a-b\"",
+    ] {
+        assert_eq!(
+            log.contradiction(&complete(&[evidence])),
+            None,
+            "{evidence}"
+        );
+    }
+}
+
+#[test]
+fn a_run_keeps_the_end_of_its_output_and_a_refusal_quotes_less() {
+    let mut log = CallLog::default();
+    let run = json!({"command": "make test"});
+    let long: String = (0..2000).map(|i| format!("line {i}\n")).collect();
+    log.record(
+        "run_command",
+        &run,
+        &ok(&format!("exit code 0\n{long}all green")),
+        false,
+    );
+    log.tool_calls = 1;
+    let kept = &log.commands[0].output;
+    assert!(kept.len() <= KEPT_OUTPUT_BYTES && kept.ends_with("all green"));
+    let why = log
+        .contradiction(&complete(&["make test printed \"all 7 suites pass\""]))
+        .unwrap();
+    let quoted = why.split("printed:\n").nth(1).unwrap();
+    assert!(
+        quoted.starts_with('…') && quoted.contains("all green"),
+        "{why}"
+    );
+    assert!(quoted.len() < QUOTED_OUTPUT_BYTES + 200, "{why}");
+    assert_eq!(
+        log.contradiction(&complete(&["make test: all green"])),
+        None
+    );
+    // Whether a run ran no test is read from all of its output, not the end kept.
+    let cargo = json!({"command": "cargo test"});
+    let tests: String = (0..400)
+        .map(|i| format!("test tests::case_{i} ... ok\n"))
+        .collect();
+    let output = format!("exit code 0\nrunning 400 tests\n{tests}\ntest result: ok. 400 passed; 0 failed\n\n   Doc-tests m\n\nrunning 0 tests\n");
+    log.record("run_command", &cargo, &ok(&output), false);
+    assert_eq!(
+        log.contradiction(&complete(&["cargo test: exit code 0"])),
+        None
+    );
+}
+
+#[test]
+fn a_blocker_after_a_failing_command_is_questioned_once() {
+    let mut log = CallLog::default();
+    let mut blocked = complete(&[]);
+    blocked.status = ReportStatus::Blocked;
+    blocked.blocker = "the tests fail".into();
+    assert_eq!(log.question_block(&blocked), None, "no command ran");
+    let test = json!({"command": "python3 -m unittest"});
+    log.record("run_command", &test, &failed("exit code 1\nFAILED"), false);
+    let why = log.question_block(&blocked).unwrap();
+    assert!(
+        why.contains("python3 -m unittest") && why.contains("exit code 1"),
+        "{why}"
+    );
+    // Said again, the claim stands.
+    assert_eq!(log.question_block(&blocked), None);
+    // A passing last command is no reason to question it.
+    let mut log = CallLog::default();
+    log.record("run_command", &test, &ok("exit code 0"), false);
+    assert_eq!(log.question_block(&blocked), None);
+}
+
+#[test]
+fn a_round_without_tool_calls_cannot_report_complete() {
+    let log = CallLog::default();
+    assert!(log
+        .contradiction(&complete(&["it works"]))
+        .unwrap()
+        .contains("called no tool"));
+}
