@@ -6,8 +6,8 @@
 //! Landlock confines paths, but not `connect()` to a pathname Unix socket, so a command could
 //! reach any service listening on one (a tmux server that runs commands, the D-Bus session bus,
 //! ssh-agent, Docker) and have it act outside the sandbox. The filter refuses `socket()` for
-//! `AF_UNIX` altogether (a `socketpair()` of stream sockets stays, it reaches nothing; any
-//! other type is refused), so no pathname or abstract socket can be reached from inside;
+//! `AF_UNIX` altogether (a `socketpair()` of stream or seqpacket sockets stays, it reaches
+//! nothing; a datagram pair is refused), so no pathname or abstract socket can be reached from inside;
 //! io_uring is refused because its requests bypass seccomp.
 //!
 //! Nor does Landlock govern the syscalls that change another process of the same user by its
@@ -151,6 +151,7 @@ fn self_only(n: u32) -> [Step; 2] {
 fn rules(arch: u32) -> Result<Vec<Vec<Step>>, String> {
     let int = |v: i32| u32::try_from(v).map_err(|e| e.to_string());
     let (unix, stream) = (int(libc::AF_UNIX)?, int(libc::SOCK_STREAM)?);
+    let seqpacket = int(libc::SOCK_SEQPACKET)?;
     let mut rules = vec![
         vec![Step::Load(ARCH_AT), Step::Eq(arch, To::NextRule, To::Deny)],
         // From here on the number stays loaded: a rule that loads an argument decides.
@@ -163,7 +164,9 @@ fn rules(arch: u32) -> Result<Vec<Vec<Step>>, String> {
             libc::SYS_socket,
             &[Step::Load(arg(0)), Step::Eq(unix, To::Deny, To::Allow)],
         )?,
-        // A datagram socketpair can send to any datagram socket by its path.
+        // A datagram socketpair can send to any datagram socket by its path; a stream or
+        // seqpacket pair is connected to itself and reaches nothing (Rust's standard library
+        // spawns a process with a seqpacket pair, so cargo needs it to run rustc).
         rule(
             libc::SYS_socketpair,
             &[
@@ -171,7 +174,8 @@ fn rules(arch: u32) -> Result<Vec<Vec<Step>>, String> {
                 Step::Eq(unix, To::On, To::Allow),
                 Step::Load(arg(1)),
                 Step::And(0xF),
-                Step::Eq(stream, To::Allow, To::Deny),
+                Step::Eq(stream, To::Allow, To::On),
+                Step::Eq(seqpacket, To::Allow, To::Deny),
             ],
         )?,
         // Itself by pid 0; another pid only to read (no new limit).
@@ -382,6 +386,8 @@ mod tests {
         assert_eq!(at(libc::SYS_socket, &[inet, stream]), ALLOW);
         assert_eq!(at(libc::SYS_socketpair, &[unix, stream]), ALLOW);
         assert_eq!(at(libc::SYS_socketpair, &[unix, dgram]), DENY);
+        let seqpacket = int(libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC);
+        assert_eq!(at(libc::SYS_socketpair, &[unix, seqpacket]), ALLOW);
         assert_eq!(at(libc::SYS_socketpair, &[inet, dgram]), ALLOW);
         assert_eq!(at(libc::SYS_io_uring_setup, &[0, 0]), DENY);
         assert_eq!(at(libc::SYS_connect, &[3, 0]), ALLOW);

@@ -117,6 +117,11 @@ impl Drop for TmuxServer {
 #[test]
 fn a_tmux_server_and_a_listening_socket_are_unreachable() {
     let Some(bench) = sandboxed() else { return };
+    std::fs::write(
+        bench.root().join("prog.rs"),
+        "fn main() { let s = std::process::Command::new(\"true\").status().unwrap(); assert!(s.success()); }\n",
+    )
+    .unwrap();
     // Both under the system temp dir, as a user's tmux socket and services would be.
     let outside = tempfile::tempdir().unwrap();
     let tmux = TmuxServer::start(outside.path());
@@ -135,15 +140,22 @@ fn a_tmux_server_and_a_listening_socket_are_unreachable() {
              TMUX={sock},1,0 tmux run-shell 'touch {escaped}'; echo env=$?; \
              timeout 5 tmux -S {listener} ls; echo listener=$?; \
              python3 -c \"import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b'x', '{datagram}')\"; echo datagram=$?; \
-             python3 -c 'import socket; socket.socketpair()'; echo pair=$?",
+             python3 -c 'import socket; socket.socketpair()'; echo pair=$?; \
+             python3 -c 'import socket; socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)'; echo seqpacket=$?; \
+             {cargo} --version >/dev/null 2>&1 && {rustc} -o prog prog.rs && ./prog; echo spawn=$?",
             sock = tmux.socket.display(),
             escaped = escaped.display(),
             listener = listener_path.display(),
             datagram = datagram_path.display(),
+            cargo = "cargo",
+            rustc = "rustc",
         )}),
     );
-    // A stream socketpair (no address, reaches nothing) still works.
+    // A stream or seqpacket socketpair (no address, reaches nothing) still works: Rust's
+    // standard library spawns with a seqpacket pair, so cargo could not run rustc without it.
     assert!(out.output.contains("pair=0"), "{}", out.output);
+    assert!(out.output.contains("seqpacket=0"), "{}", out.output);
+    assert!(out.output.contains("spawn=0"), "{}", out.output);
     for step in ["tmux", "env", "listener", "datagram"] {
         assert!(
             out.output.contains(&format!("{step}=")) && !out.output.contains(&format!("{step}=0")),
