@@ -45,6 +45,14 @@ pub fn cut_at_char_boundary(text: &str, max_bytes: usize) -> &str {
     &text[..cut]
 }
 
+/// At most `max` characters of `text`, marked with `…` when cut.
+pub fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// The longest suffix of `text` of at most `max_bytes` bytes that starts on a char boundary.
 pub fn tail_at_char_boundary(text: &str, max_bytes: usize) -> &str {
     if text.len() <= max_bytes {

@@ -447,24 +447,62 @@ pub(crate) fn json_args(g: &mut Gbnf, index: usize, spec: &ToolSpec) -> String {
     let Some(props) = tool_props(spec) else {
         return "json-object".into();
     };
-    let members: Vec<String> = props
+    let member_of = |g: &mut Gbnf, key: &str, prop: &Prop| {
+        format!(
+            "{} ws \":\" ws {}",
+            lit(&Value::String(key.to_string()).to_string()),
+            json_prop_value(g, prop)
+        )
+    };
+    // The required arguments come first, once each, in the schema's order: a small model
+    // that may write them in any order writes `write_file`'s content and forgets its path.
+    let required = required_keys(spec, &props);
+    let optional: Vec<String> = props
         .iter()
-        .map(|(key, prop)| {
-            format!(
-                "{} ws \":\" ws {}",
-                lit(&Value::String(key.clone()).to_string()),
-                json_prop_value(g, prop)
-            )
-        })
+        .filter(|(key, _)| !required.contains(key))
+        .map(|(key, prop)| member_of(g, key, prop))
         .collect();
-    let member = g.rule(&format!("t{index}-member"), members.join(" | "));
+    let optional =
+        (!optional.is_empty()).then(|| g.rule(&format!("t{index}-member"), optional.join(" | ")));
+    let body = if required.is_empty() {
+        let member = optional.unwrap_or_default();
+        format!(
+            "( {} )?",
+            repeat_sep(&member, "ws \",\" ws", props.len().clamp(1, 16))
+        )
+    } else {
+        let head: Vec<String> = required
+            .iter()
+            .filter_map(|key| props.iter().find(|(k, _)| k == key))
+            .map(|(key, prop)| member_of(g, key, prop))
+            .collect();
+        let tail = optional.map_or(String::new(), |member| {
+            format!(
+                " ( ws \",\" ws {member} ){{0,{}}}",
+                (props.len() - required.len()).clamp(1, 16)
+            )
+        });
+        format!("{}{tail}", head.join(" ws \",\" ws "))
+    };
     g.rule(
         &format!("t{index}-args"),
-        format!(
-            "\"{{\" ws ( {} )? ws \"}}\"",
-            repeat_sep(&member, "ws \",\" ws", props.len().clamp(1, 16))
-        ),
+        format!("\"{{\" ws {body} ws \"}}\""),
     )
+}
+
+/// The keys of `spec`'s `required` list that are among its properties, in the list's order.
+fn required_keys(spec: &ToolSpec, props: &[(String, Prop)]) -> Vec<String> {
+    spec.parameters
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|keys| {
+            keys.iter()
+                .filter_map(Value::as_str)
+                .filter(|key| props.iter().any(|(k, _)| k == key))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `{"name": "<tool>", "<args_key>": <args>}` for any offered tool.

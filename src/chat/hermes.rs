@@ -241,7 +241,7 @@ mod tests {
         let text = round_trip(&Hermes, "read_file", args);
         assert_eq!(
             text,
-            "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"offset\": 3, \"path\": \"src/main.rs\"}}\n</tool_call>"
+            "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/main.rs\", \"offset\": 3}}\n</tool_call>"
         );
     }
 }

@@ -325,7 +325,7 @@ mod tests {
         }
         assert_eq!(
             Mistral::ARGS.render_call("list_dir", &args),
-            "[TOOL_CALLS]list_dir[ARGS]{\"depth\": 2, \"path\": \"a b\"}"
+            "[TOOL_CALLS]list_dir[ARGS]{\"path\": \"a b\", \"depth\": 2}"
         );
     }
 }

@@ -314,13 +314,7 @@ pub(crate) fn strip_fence(text: &str) -> &str {
     inner.strip_suffix("```").unwrap_or(inner).trim()
 }
 
-/// At most `max` characters of `text`, marked when cut.
-pub(crate) fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
-}
+pub(crate) use crate::text::clip;
 
 /// Separators between fullwidth-token words: DeepSeek's `▁`, and what sloppy copies use.
 const WORD_GAPS: [char; 3] = ['▁', '_', ' '];
@@ -363,22 +357,28 @@ pub(crate) fn spaced_json(value: &Value) -> String {
 }
 
 /// A call's arguments in the order the model writes them under the grammar: the report's
-/// fields in schema order, anything else in the map's order.
+/// fields in schema order; for other tools the required arguments first in
+/// [`LEADING_ARGUMENTS`] order (the order the tools' schemas list them as `required`, which
+/// the grammar enforces), then the rest in the map's order.
 pub(crate) fn ordered_args<'a>(name: &str, arguments: &'a Value) -> Vec<(&'a str, &'a Value)> {
     let Value::Object(map) = arguments else {
         return Vec::new();
     };
     let mut entries: Vec<(&str, &Value)> = map.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    if name == REPORT_TOOL {
-        entries.sort_by_key(|(k, _)| {
-            REPORT_FIELDS
-                .iter()
-                .position(|f| f == k)
-                .unwrap_or(usize::MAX)
-        });
-    }
+    let order: &[&str] = if name == REPORT_TOOL {
+        &REPORT_FIELDS
+    } else {
+        &LEADING_ARGUMENTS
+    };
+    entries.sort_by_key(|(k, _)| order.iter().position(|f| f == k).unwrap_or(usize::MAX));
     entries
 }
+
+/// The tools' required arguments in the order their schemas list them: the grammar makes the
+/// model write them first and in this order (what a call is about before its payload, so a
+/// small model never writes `write_file`'s content and forgets its path).
+pub(crate) const LEADING_ARGUMENTS: [&str; 6] =
+    ["path", "pattern", "command", "old", "new", "content"];
 
 /// A call's arguments as spaced JSON, in [`ordered_args`] order.
 pub(crate) fn args_json(name: &str, arguments: &Value) -> String {
@@ -499,6 +499,43 @@ mod tests {
                 }
                 call => panic!("{raw} parsed as {call:?}"),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod argument_order_tests {
+    use super::LEADING_ARGUMENTS;
+    use serde_json::Value;
+
+    /// The grammar writes each tool's `required` arguments in the schema's order, and the
+    /// rendered calls (the instructions' examples) in `LEADING_ARGUMENTS` order: they agree.
+    #[test]
+    fn every_tools_required_arguments_follow_the_leading_order() {
+        for spec in crate::tools::Registry::standard().specs() {
+            let required: Vec<&str> = spec.parameters["required"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if spec.name == crate::protocol::tool::REPORT_TOOL {
+                continue;
+            }
+            let positions: Vec<usize> = required
+                .iter()
+                .map(|k| {
+                    LEADING_ARGUMENTS
+                        .iter()
+                        .position(|l| l == k)
+                        .unwrap_or_else(|| {
+                            panic!("{}: `{k}` is not in LEADING_ARGUMENTS", spec.name)
+                        })
+                })
+                .collect();
+            assert!(
+                positions.windows(2).all(|w| w[0] < w[1]),
+                "{}: {required:?}",
+                spec.name
+            );
         }
     }
 }

@@ -157,7 +157,7 @@ fn not_found(rel: &str, text: &str, old: &str, count: usize) -> String {
                 message.push_str(&format!(
                     "{:>5} | {}\n",
                     near.start + i + 1,
-                    crate::chat::scan::clip(line, SHOWN_LINE_CHARS)
+                    crate::text::clip(line, SHOWN_LINE_CHARS)
                 ));
             }
             if near.len > SHOWN_LINES {

@@ -116,7 +116,7 @@ fn dropped_definitions(before: &str, after: &str) -> Option<String> {
     let named: Vec<String> = gone
         .iter()
         .take(NAMED_DROPS)
-        .map(|line| format!("`{}`", crate::text::cut_at_char_boundary(line, 80)))
+        .map(|line| format!("`{}`", crate::text::clip(line, 80)))
         .collect();
     let more = gone.len().saturating_sub(NAMED_DROPS);
     let more = if more > 0 {
