@@ -40,7 +40,7 @@ bench: model
 	$(CARGO) build --release
 	@bash scripts/bench.sh
 
-## The evals (evals/README.md): every task, all three arms, one seed, on the default model.
+## The evals (evals/README.md): every task, all four arms, one seed, on the default model.
 eval: model
 	$(CARGO) build --bins
 	$(CARGO) run --quiet --bin ralph-eval -- $(EVAL_ARGS)
