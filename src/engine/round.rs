@@ -26,6 +26,9 @@ use crate::workspace::Snapshot;
 /// text in a `write_file` call), never more than a quarter of the context. `None`: the
 /// run's `--max-tokens` is enough.
 fn observation_turn_tokens(largest_whole: usize, max_tokens: u32, ctx_size: u32) -> Option<u32> {
+    if largest_whole == 0 {
+        return None;
+    }
     // Two bytes a token for escaped source (a low estimate), and room for the call around it.
     let needed = u32::try_from(largest_whole / 2)
         .unwrap_or(u32::MAX)
@@ -285,6 +288,8 @@ mod tests {
     #[test]
     fn a_turn_can_write_back_the_largest_file_shown_within_a_quarter_of_the_context() {
         assert_eq!(observation_turn_tokens(0, 1024, 16384), None);
+        // No file shown, no change, however small `--max-tokens` is.
+        assert_eq!(observation_turn_tokens(0, 120, 4096), None);
         assert_eq!(observation_turn_tokens(1500, 1024, 16384), None);
         assert_eq!(observation_turn_tokens(6000, 1024, 16384), Some(3128));
         assert_eq!(observation_turn_tokens(60_000, 1024, 16384), Some(4096));

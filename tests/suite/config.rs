@@ -62,6 +62,13 @@ const CASES: &[Case] = &[
         &["--verify", "true"],
     ),
     case(
+        "check",
+        &["--check", "python3 -m unittest"],
+        "\"python3 -m unittest\"",
+        &["--check", "auto"],
+    ),
+    case("observe", &["--observe", "on"], "\"on\"", &["--observe", "off"]),
+    case(
         "sandbox",
         &["--sandbox", "read-only"],
         "\"read-only\"",
