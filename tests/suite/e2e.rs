@@ -229,10 +229,12 @@ fn slow_rounds(n: usize) -> Vec<serde_json::Value> {
 fn rounds_advance_esc_cancels_exit_130_and_the_terminal_is_restored() {
     let repo = TempRepo::new();
     let launch = Launch::new();
+    // Slow enough that, on a loaded machine, the rounds do not all end before the steps
+    // below (a resize and its redraw) are through and Esc is sent.
     let tmux = launch.start(
         repo.path(),
         slow_rounds(8),
-        8,
+        30,
         &["-n", "8", "watch the rounds go by"],
     );
 
