@@ -67,7 +67,12 @@ const CASES: &[Case] = &[
         "\"python3 -m unittest\"",
         &["--check", "auto"],
     ),
-    case("observe", &["--observe", "on"], "\"on\"", &["--observe", "off"]),
+    case(
+        "observe",
+        &["--observe", "on"],
+        "\"on\"",
+        &["--observe", "off"],
+    ),
     case(
         "sandbox",
         &["--sandbox", "read-only"],
