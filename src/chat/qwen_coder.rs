@@ -61,14 +61,14 @@ fn examples(tools: &[ToolSpec]) -> Vec<(&'static str, &'static str, Value)> {
     }
     if offered("run_command") {
         out.push((
-            "Run the tests (the check command, when the observation names one):",
+            "Run the repository's tests, where it has some (the check command, when the observation names one):",
             "run_command",
             json!({"command": TEST_COMMAND}),
         ));
     }
     if offered(REPORT_TOOL) {
         out.push((
-            "When the objective is met and checked, report (evidence: what you ran and its result):",
+            "When the objective is met and checked, report (evidence: how you checked it: the tests you ran and their result, or the file you read back):",
             REPORT_TOOL,
             json!({
                 "status": "complete",

@@ -271,7 +271,7 @@ impl CallLog {
                 ""
             };
             return Some(format!(
-                "the evidence \"{}\" cites `{}`, but its last run in this round ran no test ({why}): a run that tests nothing proves nothing. Run a command that finds the tests{hint}, or report status \"continue\"",
+                "the evidence \"{}\" cites `{}`, but its last run in this round ran no test ({why}): a run that tests nothing proves nothing. Run a command that finds the tests{hint}; where the repository has no tests, cite how else you checked the work (a file you read back, a command's output); or report status \"continue\"",
                 clip(item, 120),
                 clip(&named, 120),
             ));

@@ -104,6 +104,10 @@ pub fn observe(inputs: &Inputs<'_>) -> Observation {
     listing(&files, walk_stopped, &mut text, &mut out);
     if let Some(check) = inputs.check {
         check_section(check, &mut text);
+    } else if !files.iter().any(|f| looks_like_a_test(&f.path)) {
+        text.push_str(
+            "\nThis repository has no test files: check your work by reading back what you changed (or by running it), not with a test command.\n",
+        );
     }
     texts(inputs, &files, &mut text, &mut out);
     out.text = text;
@@ -151,6 +155,13 @@ fn walk_files(root: &Path) -> (Vec<Found>, bool) {
         files.push(Found { path, bytes, text });
     }
     (files, stopped)
+}
+
+/// Whether a file's path says it holds tests (`tests/`, `test_x.py`, `x_test.go`, `x.test.js`).
+fn looks_like_a_test(path: &str) -> bool {
+    path.to_ascii_lowercase()
+        .split(['/', '.', '_', '-'])
+        .any(|part| matches!(part, "test" | "tests" | "spec" | "specs"))
 }
 
 /// The file listing: `path (N lines)`, or `path (N bytes, binary)`, bounded.
@@ -501,5 +512,19 @@ mod tests {
         );
         let first = seen.text.lines().find(|l| l.starts_with("aaa-")).unwrap();
         assert!(first.contains('\u{fffd}'), "{first}");
+    }
+
+    #[test]
+    fn a_repository_without_tests_is_said_to_have_none() {
+        let changed = BTreeSet::new();
+        let bare = repo(&[("README.md", "hello\n")]);
+        let seen = observe(&inputs(bare.path(), "x", &changed));
+        assert!(seen.text.contains("has no test files"), "{}", seen.text);
+        for tests in ["tests/test_a.py", "calc_test.py", "src/app.test.js", "test/x.c"] {
+            let with = repo(&[("README.md", "hello\n"), (tests, "")]);
+            let seen = observe(&inputs(with.path(), "x", &changed));
+            assert!(!seen.text.contains("has no test files"), "{tests}");
+        }
+        assert!(!looks_like_a_test("contest.py"));
     }
 }
