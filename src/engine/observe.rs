@@ -520,7 +520,12 @@ mod tests {
         let bare = repo(&[("README.md", "hello\n")]);
         let seen = observe(&inputs(bare.path(), "x", &changed));
         assert!(seen.text.contains("has no test files"), "{}", seen.text);
-        for tests in ["tests/test_a.py", "calc_test.py", "src/app.test.js", "test/x.c"] {
+        for tests in [
+            "tests/test_a.py",
+            "calc_test.py",
+            "src/app.test.js",
+            "test/x.c",
+        ] {
             let with = repo(&[("README.md", "hello\n"), (tests, "")]);
             let seen = observe(&inputs(with.path(), "x", &changed));
             assert!(!seen.text.contains("has no test files"), "{tests}");
