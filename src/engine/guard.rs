@@ -130,10 +130,18 @@ impl CallLog {
         };
         seen.times = seen.times.saturating_add(1);
         let earlier = &seen.result;
-        let output = format!(
-            "not run again: this exact {name} call already ran in this round and no file has changed since. Do something different. Its result was:\n{}",
-            earlier.output
-        );
+        let output = if FILE_TOOLS.contains(&name) && earlier.ok {
+            // Small models write the same file again and again once it is right.
+            format!(
+                "not run again: this exact {name} call already succeeded in this round, so the file already has this content. Do not write it again: check the work (run the tests, or read the file back), then call ralph_report. Its result was:\n{}",
+                earlier.output
+            )
+        } else {
+            format!(
+                "not run again: this exact {name} call already ran in this round and no file has changed since. Do something different. Its result was:\n{}",
+                earlier.output
+            )
+        };
         Repeat::Refused {
             result: ToolResult { ok: false, output },
             times: seen.times,

@@ -95,21 +95,21 @@ const COMPARED_BYTES: u64 = 256 * 1024;
 /// Most dropped lines named.
 const NAMED_DROPS: usize = 4;
 
-/// A note naming the unindented lines of `before` (definitions: `def`, `class`, `fn`, a
-/// heading) that `after` no longer has. Small models asked for a whole file often write back
-/// only the part they changed; the note lets the next turn see that it deleted the rest.
+/// A note naming the definitions of `before` (`def f`, `class C`, `fn f`, `function f`, ...:
+/// an unindented line that opens with a definition keyword and a name) that `after` no
+/// longer defines at all. Small models asked for a whole file often write back only the
+/// part they changed; the note lets the next turn see that it deleted the rest. A changed
+/// line of prose or configuration is not a definition and is never named.
 fn dropped_definitions(before: &str, after: &str) -> Option<String> {
-    let kept: std::collections::HashSet<&str> = after.lines().map(str::trim_end).collect();
-    let gone: Vec<&str> = before
-        .lines()
-        .map(str::trim_end)
-        .filter(|line| {
-            line.len() > 3
-                && !line.starts_with(char::is_whitespace)
-                && !line.starts_with(['#', '/', '}', ')', ']', '"', '\''])
-                && !kept.contains(line)
-        })
-        .collect();
+    let defined: std::collections::HashSet<String> = after.lines().filter_map(definition).collect();
+    let mut gone: Vec<&str> = Vec::new();
+    for line in before.lines() {
+        if let Some(key) = definition(line) {
+            if !defined.contains(&key) && !gone.contains(&line.trim_end()) {
+                gone.push(line.trim_end());
+            }
+        }
+    }
     if gone.is_empty() {
         return None;
     }
@@ -125,9 +125,38 @@ fn dropped_definitions(before: &str, after: &str) -> Option<String> {
         String::new()
     };
     Some(format!(
-        ". The file no longer has these lines it had: {}{more}. If that was not meant, write the whole file again with them",
+        ". The new content no longer defines {}{more}, which the file had. If that was not meant, write the whole file again with them",
         named.join(", ")
     ))
+}
+
+/// `keyword name` when `line` is an unindented definition (`def mean(values):` → `def mean`).
+fn definition(line: &str) -> Option<String> {
+    const KEYWORDS: [&str; 12] = [
+        "def",
+        "class",
+        "async",
+        "fn",
+        "pub",
+        "function",
+        "func",
+        "struct",
+        "enum",
+        "impl",
+        "interface",
+        "type",
+    ];
+    if line.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let mut words = line.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+    let first = words.next()?;
+    if !KEYWORDS.contains(&first) {
+        return None;
+    }
+    // `pub fn name`, `async def name`: the keyword and the first name after the modifiers.
+    let name = words.find(|w| !w.is_empty() && !KEYWORDS.contains(w))?;
+    Some(format!("{first} {name}"))
 }
 
 /// The child's sentence for a file that cannot be written.
@@ -170,5 +199,26 @@ mod tests {
             None
         );
         assert_eq!(dropped_definitions("", after), None);
+        // A changed signature still defines the name; prose and settings are no definitions.
+        assert_eq!(
+            dropped_definitions("def mean(values):\n", "def mean(xs, w=None):\n"),
+            None
+        );
+        assert_eq!(
+            dropped_definitions(
+                "Run it to recieve mail.\nport = 80\n",
+                "Run it to receive mail.\nport = 8080\n"
+            ),
+            None
+        );
+        let rust = dropped_definitions(
+            "pub fn is_leap(y: u32) -> bool {\n}\nfn helper() {}\n",
+            "pub fn is_leap(y: u32) -> bool {\n}\n",
+        )
+        .unwrap();
+        assert!(
+            rust.contains("`fn helper() {}`") && !rust.contains("is_leap"),
+            "{rust}"
+        );
     }
 }

@@ -382,3 +382,34 @@ fn a_round_without_tool_calls_cannot_report_complete() {
         .unwrap()
         .contains("called no tool"));
 }
+
+#[test]
+fn a_write_repeated_after_it_succeeded_says_to_check_and_report() {
+    let mut log = CallLog::default();
+    let args = json!({"path": "hello.txt", "content": "Hello, Ralph!"});
+    assert_eq!(log.check("write_file", &args), Repeat::Fresh);
+    log.record("write_file", &args, &ok("created 'hello.txt'"), true);
+    match log.check("write_file", &args) {
+        Repeat::Refused { result, .. } => {
+            assert!(
+                result.output.contains("already succeeded"),
+                "{}",
+                result.output
+            );
+            assert!(
+                result.output.contains("call ralph_report"),
+                "{}",
+                result.output
+            );
+        }
+        Repeat::Fresh => panic!("the repeat ran"),
+    }
+    // A failed write repeated is told to do something different, as any other call.
+    let bad = json!({"path": "x.txt"});
+    log.check("write_file", &bad);
+    log.record("write_file", &bad, &failed("content is required"), false);
+    match log.check("write_file", &bad) {
+        Repeat::Refused { result, .. } => assert!(result.output.contains("Do something different")),
+        Repeat::Fresh => panic!("the repeat ran"),
+    }
+}
