@@ -9,11 +9,13 @@
 //! object whose JSON is data rather than a call, and whatever sits inside a code block (a
 //! call-shaped object in a Python example is not a call).
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::bare::{first_candidate, is_full_call_object, looks_like_call, scan_bare};
+use super::listing::{listing_at, Found};
 use super::scan::{self, json_extent_until, malformed, with_hint, TurnBuilder};
 use super::ParsedCall;
+use crate::protocol::tool::WRITE_FILE;
 
 /// What opens and closes a Markdown code block.
 pub(crate) const FENCE: &str = "```";
@@ -176,9 +178,36 @@ pub(crate) fn scan_loose_with(text: &str, turn: &mut TurnBuilder, hint: &str, st
     let mut prose_from = 0;
     while let Some(i) = text.get(at..).and_then(|t| t.find(FENCE)) {
         let start = at + i;
+        let block = read_block(&text[start..]);
+        // A file written whole in prose (its path on the line before the fence) is a
+        // write_file call; a call in a fence after a path line stays a call.
+        let found = match block {
+            Block::Calls { .. } => None,
+            _ => listing_at(text, start).filter(|f| f.from() >= prose_from),
+        };
+        if let Some(found) = found {
+            scan_bare(&text[prose_from..found.from()], turn, hint, strict);
+            match found {
+                Found::Whole {
+                    path, content, end, ..
+                } => {
+                    let arguments = json!({"path": path, "content": content});
+                    turn.call(ParsedCall::call(WRITE_FILE, arguments), true);
+                    at = end;
+                    prose_from = end;
+                    continue;
+                }
+                Found::Open { from } => {
+                    // The file is still being written: nothing after its fence is a call yet.
+                    turn.text(&text[from..]);
+                    turn.hold_from_here();
+                    return;
+                }
+            }
+        }
         // Text before the block may hold bare calls; the block itself is read as a whole.
         scan_bare(&text[prose_from..start], turn, hint, strict);
-        match read_block(&text[start..]) {
+        match block {
             Block::Prose { len } => {
                 let len = len.max(FENCE.len());
                 turn.text(&text[start..start + len]);
@@ -309,6 +338,52 @@ mod tests {
             )]
         );
         assert_eq!(t.content, "");
+    }
+
+    #[test]
+    fn a_file_listed_whole_in_prose_is_a_write_file_call() {
+        let write = |path: &str, content: &str| {
+            ParsedCall::call("write_file", json!({"path": path, "content": content}))
+        };
+        // The shape the round observation shows files in, and the 1.5B answers in.
+        let (t, settled) = loose("I will fix add().\n\napp.py\n```python\ndef add(a, b):\n    return a + b\n```\nThen run the tests.");
+        assert_eq!(
+            t.calls,
+            vec![write("app.py", "def add(a, b):\n    return a + b\n")]
+        );
+        assert_eq!(t.content, "I will fix add().\nThen run the tests.");
+        assert_eq!(settled, 1);
+        // A listing, then a call: both, in order.
+        let (t, settled) = loose("`a.txt`:\n```\nA\n```\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.txt\"}}\n```");
+        assert_eq!(
+            t.calls,
+            vec![
+                write("a.txt", "A\n"),
+                ParsedCall::call("read_file", json!({"path": "a.txt"}))
+            ]
+        );
+        assert_eq!(settled, 2);
+        // A call fenced after a path line is the call, and a JSON file's data is its content.
+        let (t, _) = loose("app.py:\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"app.py\"}}\n```");
+        assert_eq!(
+            t.calls,
+            vec![ParsedCall::call("read_file", json!({"path": "app.py"}))]
+        );
+        let (t, _) = loose("config.json\n```json\n{\"port\": 8080}\n```");
+        assert_eq!(t.calls, vec![write("config.json", "{\"port\": 8080}\n")]);
+    }
+
+    #[test]
+    fn a_listing_still_being_written_calls_nothing_yet() {
+        let (t, settled) = loose("app.py\n```python\ndef add(a, b):\n");
+        assert!(t.calls.is_empty(), "{:?}", t.calls);
+        assert_eq!(settled, 0);
+        // What it holds is the file's text, not a call.
+        let (t, _) = loose("a.py\n```python\nx = {\"name\": \"read_file\", \"arguments\": {}}\n");
+        assert!(t.calls.is_empty(), "{:?}", t.calls);
+        // Without a path line a code block stays an example.
+        let (t, _) = loose("Like this:\n```python\nx = 1\n```");
+        assert!(t.calls.is_empty());
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod generic;
 pub mod glm;
 mod grammar;
 pub mod hermes;
+pub mod listing;
 pub mod llama3;
 pub mod mistral;
 pub mod native;

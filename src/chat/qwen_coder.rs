@@ -12,9 +12,11 @@
 //! Tools are listed as signatures with the first sentence of each description, not as JSON
 //! schemas, which keeps the system prompt within what a small model reads well.
 //!
-//! The examples teach what the 1.5B default model does reliably: a file of up to about 150
-//! lines is changed by writing it whole (its failed edits were an `old` not in the file, or
-//! equal to `new`), `edit_file` only in longer ones; and the tests are run with a command
+//! The examples teach what the 1.5B default model does reliably. A file of up to about 150
+//! lines is changed by writing it whole, as a listing: its path on a line, then the file in a
+//! fence, the shape the round observation shows files in, with no JSON string to escape code
+//! into ([`super::listing`]). Its failed edits were an `old` not in the file, or equal to
+//! `new`, so `edit_file` is taught only for longer files. The tests are run with a command
 //! that cannot silently test nothing (a bare `python3 -m unittest` runs 0 tests, exit code 0,
 //! where the files are named `<module>_test.py`).
 
@@ -24,9 +26,10 @@ use super::family::Family;
 use super::fence::{FENCE, JSON_FENCE};
 use super::grammar::{json_call, lit, repeat_sep, Gbnf, MAX_CALLS};
 use super::hermes::{first_tagged_or_loose, scan_tagged_or_loose, tagged_call, OPEN};
+use super::listing::listing;
 use super::scan::{self, TurnBuilder};
 use super::tool_signatures_brief;
-use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
+use crate::protocol::tool::{ToolSpec, REPORT_TOOL, WRITE_FILE};
 
 const HINT: &str = "write the call as a ```json block holding {\"name\": \"TOOL\", \"arguments\": {...}} with valid JSON";
 
@@ -37,37 +40,46 @@ const TEST_COMMAND: &str = "python3 -m unittest discover -p '*test*.py'";
 #[derive(Debug, Clone, Copy, Default)]
 pub struct QwenCoder;
 
-/// The worked examples the instructions show, for the tools that are offered: what each is
-/// for, then the call.
-fn examples(tools: &[ToolSpec]) -> Vec<(&'static str, &'static str, Value)> {
+/// One worked example: what it is for, then a call, or a file written whole as a listing.
+enum Example {
+    Call(&'static str, &'static str, Value),
+    Listing(&'static str, &'static str, &'static str),
+}
+
+/// The worked examples the instructions show, for the tools that are offered.
+fn examples(tools: &[ToolSpec]) -> Vec<Example> {
     let offered = |name: &str| tools.iter().any(|t| t.name == name);
     let mut out = Vec::new();
     if offered("read_file") {
-        out.push(("Read a file:", "read_file", json!({"path": "app.py"})));
+        out.push(Example::Call(
+            "Read a file:",
+            "read_file",
+            json!({"path": "app.py"}),
+        ));
     }
-    if offered("write_file") {
-        out.push((
-            "Change a file of up to about 150 lines: write it whole, every line, with your change made:",
-            "write_file",
-            json!({"path": "app.py", "content": "def add(a, b):\n    return a + b\n"}),
+    if offered(WRITE_FILE) {
+        out.push(Example::Listing(
+            "Change a file of up to about 150 lines: write its path alone on a line, then the whole new file in a ``` block, every line, with your change made (this writes the file):",
+            "app.py",
+            "def add(a, b):\n    return a + b\n",
         ));
     }
     if offered("edit_file") {
-        out.push((
+        out.push(Example::Call(
             "Only in a longer file, replace exact text copied from it:",
             "edit_file",
             json!({"path": "app.py", "old": "return a - b", "new": "return a + b"}),
         ));
     }
     if offered("run_command") {
-        out.push((
+        out.push(Example::Call(
             "Run the repository's tests, where it has some (the check command, when the observation names one):",
             "run_command",
             json!({"command": TEST_COMMAND}),
         ));
     }
     if offered(REPORT_TOOL) {
-        out.push((
+        out.push(Example::Call(
             "When the objective is met and checked, report (evidence: how you checked it: the tests you ran and their result, or the file you read back):",
             REPORT_TOOL,
             json!({
@@ -110,8 +122,14 @@ impl Family for QwenCoder {
         let examples = examples(tools);
         if !examples.is_empty() {
             out.push_str("\n\nExamples:");
-            for (what, name, args) in examples {
-                out.push_str(&format!("\n{what}\n{}", self.write_call(name, &args)));
+            for example in examples {
+                let (what, shown) = match example {
+                    Example::Call(what, name, args) => (what, self.write_call(name, &args)),
+                    Example::Listing(what, path, text) => {
+                        (what, listing(path, text, FENCE).trim_end().to_string())
+                    }
+                };
+                out.push_str(&format!("\n{what}\n{shown}"));
             }
         }
         if tools.iter().any(|t| t.name == REPORT_TOOL) {
@@ -186,14 +204,38 @@ mod tests {
     }
 
     #[test]
+    fn the_taught_listing_reads_back_as_a_write_file_call() {
+        let tools = crate::tools::Registry::standard().specs();
+        let text = QwenCoder.tool_instructions(&tools);
+        // Every example reads back as the call it teaches, the listing as a write_file.
+        let names: Vec<_> = QwenCoder
+            .parse(&text)
+            .calls
+            .into_iter()
+            .map(|c| match c {
+                ParsedCall::Call { name, arguments } => (name, arguments),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            names[1],
+            (
+                "write_file".to_string(),
+                json!({"path": "app.py", "content": "def add(a, b):\n    return a + b\n"})
+            )
+        );
+        assert_eq!(names.len(), 5, "{names:?}");
+    }
+
+    #[test]
     fn small_files_are_changed_whole_and_the_tests_run_by_a_finding_command() {
         let tools = crate::tools::Registry::standard().specs();
         let text = QwenCoder.tool_instructions(&tools);
-        let write = text.find("{\"name\": \"write_file\"").unwrap();
+        let write = text.find("app.py\n```\ndef add(a, b):\n").unwrap();
         let edit = text.find("{\"name\": \"edit_file\"").unwrap();
         assert!(write < edit, "write_file is taught first: {text}");
         assert!(
-            text.contains("up to about 150 lines: write it whole"),
+            text.contains("up to about 150 lines: write its path alone on a line"),
             "{text}"
         );
         assert!(text.contains("Only in a longer file"), "{text}");

@@ -15,6 +15,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use crate::chat::listing::fence_for;
 use crate::protocol::event::{CheckRun, ObservedFile, Shown};
 use crate::protocol::report::Report;
 use crate::tools::confined::{Opened, Root};
@@ -215,7 +216,7 @@ fn check_section(check: &CheckRun, text: &mut String) {
     if output.trim().is_empty() {
         text.push_str("(no output)\n");
     } else {
-        let fence = fence_for(&output);
+        let fence = fence_for([output.as_str()]);
         text.push_str(&format!("{fence}\n{}\n{fence}\n", output.trim_end()));
     }
     if !check.verdict.is_pass() {
@@ -255,7 +256,7 @@ fn texts(inputs: &Inputs<'_>, files: &[Found], text: &mut String, out: &mut Obse
         };
         let path = crate::text::sanitize_line(&file.path);
         let lines = file.lines().unwrap_or(0);
-        let fence = fence_for(body);
+        let fence = fence_for([body]);
         let overhead = path.len() + 2 * fence.len() + 64;
         if body.len() + overhead <= left {
             section.push_str(&format!("\n{path}\n{fence}\n{}", body));
@@ -333,16 +334,6 @@ fn is_named(text: &str, path: &str) -> bool {
     }
     let module = path.strip_suffix(".py").map(|m| m.replace('/', "."));
     module.is_some_and(|m| m.contains('.') && as_word(&m))
-}
-
-/// Three backticks, or one more than the longest run that starts a line of `text`.
-fn fence_for(text: &str) -> String {
-    let longest = text
-        .lines()
-        .map(|line| line.trim_start().chars().take_while(|&c| c == '`').count())
-        .max()
-        .unwrap_or(0);
-    "`".repeat(3.max(longest + 1))
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ use super::task::Task;
 use super::trial::{self, Invocation, Setup};
 use super::whole_file::{self, Listing};
 use super::{Arm, EvalError};
+use crate::chat::listing;
 use crate::llm::{BackendError, Generation, Request, StopReason};
 use crate::protocol::message::{Message, Role};
 use crate::tools::path::{open_root, resolve, Access};
@@ -164,7 +165,7 @@ fn render(objective: &str, files: &[RepoFile], why: &[Option<String>]) -> Vec<Me
             (_, Some(why)) | (Err(why), None) => Listing::Named { path: &f.path, why },
         })
         .collect();
-    let fence = whole_file::fence_for(listings.iter().filter_map(|l| match l {
+    let fence = listing::fence_for(listings.iter().filter_map(|l| match l {
         Listing::Whole { text, .. } => Some(*text),
         Listing::Named { .. } => None,
     }));
@@ -270,7 +271,7 @@ impl Watchdog {
 /// The answer written into the workspace: which files were written, which refused.
 fn write_answer(
     workspace: &Path,
-    answer: &whole_file::Answer,
+    answer: &listing::Answer,
     record: &mut OneshotRecord,
 ) -> Result<(), EvalError> {
     let root = open_root(workspace).map_err(|e| EvalError::Io {
@@ -278,8 +279,8 @@ fn write_answer(
         source: std::io::Error::other(e.to_string()),
     })?;
     for (path, content) in &answer.files {
-        let refuse = |why: &str| format!("{}: {why}", whole_file::shown(path));
-        if let Err(why) = whole_file::check_path(path) {
+        let refuse = |why: &str| format!("{}: {why}", listing::shown(path));
+        if let Err(why) = listing::check_path(path) {
             record.refused.push(refuse(&why));
             continue;
         }
@@ -421,7 +422,7 @@ impl OneshotRun<'_> {
             Ok(g) => {
                 write_file(&self.dir.join("answer.txt"), &g.text)?;
                 let known = |p: &str| self.files.iter().any(|f| f.path == p);
-                let answer = whole_file::parse(&g.text, &known);
+                let answer = listing::parse(&g.text, &known);
                 record.problems = answer.problems.clone();
                 write_answer(workspace, &answer, record)?;
                 let status = match g.stop {

@@ -6,6 +6,9 @@ use serde_json::Value;
 /// The name of the child-only report tool.
 pub const REPORT_TOOL: &str = "ralph_report";
 
+/// The name of the tool that writes a whole file (a listing in a turn's prose is a call of it).
+pub const WRITE_FILE: &str = "write_file";
+
 /// What a model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {

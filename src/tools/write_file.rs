@@ -15,6 +15,7 @@ use super::confined::{Opened, Refusal};
 use super::path::{open_root, Access};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
+use crate::protocol::tool::WRITE_FILE;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteFile;
@@ -27,7 +28,7 @@ impl Tool for WriteFile {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "write_file".into(),
+            name: WRITE_FILE.into(),
             description: "Create or overwrite a file in the workspace with `content` (the whole file). Missing parent directories are created. To change part of a file, prefer edit_file.".into(),
             parameters: json!({
                 "type": "object",
