@@ -210,9 +210,14 @@ pub(crate) fn listing_at(text: &str, fence: usize) -> Option<Found> {
     let (ticks, info) = opening_fence(&text[line_start..fence_end])?;
     let before = text[..line_start].trim_end();
     let path_line_at = before.rfind('\n').map_or(0, |i| i + 1);
-    let (path, from) = match path_in_line(&before[path_line_at..], &known) {
-        Some(path) if !before.is_empty() => (path, path_line_at),
-        _ => (path_in_info(info, &known)?, line_start),
+    let line = &before[path_line_at..];
+    let (path, from) = if let Some(path) = path_in_line(line, &known) {
+        (path, path_line_at)
+    } else if let Some(path) = path_in_info(info, &known) {
+        (path, line_start)
+    } else {
+        // The sentence stays prose; the listing starts at its fence.
+        (announced_path(line, &known)?, line_start)
     };
     let mut at = fence_end;
     let mut body: Vec<&str> = Vec::new();
@@ -236,6 +241,58 @@ pub(crate) fn listing_at(text: &str, fence: usize) -> Option<Found> {
         at = stop;
     }
     Some(Found::Open { from })
+}
+
+/// Words that say a block shows what a file holds now, or a command's output, rather than
+/// the file as it is to be written.
+const NOT_A_WRITE: [&str; 8] = [
+    "current",
+    "original",
+    "existing",
+    "before",
+    "contains",
+    "output",
+    "error",
+    "traceback",
+];
+
+/// The file a sentence before a block announces (`Here's the updated `slug.py` file:`, the
+/// 1.5B's habit): a line ending in a colon that names exactly one file, in backticks where it
+/// has any, and does not say the block is what the file holds now.
+fn announced_path(line: &str, known: &dyn Fn(&str) -> bool) -> Option<String> {
+    let text = line.trim().trim_end_matches(['*', ' ']).strip_suffix(':')?;
+    // The words outside backticks (a `NotImplementedError` is a name, not an error shown).
+    let said: String = text.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+    let said = said.to_lowercase();
+    if NOT_A_WRITE.iter().any(|w| said.contains(w)) {
+        return None;
+    }
+    let ticked: Vec<&str> = text.split('`').skip(1).step_by(2).collect();
+    let words: Vec<&str> = if ticked.is_empty() {
+        text.split_whitespace().collect()
+    } else {
+        ticked
+    };
+    let mut paths: Vec<&str> = words
+        .into_iter()
+        .map(|w| w.trim_matches(|c: char| matches!(c, '*' | '"' | '\'' | '(' | ')' | ',')))
+        .filter(|w| looks_like_path(w, known) && (known(w) || has_extension(w)))
+        .collect();
+    paths.dedup();
+    match paths.as_slice() {
+        [path] => Some((*path).to_string()),
+        _ => None,
+    }
+}
+
+/// Whether a path's last part ends in a file extension (`.py`, `.toml`).
+fn has_extension(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty()
+            && (1..=8).contains(&ext.len())
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+    })
 }
 
 /// The path a path line names, with the decoration small models add taken off.
@@ -402,6 +459,28 @@ mod tests {
         assert!(
             matches!(listing_at(text, 9), Some(Found::Whole { path, .. }) if path == "Makefile")
         );
+    }
+
+    #[test]
+    fn a_sentence_that_announces_one_file_names_the_listing() {
+        // The 1.5B's words before the right slug.py, lost before this was read.
+        let text = "We need to replace the `NotImplementedError`. Here's the updated `slug.py` file:\n\n```python\nimport re\n```\n";
+        let fence = text.find("```").unwrap();
+        assert!(matches!(
+            listing_at(text, fence),
+            Some(Found::Whole { path, from, .. }) if path == "slug.py" && from == fence
+        ));
+        for line in [
+            "Here is the current `slug.py`:",
+            "The output of `python3 -m unittest test_slug.py`:",
+            "Change `a.py` and `b.py` like this:",
+            "Here's the updated `slug.py` file.",
+            "Let me look at it:",
+        ] {
+            let text = format!("{line}\n```python\nx = 1\n```\n");
+            let fence = text.find("```").unwrap();
+            assert_eq!(listing_at(&text, fence), None, "{line}");
+        }
     }
 
     #[test]

@@ -228,6 +228,29 @@ mod tests {
     }
 
     #[test]
+    fn the_whole_file_the_1_5b_writes_after_a_sentence_is_written() {
+        // A turn of the 1.5B on the demo, observation on: the right slug.py, then a call to
+        // run the check. The file was prose before, so the check failed again.
+        let text = "To implement the `slugify` function in `slug.py` so that the `python3 -m unittest` check passes, we need to replace the `NotImplementedError` with a proper implementation. Here's the updated `slug.py` file:\n\n```python\n\"\"\"Turn titles into URL slugs.\"\"\"\n\nimport re\n\ndef slugify(text):\n    cleaned_text = re.sub(r'[^\\w\\s]', '', text).lower()\n    return cleaned_text.replace(' ', '-')\n```\n\nNow, let's verify the implementation:\n\n```json\n{\"name\": \"run_command\", \"arguments\": {\"command\": \"python3 -m unittest\"}}\n``";
+        let (turn, settled) = QwenCoder.parse_partial(text);
+        let ParsedCall::Call { name, arguments } = &turn.calls[0] else {
+            panic!("{:?}", turn.calls);
+        };
+        assert_eq!(name, "write_file");
+        assert_eq!(arguments["path"], "slug.py");
+        assert!(arguments["content"]
+            .as_str()
+            .unwrap()
+            .contains("def slugify(text):\n"));
+        assert_eq!(turn.calls.len(), 2);
+        assert_eq!(settled, 2);
+        // A turn that takes one call ends as soon as the listing closes.
+        let end = text.find("```\n\nNow").unwrap() + 3;
+        assert_eq!(QwenCoder.parse_partial(&text[..end]).1, 1);
+        assert_eq!(QwenCoder.parse_partial(&text[..end - 3]).1, 0);
+    }
+
+    #[test]
     fn small_files_are_changed_whole_and_the_tests_run_by_a_finding_command() {
         let tools = crate::tools::Registry::standard().specs();
         let text = QwenCoder.tool_instructions(&tools);
