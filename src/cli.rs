@@ -28,7 +28,7 @@ Config: config.toml in the user config directory (or --config FILE) may set ever
 /// Each round is a fresh child with a brand-new model context; the only thing that crosses
 /// rounds is one validated, bounded report. The working tree is the long-term memory.
 #[derive(Debug, Clone, Default, Parser)]
-#[command(name = "ralph-tui", version, about, long_about, after_help = AFTER_HELP)]
+#[command(name = "ralph-tui", version, after_help = AFTER_HELP)]
 pub struct Cli {
     /// The immutable objective for the whole run (else -f FILE, else the TUI asks); at most
     /// 64 KiB, with no control characters but newline and tab.
@@ -76,11 +76,18 @@ pub struct Cli {
 pub fn error_line(error: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue};
     let rendered = error.render().to_string();
-    let first = rendered
-        .lines()
+    let mut lines = rendered.lines().map(str::trim);
+    let mut first = lines
         .next()
         .unwrap_or("bad arguments")
-        .trim_start_matches("error: ");
+        .trim_start_matches("error: ")
+        .to_string();
+    // A first line that ends in a colon ("the following required arguments were not
+    // provided:") is followed by what it lists.
+    if first.ends_with(':') {
+        let listed: Vec<&str> = lines.take_while(|line| !line.is_empty()).collect();
+        first = format!("{first} {}", listed.join(", "));
+    }
     let allowed = match error.get(ContextKind::ValidValue) {
         Some(ContextValue::Strings(values)) if !values.is_empty() => {
             format!(": use one of {}", values.join(", "))
@@ -156,13 +163,13 @@ pub enum History {
     },
     /// A run's summary: outcome, each round's report, files changed, verification.
     Show {
-        /// The run [default: last].
+        /// The run: an id, an id prefix, `last` or a run directory.
         #[arg(value_name = "RUN", default_value = "last")]
         run: String,
     },
     /// Play a run's events through the TUI, read-only, ending in its review (commit off).
     Replay {
-        /// The run [default: last].
+        /// The run: an id, an id prefix, `last` or a run directory.
         #[arg(value_name = "RUN", default_value = "last")]
         run: String,
         /// Playback speed: 2 plays twice as fast; gaps stay under a few seconds.

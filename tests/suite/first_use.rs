@@ -93,6 +93,50 @@ fn a_mistyped_option_gets_clap_s_suggestion() {
     assert!(line.contains("did you mean '--headless'?"), "{line}");
 }
 
+#[test]
+fn a_flag_that_needs_another_names_it() {
+    use ralph_tui::cli::HistoryCli;
+    for args in [
+        ["ralph-tui", "runs", "--older-than", "3d"].as_slice(),
+        &["ralph-tui", "runs", "--all-finished"],
+        &["ralph-tui", "runs", "2026"],
+    ] {
+        let line = match HistoryCli::try_parse_from(args) {
+            Ok(cli) => panic!("parsed: {cli:?}"),
+            Err(e) => error_line(&e),
+        };
+        assert!(
+            line.contains("were not provided: --prune"),
+            "{args:?}: {line}"
+        );
+        assert!(!line.contains('\n'), "{line}");
+    }
+}
+
+#[test]
+fn short_and_long_help_open_alike_and_say_each_default_once() {
+    use ralph_tui::cli::HistoryCli;
+    let short = Cli::command().render_help().to_string();
+    let long = Cli::command().render_long_help().to_string();
+    let first = |text: &str| {
+        text.lines()
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('.')
+            .to_string()
+    };
+    assert_eq!(first(&short), first(&long));
+    for sub in ["show", "replay"] {
+        let mut command = HistoryCli::command();
+        let help = command
+            .find_subcommand_mut(sub)
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert_eq!(help.matches("[default: last]").count(), 1, "{help}");
+    }
+}
+
 mod streaming {
     use crossterm::event::KeyCode;
     use ralph_tui::ui::state::Overlay;
