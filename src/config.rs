@@ -47,8 +47,8 @@ pub fn load_config(path: &Path, must_exist: bool) -> Result<Options, UsageError>
             let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
             line.min(text.lines().count().max(1))
         });
-        let message = e
-            .message()
+        let message = crate::error::in_plain_words(e.message());
+        let message = message
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty())

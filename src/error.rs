@@ -67,6 +67,8 @@ impl From<RunStatus> for ExitCode {
 pub enum UsageError {
     #[error("the objective is empty: pass it as an argument, with -f FILE, or type it in the TUI")]
     EmptyObjective,
+    #[error("--headless needs the objective: pass it as an argument or with -f FILE (there is no TUI to type it in)")]
+    HeadlessWithoutObjective,
     #[error("cannot read the objective file {path}: {source}")]
     ObjectiveFile {
         path: PathBuf,
@@ -86,4 +88,81 @@ pub enum UsageError {
     NoModel,
     #[error("{0}")]
     Invalid(String),
+}
+
+/// A serde message in the person's words: a Rust type name becomes what the value should be
+/// (`expected u32` → `expected a whole number of 0 or more`), and an untagged enum's name,
+/// which says nothing to anyone outside the code, goes.
+pub fn in_plain_words(message: &str) -> String {
+    const TYPES: [(&str, &str); 12] = [
+        ("usize", "a whole number of 0 or more"),
+        ("u64", "a whole number of 0 or more"),
+        ("u32", "a whole number of 0 or more"),
+        ("u16", "a whole number of 0 or more"),
+        ("u8", "a whole number of 0 or more"),
+        ("isize", "a whole number"),
+        ("i64", "a whole number"),
+        ("i32", "a whole number"),
+        ("i16", "a whole number"),
+        ("i8", "a whole number"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+    ];
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    'outer: while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("expected ") {
+            for (rust, plain) in TYPES {
+                let ends = after
+                    .strip_prefix(rust)
+                    .filter(|tail| !tail.starts_with(|c: char| c.is_alphanumeric() || c == '_'));
+                if let Some(tail) = ends {
+                    out.push_str("expected ");
+                    out.push_str(plain);
+                    rest = tail;
+                    continue 'outer;
+                }
+            }
+        }
+        if let Some(after) = rest.strip_prefix("data did not match any variant of untagged enum ") {
+            out.push_str("it matches none of the shapes allowed here");
+            rest = after.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_');
+            continue;
+        }
+        let mut chars = rest.chars();
+        if let Some(c) = chars.next() {
+            out.push(c);
+        }
+        rest = chars.as_str();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_plain_words;
+
+    #[test]
+    fn rust_type_names_become_what_the_value_should_be() {
+        assert_eq!(
+            in_plain_words("invalid type: string \"four\", expected u32"),
+            "invalid type: string \"four\", expected a whole number of 0 or more"
+        );
+        assert_eq!(
+            in_plain_words("invalid value: integer `-1`, expected u64 at line 1"),
+            "invalid value: integer `-1`, expected a whole number of 0 or more at line 1"
+        );
+        assert_eq!(in_plain_words("expected f32"), "expected a number");
+        assert_eq!(
+            in_plain_words(
+                "data did not match any variant of untagged enum ScriptRound at line 1 column 30"
+            ),
+            "it matches none of the shapes allowed here at line 1 column 30"
+        );
+        // Words that only start like a type stay.
+        assert_eq!(
+            in_plain_words("expected u32x or u8_t"),
+            "expected u32x or u8_t"
+        );
+    }
 }

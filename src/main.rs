@@ -145,7 +145,10 @@ fn main() {
     }
     let (settings, resume) = settings_of(parse(&args));
     if settings.headless && settings.objective.is_none() {
-        fail(&UsageError::EmptyObjective.to_string(), ExitCode::Usage);
+        fail(
+            &UsageError::HeadlessWithoutObjective.to_string(),
+            ExitCode::Usage,
+        );
     }
     let prepared = match app::prepare(&settings) {
         Ok(p) => p.resuming(resume),
@@ -165,7 +168,10 @@ fn main() {
     }
     let code = match (settings.headless, settings.objective.clone()) {
         (true, Some(objective)) => headless::run(prepared, objective),
-        (true, None) => fail(&UsageError::EmptyObjective.to_string(), ExitCode::Usage),
+        (true, None) => fail(
+            &UsageError::HeadlessWithoutObjective.to_string(),
+            ExitCode::Usage,
+        ),
         (false, objective) => ralph_tui::tui::run(prepared, objective, &log_file),
     };
     lock.forget_holder();

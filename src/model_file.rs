@@ -12,6 +12,11 @@ pub fn check(path: &Path) -> Result<(), UsageError> {
         path: path.to_path_buf(),
         message: message.to_string(),
     };
+    if path.is_dir() {
+        return Err(err(
+            "is a directory: --model takes a .gguf file (a model server's model name goes with --backend openai:URL)",
+        ));
+    }
     let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => err("not found: run `make model`, or pass --model PATH"),
         _ => err(&format!("cannot read it: {e}")),

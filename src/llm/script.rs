@@ -75,7 +75,8 @@ impl ScriptBackend {
     pub fn parse(path: &Path, text: &str) -> Result<Self, String> {
         let file: ScriptFile = serde_json::from_str(text).map_err(|e| {
             format!(
-                "not a valid script ({e}); expected {{\"rounds\": [{{\"turns\": [\"...\"]}} or {{\"fail\": \"...\"}}]}}"
+                "not a valid script ({}); expected {{\"rounds\": [{{\"turns\": [\"...\"]}} or {{\"fail\": \"...\"}}]}}",
+                crate::error::in_plain_words(&e.to_string())
             )
         })?;
         if file.rounds.is_empty() {

@@ -51,7 +51,14 @@ fn refuse(message: String) -> UsageError {
 
 /// The settings to continue the run `request` names, the old run's under the command line's.
 pub fn resolve(request: Request, dirs: Dirs) -> Result<(Settings, Resume), UsageError> {
-    let dir = find(&runs_dir(&dirs), &request.run)?;
+    let dir = find(&runs_dir(&dirs), &request.run).map_err(|e| match e {
+        // Words with spaces are an objective, not a run id.
+        crate::runs::FindError::NotFound { wanted, .. } if wanted.trim().contains(' ') => refuse(format!(
+            "'{}' is not a run: --resume continues a past run (a run id, an id prefix, `last` or a run directory; `ralph-tui runs` lists them); to start a new run with this objective, leave --resume out",
+            crate::text::sanitize_line(&wanted)
+        )),
+        other => other.into(),
+    })?;
     let past = PastRun::load(&dir)?;
     if request.run == crate::runs::LAST && !past.can_go_on() {
         return Err(refuse(last_is_over(&past, &dirs)));

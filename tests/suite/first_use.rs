@@ -137,6 +137,63 @@ fn short_and_long_help_open_alike_and_say_each_default_once() {
     }
 }
 
+/// The binary, headless, with HOME under `home`: its exit code and stderr.
+fn headless_in(home: &std::path::Path, args: &[&str]) -> (i32, String) {
+    let mut cmd = std::process::Command::new(super::common::BIN);
+    super::common::isolate(&mut cmd, home);
+    let out = cmd.arg("--headless").args(args).output().unwrap();
+    (
+        super::common::code(&out),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn errors_say_what_is_wrong_in_the_person_s_terms() {
+    let home = tempfile::tempdir().unwrap();
+    // Headless with no objective: nothing to type it into.
+    let repo = super::common::TempRepo::new();
+    let (code, err) = headless_in(home.path(), &["-C", repo.path().to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("-f FILE") && !err.contains("TUI\n") && !err.contains("type it in the TUI"),
+        "{err}"
+    );
+    // An objective given to --resume.
+    let (code, err) = headless_in(home.path(), &["--resume", "fix it"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("'fix it' is not a run") && err.contains("leave --resume out"),
+        "{err}"
+    );
+    // A directory given as the model.
+    let err = ralph_tui::model_file::check(home.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("is a directory") && !err.contains("GGUF header"),
+        "{err}"
+    );
+    // A config value of the wrong type, and a script round of the wrong shape.
+    let path = home.path().join("config.toml");
+    std::fs::write(&path, "max_rounds = \"four\"\n").unwrap();
+    let err = ralph_tui::config::load_config(&path, true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("a whole number") && !err.contains("u32"),
+        "{err}"
+    );
+    let err =
+        ralph_tui::llm::script::ScriptBackend::parse(&path, r#"{"rounds": [{"turn": ["x"]}]}"#)
+            .unwrap_err();
+    assert!(
+        !err.contains("untagged") && !err.contains("ScriptRound"),
+        "{err}"
+    );
+    assert!(err.contains("\"turns\""), "{err}");
+}
+
 mod streaming {
     use crossterm::event::KeyCode;
     use ralph_tui::ui::state::Overlay;
