@@ -414,7 +414,7 @@ impl Stamped {
         Self { ts, event }
     }
 
-    /// One JSON line, without the newline (U+2028 and U+2029 escaped, see [`json_line`]).
+    /// One JSON line, without the newline (terminal controls escaped, see [`json_line`]).
     pub fn to_line(&self) -> String {
         match serde_json::to_string(self) {
             Ok(line) => json_line(line),
@@ -426,21 +426,70 @@ impl Stamped {
     }
 }
 
-/// A serialized JSON value made safe as one line for every reader: serde_json leaves U+2028
-/// and U+2029 raw inside strings, and readers that split on Unicode line breaks (Python's
-/// `splitlines`, JavaScript) would cut the line there. They can only occur inside strings,
-/// where `\u2028` and `\u2029` mean the same.
+/// A serialized JSON value made safe as one line for every reader and every terminal it is
+/// piped to. serde_json escapes only C0 controls, and leaves raw DEL, the C1 controls (U+009B
+/// is a CSI on many terminals, U+009D an OSC), the bidi marks, overrides and isolates
+/// (U+202E, U+2066–U+2069) and U+2028/U+2029 (where `splitlines` and JavaScript cut a line)
+/// inside strings. Each becomes `\uXXXX`, which means the same character to a JSON reader:
+/// outside strings serde_json writes only printable ASCII, so every one of them is inside a
+/// string, and all of them are in the Basic Multilingual Plane.
 pub fn json_line(line: String) -> String {
-    if !line.contains(['\u{2028}', '\u{2029}']) {
+    if !line.chars().any(crate::text::is_unsafe_on_a_terminal) {
         return line;
     }
-    line.replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
+    let mut out = String::with_capacity(line.len() + 16);
+    for c in line.chars() {
+        if crate::text::is_unsafe_on_a_terminal(c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_lines_carry_no_raw_terminal_control() {
+        let text: String = ['a', '\u{7f}', '\u{85}', '\u{9b}', '\u{9d}', '\u{202e}']
+            .into_iter()
+            .chain('\u{2066}'..='\u{2069}')
+            .chain([
+                '\u{200e}', '\u{061c}', '\u{2028}', '\u{2029}', '\u{1b}', 'é', 'z',
+            ])
+            .collect();
+        let event = Stamped::new(
+            "t".into(),
+            Event::Token {
+                round: 1,
+                text: text.clone(),
+            },
+        );
+        let line = event.to_line();
+        assert!(
+            !line.chars().any(crate::text::is_unsafe_on_a_terminal),
+            "{line:?}"
+        );
+        for escaped in [
+            "\\u007f", "\\u009b", "\\u009d", "\\u202e", "\\u2066", "\\u2069",
+        ] {
+            assert!(line.contains(escaped), "{escaped} in {line}");
+        }
+        let back: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(back["text"], Value::String(text));
+        // Nothing to escape: the line is serde_json's own.
+        let plain = Stamped::new(
+            "t".into(),
+            Event::Token {
+                round: 1,
+                text: "é\"\\n".into(),
+            },
+        );
+        assert_eq!(plain.to_line(), serde_json::to_string(&plain).unwrap());
+    }
 
     #[test]
     fn file_status_serializes_as_its_contract_word() {

@@ -2,7 +2,9 @@
 //! control, escape sequences (title, clipboard, clear screen) and bidirectional overrides put
 //! into a file name, a report, a command's output and a round's failure come out of the TUI's
 //! screens, headless stderr, `ralph-tui show` and `ralph-tui runs` as U+FFFD. The JSON Lines
-//! logs keep them, with U+2028 and U+2029 escaped so that no reader splits a line there.
+//! (headless stdout and the logs) keep them as `\uXXXX` escapes: the same text to a JSON
+//! reader, nothing raw for a terminal they are piped to, and no U+2028 or U+2029 for a reader
+//! that splits lines there.
 
 use std::process::Command;
 
@@ -107,8 +109,9 @@ fn hostile_text_reaches_no_stream_raw() {
         "the command's raw output is kept in the log: {result:?}"
     );
 
-    // U+2028 and U+2029 are escaped in every JSON Lines file, so readers that split on
-    // Unicode line breaks (Python's `splitlines`) still see one event a line.
+    // Every terminal control the JSON Lines would carry raw (DEL, C1, bidi, U+2028 and
+    // U+2029) is escaped in every JSON Lines file: a terminal they are piped to acts on
+    // nothing, and readers that split on Unicode line breaks still see one event a line.
     let run_dir = std::path::PathBuf::from(
         of_type(&events, "run_started")[0]["run_dir"]
             .as_str()
@@ -123,6 +126,8 @@ fn hostile_text_reaches_no_stream_raw() {
         let text = String::from_utf8_lossy(log);
         assert!(text.contains("\\u2028"), "the separator is kept, escaped");
         assert!(!text.contains(['\u{2028}', '\u{2029}']), "{text}");
+        assert_clean(&text, "JSON Lines");
+        assert!(text.contains("\\u009b") && text.contains("\\u202e"), "{text}");
         for line in text.lines() {
             serde_json::from_str::<serde_json::Value>(line).unwrap();
         }
