@@ -127,7 +127,10 @@ fn hostile_text_reaches_no_stream_raw() {
         assert!(text.contains("\\u2028"), "the separator is kept, escaped");
         assert!(!text.contains(['\u{2028}', '\u{2029}']), "{text}");
         assert_clean(&text, "JSON Lines");
-        assert!(text.contains("\\u009b") && text.contains("\\u202e"), "{text}");
+        assert!(
+            text.contains("\\u009b") && text.contains("\\u202e"),
+            "{text}"
+        );
         for line in text.lines() {
             serde_json::from_str::<serde_json::Value>(line).unwrap();
         }
