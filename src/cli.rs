@@ -16,8 +16,7 @@ Exit codes: 0 complete · 3 blocked · 4 budget-limited · 5 round-failed ·
             6 complete but --verify failed · 130 cancelled · 2 usage, config or input error ·
             1 internal error.
 Completion and blockers are the worker's own report, never an independent certification.
-Past runs: `ralph-tui runs`, `ralph-tui show RUN`, `ralph-tui replay RUN` (each has --help);
-        an objective that is one of these words goes after `--` or in -f FILE.
+An objective that is one word goes after `--` (ralph-tui -- status) or in -f FILE.
 Config: config.toml in the user config directory (or --config FILE) may set every option
         from --max-rounds to --notify, its key the long name with underscores
         (max_rounds = 4, sandbox = \"read-only\", network = true); the command line wins.
@@ -28,8 +27,19 @@ Config: config.toml in the user config directory (or --config FILE) may set ever
 /// Each round is a fresh child with a brand-new model context; the only thing that crosses
 /// rounds is one validated, bounded report. The working tree is the long-term memory.
 #[derive(Debug, Clone, Default, Parser)]
-#[command(name = "ralph-tui", version, after_help = AFTER_HELP)]
+#[command(
+    name = "ralph-tui",
+    version,
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true,
+    subcommand_value_name = "COMMAND",
+    subcommand_help_heading = "Commands (instead of a run)"
+)]
 pub struct Cli {
+    /// Past runs: list, show, replay; `help` explains one.
+    #[command(subcommand)]
+    pub command: Option<History>,
+
     /// The immutable objective for the whole run (else -f FILE, else the TUI asks); at most
     /// 64 KiB, with no control characters but newline and tab.
     pub objective: Option<String>,
@@ -102,13 +112,26 @@ pub fn error_line(error: &clap::Error) -> String {
         }
         _ => String::new(),
     };
-    // A second word that is not an option: the objective was not quoted.
-    let unquoted = match (error.kind(), error.get(ContextKind::InvalidArg)) {
+    // A second word that is not an option: the objective was not quoted. (clap reads it as
+    // a subcommand that cannot come with an objective, or as an unexpected argument.)
+    let second_word = match (error.kind(), error.get(ContextKind::InvalidArg)) {
         (clap::error::ErrorKind::UnknownArgument, Some(ContextValue::String(arg)))
-            if !arg.starts_with('-')
-                && suggested.is_empty()
-                && rendered.contains("[OBJECTIVE]") =>
+            if !arg.starts_with('-') && rendered.contains("[OBJECTIVE]") =>
         {
+            Some(arg.clone())
+        }
+        (clap::error::ErrorKind::ArgumentConflict, _) => rendered
+            .lines()
+            .next()
+            .and_then(|line| line.split("the subcommand '").nth(1))
+            .filter(|_| rendered.contains("cannot be used with '[OBJECTIVE]'"))
+            .and_then(|rest| rest.split('\'').next())
+            .map(str::to_string),
+        _ => None,
+    };
+    let unquoted = match &second_word {
+        Some(word) if suggested.is_empty() => {
+            first = format!("unexpected argument '{word}' found");
             "; an objective of several words goes in quotes (ralph-tui \"fix the bug\") or \
              in a file (-f FILE)"
         }
@@ -117,23 +140,23 @@ pub fn error_line(error: &clap::Error) -> String {
     format!("{first}{allowed}{suggested}{unquoted} (see `ralph-tui --help`)")
 }
 
-/// The words that start a subcommand instead of a run, when they are the first argument.
-pub const SUBCOMMANDS: [&str; 3] = ["runs", "show", "replay"];
+/// One-word objectives that are surely a command a person meant (a subcommand of another
+/// tool, or one ralph-tui does not have), not work for the model.
+const COMMAND_WORDS: [&str; 12] = [
+    "run", "status", "start", "init", "list", "log", "logs", "version", "resume", "review",
+    "config", "help",
+];
 
-/// Whether `args` (program name first) asks for a subcommand: its first argument is exactly
-/// one of [`SUBCOMMANDS`]. Anything else, `ralph-tui -- runs` included, is a run.
-pub fn is_subcommand(args: &[std::ffi::OsString]) -> bool {
-    args.get(1)
-        .and_then(|arg| arg.to_str())
-        .is_some_and(|arg| SUBCOMMANDS.contains(&arg))
-}
-
-/// Past runs: list, show, replay.
-#[derive(Debug, Clone, Parser)]
-#[command(name = "ralph-tui", version)]
-pub struct HistoryCli {
-    #[command(subcommand)]
-    pub command: History,
+/// The one-line refusal of a one-word objective that looks like a command (`ralph-tui
+/// status`), unless it came after `--`; `args` is the whole command line.
+pub fn mistaken_command(args: &[std::ffi::OsString], cli: &Cli) -> Option<String> {
+    let word = cli.objective.as_deref()?.trim();
+    let after_dashes = args.iter().any(|a| a == "--");
+    (!after_dashes && COMMAND_WORDS.contains(&word.to_ascii_lowercase().as_str())).then(|| {
+        format!(
+            "'{word}' is not a ralph-tui command (they are runs, show, replay and help; see `ralph-tui --help`); an objective of one word goes after `--` (ralph-tui -- {word}) or in -f FILE"
+        )
+    })
 }
 
 /// What can be asked about past runs. RUN is a run id, an id prefix, `last` or a run directory.

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use clap::Parser;
 use ralph_tui::app::{self, Prepared};
-use ralph_tui::cli::{Cli, History, HistoryCli};
+use ralph_tui::cli::{Cli, History};
 use ralph_tui::config::{Dirs, Settings, NO_HOME};
 use ralph_tui::error::{say, ExitCode, UsageError};
 use ralph_tui::runlock::{self, RunLock};
@@ -72,12 +72,11 @@ fn query(command: History) -> Query {
 }
 
 /// `runs`, `show`, `replay`: answers and exits.
-fn history_main(args: &[OsString]) -> ! {
-    let history: HistoryCli = parse(args);
+fn history_main(command: History) -> ! {
     let Some(dirs) = Dirs::discover() else {
         fail(NO_HOME, ExitCode::Usage);
     };
-    let code = runs::commands::run(query(history.command), dirs, &ralph_tui::tui::replay::run);
+    let code = runs::commands::run(query(command), dirs, &ralph_tui::tui::replay::run);
     std::process::exit(code.code());
 }
 
@@ -140,10 +139,14 @@ fn main() {
     }
     signals::raise_soft_limits();
     let args: Vec<OsString> = std::env::args_os().collect();
-    if ralph_tui::cli::is_subcommand(&args) {
-        history_main(&args);
+    let mut cli: Cli = parse(&args);
+    if let Some(command) = cli.command.take() {
+        history_main(command);
     }
-    let (settings, resume) = settings_of(parse(&args));
+    if let Some(refusal) = ralph_tui::cli::mistaken_command(&args, &cli) {
+        fail(&refusal, ExitCode::Usage);
+    }
+    let (settings, resume) = settings_of(cli);
     if settings.headless && settings.objective.is_none() {
         fail(
             &UsageError::HeadlessWithoutObjective.to_string(),

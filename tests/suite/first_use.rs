@@ -95,13 +95,12 @@ fn a_mistyped_option_gets_clap_s_suggestion() {
 
 #[test]
 fn a_flag_that_needs_another_names_it() {
-    use ralph_tui::cli::HistoryCli;
     for args in [
         ["ralph-tui", "runs", "--older-than", "3d"].as_slice(),
         &["ralph-tui", "runs", "--all-finished"],
         &["ralph-tui", "runs", "2026"],
     ] {
-        let line = match HistoryCli::try_parse_from(args) {
+        let line = match Cli::try_parse_from(args) {
             Ok(cli) => panic!("parsed: {cli:?}"),
             Err(e) => error_line(&e),
         };
@@ -115,7 +114,6 @@ fn a_flag_that_needs_another_names_it() {
 
 #[test]
 fn short_and_long_help_open_alike_and_say_each_default_once() {
-    use ralph_tui::cli::HistoryCli;
     let short = Cli::command().render_help().to_string();
     let long = Cli::command().render_long_help().to_string();
     let first = |text: &str| {
@@ -127,13 +125,62 @@ fn short_and_long_help_open_alike_and_say_each_default_once() {
     };
     assert_eq!(first(&short), first(&long));
     for sub in ["show", "replay"] {
-        let mut command = HistoryCli::command();
+        let mut command = Cli::command();
         let help = command
             .find_subcommand_mut(sub)
             .unwrap()
             .render_long_help()
             .to_string();
         assert_eq!(help.matches("[default: last]").count(), 1, "{help}");
+    }
+}
+
+#[test]
+fn subcommands_are_commands_and_a_command_word_is_not_an_objective() {
+    use ralph_tui::cli::{mistaken_command, History};
+    let parsed = |args: &[&str]| {
+        let all: Vec<std::ffi::OsString> = std::iter::once("ralph-tui")
+            .chain(args.iter().copied())
+            .map(Into::into)
+            .collect();
+        let cli = Cli::try_parse_from(&all).unwrap();
+        let refused = mistaken_command(&all, &cli);
+        (cli, refused)
+    };
+    assert!(matches!(
+        parsed(&["runs"]).0.command,
+        Some(History::Runs { .. })
+    ));
+    assert!(
+        matches!(parsed(&["show", "abc"]).0.command, Some(History::Show { run }) if run == "abc")
+    );
+    let (cli, refused) = parsed(&["fix the bug"]);
+    assert_eq!(
+        (cli.objective.as_deref(), refused),
+        (Some("fix the bug"), None)
+    );
+    for word in ["status", "run", "Help"] {
+        let (_, refused) = parsed(&[word]);
+        assert!(
+            refused.is_some_and(|r| r.contains("not a ralph-tui command")),
+            "{word}"
+        );
+    }
+    // After `--` every word is the objective, a subcommand's name too.
+    for word in ["status", "runs"] {
+        let (cli, refused) = parsed(&["--", word]);
+        assert_eq!(
+            (cli.command.is_none(), cli.objective.as_deref(), refused),
+            (true, Some(word), None)
+        );
+    }
+    // `help` is clap's own, and --help lists the commands.
+    let help = Cli::try_parse_from(["ralph-tui", "help"]).unwrap_err();
+    assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+    let text = Cli::command().render_long_help().to_string();
+    assert!(text.contains("Commands (instead of a run):"), "{text}");
+    for sub in ["runs", "show", "replay", "help"] {
+        assert!(text.contains(&format!("\n  {sub} ")), "{sub}: {text}");
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::Parser;
-use ralph_tui::cli::{is_subcommand, Cli, HistoryCli};
+use ralph_tui::cli::Cli;
 
 use super::common::*;
 
@@ -162,12 +162,7 @@ fn words(command: &str) -> Vec<String> {
 /// Whether `args` (program name first) parse as a run or a subcommand today.
 fn parses(args: &[String]) -> Result<(), String> {
     use clap::error::ErrorKind;
-    let os: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-    let result = if is_subcommand(&os) {
-        HistoryCli::try_parse_from(args).map(|_| ())
-    } else {
-        Cli::try_parse_from(args).map(|_| ())
-    };
+    let result = Cli::try_parse_from(args).map(|_| ());
     match result {
         Ok(()) => Ok(()),
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => Ok(()),
