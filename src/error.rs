@@ -84,8 +84,8 @@ pub enum UsageError {
     Script { path: PathBuf, message: String },
     #[error("model {path}: {message}")]
     Model { path: PathBuf, message: String },
-    #[error("no model found: run `make model` to fetch the default model, or pass --model PATH to a GGUF file")]
-    NoModel,
+    #[error("no model found: the default model would be {}; fetch it with `ralph-tui model fetch` (about 1.1 GB), or pass --model PATH to a GGUF file", .0.display())]
+    NoModel(PathBuf),
     #[error("{0}")]
     Invalid(String),
 }

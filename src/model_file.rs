@@ -18,7 +18,7 @@ pub fn check(path: &Path) -> Result<(), UsageError> {
         ));
     }
     let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => err("not found: run `make model`, or pass --model PATH"),
+        std::io::ErrorKind::NotFound => err("not found: fetch the default model with `ralph-tui model fetch`, or pass --model PATH to a GGUF file"),
         _ => err(&format!("cannot read it: {e}")),
     })?;
     let mut magic = [0u8; 4];
@@ -27,7 +27,7 @@ pub fn check(path: &Path) -> Result<(), UsageError> {
     }
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len < 1024 {
-        return Err(err("the file is truncated: fetch it again (`make model`)"));
+        return Err(err("the file is truncated: fetch it again (`ralph-tui model fetch`)"));
     }
     Ok(())
 }

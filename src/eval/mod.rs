@@ -532,7 +532,7 @@ fn model_path(options: &EvalOptions) -> Result<PathBuf, EvalError> {
         Ok(path)
     } else {
         Err(EvalError::Usage(format!(
-            "no model at {}: run `make model`, or pass --model PATH to a GGUF file",
+            "no model at {}: run `ralph-tui model fetch`, or pass --model PATH to a GGUF file",
             path.display()
         )))
     }

