@@ -120,9 +120,26 @@ fn open_workspace(dir: &Path) -> Result<Workspace, UsageError> {
     })
 }
 
+/// Refuses a workspace the worker could not write (a read-only mount, a directory without
+/// write permission), unless the run only reads (`--sandbox read-only`) or works in a
+/// worktree of its own (`--worktree`): every write would fail, round after round.
+fn check_writable(settings: &Settings) -> Result<(), UsageError> {
+    use crate::protocol::policy::SandboxMode;
+    if settings.options.sandbox == SandboxMode::ReadOnly || settings.options.worktree {
+        return Ok(());
+    }
+    rustix::fs::access(&settings.workspace, rustix::fs::Access::WRITE_OK).map_err(|e| {
+        UsageError::Invalid(format!(
+            "the workspace {} is not writable ({e}): the worker could change nothing; make it writable, or pass --sandbox read-only for a run that only reads",
+            settings.workspace.display()
+        ))
+    })
+}
+
 /// Checks everything that depends on input before a run starts.
 pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
     open_workspace(&settings.workspace)?;
+    check_writable(settings)?;
     let mut settings = settings.clone();
     let backend = match settings.options.backend.clone() {
         BackendKind::Script(path) => BackendPlan::Script(

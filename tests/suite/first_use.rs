@@ -241,6 +241,72 @@ fn errors_say_what_is_wrong_in_the_person_s_terms() {
     assert!(err.contains("\"turns\""), "{err}");
 }
 
+#[test]
+fn a_workspace_the_worker_cannot_write_is_refused_at_start() {
+    let repo = super::common::TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    // Read-only for everyone, root too: a read-only bind mount where mounting is allowed,
+    // else no write permission (which binds every user but root).
+    let path = repo.path().to_path_buf();
+    let mounted = nix::unistd::geteuid().is_root()
+        && std::process::Command::new("mount")
+            .args(["--bind"])
+            .arg(&path)
+            .arg(&path)
+            .status()
+            .is_ok_and(|s| s.success())
+        && std::process::Command::new("mount")
+            .args(["-o", "remount,bind,ro"])
+            .arg(&path)
+            .status()
+            .is_ok_and(|s| s.success());
+    let mode = |m: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(m)).unwrap();
+    };
+    if !mounted {
+        assert!(
+            !nix::unistd::geteuid().is_root(),
+            "root but no mount namespace to bind in"
+        );
+        mode(0o555);
+    }
+    let script = super::common::script(
+        home.path(),
+        vec![super::common::turns(&[super::common::complete_only(
+            "done",
+        )])],
+    );
+    let backend = format!("script:{}", script.display());
+    let run_dir = home.path().join("run");
+    let args = [
+        "-C",
+        path.to_str().unwrap(),
+        "--run-dir",
+        run_dir.to_str().unwrap(),
+        "--backend",
+        &backend,
+    ];
+    let (code, err) = headless_in(home.path(), &[&args[..], &["fix it"]].concat());
+    let (ro_code, ro_err) = headless_in(
+        home.path(),
+        &[&args[..], &["--sandbox", "read-only", "look around"]].concat(),
+    );
+    if mounted {
+        let _ = std::process::Command::new("umount").arg(&path).status();
+    } else {
+        mode(0o755);
+    }
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("is not writable") && err.contains("--sandbox read-only"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // A run that only reads may go on.
+    assert_ne!(ro_code, 2, "{ro_err}");
+}
+
 mod streaming {
     use crossterm::event::KeyCode;
     use ralph_tui::ui::state::Overlay;
