@@ -27,9 +27,19 @@ pub fn check(path: &Path) -> Result<(), UsageError> {
     }
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len < 1024 {
-        return Err(err("the file is truncated: fetch it again (`ralph-tui model fetch`)"));
+        return Err(err(
+            "the file is truncated: fetch it again (`ralph-tui model fetch`)",
+        ));
     }
-    Ok(())
+    // What llama.cpp would only say in its log ("data is not within the file bounds").
+    match data_end(path) {
+        Ok(Some((tensor, end))) if end > len => Err(err(&format!(
+            "the file is truncated: tensor '{}' ends at byte {end}, and the file has {len} bytes; fetch it again (`ralph-tui model fetch`)",
+            crate::text::sanitize_line(&tensor)
+        ))),
+        Err(why) => Err(err(&format!("its GGUF header cannot be read: {why}"))),
+        _ => Ok(()),
+    }
 }
 
 /// A GGUF value this program reads: numbers, booleans, strings and short arrays of integers
@@ -64,6 +74,13 @@ impl ModelMeta {
 
     /// Reads GGUF metadata (versions 2 and 3) from the start of a file.
     pub fn parse<R: std::io::BufRead + std::io::Seek>(mut reader: R) -> Result<Self, String> {
+        Self::parse_head(&mut reader).map(|(meta, _)| meta)
+    }
+
+    /// The metadata and the tensor count, `reader` left at the first tensor's info.
+    fn parse_head<R: std::io::BufRead + std::io::Seek>(
+        mut reader: R,
+    ) -> Result<(Self, u64), String> {
         let mut magic = [0u8; 4];
         read_exact(&mut reader, &mut magic)?;
         if &magic != b"GGUF" {
@@ -73,7 +90,7 @@ impl ModelMeta {
         if !(2..=3).contains(&version) {
             return Err(format!("GGUF version {version} is not supported"));
         }
-        let _tensors = read_u64(&mut reader)?;
+        let tensors = read_u64(&mut reader)?;
         let count = read_u64(&mut reader)?;
         if count > MAX_KEYS {
             return Err(format!("{count} metadata keys: the header is corrupt"));
@@ -86,7 +103,7 @@ impl ModelMeta {
                 values.insert(key, value);
             }
         }
-        Ok(Self { values })
+        Ok((Self { values }, tensors))
     }
 
     /// A metadata map from pairs (for tests and callers that already hold the values).
@@ -175,6 +192,85 @@ impl ModelMeta {
             .checked_mul(k + v)?
             .checked_mul(bytes_per_value)
     }
+}
+
+/// Elements per block and bytes per block of the ggml tensor types this reader sizes (the
+/// common float, integer, legacy, K and IQ quantizations); others are `None`.
+fn block_size(ggml_type: u32) -> Option<(u64, u64)> {
+    Some(match ggml_type {
+        0 => (1, 4),
+        1 | 30 => (1, 2),
+        2 | 20 => (32, 18),
+        3 => (32, 20),
+        6 => (32, 22),
+        7 => (32, 24),
+        8 => (32, 34),
+        9 => (32, 36),
+        10 => (256, 84),
+        11 | 21 => (256, 110),
+        12 => (256, 144),
+        13 => (256, 176),
+        14 => (256, 210),
+        15 => (256, 292),
+        16 => (256, 66),
+        17 => (256, 74),
+        18 => (256, 98),
+        19 => (256, 50),
+        22 => (256, 82),
+        23 => (256, 136),
+        24 => (1, 1),
+        25 => (1, 2),
+        26 => (1, 4),
+        27 | 28 => (1, 8),
+        29 => (256, 56),
+        _ => return None,
+    })
+}
+
+/// The tensor whose data ends last in the GGUF file at `path`, and the byte where it ends:
+/// a file shorter than that is cut off. `None` when a tensor has a type this reader does
+/// not size.
+pub fn data_end(path: &Path) -> Result<Option<(String, u64)>, String> {
+    use std::io::Seek;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut reader = std::io::BufReader::new(file);
+    let (meta, tensors) = ModelMeta::parse_head(&mut reader)?;
+    if tensors > MAX_KEYS {
+        return Err(format!("{tensors} tensors: the header is corrupt"));
+    }
+    let mut last: Option<(String, u64)> = None;
+    for _ in 0..tensors {
+        let name = read_string(&mut reader)?;
+        let dims = read_u32(&mut reader)?;
+        if dims > 8 {
+            return Err(format!(
+                "tensor '{name}' has {dims} dimensions: the header is corrupt"
+            ));
+        }
+        let mut elements: u64 = 1;
+        for _ in 0..dims {
+            elements = elements.saturating_mul(read_u64(&mut reader)?);
+        }
+        let kind = read_u32(&mut reader)?;
+        let offset = read_u64(&mut reader)?;
+        let Some((per_block, bytes)) = block_size(kind) else {
+            return Ok(None);
+        };
+        let end = offset.saturating_add(elements.div_ceil(per_block).saturating_mul(bytes));
+        if last.as_ref().is_none_or(|(_, e)| end > *e) {
+            last = Some((name, end));
+        }
+    }
+    let alignment = meta
+        .int("general.alignment")
+        .and_then(|a| u64::try_from(a).ok())
+        .filter(|&a| a > 0)
+        .unwrap_or(32);
+    let start = reader
+        .stream_position()
+        .map_err(|e| e.to_string())?
+        .next_multiple_of(alignment);
+    Ok(last.map(|(name, end)| (name, start.saturating_add(end))))
 }
 
 fn read_exact(reader: &mut impl std::io::Read, buf: &mut [u8]) -> Result<(), String> {

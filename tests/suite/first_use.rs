@@ -307,6 +307,46 @@ fn a_workspace_the_worker_cannot_write_is_refused_at_start() {
     assert_ne!(ro_code, 2, "{ro_err}");
 }
 
+#[test]
+fn a_truncated_model_is_named_with_the_tensor_it_cuts_before_llama_cpp_loads_it() {
+    use std::io::{Read, Write};
+    // The test model, which `make test` fetches before the deterministic tests.
+    let model = ralph_tui::config::Dirs::discover().unwrap().test_model();
+    assert!(
+        model.is_file(),
+        "no test model at {}: run `make model`",
+        model.display()
+    );
+    let len = std::fs::metadata(&model).unwrap().len();
+    // The sizes read from the header account for the whole file: every tensor type sized.
+    let (tensor, end) = ralph_tui::model_file::data_end(&model).unwrap().unwrap();
+    assert!(
+        end <= len && len - end < 4096,
+        "{tensor} ends at {end} of {len}"
+    );
+    assert!(ralph_tui::model_file::check(&model).is_ok());
+    // Cut in half: refused with the cause, before anything is loaded.
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.gguf");
+    let mut head = Vec::new();
+    std::fs::File::open(&model)
+        .unwrap()
+        .take(len / 2)
+        .read_to_end(&mut head)
+        .unwrap();
+    std::fs::File::create(&cut)
+        .unwrap()
+        .write_all(&head)
+        .unwrap();
+    let err = ralph_tui::model_file::check(&cut).unwrap_err().to_string();
+    assert!(err.contains("truncated: tensor '"), "{err}");
+    assert!(
+        err.contains(&format!("the file has {} bytes", len / 2)),
+        "{err}"
+    );
+    assert!(err.contains("ralph-tui model fetch"), "{err}");
+}
+
 mod streaming {
     use crossterm::event::KeyCode;
     use ralph_tui::ui::state::Overlay;
