@@ -175,6 +175,9 @@ fn main() {
         fail(&refusal, ExitCode::Usage);
     }
     let (settings, resume) = settings_of(cli);
+    if !settings.headless && !ralph_tui::tui::has_terminal() {
+        fail(ralph_tui::tui::NO_TERMINAL, ExitCode::Usage);
+    }
     if settings.headless && settings.objective.is_none() {
         fail(
             &UsageError::HeadlessWithoutObjective.to_string(),

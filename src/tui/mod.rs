@@ -68,11 +68,20 @@ pub fn setup_of(prepared: &Prepared) -> Setup {
     }
 }
 
+/// Why a TUI run is refused where stdin or stdout is not a terminal.
+pub const NO_TERMINAL: &str = "the TUI needs a terminal: run ralph-tui in one, or pass --headless";
+
+/// Whether the TUI can run here: stdin and stdout are a terminal. Checked before a run
+/// directory is made, so a run that cannot start leaves none.
+pub fn has_terminal() -> bool {
+    std::io::stdout().is_terminal() && std::io::stdin().is_terminal()
+}
+
 /// Runs the TUI to the end and returns the exit code. `objective`: `None` opens the editor.
 /// `log_file` receives everything written to fd 2 while the UI owns the terminal.
 pub fn run(prepared: Prepared, objective: Option<String>, log_file: &Path) -> ExitCode {
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        say("the TUI needs a terminal: run ralph-tui in one, or pass --headless");
+    if !has_terminal() {
+        say(NO_TERMINAL);
         return ExitCode::Usage;
     }
     let mut builder = tokio::runtime::Builder::new_multi_thread();

@@ -347,6 +347,27 @@ fn a_truncated_model_is_named_with_the_tensor_it_cuts_before_llama_cpp_loads_it(
     assert!(err.contains("ralph-tui model fetch"), "{err}");
 }
 
+#[test]
+fn a_tui_run_without_a_terminal_leaves_no_run_directory() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = super::common::TempRepo::new();
+    let mut cmd = std::process::Command::new(super::common::BIN);
+    super::common::isolate(&mut cmd, home.path());
+    let out = cmd
+        .args(["-C", repo.path().to_str().unwrap(), "fix it"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(super::common::code(&out), 2, "{err}");
+    assert!(err.contains("the TUI needs a terminal"), "{err}");
+    let runs = home.path().join("data").join("ralph-tui").join("runs");
+    let left: Vec<_> = std::fs::read_dir(&runs)
+        .map(|d| d.collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "run directories left: {left:?}");
+}
+
 mod streaming {
     use crossterm::event::KeyCode;
     use ralph_tui::ui::state::Overlay;
