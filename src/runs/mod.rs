@@ -173,17 +173,38 @@ impl PastRun {
     }
 }
 
-/// The most recently started run under `runs_dir` that `--resume` can continue.
+/// The most recently started run under `runs_dir` that `--resume` can continue: it did not
+/// end on a worker's report, and no later run went on from it.
 pub fn newest_resumable(runs_dir: &Path) -> Option<PastRun> {
     let mut dirs: Vec<_> = run_dirs(runs_dir)
         .into_iter()
         .filter_map(|(_, dir)| Some((started_at(&dir)?, dir)))
         .collect();
     dirs.sort();
+    let continued = continuations(runs_dir);
     dirs.into_iter()
         .rev()
         .filter_map(|(_, dir)| PastRun::load(&dir).ok())
-        .find(PastRun::can_go_on)
+        .find(|past| past.can_go_on() && !continued.contains_key(past.id()))
+}
+
+/// Which run went on from which, under `runs_dir`: the earlier run's id → the id of the run
+/// `--resume` started from it. Read from each `run.json`'s `resumed_from`.
+pub fn continuations(runs_dir: &Path) -> std::collections::BTreeMap<String, String> {
+    #[derive(Deserialize)]
+    struct From {
+        run_id: String,
+        #[serde(default)]
+        resumed_from: Option<String>,
+    }
+    run_dirs(runs_dir)
+        .into_iter()
+        .filter_map(|(_, dir)| {
+            let text = std::fs::read(dir.join("run.json")).ok()?;
+            let from: From = serde_json::from_slice(&text).ok()?;
+            Some((from.resumed_from?, from.run_id))
+        })
+        .collect()
 }
 
 /// Where runs go by default: `<data dir>/runs/<run id>`.

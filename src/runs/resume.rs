@@ -93,6 +93,11 @@ pub fn plan(
 ) -> Result<(Settings, Resume), UsageError> {
     let id = past.id();
     refuse_ended(past)?;
+    if let Some(later) = crate::runs::continuations(&runs_dir(&dirs)).get(id) {
+        return Err(refuse(format!(
+            "run {id} already went on as run {later}: resume that one instead (ralph-tui --resume {later})"
+        )));
+    }
     let workspace = check_workspace(past)?;
     refuse_log_in_reach(past, &workspace)?;
     let next = next_round(past, &request.options)?;

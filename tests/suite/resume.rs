@@ -228,6 +228,21 @@ fn resume_after_cancel_goes_on_from_the_next_round() {
     assert_eq!(old_settings["sources"]["top_k"], "default");
     new_settings["sources"] = old_settings["sources"].clone();
     assert_eq!(new_settings, old_settings);
+
+    // The earlier part of a resumed run has nothing left to continue: resuming it again is
+    // refused, naming the run that went on, and `last` never offers it.
+    let (new_id, _) = started(&resumed.1);
+    let (again, _) = run(home.path(), &["--resume", &id]);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(code(&again), 2, "{err}");
+    assert!(
+        err.contains(&format!("already went on as run {new_id}")),
+        "{err}"
+    );
+    let (last, _) = run(home.path(), &["--resume"]);
+    let err = String::from_utf8_lossy(&last.stderr);
+    assert_eq!(code(&last), 2, "{err}");
+    assert!(!err.contains(&format!("--resume {id}")), "{err}");
 }
 
 /// The settings `run.json` held before a run's options were recorded whole.
