@@ -226,6 +226,11 @@ pub(crate) fn listing_at(text: &str, fence: usize) -> Option<Found> {
         let stop = text[start..].find('\n').map_or(text.len(), |i| start + i);
         let line = &text[start..stop];
         if closes(line, ticks) {
+            // An empty block is a fence opened and shut, not "make the file empty" (the 1.5B
+            // wrote one after its path line and emptied the file it was fixing).
+            if body.iter().all(|l| l.trim().is_empty()) {
+                return None;
+            }
             let mut content = body.join("\n");
             if !body.is_empty() {
                 content.push('\n');
@@ -459,6 +464,14 @@ mod tests {
         assert!(
             matches!(listing_at(text, 9), Some(Found::Whole { path, .. }) if path == "Makefile")
         );
+    }
+
+    #[test]
+    fn an_empty_block_after_a_path_line_writes_nothing() {
+        for text in ["docs/guide.md\n```\n```\n", "a.py\n```python\n\n```"] {
+            let fence = text.find("```").unwrap();
+            assert_eq!(listing_at(text, fence), None, "{text:?}");
+        }
     }
 
     #[test]

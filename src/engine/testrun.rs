@@ -35,6 +35,12 @@ pub fn ran_no_test(output: &str) -> Option<&'static str> {
         if lower.starts_with("no tests found") || lower.contains("error: no test specified") {
             return Some("the test script found no test");
         }
+        // `python3 -m doctest -v` closes with `N tests in M items.` (without -v a doctest
+        // that finds none prints nothing at all, like one that passes).
+        if count_between(line, "", " tests in ").is_some_and(|n| n == 0) && line.ends_with("items.")
+        {
+            return Some("doctest ran 0 tests");
+        }
     }
     if unittest_runs > 0 && unittest_tests == 0 {
         return Some("unittest ran 0 tests");
@@ -64,6 +70,7 @@ mod tests {
         let cases = [
             ("\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nNO TESTS RAN\n", "unittest"),
             ("Ran 0 tests in 0.000s\n\nOK\n", "unittest"),
+            ("dt.f\n0 tests in 2 items.\n0 passed and 0 failed.\nTest passed.\n", "doctest"),
             ("============================= test session starts ==\ncollected 0 items\n\n=== no tests ran in 0.01s ===\n", "pytest"),
             ("?   \texample.com/m\t[no test files]\n", "go test"),
             ("testing: warning: no tests to run\nPASS\n", "go test"),
@@ -82,6 +89,7 @@ mod tests {
             "...\n----------------------------------------------------------------------\nRan 3 tests in 0.001s\n\nOK\n",
             "running 2 tests\ntest a ... ok\ntest b ... ok\n\n   Doc-tests m\n\nrunning 0 tests\n",
             "collected 4 items\n\ntest_x.py ....\n",
+            "2 tests in 2 items.\n2 passed and 0 failed.\nTest passed.\n",
             "ok  \texample.com/m\t0.002s\n",
             "Hello, world!\n",
             "",

@@ -685,7 +685,7 @@ fn the_shipped_tasks_play_their_scripts_as_documented() {
             ("02-fix-typo", None),
             ("03-config-port", None),
             ("04-shell-greet", None),
-            ("05-py-slugify", Some("python3 -m doctest textutil.py")),
+            ("05-py-slugify", Some("python3 -m doctest -v textutil.py")),
             ("06-py-median", Some("python3 -m unittest")),
             ("08-py-inventory", unittest),
             ("09-rename-api", unittest),
