@@ -108,10 +108,13 @@ fn no_module_imports_a_higher_layer() {
     assert!(wrong.is_empty(), "upward imports:\n{}", wrong.join("\n"));
 }
 
+/// The protocol is the bottom layer: it imports nothing of ours but `text`, a leaf of pure
+/// string functions (which the JSON Lines escaping uses, and which imports nothing itself).
 #[test]
-fn protocol_imports_nothing_of_ours() {
+fn protocol_imports_nothing_of_ours_but_text() {
     let graph = graph();
-    let edges = graph.get("protocol").cloned().unwrap_or_default();
+    let mut edges = graph.get("protocol").cloned().unwrap_or_default();
+    edges.remove("text");
     assert!(edges.is_empty(), "protocol imports {edges:?}");
 }
 
