@@ -483,7 +483,11 @@ fn bad_input_is_one_clear_line_and_exit_two() {
     let backend = format!("script:{}", good.display());
     let b = backend.as_str();
     assert_usage_error(&["--backend", b, "   "], repo.path(), "objective is empty");
-    assert_usage_error(&["--backend", b], repo.path(), "--headless needs the objective");
+    assert_usage_error(
+        &["--backend", b],
+        repo.path(),
+        "--headless needs the objective",
+    );
     for n in ["0", "65", "abc", "-1", "2.5"] {
         assert_usage_error(
             &["--backend", b, "-n", n, "obj"],
