@@ -9,6 +9,10 @@
 #                                     (SmolLM2-135M-Instruct Q4_1), draft (Qwen2.5-Coder-0.5B)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The same build as `make test`'s (scripts/test.sh), so neither rebuilds the other's.
+if [ "${CI:-}" = true ]; then
+  export CARGO_INCREMENTAL=0
+fi
 "${CARGO:-cargo}" build --quiet --bin ralph-tui
 [ $# -gt 0 ] || set -- default test
 exec target/debug/ralph-tui model fetch "$@"
