@@ -236,7 +236,7 @@ fn warn_hidden(rec: &mut Recorder, round: u32, hidden: &Hidden) {
         let paths: Vec<&str> = named.iter().map(String::as_str).collect();
         rec.emit(Event::Warning {
             message: format!(
-                "round {round} changed files git does not show, so they are in no diff.patch and no commit: {}",
+                "round {round} changed files git does not show (or too large to track), so they are in no diff.patch and no commit: {}",
                 name_paths(&paths)
             ),
         });

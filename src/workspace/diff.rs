@@ -9,13 +9,15 @@
 //! When the workspace is a subdirectory, the two subtrees are diffed and the header prefixes
 //! carry the subdirectory, so paths stay relative to the work tree's top as in `git diff`.
 //! `for_display` bounds a huge diff for the screen and says so; the full model goes to the log.
+//! A blob over [`DIFF_MAX_BYTES`] is never loaded: its file is binary and `too_large`, and its
+//! patch is git's `Binary files ... differ` (headers only, which `git apply` cannot apply).
 //! `from_patch` reads a logged patch back into the same model through the same per-file
 //! reader, so a finished round shows as its live diff did.
 
 use git2::{Delta, Diff, DiffDelta, DiffFindOptions, DiffOptions, Oid, Patch, Repository, Tree};
 use serde::{Deserialize, Serialize};
 
-use super::WorkspaceError;
+use super::{WorkspaceError, DIFF_MAX_BYTES};
 use crate::protocol::event::{ChangedFile, FileStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +52,9 @@ pub struct FileDiff {
     pub insertions: usize,
     pub deletions: usize,
     pub hunks: Vec<Hunk>,
+    /// Over [`DIFF_MAX_BYTES`] on either side: binary, its content never read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub too_large: bool,
     /// Changed by someone other than the worker's tools and commands (`attribution`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub outside_run: bool,
@@ -66,6 +71,7 @@ impl FileDiff {
             insertions: 0,
             deletions: 0,
             hunks: Vec::new(),
+            too_large: false,
             outside_run: false,
         }
     }
@@ -215,7 +221,12 @@ impl DiffModel {
     /// match its header) is an error rather than a guess.
     pub fn from_patch(text: &str) -> Result<DiffModel, WorkspaceError> {
         let diff = Diff::from_buffer(text.as_bytes())?;
-        let files = files_of(&diff, "", |file, _, patch| read_lines(file, patch))?;
+        let files = files_of(&diff, "", |file, _, patch| {
+            read_lines(file, patch)?;
+            // Only a blob too large to load is written without its content.
+            file.too_large = file.binary && !has_binary_data(&patch.to_buf()?);
+            Ok(())
+        })?;
         let mut model = DiffModel {
             files,
             patch: text.to_string(),
@@ -310,9 +321,11 @@ pub(super) fn subtree<'r>(
     }
 }
 
+/// Blobs over [`DIFF_MAX_BYTES`] are binary by size, and without `show_binary` libgit2 then
+/// never loads them; `binary_patch` asks for the content of the others.
 fn options(prefix: &str) -> DiffOptions {
     let mut opts = DiffOptions::new();
-    opts.show_binary(true);
+    opts.max_size(i64::try_from(DIFF_MAX_BYTES).unwrap_or(i64::MAX));
     if !prefix.is_empty() {
         let dir = prefix.trim_end_matches('/');
         opts.old_prefix(format!("a/{dir}/"));
@@ -403,13 +416,26 @@ pub fn between(
     let mut diff = repo.diff_tree_to_tree(old.as_ref(), new.as_ref(), Some(&mut opts))?;
     detect_renames(&mut diff)?;
 
+    let odb = repo.odb()?;
     let mut patch_text = String::new();
     let files = files_of(&diff, prefix, |file, delta, patch| {
+        if too_large(&odb, delta) {
+            // Headers and `Binary files ... differ`: ASCII, since git quotes odd names.
+            file.binary = true;
+            file.too_large = true;
+            patch_text.push_str(&String::from_utf8_lossy(&patch.to_buf()?));
+            return Ok(());
+        }
         let text = patch.to_buf()?;
         match std::str::from_utf8(&text) {
             Ok(text) => {
                 read_lines(file, patch)?;
-                patch_text.push_str(text);
+                if file.binary {
+                    let text = binary_patch(repo, old.as_ref(), new.as_ref(), prefix, delta)?;
+                    patch_text.push_str(&text);
+                } else {
+                    patch_text.push_str(text);
+                }
             }
             Err(_) => {
                 file.binary = true;
@@ -426,6 +452,18 @@ pub fn between(
     };
     model.count_totals();
     Ok(model)
+}
+
+/// Whether either side of `delta` is a blob over [`DIFF_MAX_BYTES`], by its object header
+/// (the content is not read).
+fn too_large(odb: &git2::Odb<'_>, delta: &DiffDelta<'_>) -> bool {
+    [delta.old_file(), delta.new_file()].iter().any(|side| {
+        !side.id().is_zero()
+            && side.mode() != git2::FileMode::Commit
+            && odb
+                .read_header(side.id())
+                .is_ok_and(|(size, _)| u64::try_from(size).unwrap_or(u64::MAX) > DIFF_MAX_BYTES)
+    })
 }
 
 /// Each delta of `diff` as a file, its paths under `prefix`; `read` is handed each patch a
@@ -467,7 +505,9 @@ fn binary_patch(
     delta: &DiffDelta<'_>,
 ) -> Result<String, WorkspaceError> {
     let mut opts = options(prefix);
-    opts.force_binary(true).disable_pathspec_match(true);
+    opts.show_binary(true)
+        .force_binary(true)
+        .disable_pathspec_match(true);
     let old_path = delta.old_file().path_bytes();
     let new_path = delta.new_file().path_bytes();
     for path in [old_path, new_path].into_iter().flatten() {
@@ -482,4 +522,10 @@ fn binary_patch(
         }
     }
     Ok(out)
+}
+
+/// Whether patch text carries a binary file's content (`GIT binary patch`), not only
+/// `Binary files ... differ`.
+fn has_binary_data(text: &[u8]) -> bool {
+    text.windows(16).any(|w| w == b"GIT binary patch")
 }

@@ -11,6 +11,9 @@
 //! [`HiddenChange`], marked ignored or inside a nested repository. A `.git` below the top is
 //! not walked into; its directory is recorded, and one that appears is named as a new nested
 //! repository. The walk stops at [`MAX_ENTRIES`] entries and says so.
+//!
+//! A file over [`TRACK_MAX_BYTES`](super::TRACK_MAX_BYTES) is one snapshots never read, so
+//! a change to it that no diff holds is a [`HiddenChange`] too, marked too large.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
@@ -52,6 +55,8 @@ pub enum HiddenWhy {
     Ignored,
     /// It lies inside the nested repository at this directory.
     NestedRepo(String),
+    /// It is larger (this many bytes) than snapshots read (`TRACK_MAX_BYTES`).
+    TooLarge(u64),
 }
 
 /// A path the run created, changed or removed that git does not show.
@@ -143,12 +148,15 @@ impl Workspace {
         let mut changes = Vec::new();
         let paths: BTreeSet<&String> = before.files.keys().chain(after.files.keys()).collect();
         for path in paths {
-            let status = match (before.files.get(path), after.files.get(path)) {
+            let (old, new) = (before.files.get(path), after.files.get(path));
+            let status = match (old, new) {
                 (None, Some(_)) => FileStatus::Added,
                 (Some(_), None) => FileStatus::Deleted,
                 (Some(a), Some(b)) if a != b => FileStatus::Modified,
                 _ => continue,
             };
+            // The size that kept it out of the snapshots: now, or before it went.
+            let len = new.or(old).map_or(0, |stamp| stamp.len);
             if shown.contains(path) {
                 continue;
             }
@@ -157,6 +165,7 @@ impl Workspace {
                 None if self.repo.is_path_ignored(Path::new(path)).unwrap_or(false) => {
                     HiddenWhy::Ignored
                 }
+                None if len > super::TRACK_MAX_BYTES => HiddenWhy::TooLarge(len),
                 None => continue,
             };
             changes.push(HiddenChange {
@@ -179,8 +188,33 @@ impl HiddenChange {
         let why = match &self.why {
             HiddenWhy::Ignored => "ignored by git".to_string(),
             HiddenWhy::NestedRepo(repo) => format!("in the nested repository {repo}"),
+            HiddenWhy::TooLarge(len) => format!(
+                "{}, over the {} ralph-tui tracks",
+                human_size(*len),
+                human_size(super::TRACK_MAX_BYTES)
+            ),
         };
         format!("{} ({}, {why})", self.path, self.status.as_str())
+    }
+}
+
+/// `1.5 GiB`, `100 MiB`, `812 KiB`: one decimal below ten, none above.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    #[allow(clippy::cast_precision_loss, reason = "a size for people to read")]
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value < 10.0 && value.fract() >= 0.05 {
+        format!("{value:.1} {}", UNITS[unit])
+    } else {
+        format!("{value:.0} {}", UNITS[unit])
     }
 }
 

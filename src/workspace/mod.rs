@@ -14,6 +14,7 @@
 
 pub mod attribution;
 mod baseline;
+mod bigfile;
 pub mod commit;
 pub mod diff;
 pub mod gitguard;
@@ -34,6 +35,18 @@ pub use diff::{DiffLine, DiffModel, DisplayLimits, FileDiff, Hunk, LineKind};
 pub use hidden::{Hidden, HiddenChange, HiddenWhy, Listing};
 pub use watch::{LiveWatch, OnChange, WatchStats};
 pub use worktree::{WorktreeError, WorktreeInfo};
+
+/// Files larger than this are never read into a diff: the diff lists them as binary and too
+/// large to show (`diff.patch` gets git's `Binary files ... differ`, without the content), and
+/// a commit still carries them as they are.
+pub const DIFF_MAX_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Files larger than this (in the work tree) are never read at all: snapshots keep what the
+/// index has for them, so they are in no diff and no commit, and the review names them among
+/// the changes it does not show, as too large. Hashing and compressing a new one this large
+/// takes well under a second, so a snapshot (one before and after every tool call) never
+/// holds up a cancel for long, and a sparse file of many GiB costs nothing.
+pub const TRACK_MAX_BYTES: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {

@@ -13,7 +13,12 @@
 //! `crlf`, `ident` or `filter` attribute) are hashed in memory: libgit2 would stream each one
 //! through a new temporary file in the object store even when the blob already exists, which
 //! is most of a snapshot's cost when a round keeps changing the same files. Everything else
-//! (symlinks, filtered files, very large files) goes through libgit2 as `git add` would.
+//! (symlinks, filtered files, files over [`DIFF_MAX_BYTES`]) goes through libgit2 as `git add`
+//! would, which streams a file it does not filter.
+//!
+//! A file over [`TRACK_MAX_BYTES`] is never read: the snapshot keeps what the index has for it
+//! (nothing, when it is untracked), so it is in no diff and no commit, and the hidden-changes
+//! listing names it as too large (`hidden`). A sparse file of many GiB costs nothing.
 //!
 //! libgit2's work-tree scan gives up on the whole tree when a directory is nested deeper than
 //! it goes (`SCAN_DEPTH`). When the scan fails, the tree is walked here to find such
@@ -26,10 +31,13 @@ use std::path::Path;
 
 use git2::{AttrCheckFlags, Delta, DiffOptions, Index, Repository};
 
-use super::{index_entry, path_from_bytes, path_to_bytes, Snapshot, WorkspaceError};
+use super::{
+    index_entry, path_from_bytes, path_to_bytes, Snapshot, WorkspaceError, DIFF_MAX_BYTES,
+    TRACK_MAX_BYTES,
+};
 
 /// Files up to this size are read into memory to be hashed; larger ones are streamed.
-const IN_MEMORY_MAX: u64 = 64 * 1024 * 1024;
+const IN_MEMORY_MAX: u64 = DIFF_MAX_BYTES;
 /// Attributes that make libgit2 convert a file's content on its way into a blob.
 const FILTER_ATTRIBUTES: [&str; 5] = ["text", "eol", "crlf", "ident", "filter"];
 
@@ -76,10 +84,21 @@ pub(super) fn take(top: &Path) -> Result<(Snapshot, Vec<String>), WorkspaceError
                     tracing::debug!("snapshot: {}: {e}; left out", path.display());
                 }
             }
-            Kind::Plain { executable } => {
-                add_plain(&repo, &mut index, top, &path, executable, filemode)?;
+            Kind::Plain { executable, large } => {
+                let file = Plain {
+                    executable,
+                    large,
+                    filemode,
+                };
+                add_plain(&repo, &mut index, top, &path, file)?;
             }
             Kind::Repository => add_gitlink(&mut index, top, &path)?,
+            Kind::TooLarge(len) => {
+                tracing::debug!(
+                    "snapshot: {} is {len} bytes, over {TRACK_MAX_BYTES}; left as the index has it",
+                    path.display()
+                );
+            }
         }
     }
     let tree = index.write_tree_to(&repo)?;
@@ -269,16 +288,19 @@ fn drop_conflicts(index: &mut Index) -> Result<(), WorkspaceError> {
 enum Kind {
     /// libgit2 adds it (or removes it, when it is gone).
     ForLibgit2,
-    /// A regular file no filter applies to: hashed in memory.
-    Plain { executable: bool },
+    /// A regular file no filter applies to: hashed in memory, or streamed when `large` (over
+    /// `IN_MEMORY_MAX`) and then remembered (`bigfile`).
+    Plain { executable: bool, large: bool },
     /// A directory: a submodule or another repository inside the work tree.
     Repository,
+    /// A regular file over [`TRACK_MAX_BYTES`] (its size): never read, left as the index has it.
+    TooLarge(u64),
 }
 
 /// How a changed path gets into the index. Directories only come up as nested repositories;
 /// they are recorded as gitlinks here (libgit2 stops on an untracked one). A file that cannot
 /// be read is left out (a tracked one keeps its indexed content) rather than failing the
-/// snapshot, where `git add -A` would stop.
+/// snapshot, where `git add -A` would stop. A file over [`TRACK_MAX_BYTES`] is not read.
 fn classify(repo: &Repository, top: &Path, path: &Path, unfiltered: bool) -> Kind {
     let full = top.join(path);
     let Ok(meta) = std::fs::symlink_metadata(&full) else {
@@ -290,17 +312,21 @@ fn classify(repo: &Repository, top: &Path, path: &Path, unfiltered: bool) -> Kin
     if !meta.is_file() {
         return Kind::ForLibgit2;
     }
+    if meta.len() > TRACK_MAX_BYTES {
+        return Kind::TooLarge(meta.len());
+    }
     let filtered = || {
         FILTER_ATTRIBUTES.iter().any(|name| {
             repo.get_attr(path, name, AttrCheckFlags::FILE_THEN_INDEX)
                 .map_or(true, |value| value.is_some())
         })
     };
-    if !cfg!(unix) || !unfiltered || meta.len() > IN_MEMORY_MAX || filtered() {
+    if !cfg!(unix) || !unfiltered || filtered() {
         return Kind::ForLibgit2;
     }
     Kind::Plain {
         executable: is_executable(&meta),
+        large: meta.len() > IN_MEMORY_MAX,
     }
 }
 
@@ -315,15 +341,36 @@ fn is_executable(_meta: &std::fs::Metadata) -> bool {
     false
 }
 
+/// How a plain file is added.
+#[derive(Clone, Copy)]
+struct Plain {
+    executable: bool,
+    large: bool,
+    /// `core.filemode`.
+    filemode: bool,
+}
+
 /// Adds a plain file's blob, written only if the object store does not have it yet.
 fn add_plain(
     repo: &Repository,
     index: &mut Index,
     top: &Path,
     path: &Path,
-    executable: bool,
-    filemode: bool,
+    file: Plain,
 ) -> Result<(), WorkspaceError> {
+    let Plain {
+        executable,
+        large,
+        filemode,
+    } = file;
+    if large {
+        match super::bigfile::blob(repo, &top.join(path)) {
+            Ok(Some(id)) => add_entry(index, path, id, executable, filemode)?,
+            Ok(None) => index.remove_path(path)?,
+            Err(e) => tracing::debug!("snapshot: {}: {e}; left out", path.display()),
+        }
+        return Ok(());
+    }
     let content = match std::fs::read(top.join(path)) {
         Ok(content) => content,
         // Gone since the scan: as `add_all` would have done.
@@ -339,6 +386,17 @@ fn add_plain(
     // `Odb::write` hashes first and only touches an object that exists; `Repository::blob`
     // would stream through a temporary file either way.
     let id = repo.odb()?.write(git2::ObjectType::Blob, &content)?;
+    add_entry(index, path, id, executable, filemode)
+}
+
+/// Puts `id` at `path`, executable or not as the file and `core.filemode` say.
+fn add_entry(
+    index: &mut Index,
+    path: &Path,
+    id: git2::Oid,
+    executable: bool,
+    filemode: bool,
+) -> Result<(), WorkspaceError> {
     let mode = match index.get_path(path, 0) {
         Some(old) if !filemode && (old.mode == 0o100644 || old.mode == 0o100755) => old.mode,
         _ if executable && filemode => 0o100755,

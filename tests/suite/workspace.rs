@@ -7,6 +7,7 @@ mod attribution;
 mod commit;
 mod deep;
 mod diffs;
+mod large;
 mod repos;
 mod watch;
 

@@ -36,6 +36,9 @@ pub fn rows(theme: Theme, model: &DiffModel, width: usize) -> Vec<Line<'static>>
         let why = match &change.why {
             HiddenWhy::Ignored => "ignored".to_string(),
             HiddenWhy::NestedRepo(repo) => format!("in repo {}", sanitize_line(repo)),
+            HiddenWhy::TooLarge(len) => {
+                format!("too large ({})", crate::workspace::hidden::human_size(*len))
+            }
         };
         let head = format!(" ⊘  {} ", change.status.letter());
         let tail = format!("  {why}");
