@@ -137,8 +137,12 @@ fn settings_of(cli: Cli) -> (Settings, Option<Resume>) {
 /// Both are held until the process exits; the kernel releases them however it ends.
 fn lock_and_isolate(prepared: Prepared) -> (Prepared, RunLock, Option<RunLock>) {
     let settings = &prepared.settings;
-    let lock = runlock::acquire(&settings.workspace, &settings.dirs.data, &prepared.run_id)
+    let holders = runlock::holders_dir(&settings.dirs.data, settings.options.run_dir.as_deref());
+    let lock = runlock::acquire(&settings.workspace, &holders, &prepared.run_id)
         .unwrap_or_else(|e| fail(&e.to_string(), ExitCode::Usage));
+    if let Some(line) = &lock.took_over {
+        say(line);
+    }
     let refuse = |lock: &RunLock, e: UsageError| -> ! {
         lock.forget_holder();
         fail(&e.to_string(), ExitCode::Usage)
@@ -146,11 +150,7 @@ fn lock_and_isolate(prepared: Prepared) -> (Prepared, RunLock, Option<RunLock>) 
     let prepared = app::isolate(prepared).unwrap_or_else(|e| refuse(&lock, e));
     let worktree_lock = match &prepared.worktree {
         Some(_) if prepared.resume.is_none() => Some(
-            runlock::acquire(
-                &prepared.settings.workspace,
-                &prepared.settings.dirs.data,
-                &prepared.run_id,
-            )
+            runlock::acquire(&prepared.settings.workspace, &holders, &prepared.run_id)
             .unwrap_or_else(|e| refuse(&lock, e)),
         ),
         _ => None,

@@ -6,9 +6,15 @@
 //! the git dir itself (opened read-only, nothing written there), so every run of this work
 //! tree meets it whatever its data directory; the kernel drops it when the holder exits,
 //! however it exits, so a lock left by a dead process is never in the way. Who holds it (run
-//! id, pid, start time) is written beside the runs, in the data directory, for the refusal
-//! message, and removed at the run's end (a process killed outright leaves it behind, for the
-//! next holder to overwrite).
+//! id, pid, start time) is written to a holder file, for the refusal message and for `runs`,
+//! and removed at the run's end. A process killed outright leaves its holder file behind: the
+//! next run to take the lock takes the file over too, and says so.
+//!
+//! Holder files live in the runtime directory (`$XDG_RUNTIME_DIR/ralph-tui/locks`: the
+//! user's own, emptied at logout and reboot, where a pid means this boot) when there is one;
+//! else beside the run directory (`<its parent>/locks`) when `--run-dir` names it; else in
+//! the data directory (`<data>/locks`). So a run given `--run-dir` and `--config` writes
+//! nothing under the home directory.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -23,6 +29,9 @@ use crate::error::UsageError;
 pub struct RunLock {
     _git_dir: Flock<File>,
     holder: PathBuf,
+    /// A holder file left by a run that ended without removing it, which this lock took over:
+    /// a line for the person.
+    pub took_over: Option<String>,
 }
 
 impl RunLock {
@@ -46,19 +55,62 @@ fn git_dir(workspace: &Path) -> Result<PathBuf, UsageError> {
     Ok(path.canonicalize().unwrap_or_else(|_| path.to_path_buf()))
 }
 
-/// Where the holder of `git_dir`'s lock is named: `<data>/locks/<sha256 of the path>`.
-fn holder_file(data: &Path, git_dir: &Path) -> PathBuf {
+/// The runtime directory's holder files, when `XDG_RUNTIME_DIR` names a directory.
+fn runtime_holders() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
+    (dir.is_absolute() && dir.is_dir()).then(|| dir.join("ralph-tui").join("locks"))
+}
+
+/// The directory of holder files for a run (see the module's notes): the runtime
+/// directory's, else `<parent of run_dir>/locks` when the command line names the run
+/// directory, else `<data>/locks`.
+pub fn holders_dir(data: &Path, run_dir: Option<&Path>) -> PathBuf {
+    if let Some(dir) = runtime_holders() {
+        return dir;
+    }
+    match run_dir {
+        Some(run_dir) => std::path::absolute(run_dir)
+            .unwrap_or_else(|_| run_dir.to_path_buf())
+            .parent()
+            .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
+            .join("locks"),
+        None => data.join("locks"),
+    }
+}
+
+/// Every directory holder files of runs listed in `data` can be in: the runtime directory's
+/// and `<data>/locks`.
+pub fn all_holder_dirs(data: &Path) -> Vec<PathBuf> {
+    runtime_holders()
+        .into_iter()
+        .chain([data.join("locks")])
+        .collect()
+}
+
+/// Where the holder of the lock of the work tree containing `workspace` is named, in
+/// `holders` (see [`holders_dir`]): `<holders>/<sha256 of its git dir's path>`.
+pub fn holder_path(holders: &Path, workspace: &Path) -> Result<PathBuf, UsageError> {
+    Ok(holder_file(holders, &git_dir(workspace)?))
+}
+
+fn holder_file(holders: &Path, git_dir: &Path) -> PathBuf {
     // The first 16 bytes of the digest, as hex.
     let mut name = crate::text::sha256_hex(git_dir.as_os_str().as_encoded_bytes());
     name.truncate(32);
-    data.join("locks").join(name)
+    holders.join(name)
+}
+
+/// The pid a holder file names (`run ID, pid PID, started ...`).
+pub fn holder_pid(text: &str) -> Option<i32> {
+    let (_, rest) = text.trim().strip_prefix("run ")?.split_once(", pid ")?;
+    rest.split(',').next()?.trim().parse().ok()
 }
 
 /// Takes the lock of the work tree containing `workspace` for run `run_id`, or says which
-/// run holds it. `data` is the data directory, where the holder is named.
-pub fn acquire(workspace: &Path, data: &Path, run_id: &str) -> Result<RunLock, UsageError> {
+/// run holds it. `holders` is the directory of holder files ([`holders_dir`]).
+pub fn acquire(workspace: &Path, holders: &Path, run_id: &str) -> Result<RunLock, UsageError> {
     let git_dir = git_dir(workspace)?;
-    let holder = holder_file(data, &git_dir);
+    let holder = holder_file(holders, &git_dir);
     let cannot = |e: &dyn std::fmt::Display| {
         UsageError::Invalid(format!(
             "cannot lock the workspace ({}): {e}",
@@ -82,6 +134,27 @@ pub fn acquire(workspace: &Path, data: &Path, run_id: &str) -> Result<RunLock, U
         }
         Err((_, errno)) => return Err(cannot(&errno)),
     };
+    // Holding the lock, any name already there is a run that ended without removing it.
+    let took_over = std::fs::read_to_string(&holder)
+        .ok()
+        .map(|text| crate::text::sanitize_line(text.trim()))
+        .filter(|text| !text.is_empty())
+        .map(|left| {
+            let gone = holder_pid(&left).is_none_or(|pid| {
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err()
+            });
+            let why = if gone {
+                "its process is gone"
+            } else {
+                "that process no longer holds it"
+            };
+            format!(
+                "taking over a stale workspace lock ({left}): {why}, so the run ended without releasing it"
+            )
+        });
+    if let Some(line) = &took_over {
+        tracing::warn!("{line}");
+    }
     let named = format!(
         "run {run_id}, pid {}, started {}\n",
         std::process::id(),
@@ -98,5 +171,6 @@ pub fn acquire(workspace: &Path, data: &Path, run_id: &str) -> Result<RunLock, U
     Ok(RunLock {
         _git_dir: locked,
         holder,
+        took_over,
     })
 }

@@ -53,19 +53,18 @@ pub fn read_events(path: &Path, tokens: bool) -> Vec<Stamped> {
         .collect()
 }
 
-/// The run ids whose process is alive and holds a workspace lock (`<data>/locks/*` name the
-/// holder as `run ID, pid PID, …`).
+/// The run ids whose process is alive and holds a workspace lock (holder files, in the
+/// runtime directory or `<data>/locks`, name the holder as `run ID, pid PID, …`).
 pub(super) fn running_ids(data: &Path) -> HashSet<String> {
-    let Ok(entries) = std::fs::read_dir(data.join("locks")) else {
-        return HashSet::new();
-    };
-    entries
+    crate::runlock::all_holder_dirs(data)
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flatten()
         .filter_map(Result::ok)
         .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
         .filter_map(|text| {
-            let rest = text.trim().strip_prefix("run ")?;
-            let (id, rest) = rest.split_once(", pid ")?;
-            let pid: i32 = rest.split(',').next()?.trim().parse().ok()?;
+            let pid = crate::runlock::holder_pid(&text)?;
+            let (id, _) = text.trim().strip_prefix("run ")?.split_once(", pid ")?;
             let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
             alive.then(|| id.to_string())
         })

@@ -197,6 +197,8 @@ pub fn isolate(cmd: &mut Command, home: &Path) {
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("XDG_DATA_HOME", home.join("data"))
         .env("XDG_CACHE_HOME", home.join("cache"))
+        // Not made: holder files of run locks go beside the run directory or the data.
+        .env("XDG_RUNTIME_DIR", home.join("runtime"))
         .env_remove("RALPH_LOG");
 }
 

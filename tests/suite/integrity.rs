@@ -304,10 +304,55 @@ fn one_run_per_workspace() {
     .unwrap();
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(last(&run_json_lines(&out))["status"], "complete");
-    // A run that ended leaves no holder's name behind.
-    let locks = tmp.path().join("data/ralph-tui/locks");
+    // A run that ended leaves no holder's name behind (beside the run directories).
+    let locks = tmp.path().join("locks");
     let left: Vec<_> = std::fs::read_dir(&locks).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// A holder file left by a run that was killed (its pid gone) is taken over, with a line on
+/// stderr that says so and names it; it lives in the runtime directory when there is one.
+#[test]
+fn a_stale_lock_is_taken_over_and_said() {
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let runtime = tmp.path().join("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    let holders = runtime.join("ralph-tui").join("locks");
+    std::fs::create_dir_all(&holders).unwrap();
+    let holder = ralph_tui::runlock::holder_path(&holders, repo.path()).unwrap();
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    std::fs::write(
+        &holder,
+        format!("run 20200101-000000-dead, pid {dead}, started 2020-01-01T00:00:00Z\n"),
+    )
+    .unwrap();
+
+    let quick = script(tmp.path(), vec![turns(&[complete_report("x")])]);
+    let out = headless(
+        repo.path(),
+        &tmp.path().join("run"),
+        &["--backend", &format!("script:{}", quick.display()), "obj"],
+    )
+    .env("XDG_RUNTIME_DIR", &runtime)
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 0, "{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("taking over a stale workspace lock"))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("run 20200101-000000-dead"), "{err}");
+    assert!(said[0].contains(&format!("pid {dead}")), "{err}");
+    assert!(!holder.exists(), "removed at the run's end");
+    assert!(
+        !tmp.path().join("locks").exists(),
+        "nothing beside the run directory"
+    );
 }
 
 fn assert_refused(cmd: &mut Command, needle: &str) -> String {

@@ -110,6 +110,48 @@ fn without_a_home_a_run_is_refused_unless_the_command_line_names_both_places() {
     assert_eq!(top_names(repo.path()), ["README.md", "made.txt"]);
 }
 
+/// With a home directory, a run given `--run-dir` and `--config` writes nothing under it:
+/// its lock's holder file goes beside the run directory (no runtime directory here), and is
+/// gone at the end.
+#[test]
+fn with_run_dir_and_config_nothing_is_written_under_home() {
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let config = tmp.path().join("ralph.toml");
+    std::fs::write(&config, "max_rounds = 2\n").unwrap();
+    let run_dir = tmp.path().join("runs").join("one");
+    let script = one_round(tmp.path());
+    let out = Command::new(BIN)
+        .current_dir(repo.path())
+        .env("HOME", &home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("RALPH_LOG")
+        .args(["--headless", "--backend"])
+        .arg(format!("script:{}", script.display()))
+        .arg("--run-dir")
+        .arg(&run_dir)
+        .arg("--config")
+        .arg(&config)
+        .arg("no home writes")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(run_dir.join("events.jsonl").is_file());
+    let written: Vec<_> = std::fs::read_dir(&home).unwrap().collect();
+    assert!(written.is_empty(), "written under HOME: {written:?}");
+    let holders = tmp.path().join("runs").join("locks");
+    let left: Vec<_> = std::fs::read_dir(&holders).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "the holder file is removed at the end: {left:?}"
+    );
+}
+
 /// A uid with no passwd entry and no HOME at all (root only: the test switches to it).
 #[test]
 fn a_user_without_a_passwd_entry_is_refused_too() {
