@@ -140,7 +140,9 @@ pub fn file_lines(theme: Theme, file: &FileDiff) -> Vec<Line<'static>> {
     head.extend(counts(theme, file.insertions, file.deletions, file.binary));
     let mut lines = vec![Line::from(head)];
     if file.hunks.is_empty() {
-        let why = if file.binary {
+        let why = if file.too_large {
+            "too large to show: its content is not read, no text diff"
+        } else if file.binary {
             "binary file: no text diff"
         } else {
             "no content change (mode or rename only)"
