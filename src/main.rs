@@ -151,7 +151,7 @@ fn lock_and_isolate(prepared: Prepared) -> (Prepared, RunLock, Option<RunLock>) 
     let worktree_lock = match &prepared.worktree {
         Some(_) if prepared.resume.is_none() => Some(
             runlock::acquire(&prepared.settings.workspace, &holders, &prepared.run_id)
-            .unwrap_or_else(|e| refuse(&lock, e)),
+                .unwrap_or_else(|e| refuse(&lock, e)),
         ),
         _ => None,
     };
