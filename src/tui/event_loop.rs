@@ -8,7 +8,6 @@
 //! talks to the loop through one bounded channel; when the UI falls behind, the engine
 //! thread waits at its sink instead of memory growing.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,9 +58,9 @@ enum Inbound {
 #[derive(Debug)]
 enum Done {
     Msg(Msg),
-    /// The review diff, with the snapshot it was computed against and the worker's paths in
-    /// it (what a commit commits).
-    Reviewed(Snapshot, BTreeSet<String>, Result<DiffModel, String>),
+    /// The review diff, with the snapshot it was computed against (what a commit commits,
+    /// limited to the files the person chose in it).
+    Reviewed(Snapshot, Result<DiffModel, String>),
     /// A worktree run's commit reached the person's work tree and removed the worktree: the
     /// review goes on there (its workspace, the tree before applying, the tree after).
     Moved(PathBuf, Snapshot, Snapshot),
@@ -86,9 +85,8 @@ struct Run {
 struct Driver {
     prepared: Prepared,
     run: Option<Run>,
-    /// The snapshot the review diff shows and the worker's paths in it; a commit commits
-    /// exactly those.
-    reviewed: Option<(Snapshot, BTreeSet<String>)>,
+    /// The snapshot the review diff shows; a commit commits the chosen files of it.
+    reviewed: Option<Snapshot>,
     /// The worker's files, from the engine's end-of-round `workspace_changed` events.
     worker: Attribution,
     /// Where the review's changes are, once a worktree run's commit moved them into the
@@ -100,6 +98,15 @@ struct Driver {
 
 fn diff_limits() -> DisplayLimits {
     DisplayLimits::default()
+}
+
+/// The review's: every file is listed, however many, since the person chooses among them and
+/// a commit takes only what they chose (hunk lines stay bounded).
+fn review_limits() -> DisplayLimits {
+    DisplayLimits {
+        max_files: usize::MAX,
+        ..DisplayLimits::default()
+    }
 }
 
 fn sink(tx: mpsc::Sender<Inbound>) -> crate::engine::EventSink {
@@ -257,11 +264,9 @@ impl Driver {
                     })
                     .map_err(|e| e.to_string());
                 let _ = match (source, result) {
-                    (DiffSource::Review, Ok((now, diff))) => done.send(Done::Reviewed(
-                        now,
-                        diff.worker_paths(),
-                        Ok(diff.for_display(&diff_limits())),
-                    )),
+                    (DiffSource::Review, Ok((now, diff))) => {
+                        done.send(Done::Reviewed(now, Ok(diff.for_display(&review_limits()))))
+                    }
                     (_, result) => done.send(Done::Msg(Msg::DiffLoaded(
                         source,
                         result.map(|(_, diff)| diff.for_display(&diff_limits())),
@@ -403,13 +408,13 @@ impl Driver {
     fn finished(&mut self, done: Done) -> Option<Msg> {
         match done {
             Done::Msg(msg) => Some(msg),
-            Done::Reviewed(snapshot, only, result) => {
-                self.reviewed = Some((snapshot, only));
+            Done::Reviewed(snapshot, result) => {
+                self.reviewed = Some(snapshot);
                 Some(Msg::DiffLoaded(DiffSource::Review, result))
             }
             Done::Moved(root, before, after) => {
                 self.moved = Some((root, before));
-                if let Some((shown, _)) = &mut self.reviewed {
+                if let Some(shown) = &mut self.reviewed {
                     *shown = after;
                 }
                 None

@@ -366,6 +366,7 @@ impl State {
             warnings: self.warnings.clone(),
             left_out: outside.clone(),
             outside,
+            gitlinks: std::collections::BTreeSet::new(),
         });
         if self.quit_when_finished {
             return vec![Effect::Quit(self.exit_code())];

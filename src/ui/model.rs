@@ -161,6 +161,10 @@ pub struct Review {
     /// Files changed outside the run (someone else's edits during it): listed apart, after
     /// the run's own, and never chosen by default.
     pub outside: BTreeSet<String>,
+    /// Gitlinks the list has shown (a repository nested in the work tree, a submodule moved):
+    /// a separate repository whose config and hooks git runs once it is committed, so never
+    /// chosen by default; each gets a row of words beneath its own.
+    pub gitlinks: BTreeSet<String>,
 }
 
 impl Review {
@@ -214,9 +218,16 @@ impl Review {
         }
     }
 
-    /// The list row of file `index`: one more after the heading of the outside group.
-    pub fn row_of(&self, index: usize) -> usize {
-        index + usize::from(self.outside_start().is_some_and(|start| index >= start))
+    /// The list row of file `index`: one more after the heading of the outside group, and
+    /// `note_rows` more for the words beneath each gitlink before it.
+    pub fn row_of(&self, index: usize, note_rows: usize) -> usize {
+        let Loadable::Ready(diff) = &self.diff else {
+            return index;
+        };
+        let gitlinks = diff.files.iter().take(index).filter(|f| f.gitlink).count();
+        index
+            + usize::from(self.outside_start().is_some_and(|start| index >= start))
+            + gitlinks * note_rows
     }
 }
 

@@ -569,7 +569,8 @@ impl State {
             review.file = review.file.min(diff.files.len().saturating_sub(1));
             let rows = diff::file_rows(diff.files.get(review.file), diff_inner.width);
             review.diff_scroll = scroll::clamp(review.diff_scroll, rows, diff_inner.height);
-            let row = review.row_of(review.file);
+            let files_width = usize::from(layout::inner(areas.files).width);
+            let row = review.row_of(review.file, diff::gitlink_note(files_width).len());
             self.cursors.review_offset =
                 keep_visible(self.cursors.review_offset, row, files_height);
         }
@@ -584,12 +585,16 @@ impl State {
 }
 
 /// Files changed outside the run: marked in the diff (or in a round's list), listed after the
-/// run's own, and left out of the commit when first seen. Which files are chosen is kept as
-/// the files left out, so the choices survive a reload after a revert or a discard.
+/// run's own, and left out of the commit when first seen; so is a gitlink (a separate
+/// repository). Which files are chosen is kept as the files left out, so the choices survive
+/// a reload after a revert or a discard.
 fn choose_files(review: &mut Review, diff: &mut DiffModel) {
     for file in &mut diff.files {
         file.outside_run |= review.outside.contains(&file.path);
         if file.outside_run && review.outside.insert(file.path.clone()) {
+            review.left_out.insert(file.path.clone());
+        }
+        if file.gitlink && review.gitlinks.insert(file.path.clone()) {
             review.left_out.insert(file.path.clone());
         }
     }

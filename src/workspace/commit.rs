@@ -12,6 +12,10 @@
 //!
 //! The review's choice of files goes through the same limit: only the chosen paths' changes
 //! go into the commit (and into the index afterwards); the rest stay in the work tree.
+//! A gitlink (a repository nested in the work tree, or a submodule moved to another commit)
+//! goes in only when `only` names it: once committed, git runs that repository's own config
+//! (`core.fsmonitor`) and hooks on a plain `git status` at the top, so `commit_run` leaves
+//! gitlinks out and the review never chooses one by default.
 //!
 //! Discarding is two steps so a person confirms a concrete list: `discard_plan` says what
 //! would be lost, `discard` refuses if the work tree moved on since, then restores the
@@ -122,7 +126,8 @@ fn resolve_identity(
 
 impl Workspace {
     /// Commits the run's cumulative changes (baseline → `last`, inside the workspace) on top
-    /// of HEAD, then makes the index agree with the commit for those paths.
+    /// of HEAD, then makes the index agree with the commit for those paths. A gitlink added
+    /// or moved is left out (only `commit_run_only` naming it commits one).
     pub fn commit_run(
         &self,
         baseline: &Baseline,
@@ -164,6 +169,8 @@ impl Workspace {
                 return Err(WorkspaceError::NothingChosen);
             }
             changes.retain(|path, _| only.contains(String::from_utf8_lossy(path).as_ref()));
+        } else {
+            changes.retain(|_, change| !matches!(change, Some((_, GITLINK))));
         }
         if changes.is_empty() {
             return Err(WorkspaceError::NothingToCommit);

@@ -58,6 +58,10 @@ pub struct FileDiff {
     /// Changed by someone other than the worker's tools and commands (`attribution`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub outside_run: bool,
+    /// A gitlink (mode 160000) after the change: the path is a git repository of its own
+    /// (nested in the work tree, or a submodule), whose config and hooks git runs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gitlink: bool,
 }
 
 impl FileDiff {
@@ -73,6 +77,7 @@ impl FileDiff {
             hunks: Vec::new(),
             too_large: false,
             outside_run: false,
+            gitlink: false,
         }
     }
 }
@@ -366,10 +371,12 @@ fn file_of(delta: &DiffDelta<'_>, prefix: &str) -> FileDiff {
         (None, Some(o)) => (o, None),
         (None, None) => (String::new(), None),
     };
+    let new_file = delta.new_file();
     FileDiff {
         old_path,
         status,
         binary: delta.flags().is_binary(),
+        gitlink: new_file.exists() && new_file.mode() == git2::FileMode::Commit,
         ..FileDiff::modified(path)
     }
 }

@@ -26,6 +26,7 @@ mod protocol;
 mod readme;
 mod reserve;
 mod resume;
+mod review_choice;
 mod review_flows;
 mod round_context;
 mod sinks;

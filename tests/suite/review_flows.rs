@@ -20,12 +20,12 @@ use ratatui::Terminal;
 use super::common::*;
 
 /// One step: the keys, then what the state shows once they took effect.
-struct Step {
-    keys: Vec<KeyEvent>,
-    until: Box<dyn Fn(&State) -> bool>,
+pub(super) struct Step {
+    pub(super) keys: Vec<KeyEvent>,
+    pub(super) until: Box<dyn Fn(&State) -> bool>,
 }
 
-fn ch(c: char) -> KeyEvent {
+pub(super) fn ch(c: char) -> KeyEvent {
     KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
 }
 
@@ -37,7 +37,7 @@ fn ctrl(c: char) -> KeyEvent {
     KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
 }
 
-fn ready(state: &State) -> bool {
+pub(super) fn ready(state: &State) -> bool {
     state
         .review
         .as_ref()
@@ -51,7 +51,7 @@ fn notice_starts(state: &State, start: &str) -> bool {
         .is_some_and(|n| n.starts_with(start))
 }
 
-fn files_listed(state: &State) -> Vec<String> {
+pub(super) fn files_listed(state: &State) -> Vec<String> {
     match state.review.as_ref().map(|r| &r.diff) {
         Some(Loadable::Ready(diff)) => diff.files.iter().map(|f| f.path.clone()).collect(),
         _ => Vec::new(),
@@ -101,7 +101,7 @@ fn apply() -> Step {
     }
 }
 
-fn commit() -> Step {
+pub(super) fn commit() -> Step {
     Step {
         keys: vec![ch('c'), ctrl('s')],
         until: Box::new(|s| {
@@ -141,9 +141,9 @@ fn two_rounds(dir: &Path) -> std::path::PathBuf {
 }
 
 /// What a review session left: how it ended, every notice it showed, the worktree record.
-struct Session {
+pub(super) struct Session {
     ended: Ended,
-    notices: Vec<String>,
+    pub(super) notices: Vec<String>,
     worktree: Option<WorktreeInfo>,
     /// The review's warnings at the last frame.
     warnings: Vec<String>,
@@ -170,11 +170,24 @@ fn session(repo: &TempRepo, worktree: bool, steps: Vec<Step>) -> Session {
 
 /// [`session`] with `config` as the run's config.toml.
 fn session_with(repo: &TempRepo, worktree: bool, config: &str, steps: Vec<Step>) -> Session {
+    let extra: &[&str] = if worktree { &["--worktree"] } else { &[] };
+    session_of(repo, config, &two_rounds, extra, steps)
+}
+
+/// A review session of the script `script` writes into its directory, run with the options
+/// `extra` (`--worktree` makes it a worktree run) and `config` as its config.toml.
+pub(super) fn session_of(
+    repo: &TempRepo,
+    config: &str,
+    script: &dyn Fn(&Path) -> std::path::PathBuf,
+    extra: &[&str],
+    steps: Vec<Step>,
+) -> Session {
+    let worktree = extra.contains(&"--worktree");
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(tmp.path().join("config")).unwrap();
     std::fs::write(tmp.path().join("config").join("config.toml"), config).unwrap();
-    let script = two_rounds(tmp.path());
-    let extra: &[&str] = if worktree { &["--worktree"] } else { &[] };
+    let script = script(tmp.path());
     let settings = script_settings(repo.path(), tmp.path(), &script, extra, "four files");
     let prepared = ralph_tui::app::isolate(ralph_tui::app::prepare(&settings).unwrap()).unwrap();
     let info = prepared.worktree.clone();
@@ -254,7 +267,7 @@ fn exists(repo: &TempRepo, path: &str) -> bool {
     repo.path().join(path).exists()
 }
 
-fn head_files(repo: &TempRepo) -> Vec<String> {
+pub(super) fn head_files(repo: &TempRepo) -> Vec<String> {
     let r = git2::Repository::open(repo.path()).unwrap();
     let tree = r.head().unwrap().peel_to_tree().unwrap();
     let mut out = Vec::new();
@@ -273,7 +286,7 @@ fn head_message(repo: &TempRepo) -> String {
     head.message().unwrap().to_string()
 }
 
-fn status(repo: &TempRepo) -> String {
+pub(super) fn status(repo: &TempRepo) -> String {
     let out = std::process::Command::new("git")
         .args(["status", "--porcelain", "-uall"])
         .current_dir(repo.path())

@@ -33,7 +33,7 @@ impl Driver {
     }
 
     pub(super) fn commit(&self, message: String, chosen: Option<Chosen>) {
-        let (Some(run), Some((last, worker))) = (&self.run, self.reviewed.clone()) else {
+        let (Some(run), Some(last)) = (&self.run, self.reviewed) else {
             let _ = self.done_tx.send(Done::Msg(Msg::Committed(Err(
                 "the run's changes are not known yet".into(),
             ))));
@@ -44,7 +44,7 @@ impl Driver {
         let baseline = run.baseline.clone();
         let shown = last.tree;
         let run_dir = run.run_dir.clone();
-        let only = to_take(chosen, worker);
+        let only = to_take(chosen);
         // A worktree run commits on the person's branch: apply the run's changes as the
         // review showed them (the worktree's tree, after any revert or discard), then commit
         // the chosen paths among them (the rest stays in the work tree).
@@ -118,7 +118,7 @@ impl Driver {
     /// the work tree the review diff was read from, so a work tree that changed since is
     /// refused rather than discarded unseen.
     pub(super) fn discard(&self, only: Option<BTreeSet<String>>) {
-        let (Some(run), Some((current, _))) = (&self.run, self.reviewed.clone()) else {
+        let (Some(run), Some(current)) = (&self.run, self.reviewed) else {
             let _ = self.done_tx.send(Done::Msg(Msg::Discarded(Err(
                 "the run's changes are not known yet".into(),
             ))));
@@ -150,7 +150,7 @@ impl Driver {
             return;
         };
         let done = self.done_tx.clone();
-        let shown = match (action, self.reviewed.clone()) {
+        let shown = match (action, self.reviewed) {
             (WorktreeAction::Apply, None) => {
                 let _ = done.send(Done::Msg(Msg::WorktreeDone(
                     action,
@@ -164,8 +164,8 @@ impl Driver {
         let run_dir = self.run.as_ref().map(|run| run.run_dir.clone());
         tokio::task::spawn_blocking(move || {
             let result = match (action, shown) {
-                (WorktreeAction::Apply, Some((shown, worker))) => info
-                    .apply_shown(shown.tree, Some(&to_take(chosen, worker)))
+                (WorktreeAction::Apply, Some(shown)) => info
+                    .apply_shown(shown.tree, Some(&to_take(chosen)))
                     .map(|applied| match applied.paths.len() {
                         0 => "nothing to apply: the review shows no chosen change".to_string(),
                         n => format!(
@@ -221,17 +221,11 @@ pub(super) fn chosen_paths(state: &State) -> Option<Chosen> {
     Some(out)
 }
 
-/// The files the person chose among those listed, and the worker's files the list did not
-/// show (a diff shortened for the screen): nothing unseen is left out or in beyond what the
-/// review would have chosen. What a commit commits and an apply applies.
-fn to_take(chosen: Option<Chosen>, worker: BTreeSet<String>) -> BTreeSet<String> {
-    match chosen {
-        Some(Chosen { chosen, listed }) => chosen
-            .into_iter()
-            .chain(worker.into_iter().filter(|p| !listed.contains(p)))
-            .collect(),
-        None => worker,
-    }
+/// The files the person chose among those listed, and nothing else: the review lists every
+/// changed file, so a file the person could not see is never taken, and before the list is
+/// read nothing is. What a commit commits and an apply applies.
+fn to_take(chosen: Option<Chosen>) -> BTreeSet<String> {
+    chosen.map(|c| c.chosen).unwrap_or_default()
 }
 
 /// What quitting the review keeps, for the review's record: a worktree run's branch while it

@@ -1,7 +1,9 @@
 //! The review's group of changes git does not show: files the run wrote into ignored paths
 //! or nested repositories (`workspace::hidden`), listed after the diff's files under their
 //! own heading, each marked with why it is there, and the nested repositories the run
-//! created, as warnings. None of them can be chosen: they are in no diff and no commit.
+//! created without a commit, as warnings. None of them can be chosen: they are in no diff and
+//! no commit. A nested repository with a commit is not here: it is a gitlink in the list
+//! above, whose row says it is a separate repository, committed only when chosen.
 
 use ratatui::text::{Line, Span};
 
@@ -13,7 +15,14 @@ use crate::workspace::{DiffModel, HiddenWhy};
 /// The rows of the group (none when there is nothing hidden), `width` columns wide.
 pub fn rows(theme: Theme, model: &DiffModel, width: usize) -> Vec<Line<'static>> {
     let mut rows = Vec::new();
-    if model.hidden.is_empty() && model.new_repos.is_empty() {
+    // A repository with a commit is a gitlink in the list above, whose row says what it is;
+    // the others have nothing of theirs listed or committed, so they are named here.
+    let unlisted: Vec<&String> = model
+        .new_repos
+        .iter()
+        .filter(|repo| !model.files.iter().any(|f| f.gitlink && f.path == **repo))
+        .collect();
+    if model.hidden.is_empty() && unlisted.is_empty() {
         return rows;
     }
     let heading = "── not shown by git, not committed ──";
@@ -21,7 +30,7 @@ pub fn rows(theme: Theme, model: &DiffModel, width: usize) -> Vec<Line<'static>>
         wrap::truncate(heading, width),
         theme.warning(),
     ));
-    for repo in &model.new_repos {
+    for repo in unlisted {
         let text = format!(
             "! new git repository {}/.git: its hooks and config run commands when git is used there",
             sanitize_line(repo)

@@ -2,9 +2,10 @@
 //! final report beside the `--verify` result, the run's cumulative diff with the files the
 //! person chose to commit, and the actions: commit the chosen files, revert a round, discard
 //! everything, or leave; an outcome `--resume` can continue shows the command that does it.
-//! Files changed outside the run are listed apart and marked, and not chosen by default;
-//! directories the snapshot could not look into are named: the list never claims "no
-//! changes" where it could not look.
+//! Every changed file is listed, however many; only the rows in view are made. Files changed
+//! outside the run are listed apart and marked, and not chosen by default; so is a gitlink (a
+//! separate repository), with words beneath its row; directories the snapshot could not look
+//! into are named: the list never claims "no changes" where it could not look.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -23,7 +24,7 @@ use crate::ui::run::header;
 use crate::ui::state::State;
 use crate::ui::views::diff;
 use crate::ui::views::report_detail;
-use crate::workspace::DiffModel;
+use crate::workspace::{DiffModel, FileDiff};
 
 /// The outcome sentence, e.g. "complete after 3 rounds: the worker reports …".
 pub fn outcome_text(review: &Review) -> String {
@@ -208,14 +209,10 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
             .saturating_sub(u16::try_from(notes.len()).unwrap_or(u16::MAX)),
         ..inner
     };
-    let mut rows = file_rows(theme, review, model, width);
-    rows.extend(super::hidden::rows(theme, model, width));
-    for (row, line) in rows
-        .iter()
-        .skip(state.cursors.review_offset)
-        .take(usize::from(inner.height))
-        .enumerate()
-    {
+    let height = usize::from(inner.height);
+    let offset = state.cursors.review_offset;
+    let rows = file_rows(theme, review, model, width, offset..offset + height);
+    for (row, line) in rows.iter().enumerate() {
         put_line(buf, inner, row, line);
     }
 }
@@ -249,33 +246,81 @@ fn file_notes(state: &State, model: &DiffModel, width: usize) -> Vec<Line<'stati
     notes
 }
 
-/// The list's rows: the files, chosen or not, with a heading before those changed outside
-/// the run; the selected one highlighted.
-fn file_rows(theme: Theme, review: &Review, model: &DiffModel, width: usize) -> Vec<Line<'static>> {
+/// The rows of the list that fall in `window`: the files, chosen or not, with a heading
+/// before those changed outside the run and the words beneath each gitlink, then the group
+/// of changes git does not show; the selected file highlighted. Only the rows in the window
+/// are made, so a list of many thousand files costs a count per frame, not a row each.
+fn file_rows(
+    theme: Theme,
+    review: &Review,
+    model: &DiffModel,
+    width: usize,
+    window: std::ops::Range<usize>,
+) -> Vec<Line<'static>> {
     let outside_start = review.outside_start();
-    let mut rows: Vec<Line> = Vec::with_capacity(model.files.len() + 1);
+    let note = diff::gitlink_note(width);
+    let mut rows: Vec<Line> = Vec::with_capacity(window.len());
+    let mut at = 0usize;
+    let mut push = |at: &mut usize, make: &dyn Fn() -> Line<'static>| {
+        if window.contains(at) {
+            rows.push(make());
+        }
+        *at += 1;
+    };
     for (i, file) in model.files.iter().enumerate() {
+        if at >= window.end {
+            break;
+        }
         if outside_start == Some(i) {
-            rows.push(Line::styled(
-                wrap::truncate("── outside the run ──", width),
-                theme.warning(),
-            ));
+            push(&mut at, &|| {
+                Line::styled(
+                    wrap::truncate("── outside the run ──", width),
+                    theme.warning(),
+                )
+            });
         }
-        // The group's heading says "outside the run"; the rows keep their room for the path.
-        let tail = diff::file_tail(theme, file.insertions, file.deletions, file.binary, false);
-        let mark = if review.is_chosen(&file.path) {
-            "[x]"
-        } else {
-            "[ ]"
-        };
-        let head = format!("{mark} {} ", file.status.letter());
-        let mut line = diff::file_row(theme, head, &file.path, tail, width);
-        if i == review.file {
-            line = line.patch_style(theme.selected());
+        push(&mut at, &|| file_row(theme, review, file, i, width));
+        if file.gitlink {
+            for line in &note {
+                push(&mut at, &|| Line::styled(line.clone(), theme.warning()));
+            }
         }
-        rows.push(line);
+    }
+    if at < window.end {
+        let hidden = super::hidden::rows(theme, model, width);
+        for line in hidden {
+            push(&mut at, &|| line.clone());
+        }
     }
     rows
+}
+
+/// The row of file `i`: its mark, status letter, path and counts (a gitlink's say `repo`).
+fn file_row(
+    theme: Theme,
+    review: &Review,
+    file: &FileDiff,
+    i: usize,
+    width: usize,
+) -> Line<'static> {
+    // The group's heading says "outside the run"; the rows keep their room for the path.
+    let tail = if file.gitlink {
+        vec![Span::styled(" repo", theme.warning())]
+    } else {
+        diff::file_tail(theme, file.insertions, file.deletions, file.binary, false)
+    };
+    let mark = if review.is_chosen(&file.path) {
+        "[x]"
+    } else {
+        "[ ]"
+    };
+    let head = format!("{mark} {} ", file.status.letter());
+    let line = diff::file_row(theme, head, &file.path, tail, width);
+    if i == review.file {
+        line.patch_style(theme.selected())
+    } else {
+        line
+    }
 }
 
 fn render_diff(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {

@@ -112,6 +112,18 @@ pub fn file_row(
     Line::from(spans)
 }
 
+/// The words beneath a gitlink's row in a list of files, as rows `width` columns wide: they
+/// say plainly what it is, and what git does with it.
+pub fn gitlink_note(width: usize) -> Vec<String> {
+    const INDENT: &str = "    ";
+    let text = "a separate git repository: its own config and hooks, which git will run \
+                (`git status` here too, once it is committed)";
+    wrap::rows(text, width.saturating_sub(INDENT.len()).max(1))
+        .into_iter()
+        .map(|row| format!("{INDENT}{row}"))
+        .collect()
+}
+
 /// How many rows a file's diff takes.
 pub fn file_rows(file: Option<&FileDiff>, _width: u16) -> usize {
     match file {
@@ -144,6 +156,8 @@ pub fn file_lines(theme: Theme, file: &FileDiff) -> Vec<Line<'static>> {
             "too large to show: its content is not read, no text diff"
         } else if file.binary {
             "binary file: no text diff"
+        } else if file.insertions + file.deletions > 0 {
+            "lines not shown: the screen's line limit was reached; the run log has the patch"
         } else {
             "no content change (mode or rename only)"
         };

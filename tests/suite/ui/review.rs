@@ -245,3 +245,121 @@ fn the_selected_round_stays_in_view_however_many_rounds_there_are() {
         "the keys stay in view: {text}"
     );
 }
+
+/// A repository the run nested in the work tree (a gitlink in the diff): not chosen, and its
+/// row says what it is in words; it is not named again under the heading of what is never
+/// committed, where only its files are.
+#[test]
+fn snapshot_review_with_a_nested_repository_the_run_made() {
+    use ralph_tui::protocol::event::FileStatus;
+    use ralph_tui::workspace::{DiffLine, FileDiff, HiddenChange, HiddenWhy, Hunk, LineKind};
+    let mut state = finished(RunStatus::Complete, None);
+    let model = DiffModel {
+        files: vec![
+            FileDiff {
+                insertions: 1,
+                hunks: vec![Hunk {
+                    header: "@@ -1 +1,2 @@".into(),
+                    lines: vec![
+                        DiffLine {
+                            kind: LineKind::Context,
+                            text: "import re".into(),
+                        },
+                        DiffLine {
+                            kind: LineKind::Added,
+                            text: "def slugify(text): ...".into(),
+                        },
+                    ],
+                }],
+                ..FileDiff::modified("slug.py".into())
+            },
+            FileDiff {
+                status: FileStatus::Added,
+                insertions: 1,
+                gitlink: true,
+                ..FileDiff::modified("lib/vendored".into())
+            },
+        ],
+        hidden: vec![HiddenChange {
+            path: "lib/vendored/v.txt".into(),
+            status: FileStatus::Added,
+            why: HiddenWhy::NestedRepo("lib/vendored".into()),
+        }],
+        new_repos: vec!["lib/vendored".into()],
+        ..DiffModel::default()
+    };
+    state.update(Msg::DiffLoaded(DiffSource::Review, Ok(model)));
+    let review = state.review.as_ref().unwrap();
+    assert_eq!(review.chosen(), vec![("slug.py", None)]);
+    let text = screen(&mut state, 120, 40);
+    assert!(text.contains("Changes (2) · 1 chosen"), "{text}");
+    assert!(text.contains("[ ] A lib/vendored"), "{text}");
+    assert!(
+        text.contains("a separate git repository: its own"),
+        "{text}"
+    );
+    assert!(text.contains("config and hooks, which git will"), "{text}");
+    // Under the heading of what is never committed: its files, not the repository itself.
+    assert!(
+        text.contains("── not shown by git, not committed ──"),
+        "{text}"
+    );
+    assert!(!text.contains("! new git repository"), "{text}");
+    insta::assert_snapshot!("review_nested_repository_120x40", text);
+
+    // Space on it chooses it; only then does the commit take it.
+    press(&mut state, KeyCode::Down);
+    press(&mut state, KeyCode::Char(' '));
+    let review = state.review.as_ref().unwrap();
+    assert_eq!(
+        review.chosen(),
+        vec![("slug.py", None), ("lib/vendored", None)]
+    );
+    // A reload (after a revert, say) keeps the person's choice.
+    let reloaded = match &review.diff {
+        Loadable::Ready(d) => d.clone(),
+        _ => panic!("no diff"),
+    };
+    state.update(Msg::DiffLoaded(DiffSource::Review, Ok(reloaded)));
+    assert!(state.review.as_ref().unwrap().is_chosen("lib/vendored"));
+}
+
+/// 601 files: the count says so, the last is reached by moving down and shown selected, and
+/// leaving it out takes it out of the commit.
+#[test]
+fn every_file_of_a_long_list_is_reached_and_chosen_one_by_one() {
+    use ralph_tui::workspace::FileDiff;
+    let mut state = finished(RunStatus::Complete, None);
+    let mut files: Vec<FileDiff> = (1..=600)
+        .map(|i| FileDiff {
+            insertions: 1,
+            ..FileDiff::modified(format!("d/f{i:03}.txt"))
+        })
+        .collect();
+    files.push(FileDiff {
+        insertions: 2,
+        ..FileDiff::modified("zz/evil.sh".into())
+    });
+    let model = DiffModel {
+        files,
+        ..DiffModel::default()
+    };
+    state.update(Msg::DiffLoaded(DiffSource::Review, Ok(model)));
+    let text = screen(&mut state, 120, 40);
+    assert!(text.contains("Changes (601) · 601 chosen"), "{text}");
+    for _ in 0..600 {
+        press(&mut state, KeyCode::Down);
+    }
+    press(&mut state, KeyCode::Char(' '));
+    let text = screen(&mut state, 120, 40);
+    assert!(text.contains("[ ] M zz/evil.sh"), "{text}");
+    assert!(text.contains("Changes (601) · 600 chosen"), "{text}");
+    assert!(
+        text.contains("Diff since the run started · zz/evil.sh"),
+        "{text}"
+    );
+    let review = state.review.as_ref().unwrap();
+    let chosen = review.chosen();
+    assert_eq!(chosen.len(), 600);
+    assert!(chosen.iter().all(|(path, _)| *path != "zz/evil.sh"));
+}

@@ -515,3 +515,72 @@ fn a_discard_never_goes_through_a_symlinked_directory() {
         "nothing changed"
     );
 }
+
+/// A work tree where, after the baseline, a.txt was written and `lib/vendored` became a
+/// repository of its own with a commit; its workspace, baseline and last snapshot.
+fn with_nested_repository() -> (
+    TempRepo,
+    Workspace,
+    ralph_tui::workspace::Baseline,
+    ralph_tui::workspace::Snapshot,
+) {
+    let repo = TempRepo::new();
+    let ws = Workspace::open(repo.path()).unwrap();
+    let baseline = ws.baseline().unwrap();
+    let nested = repo.path().join("lib/vendored");
+    git2::Repository::init(&nested).unwrap();
+    std::fs::write(nested.join("v.txt"), "v\n").unwrap();
+    let identity = ["-c", "user.name=T", "-c", "user.email=t@example.com"];
+    git(&nested, &[&identity[..], &["add", "-A"]].concat());
+    git(&nested, &[&identity[..], &["commit", "-qm", "v"]].concat());
+    repo.write("a.txt", "a\n");
+    let last = ws.snapshot().unwrap();
+    (repo, ws, baseline, last)
+}
+
+/// The mode of `path` in HEAD's tree of `repo`, `None` when it is not there.
+fn head_mode(repo: &TempRepo, path: &str) -> Option<i32> {
+    let r = git2::Repository::open(repo.path()).unwrap();
+    let tree = r.head().unwrap().peel_to_tree().unwrap();
+    tree.get_path(std::path::Path::new(path))
+        .ok()
+        .map(|e| e.filemode())
+}
+
+/// A repository nested in the work tree is a gitlink in the diff (marked so); `commit_run`
+/// leaves it out, and `commit_run_only` takes it only when it is named.
+#[test]
+fn a_nested_repository_is_committed_only_when_named() {
+    let (repo, ws, baseline, last) = with_nested_repository();
+    let diff = ws.diff(&baseline.snapshot, &last).unwrap();
+    let marked: Vec<(&str, bool)> = diff
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.gitlink))
+        .collect();
+    assert_eq!(marked, [("a.txt", false), ("lib/vendored", true)]);
+    ws.commit_run(&baseline, &last, "everything but the gitlink")
+        .unwrap();
+    assert_eq!(head_mode(&repo, "a.txt"), Some(0o100644));
+    assert_eq!(head_mode(&repo, "lib/vendored"), None);
+    let index = git2::Repository::open(repo.path())
+        .unwrap()
+        .index()
+        .unwrap();
+    assert!(index
+        .get_path(std::path::Path::new("lib/vendored"), 0)
+        .is_none());
+
+    let (repo, ws, baseline, last) = with_nested_repository();
+    let only = ["a.txt".to_string()].into_iter().collect();
+    ws.commit_run_only(&baseline, &last, "a.txt alone", &only)
+        .unwrap();
+    assert_eq!(head_mode(&repo, "lib/vendored"), None);
+
+    let (repo, ws, baseline, last) = with_nested_repository();
+    let only = ["lib/vendored".to_string()].into_iter().collect();
+    ws.commit_run_only(&baseline, &last, "the gitlink, named", &only)
+        .unwrap();
+    assert_eq!(head_mode(&repo, "lib/vendored"), Some(0o160000));
+    assert_eq!(head_mode(&repo, "a.txt"), None);
+}
