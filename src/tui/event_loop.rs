@@ -100,15 +100,6 @@ fn diff_limits() -> DisplayLimits {
     DisplayLimits::default()
 }
 
-/// The review's: every file is listed, however many, since the person chooses among them and
-/// a commit takes only what they chose (hunk lines stay bounded).
-fn review_limits() -> DisplayLimits {
-    DisplayLimits {
-        max_files: usize::MAX,
-        ..DisplayLimits::default()
-    }
-}
-
 fn sink(tx: mpsc::Sender<Inbound>) -> crate::engine::EventSink {
     Box::new(move |stamped: &Stamped| {
         // The receiver is gone only when the UI has quit; then nobody needs the event.
@@ -264,9 +255,10 @@ impl Driver {
                     })
                     .map_err(|e| e.to_string());
                 let _ = match (source, result) {
-                    (DiffSource::Review, Ok((now, diff))) => {
-                        done.send(Done::Reviewed(now, Ok(diff.for_display(&review_limits()))))
-                    }
+                    (DiffSource::Review, Ok((now, diff))) => done.send(Done::Reviewed(
+                        now,
+                        Ok(diff.for_display(&DisplayLimits::review())),
+                    )),
                     (_, result) => done.send(Done::Msg(Msg::DiffLoaded(
                         source,
                         result.map(|(_, diff)| diff.for_display(&diff_limits())),

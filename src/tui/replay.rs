@@ -355,8 +355,12 @@ impl Player {
                         }
                         DiffSource::Review => Ok(self.recording.whole_patch()),
                     };
-                    let limits = DisplayLimits::default();
                     let review = source == DiffSource::Review;
+                    let limits = if review {
+                        DisplayLimits::review()
+                    } else {
+                        DisplayLimits::default()
+                    };
                     let model = text.and_then(|text| {
                         let mut model = DiffModel::from_patch(&text).map_err(|e| e.to_string())?;
                         if review {

@@ -129,6 +129,17 @@ impl Default for DisplayLimits {
     }
 }
 
+impl DisplayLimits {
+    /// The review's: every file is listed, however many, since the person chooses among them
+    /// and a commit takes only what they chose; hunk lines stay bounded.
+    pub fn review() -> Self {
+        Self {
+            max_files: usize::MAX,
+            ..Self::default()
+        }
+    }
+}
+
 impl DiffModel {
     pub fn files_changed(&self) -> usize {
         self.files.len()

@@ -5,6 +5,10 @@
 //! `--sandbox off`, or through a hole nobody knows of yet, a planted hook would run on the
 //! person's next commit, outside any sandbox, and show in no diff. The engine takes a
 //! [`GitFingerprint`] before each round and names what differs after it in a warning.
+//!
+//! A repository embedded in the work tree and tracked as a gitlink keeps its own `.git`
+//! inside the workspace, where commands may write; git at the top runs that repository's
+//! `core.fsmonitor` on a plain `git status`, so its git dir is watched too.
 
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -45,6 +49,7 @@ impl GitFingerprint {
         if repo.commondir() != repo.path() {
             dirs.push(repo.commondir().to_path_buf());
         }
+        dirs.extend(gitlink_git_dirs(&repo));
         for dir in dirs {
             let mut budget = MAX_FILES;
             for entry in WATCHED {
@@ -83,6 +88,22 @@ impl GitFingerprint {
             changes.join(", ")
         ))
     }
+}
+
+/// The `.git` directories of the repositories the index tracks as gitlinks and whose git dir
+/// lies in the work tree (an embedded repository, not a submodule whose git dir is under
+/// `.git/modules`, which is watched with the rest of `.git`).
+fn gitlink_git_dirs(repo: &git2::Repository) -> Vec<PathBuf> {
+    let (Some(top), Ok(index)) = (repo.workdir(), repo.index()) else {
+        return Vec::new();
+    };
+    index
+        .iter()
+        .filter(|entry| entry.mode == 0o160000)
+        .map(|entry| top.join(super::path_from_bytes(&entry.path)).join(".git"))
+        .filter(|dot_git| std::fs::symlink_metadata(dot_git).is_ok_and(|m| m.is_dir()))
+        .take(MAX_FILES)
+        .collect()
 }
 
 fn walk(path: &Path, files: &mut BTreeMap<PathBuf, u64>, budget: &mut usize) {
@@ -153,5 +174,45 @@ mod tests {
             "{warning}"
         );
         assert!(after.warning(&after, 3).is_none());
+    }
+
+    #[test]
+    fn an_embedded_repository_tracked_as_a_gitlink_is_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = git2::Repository::init(dir.path()).unwrap();
+        let inner = git2::Repository::init(dir.path().join("vendor/lib")).unwrap();
+        std::fs::write(dir.path().join("vendor/lib/lib.c"), "int x;\n").unwrap();
+        let sig = git2::Signature::now("T", "t@example.com").unwrap();
+        let mut inner_index = inner.index().unwrap();
+        inner_index.add_path(Path::new("lib.c")).unwrap();
+        let tree = inner.find_tree(inner_index.write_tree().unwrap()).unwrap();
+        let head = inner
+            .commit(Some("HEAD"), &sig, &sig, "v", &tree, &[])
+            .unwrap();
+        let mut index = top.index().unwrap();
+        index
+            .add(&crate::workspace::index_entry(
+                b"vendor/lib".to_vec(),
+                head,
+                0o160000,
+            ))
+            .unwrap();
+        index.write().unwrap();
+        // An untracked nested repository is not git's business at the top: not watched.
+        git2::Repository::init(dir.path().join("scratch")).unwrap();
+
+        let before = GitFingerprint::take(dir.path());
+        let config = dir.path().join("vendor/lib/.git/config");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str("[core]\n\tfsmonitor = echo ran\n");
+        std::fs::write(&config, text).unwrap();
+        std::fs::write(dir.path().join("scratch/.git/config"), "[core]\n").unwrap();
+        let after = GitFingerprint::take(dir.path());
+        let changes = before.changes(&after);
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert!(
+            changes[0].ends_with("vendor/lib/.git/config (changed)"),
+            "{changes:?}"
+        );
     }
 }
