@@ -648,6 +648,73 @@ def confinement_cases(base, outside):
     }
 
 
+
+def reach_cases(outside):
+    """Issue 32's attacks on what lies outside the command's own tree: the limits and priority
+    of ralph-tui and its supervisor up the parent chain, and file metadata outside the
+    workspace (mode, setuid, times, xattrs; path- and fd-based). Same shape as
+    `confinement_cases`."""
+
+    # Up the parent chain from the shell, as far as the processes are ralph-tui's (its
+    # supervisor, then ralph-tui itself); the campaign's own process is never a target.
+    walk = (
+        "p=$$; for i in 1 2; do p=$(awk '/^PPid:/{{print $2}}' /proc/$p/status); "
+        "[ \"$(cat /proc/$p/comm)\" = ralph-tui ] || break; {act}; done; echo WALKED"
+    )
+    limits = walk.format(act="prlimit --pid $p --fsize=0:0 --nofile=0:0 && echo CHANGED-$p")
+    nice = walk.format(act="renice -n 19 -p $p >/dev/null && echo CHANGED-$p")
+
+    def unchanged(box, proc):
+        out = tool_outputs(box)
+        return "WALKED" in out and "CHANGED-" not in out and box.events()[2] == "run_finished"
+
+    def planted(name, mode=0o600, source=None):
+        def setup(_box):
+            path = outside / name
+            if source:
+                shutil.copy(source, path)
+            else:
+                path.write_text("secret\n")
+            os.chmod(path, mode)
+        return setup
+
+    def mode_is(name, mode):
+        return lambda _b, _p: (os.stat(outside / name).st_mode & 0o7777) == mode
+
+    def mtime_kept(name):
+        return lambda _b, _p: time.gmtime(os.stat(outside / name).st_mtime).tm_year != 2001
+
+    def no_xattr(name):
+        def check(_b, _p):
+            try:
+                os.getxattr(outside / name, "user.campaign")
+            except OSError:
+                return True
+            return False
+        return check
+
+    def case(name, command, check, mode=0o600, source=None):
+        turns = [call("run_command", command=command.format(f=outside / name)), report()]
+        return turns, check, {"setup": planted(name, mode, source)}
+
+    fchmod = "python3 -c \"import os; fd = os.open('{f}', os.O_RDONLY); os.fchmod(fd, 0o666)\""
+    setxattr = "python3 -c \"import os; os.setxattr('{f}', 'user.campaign', b'x')\""
+    return {
+        "prlimit on the supervisor and ralph-tui (parent chain)": (
+            [call("run_command", command=limits), report()], unchanged, {},
+        ),
+        "renice the supervisor and ralph-tui (parent chain)": (
+            [call("run_command", command=nice), report()], unchanged, {},
+        ),
+        "chmod 0600 -> 0666 outside": case("meta-chmod", "chmod 666 {f}", mode_is("meta-chmod", 0o600)),
+        "fchmod through an fd opened read-only outside": case("meta-fchmod", fchmod, mode_is("meta-fchmod", 0o600)),
+        "touch -d 2001 outside (utimensat)": case("meta-utime", "touch -d 2001-01-01 {f}", mtime_kept("meta-utime")),
+        "setxattr user.* outside": case("meta-xattr", setxattr, no_xattr("meta-xattr")),
+        "chmod u+s a copy of /bin/true outside": case(
+            "meta-suid", "chmod u+s {f}", mode_is("meta-suid", 0o755), mode=0o755, source="/bin/true",
+        ),
+    }
+
 HOSTILE = "a\x01\x07\x1b]0;PWNED\x07\x1b]52;c;aGk=\x07\x1b[2J\x7f\x9b31m\u202e\u2066\u2028z"
 
 
@@ -909,7 +976,8 @@ def campaign_escapes(bin_path, base, only=None):
         except subprocess.TimeoutExpired:
             held = False
         results[name] = "held" if held else "GOT THROUGH"
-    for name, (turns, check, options) in confinement_cases(base, outside).items():
+    attacks = {**confinement_cases(base, outside), **reach_cases(outside)}
+    for name, (turns, check, options) in attacks.items():
         if only and only not in name:
             continue
         if any('"run_command"' in turn for turn in turns):

@@ -11,6 +11,7 @@ mod args;
 pub mod confined;
 pub mod edit_file;
 pub mod list_dir;
+mod mounts;
 mod namespace;
 pub mod path;
 mod privileges;

@@ -16,7 +16,10 @@
 //! (no interfaces up, not even loopback) unless the run allows the network, and bind-mounts
 //! the repository's `.git` (and a `.git` file's target) read-only in a private mount
 //! namespace, where `/dev` is a tmpfs of its own with only the devices a command may write
-//! (no terminal, disk or input device to open, not even for reading). It then starts itself
+//! (no terminal, disk or input device to open, not even for reading), and every mount but
+//! the `--write` directories is read-only and nosuid: Landlock does not govern metadata, so
+//! this is what refuses a chmod, chown, utime or xattr outside them (see [`super::mounts`]).
+//! It then starts itself
 //! once more as `__sandbox-exec --inner`, which restricts
 //! itself with Landlock (writes only beneath the `--write` directories and a few harmless
 //! devices, no device node or socket file made anywhere; reads and execution stay allowed
@@ -41,14 +44,18 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 
+use super::mounts::{private_mounts, SHM};
 pub use super::namespace::NetworkIsolation;
-use super::namespace::{isolate_host, isolate_network, mount_read_only, private_dev, SHM};
+use super::namespace::{isolate_host, isolate_network};
 use super::privileges;
 use super::setup_failure::fail;
 pub use super::setup_failure::{FAILURE_PREFIX, SETUP_FAILED};
 use super::supervisor::{self, PARENT_ENV};
 use super::ToolPolicy;
 use crate::protocol::policy::SandboxMode;
+
+/// What the private mounts do, for the sentences that say they are missing.
+const MOUNTS_DO: &str = ".git and metadata outside the workspace read-only, a /dev of their own";
 
 /// The hidden first argument that turns ralph-tui into the sandbox helper.
 pub const EXEC_ARG: &str = "__sandbox-exec";
@@ -106,7 +113,8 @@ pub struct SandboxSupport {
     /// Why Landlock is unusable, when it is.
     pub landlock_problem: Option<String>,
     pub network: NetworkIsolation,
-    /// Why `.git` cannot be mounted read-only for commands (no mount namespace), when so.
+    /// Why commands cannot get their private mounts (`.git` and metadata outside the
+    /// workspace read-only, a `/dev` of their own): no mount namespace, when so.
     pub mount_problem: Option<String>,
     /// Whether Landlock keeps commands from signalling processes outside the sandbox.
     pub signals_scoped: bool,
@@ -135,7 +143,7 @@ impl SandboxSupport {
         }
         if let Some(why) = &self.mount_problem {
             return Err(format!(
-                "the sandbox cannot give commands private mounts (.git read-only, a /dev of their own) on this system ({why}); commands will be refused — run with --sandbox off to run them unconfined"
+                "the sandbox cannot give commands private mounts ({MOUNTS_DO}) on this system ({why}); commands will be refused — run with --sandbox off to run them unconfined"
             ));
         }
         Ok(())
@@ -159,12 +167,10 @@ pub fn describe(support: &SandboxSupport) -> String {
         }
     };
     let git = match &support.mount_problem {
-        None => {
-            "private mounts keep .git read-only and give commands a /dev of their own".to_string()
-        }
-        Some(why) => {
-            format!("no private mounts ({why}), so .git cannot be kept read-only nor /dev private")
-        }
+        None => "private mounts keep .git and every file's metadata outside the writable paths read-only, and give commands a /dev of their own".to_string(),
+        Some(why) => format!(
+            "no private mounts ({why}), so neither .git nor metadata outside the workspace can be kept read-only, nor /dev private"
+        ),
     };
     let signals = if support.signals_scoped {
         "commands cannot signal processes outside the sandbox"
@@ -399,10 +405,11 @@ pub fn exec_main(args: &[String]) -> ! {
         }
     }
     if confined {
-        if let Err(e) = mount_read_only(&parsed.read_only, in_user_ns).and_then(|()| private_dev())
-        {
+        // The paths Landlock lets it write (see `confine_and_exec`) keep their metadata
+        // writable; every other mount goes read-only.
+        if let Err(e) = private_mounts(&parsed.writable, &parsed.read_only, in_user_ns) {
             fail(&format!(
-                "cannot give this command its private mounts (.git read-only, a /dev of its own) ({e}); run with --sandbox off to run commands unconfined"
+                "cannot give this command its private mounts ({MOUNTS_DO}) ({e}); run with --sandbox off to run commands unconfined"
             ));
         }
     }
@@ -467,7 +474,7 @@ fn run_probe() -> ! {
         Ok(NetworkIsolation::UserNamespace) => ("user".to_string(), true),
         Ok(NetworkIsolation::Unavailable(why)) | Err(why) => (why, false),
     };
-    let mountns = match mount_read_only(&[], in_user_ns).and_then(|()| private_dev()) {
+    let mountns = match private_mounts(&[], &[], in_user_ns) {
         Ok(()) => "ok".to_string(),
         Err(why) => why,
     };

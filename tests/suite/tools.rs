@@ -6,6 +6,7 @@ mod commands;
 mod confine;
 mod files;
 mod isolation;
+mod metadata;
 mod reach;
 
 use std::path::{Path, PathBuf};
