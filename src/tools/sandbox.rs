@@ -656,6 +656,17 @@ mod tests {
             .unwrap_err();
         assert!(err.contains("--network") && err.contains("EPERM"), "{err}");
         assert!(describe(&full).contains("Landlock ABI 4"));
+        // No mount namespace: metadata outside could change, so commands are refused.
+        let no_mounts = SandboxSupport {
+            mount_problem: Some("EPERM".into()),
+            ..full.clone()
+        };
+        let err = no_mounts.check(SandboxMode::ReadOnly, true).unwrap_err();
+        assert!(
+            err.contains("metadata") && err.contains("--sandbox off"),
+            "{err}"
+        );
+        assert!(describe(&no_mounts).contains("no private mounts (EPERM)"));
         assert!(describe(&no_net).contains("no network namespace (EPERM)"));
     }
 }
