@@ -829,25 +829,109 @@ def integrity_cases(bin_path, base):
             call("write_file", path="vendor/evil.txt", content="planted\n"),
             report(status="complete"),
         ]}])
-        argv = shlex.join(box.argv(bin_path, script, 1, headless=False, extra=("--worktree",)))
+        said = review_keys(box, script, ("--worktree",), [("A", ["conflict", "applied"])],
+                           ready="A apply")
+        return bool(said) and not any(elsewhere.iterdir())
+
+    def review_keys(box, script, extra, keys, ready="q quit"):
+        """Runs the TUI in tmux until `ready` shows (the review), sends each (key, texts to
+        wait for) in turn, then quits; returns whether every wait saw one of its texts."""
+        argv = shlex.join(box.argv(bin_path, script, 1, headless=False, extra=extra))
         env = {k: v for k, v in box.env().items() if k in ("HOME", "TMPDIR") or k.startswith("XDG_")}
         launch = box.dir / "launch.sh"
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         launch.write_text(f"export {exports}\n{argv}\nsleep 600\n")
-        socket = f"ralph-campaign-{os.getpid()}-symlink"
+        socket = f"ralph-campaign-{os.getpid()}-{box.dir.name}"
         tmux(socket, "-f", "/dev/null", "new-session", "-d", "-s", "c", "-x", "120", "-y", "35",
              f"sh {launch}")
         screen = lambda: tmux(socket, "capture-pane", "-p", "-t", "c").stdout
+        saw = True
         try:
-            if not wait_until(lambda: "A apply" in screen(), 90):
+            if not wait_until(lambda: ready in screen(), 90):
+                print(screen(), file=sys.stderr)
                 return False
-            tmux(socket, "send-keys", "-t", "c", "A")
-            said = wait_until(lambda: "conflict" in screen() or "applied" in screen(), 30)
+            if os.environ.get("CAMPAIGN_VERBOSE"):
+                print(screen(), file=sys.stderr)
+            for key, texts in keys:
+                # Sent again while the review is still reading the changes (it says so).
+                for _ in range(10):
+                    tmux(socket, "send-keys", "-t", "c", key)
+                    if wait_until(lambda: any(t in screen() for t in texts), 3):
+                        break
+                    if "still being read" not in screen():
+                        saw = False
+                        break
+                else:
+                    saw = False
+                if not saw:
+                    print(screen(), file=sys.stderr)
+            if os.environ.get("CAMPAIGN_VERBOSE"):
+                print(screen(), file=sys.stderr)
             tmux(socket, "send-keys", "-t", "c", "q")
             wait_until(lambda: box.events()[2] == "run_finished", 10)
         finally:
             tmux(socket, "kill-server")
-        return bool(said) and not any(elsewhere.iterdir())
+        return saw
+
+    def discard_raced():
+        # A process the worker left running (its supervisor killed, --sandbox off) swaps the
+        # directory the discard is emptying for a symlink to a folder outside, as soon as the
+        # discard removed the first file.
+        box = Sandbox(base, "integrity-race")
+        outside = box.dir / "outside-race"
+        outside.mkdir()
+        files = 3000
+        for i in range(files):
+            (outside / f"f{i:05}.txt").write_text(f"victim {i}\n")
+        racer = (
+            "import os, sys, time\n"
+            "deadline = time.time() + 120\n"
+            "while time.time() < deadline:\n"
+            "    if not os.path.lexists('d/f00000.txt'):\n"
+            "        os.rename('d', 'd.aside'); os.symlink(sys.argv[1], 'd'); break\n"
+            "    time.sleep(0.0002)\n"
+        )
+        make = f"import os\nos.makedirs('d')\nfor i in range({files}): open(f'd/f{{i:05}}.txt', 'w').write('run\\n')\n"
+        script = box.script([{"turns": [
+            call("write_file", path="make.py", content=make),
+            call("write_file", path="racer.py", content=racer),
+            call("run_command", command=(
+                "python3 make.py && (setsid python3 racer.py "
+                f"{shlex.quote(str(outside))} campaign-racer </dev/null >/dev/null 2>&1 &); "
+                "sleep 0.5; kill -9 $PPID")),
+            report(status="complete"),
+        ]}], delay_ms=0)
+        try:
+            reviewed = review_keys(box, script, ("--sandbox", "off"),
+                                   [("d", ["Discard the run's changes?"]),
+                                    ("y", ["discarded", "still runs", "stopped"])],
+                                   ready="d discard")
+        finally:
+            kill_survivors("campaign-racer")
+        left = sorted(p.name for p in outside.iterdir())
+        intact = all((outside / f"f{i:05}.txt").read_text() == f"victim {i}\n"
+                     for i in range(files) if (outside / f"f{i:05}.txt").exists())
+        return reviewed and len(left) == files and intact
+
+    def apply_removes_ignored():
+        # A worktree run replaces the directory conf/ with a file; your checkout has an
+        # ignored conf/local.secret there. A (apply) must not delete it.
+        box = Sandbox(base, "integrity-apply-ignored")
+        git = ["git", "-C", str(box.repo), "-c", "user.name=c", "-c", "user.email=c@c.invalid"]
+        (box.repo / ".gitignore").write_text("conf/local.secret\n")
+        (box.repo / "conf").mkdir()
+        (box.repo / "conf" / "a.txt").write_text("a\n")
+        subprocess.run(git + ["add", "-A"], check=True)
+        subprocess.run(git + ["commit", "-qm", "conf"], check=True)
+        secret = box.repo / "conf" / "local.secret"
+        secret.write_text("my token\n")
+        script = box.script([{"turns": [
+            call("run_command", command="rm -rf conf && echo replaced > conf"),
+            report(status="complete"),
+        ]}], delay_ms=0)
+        reviewed = review_keys(box, script, ("--worktree",), [("A", ["conflict", "applied"])],
+                               ready="A apply")
+        return reviewed and secret.exists() and secret.read_text() == "my token\n"
 
     def full_disk_write():
         box = Sandbox(base, "integrity-fulldisk")
@@ -873,6 +957,8 @@ def integrity_cases(bin_path, base):
         "escape sequences in a file name, report, output and failure": escapes_to_terminal,
         "apply (A) writes through an ignored vendor -> elsewhere symlink": apply_through_symlink,
         "write_file on a full disk leaves a torn file": full_disk_write,
+        "a left-behind process swaps a directory for a symlink while d -> y discards": discard_raced,
+        "apply (A) deletes your ignored file under a directory the run replaced": apply_removes_ignored,
         "ignored build/, .pyc and a nested repo with core.fsmonitor": hidden_changes,
         "U+2028 in a command's output splits events.jsonl": line_separators,
         "no home directory: config and logs into the workspace": no_home,

@@ -166,6 +166,9 @@ fn main() {
         fail(&format!("cannot catch signals: {e}"), ExitCode::Internal);
     }
     signals::raise_soft_limits();
+    // A process a command left behind whose supervisor died becomes ours, not init's, so
+    // the review can still see it running (and refuse to write meanwhile).
+    ralph_tui::tools::survivors::adopt_orphans();
     let args: Vec<OsString> = std::env::args_os().collect();
     let mut cli: Cli = parse(&args);
     if let Some(command) = cli.command.take() {

@@ -14,6 +14,7 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, ResolveFlags};
@@ -33,6 +34,8 @@ pub enum Refusal {
     Directory,
     #[error("a part of the path is not a directory")]
     NotDirectory,
+    #[error("it is a directory that holds files")]
+    NotEmpty,
     #[error("it is too large ({size} bytes, the limit is {limit})")]
     TooLarge { size: u64, limit: u64 },
     #[error("{0}")]
@@ -55,6 +58,7 @@ impl From<Errno> for Refusal {
             Errno::LOOP | Errno::XDEV => Self::Symlink,
             Errno::NOTDIR => Self::NotDirectory,
             Errno::ISDIR => Self::Directory,
+            Errno::NOTEMPTY => Self::NotEmpty,
             // ENXIO: a FIFO without a reader opened for writing with O_NONBLOCK.
             Errno::NXIO => Self::NotRegular("FIFO or device"),
             other => Self::Io(std::io::Error::from(other)),
@@ -115,19 +119,7 @@ impl Root {
     /// (a full disk, a quota) the temporary file is removed and `rel` is as it was.
     pub fn write(&self, rel: &Path, bytes: &[u8]) -> Result<bool, Refusal> {
         let (parents, name) = split_last(rel)?;
-        let mut dir = rfs::openat(
-            &self.fd,
-            ".",
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        for part in parents {
-            match rfs::mkdirat(&dir, part, Mode::from_raw_mode(0o777)) {
-                Ok(()) | Err(Errno::EXIST) => {}
-                Err(e) => return Err(e.into()),
-            }
-            dir = step(&dir, part)?;
-        }
+        let dir = self.make_parents(&parents)?;
         let old_mode = match rfs::openat(
             &dir,
             name,
@@ -141,33 +133,272 @@ impl Root {
             Err(Errno::NOENT) => None,
             Err(e) => return Err(e.into()),
         };
-        let (temp_name, file) = create_temp(&dir, name)?;
-        let written = (|| {
-            if let Some(mode) = old_mode {
-                rfs::fchmod(&file, Mode::from_raw_mode(mode))?;
-            }
-            let mut file = File::from(file);
-            file.write_all(bytes).map_err(Refusal::Io)?;
-            file.sync_all().map_err(Refusal::Io)?;
-            rfs::renameat(&dir, &temp_name, &dir, name)?;
-            Ok(())
-        })();
-        if let Err(e) = written {
-            let _ = rfs::unlinkat(&dir, &temp_name, AtFlags::empty());
-            return Err(e);
-        }
-        // The rename itself is durable once the directory is synced; a failure here loses
-        // nothing that was there before, so it is not an error.
-        if let Ok(d) = rfs::openat(
-            &dir,
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
-            let _ = rfs::fsync(&d);
-        }
+        replace_file(&dir, name, bytes, 0o666, old_mode)?;
         Ok(old_mode.is_some())
     }
+
+    /// Puts `content` at `rel` (the review writing what git has for a path), creating missing
+    /// parent directories beneath the root: atomically replaces a regular file or a symlink
+    /// there (the symlink itself, never what it points to); refuses a directory (remove it
+    /// first) and any symlink on the way. A new file gets git's permissions for its mode
+    /// (0666 or 0777, less the umask).
+    pub fn place(&self, rel: &Path, content: Content<'_>) -> Result<(), Refusal> {
+        let (parents, name) = split_last(rel)?;
+        let dir = self.make_parents(&parents)?;
+        if let Ok(stat) = rfs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
+                return Err(Refusal::Directory);
+            }
+        }
+        match content {
+            Content::File { bytes, executable } => {
+                let mode = if executable { 0o777 } else { 0o666 };
+                replace_file(&dir, name, bytes, mode, None)
+            }
+            Content::Symlink(target) => {
+                let target = std::ffi::OsStr::from_bytes(target);
+                let temp = loop {
+                    let temp = temp_name(name);
+                    match rfs::symlinkat(target, &dir, temp.as_os_str()) {
+                        Ok(()) => break temp,
+                        Err(Errno::EXIST) => continue,
+                        Err(e) => return Err(e.into()),
+                    }
+                };
+                if let Err(e) = rfs::renameat(&dir, &temp, &dir, name) {
+                    let _ = rfs::unlinkat(&dir, &temp, AtFlags::empty());
+                    return Err(e.into());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// What `rel` is, without following a symlink at any component; `None` when it does not
+    /// exist.
+    pub fn kind(&self, rel: &Path) -> Result<Option<FileType>, Refusal> {
+        let (dir, name) = match self.parent(rel) {
+            Ok(found) => found,
+            Err(Refusal::NotFound) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match rfs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(Some(FileType::from_raw_mode(stat.st_mode))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Removes the file (or symlink, never what it points to) `rel`, refusing a directory.
+    /// Returns whether there was one.
+    pub fn remove_file(&self, rel: &Path) -> Result<bool, Refusal> {
+        let (dir, name) = match self.parent(rel) {
+            Ok(found) => found,
+            Err(Refusal::NotFound) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        match rfs::unlinkat(&dir, name, AtFlags::empty()) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Removes the directory `rel` when it holds nothing but empty directories (those go
+    /// too); refuses with [`Refusal::NotEmpty`] otherwise, removing nothing that holds a file.
+    pub fn remove_empty_tree(&self, rel: &Path) -> Result<(), Refusal> {
+        let (dir, name) = self.parent(rel)?;
+        remove_empty_tree_at(&dir, name, 0)
+    }
+
+    /// Removes the directories above the removed `rel` that it left empty, deepest first,
+    /// up to (not including) `floor`; stops at the first that is not empty.
+    pub fn prune_empty_parents(&self, rel: &Path, floor: &Path) {
+        let mut at = rel.parent();
+        while let Some(dir) = at {
+            if dir == floor || !dir.starts_with(floor) || dir.as_os_str().is_empty() {
+                break;
+            }
+            let Ok((parent, name)) = self.parent(dir) else {
+                break;
+            };
+            if rfs::unlinkat(&parent, name, AtFlags::REMOVEDIR).is_err() {
+                break;
+            }
+            at = dir.parent();
+        }
+    }
+
+    /// Calls `each` with every entry under the directory `rel` that is not a directory (its
+    /// path relative to the root), going no deeper than [`MAX_DEPTH`] levels; `each` returns
+    /// whether to go on.
+    pub fn visit_files(
+        &self,
+        rel: &Path,
+        each: &mut dyn FnMut(&Path) -> bool,
+    ) -> Result<(), Refusal> {
+        let fd = open_beneath(&self.fd, rel, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        visit_files_at(fd, rel, each, 0).map(|_| ())
+    }
+
+    /// The parent directory of `rel`, opened beneath the root, and `rel`'s last component.
+    fn parent<'r>(&self, rel: &'r Path) -> Result<(OwnedFd, &'r std::ffi::OsStr), Refusal> {
+        let (parents, name) = split_last(rel)?;
+        let dir: std::path::PathBuf = parents.iter().collect();
+        let fd = open_beneath(&self.fd, &dir, OFlags::PATH | OFlags::DIRECTORY)?;
+        Ok((fd, name))
+    }
+
+    /// Opens (making the missing ones) the directories `parents` beneath the root, one
+    /// component at a time with no symlink followed.
+    fn make_parents(&self, parents: &[&std::ffi::OsStr]) -> Result<OwnedFd, Refusal> {
+        let mut dir = rfs::openat(
+            &self.fd,
+            ".",
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        for part in parents {
+            match rfs::mkdirat(&dir, *part, Mode::from_raw_mode(0o777)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            dir = step(&dir, part)?;
+        }
+        Ok(dir)
+    }
+}
+
+/// What [`Root::place`] writes.
+#[derive(Debug, Clone, Copy)]
+pub enum Content<'a> {
+    File {
+        bytes: &'a [u8],
+        executable: bool,
+    },
+    /// A symlink with this target (as git stores it: the bytes of the target path).
+    Symlink(&'a [u8]),
+}
+
+/// How deep [`Root::visit_files`] and [`Root::remove_empty_tree`] go.
+pub const MAX_DEPTH: u32 = 256;
+
+/// Writes `bytes` to a new file beside `name` in `dir` (created with `create_mode`, less the
+/// umask; then set to `keep_mode` when given), syncs it and renames it over `name`; on any
+/// failure the new file is removed and `name` is as it was.
+fn replace_file(
+    dir: &OwnedFd,
+    name: &std::ffi::OsStr,
+    bytes: &[u8],
+    create_mode: u32,
+    keep_mode: Option<u32>,
+) -> Result<(), Refusal> {
+    let (temp_name, file) = create_temp(dir, name, create_mode)?;
+    let written = (|| {
+        if let Some(mode) = keep_mode {
+            rfs::fchmod(&file, Mode::from_raw_mode(mode))?;
+        }
+        let mut file = File::from(file);
+        file.write_all(bytes).map_err(Refusal::Io)?;
+        file.sync_all().map_err(Refusal::Io)?;
+        rfs::renameat(dir, &temp_name, dir, name)?;
+        Ok(())
+    })();
+    if let Err(e) = written {
+        let _ = rfs::unlinkat(dir, &temp_name, AtFlags::empty());
+        return Err(e);
+    }
+    // The rename itself is durable once the directory is synced; a failure here loses
+    // nothing that was there before, so it is not an error.
+    if let Ok(d) = rfs::openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        let _ = rfs::fsync(&d);
+    }
+    Ok(())
+}
+
+/// The entries of the directory `fd` other than `.` and `..`, each with what it is (not
+/// following a symlink).
+fn entries(fd: &OwnedFd) -> Result<Vec<(std::ffi::OsString, FileType)>, Refusal> {
+    let dup = rfs::openat(
+        fd,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut out = Vec::new();
+    for entry in rfs::Dir::new(dup)? {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let name = std::ffi::OsStr::from_bytes(name).to_os_string();
+        let stat = rfs::statat(fd, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+        out.push((name, FileType::from_raw_mode(stat.st_mode)));
+    }
+    Ok(out)
+}
+
+/// [`Root::remove_empty_tree`] for `name` in `parent`, `depth` levels down.
+fn remove_empty_tree_at(
+    parent: &OwnedFd,
+    name: &std::ffi::OsStr,
+    depth: u32,
+) -> Result<(), Refusal> {
+    if depth > MAX_DEPTH {
+        return Err(Refusal::NotEmpty);
+    }
+    let fd = rfs::openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    for (entry, kind) in entries(&fd)? {
+        if kind != FileType::Directory {
+            return Err(Refusal::NotEmpty);
+        }
+        remove_empty_tree_at(&fd, &entry, depth + 1)?;
+    }
+    rfs::unlinkat(parent, name, AtFlags::REMOVEDIR)?;
+    Ok(())
+}
+
+/// [`Root::visit_files`] for the directory `fd` at `rel`, `depth` levels down; returns
+/// whether to go on.
+fn visit_files_at(
+    fd: OwnedFd,
+    rel: &Path,
+    each: &mut dyn FnMut(&Path) -> bool,
+    depth: u32,
+) -> Result<bool, Refusal> {
+    for (entry, kind) in entries(&fd)? {
+        let path = rel.join(&entry);
+        if kind != FileType::Directory {
+            if !each(&path) {
+                return Ok(false);
+            }
+            continue;
+        }
+        if depth >= MAX_DEPTH {
+            continue;
+        }
+        let sub = rfs::openat(
+            &fd,
+            entry.as_os_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        if !visit_files_at(sub, &path, each, depth + 1)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Creates a new, empty file beside `name` in `dir` for an atomic replace: a dot-name that
@@ -175,26 +406,31 @@ impl Root {
 fn create_temp(
     dir: &OwnedFd,
     name: &std::ffi::OsStr,
+    mode: u32,
 ) -> Result<(std::ffi::OsString, OwnedFd), Refusal> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = name.to_string_lossy();
-    let stem = crate::text::cut_at_char_boundary(&name, 64);
     loop {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let temp =
-            std::ffi::OsString::from(format!(".{stem}.ralph-tmp-{}-{n}", std::process::id()));
+        let temp = temp_name(name);
         match rfs::openat(
             dir,
             temp.as_os_str(),
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o666),
+            Mode::from_raw_mode(mode),
         ) {
             Ok(fd) => return Ok((temp, fd)),
             Err(Errno::EXIST) => continue,
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// A fresh dot-name beside `name` that says what it is: the process id and a counter.
+fn temp_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = name.to_string_lossy();
+    let stem = crate::text::cut_at_char_boundary(&name, 64);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    std::ffi::OsString::from(format!(".{stem}.ralph-tmp-{}-{n}", std::process::id()))
 }
 
 /// Reads at most `limit` bytes of a regular file whose `fstat` size was `len`.

@@ -23,6 +23,7 @@ pub mod search;
 pub mod secrets;
 mod setup_failure;
 pub mod supervisor;
+pub mod survivors;
 pub(crate) mod walk;
 pub mod write_file;
 

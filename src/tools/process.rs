@@ -136,9 +136,12 @@ pub fn run_bounded(
     let status_rx = wire_stdin(&mut command, supervised)?;
     let started = Instant::now();
     let mut child = command.spawn()?;
+    let pid = pid_of(&child);
+    if supervised {
+        super::survivors::started_session(pid.as_raw(), command.get_current_dir());
+    }
     // Drop our copies of the pipes' write ends (held inside `command`), or EOF never comes.
     drop(command);
-    let pid = pid_of(&child);
     if let (false, Some(tracker)) = (supervised, tracker) {
         tracker.track(pid.as_raw());
     }

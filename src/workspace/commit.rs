@@ -21,10 +21,9 @@
 //! would be lost, `discard` refuses if the work tree moved on since, then restores the
 //! baseline's files (without touching the index) and removes the files the run added.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 
-use git2::build::CheckoutBuilder;
 use git2::{Config, Index, Oid, Repository, Signature};
 
 use super::baseline::{head_state, Baseline};
@@ -53,8 +52,7 @@ pub struct DiscardPlan {
     pub lost: DiffModel,
 }
 
-/// Per path (relative to the work tree's top), the entry it gets, or `None` to remove it.
-pub(super) type Changes = BTreeMap<Vec<u8>, Option<(Oid, u32)>>;
+pub(super) use super::write::Changes;
 
 /// The file-level changes from `from` to `to` inside `prefix`.
 pub(super) fn changes(
@@ -156,6 +154,7 @@ impl Workspace {
         message: &str,
         only: Option<&BTreeSet<String>>,
     ) -> Result<CommitOutcome, WorkspaceError> {
+        super::refuse_while_running(&self.root, "nothing was committed")?;
         if let Some(what) = self.git_state_changes(baseline)? {
             return Err(WorkspaceError::GitStateChanged(what));
         }
@@ -280,6 +279,7 @@ impl Workspace {
         plan: &DiscardPlan,
         only: Option<&BTreeSet<String>>,
     ) -> Result<Vec<String>, WorkspaceError> {
+        super::refuse_while_running(&self.root, "nothing was discarded")?;
         if self.snapshot()? != plan.current {
             return Err(WorkspaceError::WorkTreeChanged);
         }
@@ -296,80 +296,21 @@ impl Workspace {
                 });
             }
         }
-        let mut done = Vec::new();
-        let mut restore = Vec::new();
-        for (path, change) in &changes {
-            let rel = path_from_bytes(path);
-            match change {
-                Some((_, GITLINK)) => {}
-                Some(_) => restore.push(path.clone()),
-                None => {
-                    let full = self.top.join(&rel);
-                    let Ok(meta) = std::fs::symlink_metadata(&full) else {
-                        continue;
-                    };
-                    if meta.is_dir() {
-                        continue;
-                    }
-                    std::fs::remove_file(&full).map_err(|source| WorkspaceError::Io {
-                        path: full.clone(),
-                        source,
-                    })?;
-                    self.prune_empty_dirs(&full);
-                }
-            }
-            if !matches!(change, Some((_, GITLINK))) {
-                done.push(rel.to_string_lossy().into_owned());
-            }
+        // Nothing git does not know is removed (a file ignored under a directory the run
+        // made where the baseline has a file).
+        let known = self.repo.find_tree(plan.current.tree)?;
+        let in_the_way = super::write::in_the_way(&self.top, &known, &changes)?;
+        if !in_the_way.is_empty() {
+            return Err(WorkspaceError::Untracked(in_the_way));
         }
-        write_files(&self.top, to.tree, &restore)?;
-        Ok(done)
+        changes.retain(|_, change| !matches!(change, Some((_, GITLINK))));
+        let floor = Path::new(self.prefix.trim_end_matches('/'));
+        super::write::write_changes(&self.repo, &self.top, &changes, Some(floor))?;
+        Ok(changes
+            .keys()
+            .map(|path| path_from_bytes(path).to_string_lossy().into_owned())
+            .collect())
     }
-
-    /// Removes the directories a removed file leaves empty, up to the workspace root.
-    fn prune_empty_dirs(&self, removed: &Path) {
-        let mut dir = removed.parent();
-        while let Some(d) = dir {
-            if d == self.root || !d.starts_with(&self.root) || std::fs::remove_dir(d).is_err() {
-                break;
-            }
-            dir = d.parent();
-        }
-    }
-}
-
-/// Writes `paths` (relative to the work tree's top) as `tree` has them into the work tree at
-/// `top`, and nothing else: a handle of its own with an in-memory index, and
-/// `update_index(false)`, so the index, HEAD and refs are not touched.
-pub(super) fn write_files(top: &Path, tree: Oid, paths: &[Vec<u8>]) -> Result<(), git2::Error> {
-    if paths.is_empty() {
-        return Ok(());
-    }
-    // libgit2 follows a symlinked directory on the way to a path; never write through one.
-    for path in paths {
-        if let Some(link) = super::unsafe_parent(top, &path_from_bytes(path)) {
-            return Err(git2::Error::from_str(&format!(
-                "{} is not a directory in the work tree (a symlink?), so {} is not written through it",
-                link.display(),
-                String::from_utf8_lossy(path)
-            )));
-        }
-    }
-    let repo = Repository::open(top)?;
-    let mut scratch = Index::new()?;
-    repo.set_index(&mut scratch)?;
-    let tree = repo.find_tree(tree)?;
-    let mut checkout = CheckoutBuilder::new();
-    checkout
-        .force()
-        .recreate_missing(true)
-        .update_index(false)
-        .refresh(false)
-        .disable_pathspec_match(true);
-    for path in paths {
-        checkout.path(path.as_slice());
-    }
-    repo.checkout_tree(tree.as_object(), Some(&mut checkout))
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ pub mod revert;
 mod snapshot;
 pub mod watch;
 pub mod worktree;
+mod write;
 
 use std::path::{Path, PathBuf};
 
@@ -76,6 +77,12 @@ pub enum WorkspaceError {
     WorkTreeChanged,
     #[error("{path} is not discarded: {link} is a symlink or not a directory now, and removing or restoring through it could reach outside the work tree. Nothing was changed")]
     ThroughSymlink { path: String, link: PathBuf },
+    #[error("{}: git does not track this in the work tree (is it ignored?), and discarding would remove it. Nothing was changed: move it away first, then try again", .0.join("; "))]
+    Untracked(Vec<String>),
+    #[error("the review stopped at {path}: {reason}. What it wrote before that path stays written; look with `git status`")]
+    Stopped { path: String, reason: String },
+    #[error("{0}")]
+    RunProcesses(String),
     #[error("file watcher: {0}")]
     Watch(String),
     #[error("{path}: {source}")]
@@ -236,6 +243,16 @@ pub(crate) fn unsafe_parent(top: &Path, rel: &Path) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// Refuses, saying so, while a process of a run whose commands worked in `dir` is still
+/// running: it could swap what the review is about to write (see `tools::survivors`).
+pub(crate) fn refuse_while_running(dir: &Path, nothing: &str) -> Result<(), WorkspaceError> {
+    use crate::tools::survivors;
+    match survivors::refusal(&survivors::left_running(dir), nothing) {
+        Some(sentence) => Err(WorkspaceError::RunProcesses(sentence)),
+        None => Ok(()),
+    }
 }
 
 /// An index entry with blank stat data (git looks at the file when it next compares).

@@ -2,15 +2,16 @@
 //!
 //! git applies a patch as given, so the round's patch is turned around first
 //! ([`reverse_patch`]: old and new sides swapped in the headers, hunk ranges and lines, the
-//! two halves of a binary patch exchanged). The reversed patch is parsed by git and checked
-//! against the work tree before anything is written: when a hunk no longer applies (a later
-//! round or the person changed those lines since), nothing is changed and the error names
-//! each file and hunk that conflicts. Changes of other rounds stay; the index, HEAD and refs
-//! are never touched.
+//! two halves of a binary patch exchanged). The reversed patch is parsed by git and applied
+//! to a snapshot of the work tree as it is, before anything is written: when a hunk no longer
+//! applies (a later round or the person changed those lines since), nothing is changed and
+//! the error names each file and hunk that conflicts. The files that changed are then written
+//! through confined opens (`write`), never by name. Changes of other rounds stay; the index,
+//! HEAD and refs are never touched.
 
 use std::cell::Cell;
 
-use git2::{ApplyLocation, ApplyOptions, Diff, Repository};
+use git2::{ApplyOptions, Diff, Repository};
 
 use super::{Workspace, WorkspaceError};
 
@@ -19,6 +20,7 @@ impl Workspace {
     /// Returns the paths it changed, relative to the work tree's top. Refuses, changing
     /// nothing, with [`WorkspaceError::RevertConflicts`] when any hunk does not apply.
     pub fn revert_round(&self, round: u32, patch: &str) -> Result<Vec<String>, WorkspaceError> {
+        super::refuse_while_running(&self.root, "nothing was changed")?;
         if patch.trim().is_empty() {
             return Err(WorkspaceError::NothingToRevert(round));
         }
@@ -28,8 +30,8 @@ impl Workspace {
         if paths.is_empty() {
             return Err(WorkspaceError::NothingToRevert(round));
         }
-        // libgit2 follows a symlinked directory on the way to a path: a directory the worker
-        // swapped for a symlink since would send the revert outside the work tree.
+        // A directory the worker swapped for a symlink since is named here; should one be
+        // swapped later, the confined writes stop at it rather than go through.
         let through: Vec<String> = paths
             .iter()
             .filter_map(|p| {
@@ -47,19 +49,29 @@ impl Workspace {
                 conflicts: through,
             });
         }
-        // A handle of its own: applying loads the index for its checks, never writes it.
-        let repo = Repository::open(&self.top)?;
-        let mut check = ApplyOptions::new();
-        check.check(true);
-        if let Err(e) = repo.apply(&diff, ApplyLocation::WorkDir, Some(&mut check)) {
-            let mut conflicts = conflicts(&repo, &diff);
-            if conflicts.is_empty() {
-                // Each file applies alone but not all together: git's own words, then.
-                conflicts.push(e.message().to_string());
+        // Applied to a snapshot of the work tree as it is (git's own check of every hunk),
+        // then the files that changed are written through confined opens (`write`).
+        let current = self.repo.find_tree(self.snapshot()?.tree)?;
+        let reverted = match self.repo.apply_to_tree(&current, &diff, None) {
+            Ok(mut index) => index.write_tree_to(&self.repo)?,
+            Err(e) => {
+                let mut conflicts = conflicts(&self.repo, &current, &diff);
+                if conflicts.is_empty() {
+                    // Each file applies alone but not all together: git's own words, then.
+                    conflicts.push(e.message().to_string());
+                }
+                return Err(WorkspaceError::RevertConflicts { round, conflicts });
             }
-            return Err(WorkspaceError::RevertConflicts { round, conflicts });
+        };
+        let changes = super::commit::changes(&self.repo, current.id(), reverted, "")?;
+        let in_the_way = super::write::in_the_way(&self.top, &current, &changes)?;
+        if !in_the_way.is_empty() {
+            return Err(WorkspaceError::RevertConflicts {
+                round,
+                conflicts: in_the_way,
+            });
         }
-        repo.apply(&diff, ApplyLocation::WorkDir, None)?;
+        super::write::write_changes(&self.repo, &self.top, &changes, None)?;
         Ok(paths)
     }
 }
@@ -83,7 +95,7 @@ fn touched(diff: &Diff<'_>) -> Vec<String> {
 /// Which files and hunks of `diff` do not apply to the work tree: each file is checked
 /// alone, and in a file that fails each hunk alone. A file that fails with no hunk failing
 /// alone (missing, binary, or only its hunks together conflict) is named as a whole.
-fn conflicts(repo: &Repository, diff: &Diff<'_>) -> Vec<String> {
+fn conflicts(repo: &Repository, tree: &git2::Tree<'_>, diff: &Diff<'_>) -> Vec<String> {
     let mut out = Vec::new();
     for (index, delta) in diff.deltas().enumerate() {
         let path = delta
@@ -92,14 +104,14 @@ fn conflicts(repo: &Repository, diff: &Diff<'_>) -> Vec<String> {
             .or_else(|| delta.old_file().path_bytes())
             .map(|p| String::from_utf8_lossy(p).into_owned())
             .unwrap_or_default();
-        if applies(repo, diff, index, None).unwrap_or(false) {
+        if applies(repo, tree, diff, index, None).unwrap_or(false) {
             continue;
         }
         let hunks = hunk_starts(diff, index);
         let failing: Vec<String> = hunks
             .iter()
             .enumerate()
-            .filter(|(h, _)| !applies(repo, diff, index, Some(*h)).unwrap_or(false))
+            .filter(|(h, _)| !applies(repo, tree, diff, index, Some(*h)).unwrap_or(false))
             .map(|(h, line)| format!("{path} hunk {} at line {line}", h + 1))
             .collect();
         if failing.is_empty() {
@@ -122,9 +134,11 @@ fn hunk_starts(diff: &Diff<'_>, index: usize) -> Vec<u32> {
     }
 }
 
-/// Whether delta `index` alone (only its hunk `hunk` when given) applies to the work tree.
+/// Whether delta `index` alone (only its hunk `hunk` when given) applies to `tree` (the work
+/// tree's snapshot).
 fn applies(
     repo: &Repository,
+    tree: &git2::Tree<'_>,
     diff: &Diff<'_>,
     index: usize,
     hunk: Option<usize>,
@@ -143,9 +157,7 @@ fn applies(
         hunk_seen.set(this + 1);
         hunk.is_none_or(|h| h == this)
     });
-    Ok(repo
-        .apply(diff, ApplyLocation::WorkDir, Some(&mut opts))
-        .is_ok())
+    Ok(repo.apply_to_tree(tree, diff, Some(&mut opts)).is_ok())
 }
 
 /// Where a line of the patch is.

@@ -25,7 +25,7 @@ use git2::{BranchType, Index, Oid, Repository, WorktreeAddOptions, WorktreePrune
 use serde::{Deserialize, Serialize};
 
 use super::{
-    commit, index_entry, path_from_bytes, snapshot, CommitOutcome, Snapshot, Workspace,
+    commit, index_entry, path_from_bytes, snapshot, write, CommitOutcome, Snapshot, Workspace,
     WorkspaceError,
 };
 
@@ -263,6 +263,7 @@ impl WorktreeInfo {
         shown: Oid,
         only: Option<&BTreeSet<String>>,
     ) -> Result<Applied, WorktreeError> {
+        super::refuse_while_running(&self.workspace(), "nothing was applied")?;
         let repo = Repository::open(&self.user_repo)?;
         let base = repo.find_commit(Oid::from_str(&self.snapshot)?)?.tree()?;
         let mut run_paths = commit::changes(&repo, base.id(), shown, "")?;
@@ -282,8 +283,17 @@ impl WorktreeInfo {
             repo.find_tree(index.write_tree_to(&repo)?)?
         };
         let ours = repo.find_tree(snapshot::take(&self.user_repo)?.0.tree)?;
-        let mut merged = repo.merge_trees(&base, &ours, &theirs, None)?;
+        let merged = repo.merge_trees(&base, &ours, &theirs, None)?;
         let mut files = through_symlinks(&self.user_repo, &ours, run_paths.keys());
+        // What the user's work tree gets: each run path as the merge has it, or removed.
+        let mut writes = commit::Changes::new();
+        for path in run_paths.keys() {
+            let entry = merged.get_path(&path_from_bytes(path), 0);
+            writes.insert(path.clone(), entry.map(|e| (e.id, e.mode)));
+        }
+        // Nothing git does not track in the user's checkout is removed (an ignored
+        // `conf/local.secret` under a directory the run replaced with a file).
+        files.extend(write::in_the_way(&self.user_repo, &ours, &writes)?);
         if merged.has_conflicts() || !files.is_empty() {
             for conflict in merged.conflicts()? {
                 let conflict = conflict?;
@@ -295,28 +305,11 @@ impl WorktreeInfo {
             files.dedup();
             return Err(WorktreeError::Conflicts(files));
         }
-        let merged_tree = merged.write_tree_to(&repo)?;
-        let mut restore = Vec::new();
-        let mut paths = Vec::new();
-        for path in run_paths.keys() {
-            let rel = path_from_bytes(path);
-            if merged.get_path(&rel, 0).is_some() {
-                restore.push(path.clone());
-            } else {
-                let full = self.user_repo.join(&rel);
-                match std::fs::symlink_metadata(&full) {
-                    Ok(meta) if !meta.is_dir() => {
-                        std::fs::remove_file(&full).map_err(|source| WorktreeError::Io {
-                            path: full.clone(),
-                            source,
-                        })?;
-                    }
-                    _ => {}
-                }
-            }
-            paths.push(rel.to_string_lossy().into_owned());
-        }
-        commit::write_files(&self.user_repo, merged_tree, &restore)?;
+        write::write_changes(&repo, &self.user_repo, &writes, None)?;
+        let paths = run_paths
+            .keys()
+            .map(|path| path_from_bytes(path).to_string_lossy().into_owned())
+            .collect();
         Ok(Applied {
             paths,
             raw: run_paths.into_keys().collect(),

@@ -8,6 +8,7 @@ mod commit;
 mod deep;
 mod diffs;
 mod large;
+mod race;
 mod repos;
 mod watch;
 

@@ -326,6 +326,35 @@ fn apply_with_a_conflicting_edit_names_the_file_and_changes_nothing() {
     assert_eq!(git_state(repo.path()), git_before);
 }
 
+/// The run replaced the directory `conf` with a file, and the person's checkout has an
+/// ignored `conf/local.secret` there: apply names it as a conflict and applies nothing.
+#[test]
+fn apply_never_removes_a_file_git_does_not_track_in_the_checkout() {
+    let repo = TempRepo::new();
+    repo.write(".gitignore", "conf/local.secret\n");
+    repo.write("conf/a.txt", "a\n");
+    repo.commit_all("conf");
+    repo.write("conf/local.secret", "secret\n");
+    let data = tempfile::tempdir().unwrap();
+    let info = worktree::create(repo.path(), data.path(), "conf").unwrap();
+    std::fs::remove_dir_all(info.path.join("conf")).unwrap();
+    std::fs::write(info.path.join("conf"), "now a file\n").unwrap();
+    std::fs::write(info.path.join("other.txt"), "other\n").unwrap();
+    let files_before = tree_files(repo.path());
+
+    match info.apply() {
+        Err(WorktreeError::Conflicts(files)) => assert!(
+            files
+                .iter()
+                .any(|f| f.starts_with("conf/local.secret (git does not track it")),
+            "{files:?}"
+        ),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(repo.read("conf/local.secret"), "secret\n");
+    assert_eq!(tree_files(repo.path()), files_before, "half applied");
+}
+
 #[test]
 fn commit_on_the_current_branch_commits_the_runs_files_and_removes_the_worktree() {
     let repo = TempRepo::new();
