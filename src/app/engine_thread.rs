@@ -194,6 +194,30 @@ fn start_point(prepared: &Prepared) -> (StartAt, Vec<String>) {
     }
 }
 
+/// The warning naming the person's uncommitted changes the run starts from (those a commit
+/// of a file the run changes would carry too); `None` when there are none. For a worktree
+/// run, they are those its snapshot took from the person's work tree; for a resumed run,
+/// those before its first start.
+fn uncommitted_at_start(prepared: &Prepared) -> Option<String> {
+    let (ws, snapshot) = match (&prepared.worktree, &prepared.resume) {
+        (Some(info), _) => {
+            let ws = Workspace::open(&info.user_repo.join(&info.prefix)).ok()?;
+            let snapshot = ws.commit_tree(&info.snapshot)?;
+            (ws, snapshot)
+        }
+        (None, resume) => {
+            let ws = Workspace::open(&prepared.settings.workspace).ok()?;
+            let snapshot = match resume.as_ref().and_then(|r| r.earlier.base) {
+                Some(tree) => Snapshot { tree },
+                None => ws.snapshot().ok()?,
+            };
+            (ws, snapshot)
+        }
+    };
+    let files = ws.uncommitted(&snapshot).ok()?;
+    crate::workspace::uncommitted_warning(&files)
+}
+
 /// What this kernel's sandbox offers, in a sentence (logged); a sandbox or network cut-off
 /// the run asks for and the kernel lacks is a warning.
 fn probe_sandbox(policy: &ToolPolicy, settings: &Settings, warnings: &mut Vec<String>) -> String {
@@ -341,6 +365,7 @@ pub(super) fn run_on_this_thread(
     let log_failure = log.failure();
     let policy = tool_policy(&prepared.settings);
     let (start, mut warnings) = start_point(&prepared);
+    warnings.extend(uncommitted_at_start(&prepared));
     let sandbox_note = probe_sandbox(&policy, &prepared.settings, &mut warnings);
     let watch = live_watch(live, workspace.root(), &mut warnings);
     let config = run_config(

@@ -87,6 +87,26 @@ fn io_context(path: &Path, e: std::io::Error) -> std::io::Error {
 /// so a viewer can show the round's own diff while it runs.
 pub const BASE_TREE: &str = "base.tree";
 
+/// The tree round `round` started from, as its directory in `run_dir` names it.
+pub fn round_base(run_dir: &Path, round: u32) -> Option<git2::Oid> {
+    let path = run_dir
+        .join("rounds")
+        .join(format!("{round:02}"))
+        .join(BASE_TREE);
+    let text = std::fs::read_to_string(path).ok()?;
+    git2::Oid::from_str(text.trim()).ok()
+}
+
+/// The tree the first round of `run_dir` started from.
+pub fn first_round_base(run_dir: &Path) -> Option<git2::Oid> {
+    let first = std::fs::read_dir(run_dir.join("rounds"))
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .min()?;
+    round_base(run_dir, first)
+}
+
 /// Writes `bytes` to `path` through a temporary file and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");

@@ -43,6 +43,71 @@ pub struct Resume {
     pub warnings: Vec<String>,
     /// The old run's worktree (`--worktree`), where this run goes on.
     pub worktree: Option<WorktreeInfo>,
+    /// What the earlier parts of the run did, for a review of the whole run.
+    pub earlier: Earlier,
+}
+
+/// The earlier parts of a resumed run (the first start and every resume before this one):
+/// the tree its first round started from, and the files their worker changed. The review of
+/// a resumed run shows everything from that tree on, and counts those files as the worker's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Earlier {
+    /// `None` when it cannot be known (an earlier part's log is gone).
+    pub base: Option<git2::Oid>,
+    pub worker: std::collections::BTreeSet<String>,
+}
+
+/// How many earlier parts [`earlier_parts`] follows at most (a run has at most 64 rounds).
+const MAX_PARTS: usize = 64;
+
+/// [`Earlier`] for a resume of `past`, following `resumed_from` back through the runs in
+/// `runs_dir` to the first start.
+pub fn earlier_parts(past: &PastRun, runs_dir: &Path) -> Earlier {
+    let mut earlier = Earlier::default();
+    let mut dir = past.dir.clone();
+    let mut from = past.record.info.resumed_from.clone();
+    for _ in 0..MAX_PARTS {
+        earlier
+            .worker
+            .extend(worker_files(&dir.join("events.jsonl")));
+        let Some(id) = from.take() else {
+            earlier.base = crate::engine::runlog::first_round_base(&dir);
+            break;
+        };
+        let Ok(next) = find(runs_dir, &id) else {
+            break;
+        };
+        let Ok(part) = PastRun::load(&next) else {
+            break;
+        };
+        from = part.record.info.resumed_from.clone();
+        dir = next;
+    }
+    earlier
+}
+
+/// The files the worker changed, from a run log's end-of-round `workspace_changed` events.
+fn worker_files(events: &Path) -> Vec<String> {
+    use crate::protocol::event::{Event, Stamped};
+    use std::io::BufRead;
+    let Ok(file) = std::fs::File::open(events) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for line in std::io::BufReader::new(file).lines() {
+        let Ok(line) = line else { break };
+        if !line.contains(r#""type":"workspace_changed""#) {
+            continue;
+        }
+        if let Ok(Stamped {
+            event: Event::WorkspaceChanged { files, .. },
+            ..
+        }) = serde_json::from_str::<Stamped>(&line)
+        {
+            out.extend(files.into_iter().filter(|f| !f.outside_run).map(|f| f.path));
+        }
+    }
+    out
 }
 
 fn refuse(message: String) -> UsageError {
@@ -100,6 +165,7 @@ pub fn plan(
     }
     let workspace = check_workspace(past)?;
     refuse_log_in_reach(past, &workspace)?;
+    let earlier = earlier_parts(past, &runs_dir(&dirs));
     let next = next_round(past, &request.options)?;
     let settings = resumed_settings(request, dirs, past, &workspace)?;
     if let Some(run_dir) = &settings.options.run_dir {
@@ -126,11 +192,19 @@ pub fn plan(
         round: next,
         previous: past.last_valid.clone(),
     };
+    let mut warnings = warnings;
+    if earlier.base.is_none() && worktree.is_none() {
+        warnings.push(format!(
+            "the log of an earlier part of run {id} is gone: the review shows only what \
+             changed since this resume started"
+        ));
+    }
     let resume = Resume {
         from: id.to_string(),
         start,
         warnings,
         worktree,
+        earlier,
     };
     Ok((settings, resume))
 }

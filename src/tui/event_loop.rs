@@ -115,9 +115,17 @@ impl Driver {
         };
         let workspace = Workspace::open(&self.prepared.settings.workspace)
             .map_err(|e| internal(e.to_string()))?;
-        let baseline = workspace
+        let mut baseline = workspace
             .baseline()
             .map_err(|e| internal(format!("cannot record the workspace before the run: {e}")))?;
+        // The review shows the whole run: a worktree run's from its snapshot, a resumed run's
+        // from its first start, with the files its earlier parts changed as the worker's.
+        if let Some(start) = whole_run_start(&self.prepared, &workspace) {
+            baseline.snapshot = start;
+        }
+        if let Some(resume) = &self.prepared.resume {
+            self.worker.add(resume.earlier.worker.iter().cloned());
+        }
         let approvals = self.inbound_tx.clone();
         let broker = Arc::new(ApprovalBroker::new(move |request, id| {
             let _ = approvals.blocking_send(Inbound::Approval(Approval {
@@ -219,6 +227,12 @@ impl Driver {
         // The files listed before the run, for what the diff cannot show (`hidden`).
         let listing = (source == DiffSource::Review && self.moved.is_none())
             .then(|| run.baseline.listing.clone());
+        // What a commit goes on: a worktree run's snapshot commit's parent until its commit
+        // moved the review to the person's work tree; HEAD there and in place.
+        let snapshot_commit = match &self.moved {
+            None => self.prepared.worktree.as_ref().map(|w| w.snapshot.clone()),
+            Some(_) => None,
+        };
         tokio::task::spawn_blocking(move || match source {
             DiffSource::Round(round) => {
                 let path = run_dir
@@ -240,11 +254,18 @@ impl Driver {
                 let result = Workspace::open(&root)
                     .and_then(|ws| {
                         let (now, unseen) = ws.snapshot_seen()?;
-                        let mut diff = ws.diff(&base, &now)?;
-                        // A running round's files are not attributed until it ends.
-                        if source == DiffSource::Review {
+                        let mut diff = if source == DiffSource::Review {
+                            let on = match &snapshot_commit {
+                                Some(commit) => ws.parent_tree(commit),
+                                None => ws.head_tree(),
+                            };
+                            let mut diff = ws.review_diff(&base, &now, on)?;
+                            // A running round's files are not attributed until it ends.
                             worker.mark(&mut diff);
-                        }
+                            diff
+                        } else {
+                            ws.diff(&base, &now)?
+                        };
                         diff.unseen = unseen;
                         if let Some(listing) = &listing {
                             let hidden = ws.compare(listing, &ws.listing(), &diff.paths());
@@ -269,15 +290,19 @@ impl Driver {
     }
 }
 
+/// Where the whole run started, when it is not the work tree as this start found it: a
+/// worktree run's snapshot commit, a resumed run's first start (its tree still there).
+fn whole_run_start(prepared: &Prepared, workspace: &Workspace) -> Option<Snapshot> {
+    if let Some(info) = &prepared.worktree {
+        return workspace.commit_tree(&info.snapshot);
+    }
+    let tree = prepared.resume.as_ref()?.earlier.base?;
+    workspace.has_tree(tree).then_some(Snapshot { tree })
+}
+
 /// The tree round `round` started from, as the engine wrote it into the round's directory.
 pub fn round_base(run_dir: &std::path::Path, round: u32) -> Option<Snapshot> {
-    let path = run_dir
-        .join("rounds")
-        .join(format!("{round:02}"))
-        .join(crate::engine::runlog::BASE_TREE);
-    let text = std::fs::read_to_string(path).ok()?;
-    let tree = git2::Oid::from_str(text.trim()).ok()?;
-    Some(Snapshot { tree })
+    crate::engine::runlog::round_base(run_dir, round).map(|tree| Snapshot { tree })
 }
 
 fn usage_or_internal(error: StartError) -> Ended {

@@ -367,6 +367,7 @@ impl State {
             left_out: outside.clone(),
             outside,
             gitlinks: std::collections::BTreeSet::new(),
+            yours: std::collections::BTreeSet::new(),
         });
         if self.quit_when_finished {
             return vec![Effect::Quit(self.exit_code())];

@@ -165,6 +165,9 @@ pub struct Review {
     /// a separate repository whose config and hooks git runs once it is committed, so never
     /// chosen by default; each gets a row of words beneath its own.
     pub gitlinks: BTreeSet<String>,
+    /// Files the list has shown that hold the person's changes from before the run too
+    /// (`FileDiff::yours_before`): a commit takes whole files, so never chosen by default.
+    pub yours: BTreeSet<String>,
 }
 
 impl Review {

@@ -586,7 +586,7 @@ impl State {
 
 /// Files changed outside the run: marked in the diff (or in a round's list), listed after the
 /// run's own, and left out of the commit when first seen; so is a gitlink (a separate
-/// repository). Which files are chosen is kept as the files left out, so the choices survive
+/// repository) and a file that holds the person's changes from before the run too. Which files are chosen is kept as the files left out, so the choices survive
 /// a reload after a revert or a discard.
 fn choose_files(review: &mut Review, diff: &mut DiffModel) {
     for file in &mut diff.files {
@@ -595,6 +595,9 @@ fn choose_files(review: &mut Review, diff: &mut DiffModel) {
             review.left_out.insert(file.path.clone());
         }
         if file.gitlink && review.gitlinks.insert(file.path.clone()) {
+            review.left_out.insert(file.path.clone());
+        }
+        if file.yours_before && review.yours.insert(file.path.clone()) {
             review.left_out.insert(file.path.clone());
         }
     }

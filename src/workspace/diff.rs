@@ -62,6 +62,10 @@ pub struct FileDiff {
     /// (nested in the work tree, or a submodule), whose config and hooks git runs.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gitlink: bool,
+    /// The person had changed the file before the run (it differed from HEAD), so the
+    /// review's diff and a commit of it hold those changes too (`review`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub yours_before: bool,
 }
 
 impl FileDiff {
@@ -78,6 +82,7 @@ impl FileDiff {
             too_large: false,
             outside_run: false,
             gitlink: false,
+            yours_before: false,
         }
     }
 }

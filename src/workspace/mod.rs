@@ -20,6 +20,7 @@ pub mod diff;
 pub mod gitguard;
 pub mod hidden;
 pub mod revert;
+mod review;
 mod snapshot;
 pub mod watch;
 pub mod worktree;
@@ -34,6 +35,7 @@ pub use baseline::Baseline;
 pub use commit::{CommitOutcome, DiscardPlan};
 pub use diff::{DiffLine, DiffModel, DisplayLimits, FileDiff, Hunk, LineKind};
 pub use hidden::{Hidden, HiddenChange, HiddenWhy, Listing};
+pub use review::uncommitted_warning;
 pub use watch::{LiveWatch, OnChange, WatchStats};
 pub use worktree::{WorktreeError, WorktreeInfo};
 

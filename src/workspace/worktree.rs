@@ -361,7 +361,7 @@ impl WorktreeInfo {
         // What the commit starts from: the work tree with the run's paths as HEAD has them,
         // so the commit holds exactly those paths and nothing else of the work tree.
         before.snapshot = Snapshot {
-            tree: with_head_entries(user.repo(), after.tree, &applied.raw)?,
+            tree: super::review::with_head_entries(user.repo(), after.tree, &applied.raw)?,
         };
         let outcome = match only {
             Some(only) => user.commit_run_only(&before, &after, message, only)?,
@@ -419,29 +419,6 @@ fn through_symlinks<'a>(
         }
     }
     out
-}
-
-/// `tree` with `paths` set to HEAD's entries (removed where HEAD has none).
-fn with_head_entries(repo: &Repository, tree: Oid, paths: &[Vec<u8>]) -> Result<Oid, git2::Error> {
-    let head = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
-    let mut index = Index::new()?;
-    index.read_tree(&repo.find_tree(tree)?)?;
-    for path in paths {
-        let rel = path_from_bytes(path);
-        match head.as_ref().and_then(|t| t.get_path(&rel).ok()) {
-            Some(entry) if entry.kind() != Some(git2::ObjectType::Tree) => {
-                index.add(&index_entry(
-                    path.clone(),
-                    entry.id(),
-                    entry.filemode() as u32,
-                ))?;
-            }
-            _ => {
-                let _ = index.remove_path(&rel);
-            }
-        }
-    }
-    index.write_tree_to(repo)
 }
 
 /// Removes run `run_id`'s worktree at `path` and its branch from the repository at `repo_dir`.

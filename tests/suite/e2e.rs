@@ -148,18 +148,23 @@ impl Launch {
 
     fn script(&self, repo: &Path, script: &Path, args: &[&str]) -> PathBuf {
         let home = self.tmp.path();
+        // `--resume` takes the workspace from the run it resumes.
+        let workspace = if args.contains(&"--resume") {
+            String::new()
+        } else {
+            format!("-C {}", quoted(repo))
+        };
         let args: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
         let text = format!(
             "export HOME={home} XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data XDG_CACHE_HOME={home}/cache\n\
              unset RALPH_LOG NO_COLOR\n\
-             {bin} -C {repo} --run-dir {run} --backend script:{script} {args}\n\
+             {bin} {workspace} --run-dir {run} --backend script:{script} {args}\n\
              echo EXIT=$? > {exit}.tmp && mv {exit}.tmp {exit}\n\
              stty -a > {stty}.tmp 2>&1; mv {stty}.tmp {stty}\n\
              echo AFTER-THE-TUI\n\
              sleep 600\n",
             home = quoted(home),
             bin = quoted(Path::new(BIN)),
-            repo = quoted(repo),
             run = quoted(&self.run_dir),
             script = quoted(script),
             args = args.join(" "),
@@ -750,4 +755,120 @@ fn escape_sequences_from_the_worker_never_reach_the_terminal() {
     assert_eq!(tmux.format("#{pane_title}"), before);
     tmux.keys(&["q"]);
     launch.assert_restored(&tmux, 0);
+}
+
+/// `git show --numstat` of HEAD: `(insertions, deletions)` per path.
+fn head_numstat(repo: &Path) -> std::collections::BTreeMap<String, (usize, usize)> {
+    let out = Command::new("git")
+        .args([
+            "-C",
+            &repo.display().to_string(),
+            "show",
+            "--numstat",
+            "--format=",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.split('\t');
+            let ins = parts.next()?.parse().ok()?;
+            let del = parts.next()?.parse().ok()?;
+            Some((parts.next()?.to_string(), (ins, del)))
+        })
+        .collect()
+}
+
+const CALC: &str = "def add(a, b):\n    return a - b\n";
+
+#[test]
+fn your_uncommitted_edit_is_named_at_start_marked_in_the_review_and_committed_as_shown() {
+    let repo = TempRepo::new();
+    repo.write("calc.py", CALC);
+    repo.commit_all("calc");
+    repo.write("calc.py", &format!("# local edit\n{CALC}"));
+    let launch = Launch::new();
+    let fixed = "# local edit\ndef add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n";
+    let rounds = vec![turns(&[
+        write_file_call("calc.py", fixed),
+        write_file_call("hello.txt", "hello\n"),
+        complete_report("fixed add"),
+    ])];
+    let tmux = launch.start(repo.path(), rounds, 0, &["fix add"]);
+    // The person's line and the run's: +3 −1 from HEAD, not chosen by default, marked.
+    let review = tmux.wait_for("the review", |s| {
+        s.contains("complete after") && s.contains("Changes (2) · 1 chosen")
+    });
+    assert!(review.contains("[ ] M calc.py +3 −1 yours too"), "{review}");
+    tmux.keys(&["Space"]);
+    tmux.wait_for("the choice", |s| s.contains("[x] M calc.py"));
+    tmux.keys(&["c"]);
+    tmux.wait_for("the commit editor", |s| {
+        s.contains("Commit the run's changes")
+    });
+    tmux.keys(&["C-s"]);
+    let done = tmux.wait_for("the commit", |s| s.contains(" committed "));
+    assert!(done.contains("2 file(s) +4 −1"), "{done}");
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+
+    let numstat = head_numstat(repo.path());
+    assert_eq!(numstat.get("calc.py"), Some(&(3, 1)), "{numstat:?}");
+    assert_eq!(numstat.get("hello.txt"), Some(&(1, 0)), "{numstat:?}");
+    let events = std::fs::read_to_string(launch.run_dir.join("events.jsonl")).unwrap();
+    assert!(
+        events.contains("you have uncommitted changes in calc.py"),
+        "named at the start"
+    );
+}
+
+#[test]
+fn a_resumed_run_reviews_and_commits_everything_the_run_did_across_its_starts() {
+    let repo = TempRepo::new();
+    repo.write("calc.py", CALC);
+    repo.commit_all("calc");
+    let first = Launch::new();
+    let fixed = "def add(a, b):\n    return a + b\n";
+    let rounds = vec![turns(&[
+        write_file_call("calc.py", fixed),
+        write_file_call("NOTES.md", "notes\n"),
+        continue_report("fixed add"),
+    ])];
+    let tmux = first.start(repo.path(), rounds, 0, &["-n", "1", "fix add"]);
+    tmux.wait_for("the first review", |s| s.contains("Changes (2)"));
+    tmux.keys(&["q"]);
+    first.assert_restored(&tmux, 4);
+    drop(tmux);
+
+    let second = Launch::new();
+    let documented = "def add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n";
+    // The script's rounds count from the run's first: round 1 ran in the first start.
+    let rounds = vec![
+        turns(&[continue_report("never asked")]),
+        turns(&[
+            write_file_call("calc.py", documented),
+            complete_report("documented add"),
+        ]),
+    ];
+    let run_dir = first.run_dir.display().to_string();
+    let tmux = second.start(repo.path(), rounds, 0, &["-n", "2", "--resume", &run_dir]);
+    let review = tmux.wait_for("the review of the whole run", |s| {
+        s.contains("complete after") && s.contains("Changes (2) · 2 chosen")
+    });
+    assert!(review.contains("complete after 2 rounds"), "{review}");
+    assert!(review.contains("A NOTES.md +1 −0"), "{review}");
+    assert!(review.contains("M calc.py +2 −1"), "{review}");
+    tmux.keys(&["c"]);
+    tmux.wait_for("the commit editor", |s| {
+        s.contains("Commit the run's changes")
+    });
+    tmux.keys(&["C-s"]);
+    let done = tmux.wait_for("the commit", |s| s.contains(" committed "));
+    assert!(done.contains("2 file(s) +3 −1"), "{done}");
+    tmux.keys(&["q"]);
+    second.assert_restored(&tmux, 0);
+    let numstat = head_numstat(repo.path());
+    assert_eq!(numstat.get("calc.py"), Some(&(2, 1)), "{numstat:?}");
+    assert_eq!(numstat.get("NOTES.md"), Some(&(1, 0)), "{numstat:?}");
 }

@@ -10,6 +10,7 @@ mod diffs;
 mod large;
 mod race;
 mod repos;
+mod shown;
 mod watch;
 
 use std::collections::BTreeMap;

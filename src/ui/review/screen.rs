@@ -295,6 +295,9 @@ fn file_rows(
     rows
 }
 
+/// The mark of a file that holds the person's changes from before the run too.
+pub const YOURS_MARK: &str = " yours too";
+
 /// The row of file `i`: its mark, status letter, path and counts (a gitlink's say `repo`).
 fn file_row(
     theme: Theme,
@@ -307,7 +310,11 @@ fn file_row(
     let tail = if file.gitlink {
         vec![Span::styled(" repo", theme.warning())]
     } else {
-        diff::file_tail(theme, file.insertions, file.deletions, file.binary, false)
+        let mut tail = diff::file_tail(theme, file.insertions, file.deletions, file.binary, false);
+        if file.yours_before {
+            tail.push(Span::styled(YOURS_MARK, theme.warning()));
+        }
+        tail
     };
     let mark = if review.is_chosen(&file.path) {
         "[x]"
@@ -327,6 +334,10 @@ fn render_diff(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     let theme = state.theme;
     let title = match &review.diff {
         Loadable::Ready(d) => match d.files.get(review.file) {
+            Some(f) if f.yours_before => format!(
+                " Diff since your last commit (your edits before the run too) · {} ",
+                crate::text::sanitize_line(&f.path)
+            ),
             Some(f) => format!(
                 " Diff since the run started · {} ",
                 crate::text::sanitize_line(&f.path)

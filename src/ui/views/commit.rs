@@ -103,9 +103,9 @@ impl View for CommitEditor {
         let text = if let Some(note) = &self.note {
             note.as_str()
         } else if self.leaves_out {
-            "Commits exactly the run's own changes; files changed outside it stay out. Edit the message:"
+            "Commits the chosen files as the review shows them; files changed outside the run stay out. Edit the message:"
         } else {
-            "Commits exactly what this run changed since it started. Edit the message:"
+            "Commits the chosen files exactly as the review shows them. Edit the message:"
         };
         for (i, row) in wrap::rows(text, usize::from(note.width))
             .iter()

@@ -340,7 +340,10 @@ fn the_changes_list_the_review_and_the_commit_dialog_set_outside_files_apart() {
     press(&mut review, KeyCode::Char('c'));
     assert!(matches!(review.overlay(), Some(Overlay::Commit(_))));
     let text = screen(&mut review, 140, 40);
-    assert!(text.contains("files changed outside it stay out"), "{text}");
+    assert!(
+        text.contains("files changed outside the run stay out"),
+        "{text}"
+    );
 
     let mut only_theirs = finished(RunStatus::Complete, None);
     let model = DiffModel {
