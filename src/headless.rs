@@ -178,9 +178,9 @@ pub fn summary_line(
         .map(|e| format!(": {}", crate::text::sanitize_line(e)))
         .unwrap_or_default();
     format!(
-        "{} after {} round(s) — {}{reason}{warning}; run log: {run_dir}",
+        "{} after {} — {}{reason}{warning}; run log: {run_dir}",
         status.as_str(),
-        rounds_started,
+        crate::text::count(rounds_started as usize, "round", "rounds"),
         status.describe_with(verification),
     )
 }

@@ -1,5 +1,5 @@
 //! Small text and hash helpers every layer uses: SHA-256 as lower-case hex, cutting a
-//! string at a byte bound without splitting a character, JSON spaced the way Python's
+//! string at a byte bound without splitting a character, a count with its noun, JSON spaced the way Python's
 //! `json.dumps` writes it (chat templates and the models trained on them), and the one
 //! sanitizer for text that came from the worker or the repository on its way to a terminal.
 //!
@@ -51,6 +51,11 @@ pub fn clip(text: &str, max: usize) -> String {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_string(),
     }
+}
+
+/// `n` and the noun that agrees with it: "1 file", "3 files", "0 files".
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The longest suffix of `text` of at most `max_bytes` bytes that starts on a char boundary.

@@ -257,8 +257,9 @@ fn head_lines(past: &PastRun, listed: &Entry) -> String {
         None => "no end was recorded: the process was killed".to_string(),
     };
     out.push_str(&format!(
-        "outcome: {} after {} round(s) — {how}\n",
-        listed.outcome, past.last_round
+        "outcome: {} after {} — {how}\n",
+        listed.outcome,
+        crate::text::count(past.last_round as usize, "round", "rounds")
     ));
     out
 }
@@ -325,10 +326,10 @@ fn round_lines(out: &mut String, round: u32, facts: &RoundFacts) {
         .iter()
         .fold((0, 0), |(i, d), f| (i + f.insertions, d + f.deletions));
     out.push_str(&format!(
-        "\nround {round}: {}, {:.1} s, {} file(s) changed +{ins} −{del}\n",
+        "\nround {round}: {}, {:.1} s, {} changed +{ins} −{del}\n",
         outcome_word(facts.outcome),
         Duration::from_millis(facts.wall_ms).as_secs_f64(),
-        facts.files.len()
+        crate::text::count(facts.files.len(), "file", "files")
     ));
     if let Some(error) = &facts.error {
         out.push_str(&format!("  error: {error}\n"));

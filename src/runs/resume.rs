@@ -135,10 +135,10 @@ pub fn resolve(request: Request, dirs: Dirs) -> Result<(Settings, Resume), Usage
 fn last_is_over(past: &PastRun, dirs: &Dirs) -> String {
     let instead = match crate::runs::newest_resumable(&runs_dir(dirs)) {
         Some(other) => format!(
-            "the most recent run that can go on is {id} ({}, {} round(s)): \
+            "the most recent run that can go on is {id} ({}, {}): \
              ralph-tui --resume {id}",
             other.ending(),
-            other.last_round,
+            crate::text::count(other.last_round as usize, "round", "rounds"),
             id = other.id()
         ),
         None => "no other run can go on either: start a new run".to_string(),

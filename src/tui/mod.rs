@@ -89,7 +89,10 @@ pub fn run(prepared: Prepared, objective: Option<String>, log_file: &Path) -> Ex
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    let state = State::new(setup_of(&prepared), objective, Theme::from_env());
+    let mut state = State::new(setup_of(&prepared), objective, Theme::from_env());
+    if let Some(resume) = &prepared.resume {
+        state = state.resuming_at(resume.start.round);
+    }
 
     let stderr = match terminal::StderrToFile::new(log_file) {
         Ok(redirect) => Some(redirect),

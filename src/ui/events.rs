@@ -297,7 +297,10 @@ impl State {
         let counts = if changes_unknown {
             "changes unknown".to_string()
         } else {
-            format!("{files_changed} file(s) +{insertions} −{deletions}")
+            format!(
+                "{} +{insertions} −{deletions}",
+                crate::text::count(files_changed, "file", "files")
+            )
         };
         let outcome_word = match outcome {
             RoundOutcome::Reported => "reported",
@@ -368,6 +371,8 @@ impl State {
             outside,
             gitlinks: std::collections::BTreeSet::new(),
             yours: std::collections::BTreeSet::new(),
+            emptied: None,
+            reverted: std::collections::BTreeSet::new(),
         });
         if self.quit_when_finished {
             return vec![Effect::Quit(self.exit_code())];
@@ -516,10 +521,27 @@ impl State {
         rows
     }
 
-    /// The text the commit editor starts with: the worker's summary and evidence.
+    /// The report the commit describes: the run's last, unless the review reverted the
+    /// round that made it, then the newest accepted report of a round still in the work.
+    fn described_report(&self) -> Option<&Report> {
+        let review = self.review.as_ref()?;
+        let latest = review.report.as_ref().or(review.last_valid.as_ref());
+        if review.reverted.is_empty() {
+            return latest;
+        }
+        self.reports.iter().rev().find_map(|entry| match entry {
+            ReportEntry::Accepted { round, report } if !review.reverted.contains(round) => {
+                Some(report)
+            }
+            _ => None,
+        })
+    }
+
+    /// The text the commit editor starts with: the worker's summary and evidence (of a
+    /// round the review did not revert), and what the review reverted.
     pub fn commit_message(&self) -> String {
         let review = self.review.as_ref();
-        let report = review.and_then(|r| r.report.as_ref().or(r.last_valid.as_ref()));
+        let report = self.described_report();
         let mut message = match report {
             Some(report) => report.summary.clone(),
             None => {
@@ -537,11 +559,18 @@ impl State {
         }
         if let Some(review) = review {
             message.push_str(&format!(
-                "\n\nralph-tui run {}: {} after {} round(s).",
+                "\n\nralph-tui run {}: {} after {}.",
                 self.run_id,
                 review.status.as_str(),
-                review.rounds_started
+                crate::text::count(review.rounds_started as usize, "round", "rounds")
             ));
+            if !review.reverted.is_empty() {
+                let rounds: Vec<String> = review.reverted.iter().map(u32::to_string).collect();
+                message.push_str(&format!(
+                    " Reverted in the review: round {}.",
+                    rounds.join(", ")
+                ));
+            }
         }
         message
     }

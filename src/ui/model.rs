@@ -168,6 +168,11 @@ pub struct Review {
     /// Files the list has shown that hold the person's changes from before the run too
     /// (`FileDiff::yours_before`): a commit takes whole files, so never chosen by default.
     pub yours: BTreeSet<String>,
+    /// What the review itself took away (a discard, the worktree removed), said where the
+    /// list of files is empty instead of "the run changed no files".
+    pub emptied: Option<String>,
+    /// The rounds reverted in the review: the commit message no longer describes them.
+    pub reverted: BTreeSet<u32>,
 }
 
 impl Review {

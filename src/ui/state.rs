@@ -30,6 +30,7 @@ pub use super::views::overlay::Overlay;
 use super::views::view::{Ctx, View};
 use crate::error::ExitCode;
 use crate::protocol::event::WrapUpReason;
+use crate::text;
 use crate::workspace::DiffModel;
 
 /// The run's meters, as the header and the status line show them: tokens, rates, the
@@ -97,6 +98,8 @@ pub struct WorktreeReview {
     pub discard_armed: bool,
     /// The worktree and branch are gone (committed, or removed with `X X`).
     pub gone: Option<WorktreeGone>,
+    /// `A` applied the run's changes to the person's work tree (the branch is kept).
+    pub applied: bool,
 }
 
 /// Where things were drawn at the last sync: the whole screen, the run screen's panes, the
@@ -199,6 +202,14 @@ impl State {
             replay: None,
             areas: Areas::default(),
         }
+    }
+
+    /// The state of a run that goes on from an earlier one at round `next`: the header
+    /// counts the run's rounds from its first start, as every other line does, before the
+    /// first resumed round starts too.
+    pub fn resuming_at(mut self, next: u32) -> Self {
+        self.round = next.saturating_sub(1);
+        self
     }
 
     /// Applies one message; returns the side effects to perform.
@@ -386,18 +397,37 @@ impl State {
     fn discarded(&mut self, result: Result<Vec<String>, String>) -> Vec<Effect> {
         self.notice = Some(match &result {
             Ok(paths) => format!(
-                "discarded the run's changes: {} file(s) back as the run found them",
-                paths.len()
+                "discarded the run's changes: {} back as the run found them",
+                text::count(paths.len(), "file", "files")
             ),
             Err(e) => format!("discard failed: {e}"),
         });
+        if let (Ok(paths), Some(review)) = (&result, self.review.as_mut()) {
+            review.emptied = Some(format!(
+                "you discarded the run's changes to {}: {}",
+                text::count(paths.len(), "file", "files"),
+                paths.join(", ")
+            ));
+        }
         self.reload_review()
     }
 
     /// A worktree action's result, on the status line.
     fn worktree_done(&mut self, action: WorktreeAction, result: Result<String, String>) {
-        if action == WorktreeAction::Discard && result.is_ok() {
-            self.worktree.gone = Some(WorktreeGone::Removed);
+        match (action, &result) {
+            (WorktreeAction::Discard, Ok(_)) => {
+                self.worktree.gone = Some(WorktreeGone::Removed);
+                // Nothing of the run is left: no file is listed, so none is chosen.
+                if let Some(review) = self.review.as_mut() {
+                    review.diff = Loadable::Ready(DiffModel::default());
+                    review.file = 0;
+                    review.diff_scroll = 0;
+                }
+            }
+            (WorktreeAction::Apply, Ok(done)) if !done.starts_with("nothing") => {
+                self.worktree.applied = true;
+            }
+            _ => {}
         }
         self.notice = Some(match result {
             Ok(done) => done,
@@ -409,6 +439,9 @@ impl State {
     /// closed); the review's diff is read again when something changed.
     fn reverted(&mut self, round: u32, result: Result<Vec<String>, String>) -> Vec<Effect> {
         let changed = result.is_ok();
+        if let (true, Some(review)) = (changed, self.review.as_mut()) {
+            review.reverted.insert(round);
+        }
         let mut shown = false;
         for overlay in &mut self.overlays {
             if let Overlay::Revert(view) = overlay {

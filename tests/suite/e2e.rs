@@ -378,7 +378,7 @@ fn a_worktree_runs_reverted_round_stays_out_of_apply_and_x_x_leaves_only_quit() 
     tmux.keys(&["Escape"]);
     tmux.wait_for("the review after the revert", |s| s.contains("Changes (1)"));
     tmux.keys(&["A"]);
-    tmux.wait_for("the apply", |s| s.contains("applied 1 file(s)"));
+    tmux.wait_for("the apply", |s| s.contains("applied 1 file "));
     assert_eq!(repo.read("one.txt"), "round one\n");
     assert!(
         !repo.path().join("two.txt").exists(),
@@ -429,7 +429,7 @@ fn review_of_a_worktree_run_applies_its_changes_to_the_persons_work_tree() {
         "the run wrote the checkout"
     );
     tmux.keys(&["A"]);
-    tmux.wait_for("the apply", |s| s.contains("applied 1 file(s)"));
+    tmux.wait_for("the apply", |s| s.contains("applied 1 file "));
     assert_eq!(repo.read("hello.txt"), "hello from the run\n");
     assert_eq!(repo.read("untouched.txt"), "the person's own edit\n");
     tmux.keys(&["q"]);
@@ -809,7 +809,7 @@ fn your_uncommitted_edit_is_named_at_start_marked_in_the_review_and_committed_as
     });
     tmux.keys(&["C-s"]);
     let done = tmux.wait_for("the commit", |s| s.contains(" committed "));
-    assert!(done.contains("2 file(s) +4 −1"), "{done}");
+    assert!(done.contains("2 files +4 −1"), "{done}");
     tmux.keys(&["q"]);
     launch.assert_restored(&tmux, 0);
 
@@ -865,7 +865,7 @@ fn a_resumed_run_reviews_and_commits_everything_the_run_did_across_its_starts() 
     });
     tmux.keys(&["C-s"]);
     let done = tmux.wait_for("the commit", |s| s.contains(" committed "));
-    assert!(done.contains("2 file(s) +3 −1"), "{done}");
+    assert!(done.contains("2 files +3 −1"), "{done}");
     tmux.keys(&["q"]);
     second.assert_restored(&tmux, 0);
     let numstat = head_numstat(repo.path());

@@ -147,7 +147,7 @@ fn runs_lists_newest_first_with_a_killed_one_and_show_summarises_each() {
     let shown = stdout(&shown);
     for needle in [
         format!("run {complete}"),
-        "outcome: complete after 2 round(s)".to_string(),
+        "outcome: complete after 2 rounds".to_string(),
         "round 1: reported".to_string(),
         "report: continue — wrote the notes".to_string(),
         "A notes.txt +2 −0".to_string(),
@@ -160,7 +160,7 @@ fn runs_lists_newest_first_with_a_killed_one_and_show_summarises_each() {
     let last = stdout(&ralph(home, &["show", "last"]));
     assert!(last.contains(&format!("run {killed}")), "{last}");
     assert!(
-        last.contains("outcome: killed after 3 round(s) — no end was recorded"),
+        last.contains("outcome: killed after 3 rounds — no end was recorded"),
         "{last}"
     );
     let blocked_text = stdout(&ralph(home, &["show", &blocked]));

@@ -633,7 +633,7 @@ fn resume_last_after_a_finished_run_names_the_newest_run_that_can_go_on() {
     assert_eq!(status, 0);
     let line = format!(
         "the last run, {complete}, is over (complete): there is nothing to continue; the most \
-         recent run that can go on is {limited} (budget-limited, 1 round(s)): ralph-tui --resume \
+         recent run that can go on is {limited} (budget-limited, 1 round): ralph-tui --resume \
          {limited}"
     );
     assert_refused(home, &["--resume", "last"], &line);

@@ -318,13 +318,32 @@ fn assert_untouched(repo: &TempRepo) {
 fn worktree_revert_then_apply_applies_only_what_is_left() {
     let repo = TempRepo::new();
     let s = session(&repo, true, vec![revert(0), close(), apply()]);
-    s.assert_noticed("applied 1 file(s)");
+    s.assert_noticed("applied 1 file to");
     assert_eq!(repo.read("a.txt"), "round one\n");
     assert_round_two_absent(&repo);
     // The branch is kept, as apply says.
     let info = s.worktree.unwrap();
     assert!(info.is_left());
-    // The exit line says how to get the kept branch's work later.
+    // The exit line says the changes are applied and how to remove the kept branch, and
+    // never suggests applying them a second time.
+    let message = s.ended.message.unwrap();
+    assert!(message.contains("applied to your work tree"), "{message}");
+    assert!(
+        message.contains(&format!("the branch {} is kept", info.branch)),
+        "{message}"
+    );
+    assert!(message.contains("ralph-tui runs --prune"), "{message}");
+    assert!(!message.contains("git apply"), "{message}");
+}
+
+#[test]
+fn worktree_discard_then_apply_applies_nothing() {
+    let repo = TempRepo::new();
+    let s = session(&repo, true, vec![discard(), apply()]);
+    s.assert_noticed("nothing to apply");
+    assert_untouched(&repo);
+    // Nothing was applied: the exit line says how to get the kept branch's work later.
+    let info = s.worktree.unwrap();
     let message = s.ended.message.unwrap();
     assert!(message.contains("kept on branch ralph/"), "{message}");
     assert!(
@@ -339,14 +358,6 @@ fn worktree_revert_then_apply_applies_only_what_is_left() {
         )),
         "{message}"
     );
-}
-
-#[test]
-fn worktree_discard_then_apply_applies_nothing() {
-    let repo = TempRepo::new();
-    let s = session(&repo, true, vec![discard(), apply()]);
-    s.assert_noticed("nothing to apply");
-    assert_untouched(&repo);
 }
 
 #[test]
@@ -466,7 +477,10 @@ fn after_the_worktree_is_removed_only_quit_acts_and_the_review_says_what_went() 
     );
     assert_no_raw_git(&s.notices);
     assert_untouched(&repo);
-    assert!(!s.worktree.unwrap().is_left());
+    assert!(!s.worktree.as_ref().unwrap().is_left());
+    // Nothing of the run is kept: show says no "kept" line.
+    let text = shown(&s);
+    assert!(!text.contains("review: kept"), "{text}");
     let message = s.ended.message.unwrap();
     assert!(
         message.contains("the worktree and the branch ralph/"),
@@ -595,12 +609,16 @@ fn show_says_what_happened_at_the_review_of_a_worktree_run() {
         review[0].starts_with("review: reverted round 2: "),
         "{text}"
     );
-    assert!(review[1].starts_with("review: applied 1 file(s)"), "{text}");
+    assert!(review[1].starts_with("review: applied 1 file to"), "{text}");
     assert!(
         review[2].starts_with(&format!("review: kept the branch {}", info.branch)),
         "{text}"
     );
     super::worktree::assert_show_names_the_kept_worktree(&text, &top, &info.branch);
+    // Applied: the quit line does not suggest applying the branch a second time.
+    let message = s.ended.message.as_deref().unwrap();
+    assert!(!message.contains("git apply"), "{message}");
+    assert!(message.contains("applied to your work tree"), "{message}");
 }
 
 #[test]
@@ -610,10 +628,7 @@ fn show_says_what_happened_at_the_review_in_place() {
     let text = shown(&s);
     let review: Vec<&str> = text.lines().filter(|l| l.starts_with("review: ")).collect();
     assert_eq!(review.len(), 1, "{text}");
-    assert!(
-        review[0].starts_with("review: discarded 4 file(s)"),
-        "{text}"
-    );
+    assert!(review[0].starts_with("review: discarded 4 files"), "{text}");
     let repo = TempRepo::new();
     let s = session(&repo, false, vec![toggle(index_of_notes()), commit()]);
     let text = shown(&s);
@@ -622,7 +637,7 @@ fn show_says_what_happened_at_the_review_in_place() {
     assert!(review[0].starts_with("review: committed "), "{text}");
     assert_eq!(
         review[1],
-        "review: kept 1 file(s) uncommitted in the work tree"
+        "review: kept 1 file uncommitted in the work tree"
     );
 }
 
@@ -650,6 +665,87 @@ mod screens {
     }
 
     #[test]
+    fn after_x_x_nothing_is_listed_chosen_or_said_to_be_kept() {
+        let mut state = finished(RunStatus::Complete, Some(verification(true)));
+        state.setup.worktree = Some("ralph/20260101-090000-1a2b".into());
+        state.update(Msg::WorktreeDone(
+            WorktreeAction::Discard,
+            Ok("removed the worktree and the branch ralph/20260101-090000-1a2b".into()),
+        ));
+        let text = screen(&mut state, 120, 40);
+        assert!(!text.contains("[x]"), "{text}");
+        assert!(text.contains("Changes (0) · 0 chosen"), "{text}");
+        assert!(!text.contains("the run changed no files"), "{text}");
+        assert!(text.contains("nothing of the run is left"), "{text}");
+        let review = state.review.as_ref().unwrap();
+        assert_eq!(review.listed_left_out(), 0);
+    }
+
+    #[test]
+    fn after_a_discard_the_pane_says_what_was_discarded() {
+        let mut state = finished(RunStatus::Complete, Some(verification(true)));
+        let effects = state.update(Msg::Discarded(Ok(vec!["slug.py".into()])));
+        assert_eq!(
+            effects,
+            vec![ralph_tui::ui::model::Effect::LoadDiff(
+                ralph_tui::ui::model::DiffSource::Review
+            )]
+        );
+        state.update(Msg::DiffLoaded(
+            ralph_tui::ui::model::DiffSource::Review,
+            Ok(ralph_tui::workspace::DiffModel::default()),
+        ));
+        let text = screen(&mut state, 120, 40);
+        assert!(!text.contains("the run changed no files"), "{text}");
+        assert!(
+            text.contains("you discarded the run's changes to 1"),
+            "{text}"
+        );
+        assert!(text.contains("file: slug.py"), "{text}");
+    }
+
+    #[test]
+    fn after_reverting_the_last_round_the_commit_message_describes_what_is_left() {
+        let mut state = finished(RunStatus::Complete, Some(verification(true)));
+        let before = state.commit_message();
+        assert!(before.starts_with("slugify is implemented"), "{before}");
+        state.update(Msg::Reverted(3, Ok(vec!["slug.py".into()])));
+        let after = state.commit_message();
+        assert!(!after.contains("slugify is implemented"), "{after}");
+        // The newest report of a round still in the work tree: round 2's.
+        let round_two = match state.reports.iter().rev().find(|e| e.round() == 2) {
+            Some(ralph_tui::ui::model::ReportEntry::Accepted { report, .. }) => {
+                report.summary.clone()
+            }
+            other => panic!("round 2 has no accepted report: {other:?}"),
+        };
+        assert!(after.starts_with(&round_two), "{after}");
+        assert!(
+            after.contains("Reverted in the review: round 3."),
+            "{after}"
+        );
+        // A revert that failed reverts nothing.
+        let mut state = finished(RunStatus::Complete, Some(verification(true)));
+        state.update(Msg::Reverted(3, Err("conflict".into())));
+        assert_eq!(state.commit_message(), before);
+    }
+
+    #[test]
+    fn a_cancelled_runs_exit_line_has_the_resume_command_the_review_showed() {
+        let state = finished(RunStatus::Cancelled, None);
+        let review = state.review.as_ref().unwrap();
+        let command = ralph_tui::ui::review::resume_command(&state, review).unwrap();
+        let line = ralph_tui::tui::event_loop::farewell(&state, None);
+        assert!(
+            line.contains(&format!("continue it with `{command}`")),
+            "{line}"
+        );
+        let state = finished(RunStatus::Complete, None);
+        let line = ralph_tui::tui::event_loop::farewell(&state, None);
+        assert!(!line.contains("--resume"), "{line}");
+    }
+
+    #[test]
     fn snapshot_review_after_a_commit_that_left_a_file_out() {
         let mut state = finished(RunStatus::Complete, Some(verification(true)));
         let review = state.review.as_mut().unwrap();
@@ -659,7 +755,7 @@ mod screens {
         };
         review.left_out.insert(first);
         state.update(Msg::Committed(Ok(
-            "0123456789 on main (1 file(s) +3 −2)".into()
+            "0123456789 on main (1 file +3 −2)".into()
         )));
         press(&mut state, KeyCode::Down);
         let text = screen(&mut state, 100, 30);

@@ -121,7 +121,11 @@ fn snapshot_approval_modal() {
         cwd: "~/src/demo-repo".into(),
     }));
     assert_eq!(state.approvals.len(), 1);
-    insta::assert_snapshot!("approval_modal_80x24", screen(&mut state, 80, 24));
+    let text = screen(&mut state, 80, 24);
+    // The header says whose turn it is: the command has not started.
+    let header = text.lines().next().unwrap_or_default();
+    assert!(header.contains("waiting for you"), "{header}");
+    insta::assert_snapshot!("approval_modal_80x24", text);
     assert!(
         press(&mut state, KeyCode::Char('x')).is_empty(),
         "other keys wait"
@@ -262,9 +266,9 @@ fn snapshot_commit_editor_prefilled_from_the_report() {
     let effects = ctrl(&mut state, 's');
     assert_eq!(effects.len(), 1);
     assert!(matches!(&effects[0], Effect::Commit(m) if m.starts_with("slugify is implemented")));
-    state.update(Msg::Committed(Ok(
-        "0123abcd on main (2 file(s) +5 −1)".into()
-    )));
+    state.update(Msg::Committed(
+        Ok("0123abcd on main (2 files +5 −1)".into()),
+    ));
     let text = screen(&mut state, 80, 24);
     assert!(text.contains("committed 0123abcd on main"), "{text}");
     press(&mut state, KeyCode::Char('c'));

@@ -14,8 +14,10 @@ use std::path::PathBuf;
 use super::{Done, Driver, Run};
 use crate::protocol::event::RunStatus;
 use crate::runs::review;
+use crate::text::count;
 use crate::tui::failure::{review_error, workspace_error};
 use crate::ui::model::{WorktreeAction, WorktreeGone};
+use crate::ui::review::resume_command;
 use crate::ui::state::{CommitState, Loadable, Msg, Phase, State};
 use crate::workspace::{DiffModel, DiscardPlan, Snapshot, Workspace, WorktreeInfo};
 
@@ -68,8 +70,10 @@ impl Driver {
                 let short = id.get(..10).unwrap_or(&id).to_string();
                 match outcome.branch {
                     Some(branch) => format!(
-                        "{short} on {branch} ({} file(s) +{} −{})",
-                        outcome.files_changed, outcome.insertions, outcome.deletions
+                        "{short} on {branch} ({} +{} −{})",
+                        count(outcome.files_changed, "file", "files"),
+                        outcome.insertions,
+                        outcome.deletions
                     ),
                     None => format!("{short} (detached HEAD)"),
                 }
@@ -136,7 +140,11 @@ impl Driver {
                 .and_then(|ws| ws.discard_to(&base, &plan, only.as_ref()))
                 .map_err(|e| workspace_error(e, "nothing was discarded"));
             if let Ok(paths) = &result {
-                let detail = format!("{} file(s): {}", paths.len(), paths.join(", "));
+                let detail = format!(
+                    "{}: {}",
+                    count(paths.len(), "file", "files"),
+                    paths.join(", ")
+                );
                 review::record(&run_dir, "discarded", &detail);
             }
             let _ = done.send(Done::Msg(Msg::Discarded(result)));
@@ -169,7 +177,8 @@ impl Driver {
                     .map(|applied| match applied.paths.len() {
                         0 => "nothing to apply: the review shows no chosen change".to_string(),
                         n => format!(
-                            "applied {n} file(s) to your work tree (index untouched); {} is kept",
+                            "applied {} to your work tree (index untouched); {} is kept",
+                            count(n, "file", "files"),
                             info.branch
                         ),
                     })
@@ -233,8 +242,11 @@ fn to_take(chosen: Option<Chosen>) -> BTreeSet<String> {
 /// is left (or there was no review).
 pub(super) fn kept(state: &State, worktree: Option<&WorktreeInfo>) -> Option<String> {
     let review = state.review.as_ref()?;
-    if let (Some(info), None) = (worktree, state.worktree.gone) {
-        return Some(format!("the branch {} and its worktree", info.branch));
+    match (worktree, state.worktree.gone) {
+        (Some(info), None) => return Some(format!("the branch {} and its worktree", info.branch)),
+        // `X X` removed the run's work: nothing of it is kept anywhere.
+        (Some(_), Some(WorktreeGone::Removed)) => return None,
+        _ => {}
     }
     let Loadable::Ready(diff) = &review.diff else {
         return None;
@@ -243,7 +255,12 @@ pub(super) fn kept(state: &State, worktree: Option<&WorktreeInfo>) -> Option<Str
         CommitState::Done(_) => review.listed_left_out(),
         _ => diff.files.len(),
     };
-    (uncommitted > 0).then(|| format!("{uncommitted} file(s) uncommitted in the work tree"))
+    (uncommitted > 0).then(|| {
+        format!(
+            "{} uncommitted in the work tree",
+            count(uncommitted, "file", "files")
+        )
+    })
 }
 
 /// After a commit, the listed files left out of it (what a discard may still take back);
@@ -263,15 +280,20 @@ pub fn farewell(state: &State, worktree: Option<&WorktreeInfo>) -> String {
     match (&state.review, state.phase) {
         (Some(review), _) => {
             let mut line = format!(
-                "{} after {} round(s): {}; run log: {}",
+                "{} after {}: {}; run log: {}",
                 review.status.as_str(),
-                review.rounds_started,
+                count(review.rounds_started as usize, "round", "rounds"),
                 // The review's own words, `--verify`'s result included.
                 review.status.describe_with(review.verification.as_ref()),
                 state.setup.run_dir
             );
             if let CommitState::Done(id) = &review.commit {
                 line.push_str(&format!("; committed {id}"));
+            }
+            // The command the review showed, for a run that can go on (a worktree run's
+            // kept branch says it below).
+            if let (None, Some(command)) = (worktree, resume_command(state, review)) {
+                line.push_str(&format!("; continue it with `{command}`"));
             }
             if let Some(info) = worktree {
                 let branch = &info.branch;
@@ -282,6 +304,13 @@ pub fn farewell(state: &State, worktree: Option<&WorktreeInfo>) -> String {
                     Some(WorktreeGone::Committed) => format!(
                         "; the commit brought the run's changes into your work tree and removed \
                          the worktree and the branch {branch}"
+                    ),
+                    // Applied: the changes are in the person's work tree already, and applying
+                    // the branch again would apply them twice.
+                    None if state.worktree.applied => format!(
+                        "; the run's changes were applied to your work tree (index untouched); \
+                         the branch {branch} is kept: remove it with `ralph-tui runs --prune {}`",
+                        info.run_id()
                     ),
                     None => {
                         let resumable = matches!(

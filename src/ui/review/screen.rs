@@ -14,6 +14,7 @@ use ratatui::widgets::Widget;
 
 use crate::options::RoundCount;
 use crate::protocol::event::RunStatus;
+use crate::text::sanitize_line;
 use crate::ui::hints::{self, HintSpec, AT_REVIEW};
 use crate::ui::keys::Action;
 use crate::ui::kit::draw::{draw_lines, pane_block, put_line};
@@ -233,8 +234,18 @@ fn file_notes(state: &State, model: &DiffModel, width: usize) -> Vec<Line<'stati
                 .map(|r| Line::styled(r.to_string(), theme.warning())),
         );
     }
+    let emptied = state.review.as_ref().and_then(|r| r.emptied.as_deref());
     if model.files.is_empty() && model.unseen.is_empty() && model.hidden.is_empty() {
-        notes.push(Line::styled("the run changed no files", theme.dim()));
+        match emptied {
+            // What the review took away, not "no change": the run did change them.
+            Some(text) => notes.extend(
+                wrap::rows(&sanitize_line(text), width)
+                    .into_iter()
+                    .map(|r| Line::styled(r.to_string(), theme.dim())),
+            ),
+            None if state.worktree.gone.is_some() => {}
+            None => notes.push(Line::styled("the run changed no files", theme.dim())),
+        }
     }
     if let Some(gone) = super::worktree::gone_text(state) {
         notes.extend(

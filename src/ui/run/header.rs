@@ -48,6 +48,10 @@ pub fn activity(state: &State) -> String {
             None => "loading model".into(),
         };
     }
+    // An approval asked is the person's turn: the command has not started.
+    if !state.approvals.is_empty() {
+        return "waiting for you".into();
+    }
     if let Some(tool) = &state.meters.tool_running {
         return if tool == "run_command" {
             "running command".into()

@@ -53,7 +53,10 @@ impl View for DiscardQuestion {
         let rect = popup(area, 70, 0, 50, height);
         let inner = modal(
             theme,
-            format!(" Discard the run's changes? ({} files) ", self.files.len()),
+            format!(
+                " Discard the run's changes? ({}) ",
+                crate::text::count(self.files.len(), "file", "files")
+            ),
             None,
             rect,
             buf,

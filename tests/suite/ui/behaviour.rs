@@ -334,3 +334,23 @@ fn a_claimed_completion_that_verify_contradicts_quits_with_exit_6() {
     let blocked = finished(RunStatus::Blocked, Some(verification(false)));
     assert_eq!(blocked.exit_code(), ExitCode::Blocked);
 }
+
+#[test]
+fn a_resumed_run_counts_its_rounds_from_its_first_start_before_the_next_round() {
+    let mut state = State::new(setup(), Some(OBJECTIVE.into()), Theme::default()).resuming_at(4);
+    let header = |state: &mut State| {
+        let text = screen(state, 120, 40);
+        text.lines().next().unwrap_or_default().to_string()
+    };
+    assert!(
+        header(&mut state).contains("Round 3/8"),
+        "{}",
+        header(&mut state)
+    );
+    start_round(&mut state, 4);
+    assert!(
+        header(&mut state).contains("Round 4/8"),
+        "{}",
+        header(&mut state)
+    );
+}

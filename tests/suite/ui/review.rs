@@ -190,7 +190,7 @@ fn discard_lists_what_is_lost_and_asks_before_doing_it() {
     ])));
     assert_eq!(effects, vec![Effect::LoadDiff(DiffSource::Review)]);
     assert!(
-        state.notice.as_deref().unwrap().contains("2 file(s)"),
+        state.notice.as_deref().unwrap().contains("2 files"),
         "{:?}",
         state.notice
     );
