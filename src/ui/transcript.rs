@@ -140,15 +140,13 @@ impl Transcript {
     /// of their own kinds.
     pub fn push_text(&mut self, text: &str) {
         // Most pieces cannot begin or end markup: they go straight to the current kind.
-        if let Some(part) = self.splitter.idle() {
-            if !text.contains(['<', '[']) {
-                self.push_run(kind_of(part), text);
-                if part == Part::Markup {
-                    self.pending_grew(text);
-                }
-                self.evict();
-                return;
+        if let Some(part) = self.splitter.settled(text) {
+            self.push_run(kind_of(part), text);
+            if part == Part::Markup {
+                self.pending_grew(text);
             }
+            self.evict();
+            return;
         }
         let mut splitter = std::mem::take(&mut self.splitter);
         for c in text.chars() {
@@ -176,7 +174,7 @@ impl Transcript {
                     self.pending_grew(c.encode_utf8(&mut bytes));
                 }
             }
-            Out::CallStarts => {
+            Out::CallStarts { opening } => {
                 // The pending line goes above the marker's raw line, which stays open for
                 // the rest of the markup.
                 let text = "→ …".to_string();
@@ -198,12 +196,22 @@ impl Transcript {
                 );
                 self.dirty_from = self.dirty_from.min(at);
                 let line = self.dropped + at as u64;
+                // A call known by its shape (a fenced or bare object) has its opening, the
+                // name's key among it, on the raw line already: the name is looked for there
+                // too.
+                let head = match self.lines.back() {
+                    Some(last) if opening > 0 && self.open && last.kind == LineKind::Raw => {
+                        crate::text::tail_at_char_boundary(&last.text, opening).to_string()
+                    }
+                    _ => String::new(),
+                };
                 self.pending_calls.push(PendingCall {
                     line,
-                    head: String::new(),
-                    bytes: 0,
+                    bytes: head.len(),
+                    head,
                     name: None,
                 });
+                self.pending_grew("");
             }
             Out::ReasoningStarts => {
                 self.open = false;

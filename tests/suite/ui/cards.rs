@@ -519,3 +519,66 @@ fn the_outcome_sentence_tells_claim_and_verify() {
     );
     assert!(!line.contains("claimed completion"), "{line}");
 }
+
+/// The shapes a call comes in: each family's tags, and the fenced and bare objects small
+/// coder models write whatever their template says.
+fn call_shapes() -> Vec<(&'static str, String)> {
+    let call = r#"{"name": "list_dir", "arguments": {"path": "."}}"#;
+    vec![
+        ("tags", format!("<tool_call>\n{call}\n</tool_call>")),
+        ("json_fence", format!("```json\n{call}\n```")),
+        ("bare_fence", format!("```\n{call}\n```")),
+        ("array_fence", format!("```json\n[\n  {call}\n]\n```")),
+        ("bare_object", call.to_string()),
+        ("bare_in_prose", format!("I call {call} now.")),
+    ]
+}
+
+#[test]
+fn snapshot_every_call_shape_renders_as_its_card_only() {
+    for (name, markup) in call_shapes() {
+        let mut state = new_state(Theme::default());
+        start_round(&mut state, 1);
+        let text = format!("Listing the files.\n{markup}\nDone.");
+        // Streamed a character at a time: the shape is known whatever the split.
+        for c in text.chars() {
+            send(
+                &mut state,
+                Event::Token {
+                    round: 1,
+                    text: c.to_string(),
+                },
+            );
+        }
+        let streaming = screen(&mut state, 80, 24);
+        assert!(streaming.contains("→ list_dir"), "{name}: {streaming}");
+        send(
+            &mut state,
+            Event::ToolCall {
+                round: 1,
+                name: "list_dir".into(),
+                arguments: json!({"path": "."}),
+            },
+        );
+        send(
+            &mut state,
+            Event::ToolResult {
+                round: 1,
+                name: "list_dir".into(),
+                ok: true,
+                output: "README.md\nslug.py\n".into(),
+            },
+        );
+        let folded = screen(&mut state, 80, 24);
+        for raw in ["\"name\"", "```", "<tool_call>", "\"arguments\""] {
+            assert!(!folded.contains(raw), "{name}: {raw} shows in {folded}");
+        }
+        assert!(folded.contains("Listing the files."), "{name}: {folded}");
+        assert!(folded.contains("Done."), "{name}: {folded}");
+        insta::assert_snapshot!(format!("call_shape_{name}_80x24"), folded);
+        // The markup is one key away, and the run log keeps it all.
+        press(&mut state, KeyCode::Char('m'));
+        let raw = screen(&mut state, 80, 24);
+        assert!(raw.contains("\"name\""), "{name}: {raw}");
+    }
+}
