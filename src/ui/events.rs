@@ -447,9 +447,10 @@ impl State {
                     .to_string(),
             });
         }
-        let (line, folded) = card::result_lines(ok, output);
-        self.transcript.push_card_line(kind, &line, id);
-        self.push_folded(id, &folded);
+        let lines = card::result_lines(ok, output);
+        self.transcript
+            .push_card_line_folding(kind, &lines.folded, &lines.unfolded, id);
+        self.push_folded(id, &lines.rest);
     }
 
     pub(super) fn round_changes(&mut self, round: u32) -> &mut RoundChanges {

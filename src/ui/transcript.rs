@@ -63,6 +63,9 @@ struct StreamLine {
     rows: usize,
     /// The card the line belongs to (0: none).
     card: u32,
+    /// The line's text in the other fold state (a card's result line says what is folded
+    /// only while it is): swapped in when the stream folds or unfolds.
+    other: Option<String>,
 }
 
 /// One visible row, as render draws it.
@@ -192,6 +195,7 @@ impl Transcript {
                         text,
                         rows: 0,
                         card: 0,
+                        other: None,
                     },
                 );
                 self.dirty_from = self.dirty_from.min(at);
@@ -323,6 +327,7 @@ impl Transcript {
                     chars: 0,
                     rows: 0,
                     card: 0,
+                    other: None,
                 });
                 self.open = true;
             }
@@ -367,10 +372,33 @@ impl Transcript {
         self.show_raw
     }
 
+    /// Like [`Self::push_card_line`] for one line that reads `folded` while the stream is
+    /// folded and `unfolded` while it is not.
+    pub fn push_card_line_folding(
+        &mut self,
+        kind: LineKind,
+        folded: &str,
+        unfolded: &str,
+        card: u32,
+    ) {
+        self.push_card_line(kind, folded, card);
+        let unfolded = wrap::sanitize(unfolded).replace('\n', " ");
+        let unfolded_now = self.unfolded;
+        if let Some(line) = self.lines.back_mut() {
+            line.other = Some(unfolded);
+            if unfolded_now {
+                swap_text(line, &mut self.bytes);
+            }
+        }
+    }
+
     /// Unfolds (or folds) every card and reasoning block.
     pub fn set_unfolded(&mut self, on: bool) {
         if self.unfolded != on {
             self.unfolded = on;
+            for line in &mut self.lines {
+                swap_text(line, &mut self.bytes);
+            }
             self.recount();
         }
     }
@@ -408,6 +436,7 @@ impl Transcript {
             text,
             rows: 0,
             card,
+            other: None,
         });
     }
 
@@ -574,6 +603,15 @@ fn call_name(head: &str) -> Option<String> {
         return quoted(rest).filter(|n| !n.is_empty());
     }
     None
+}
+
+/// A line that reads differently folded and unfolded changes to its other text.
+fn swap_text(line: &mut StreamLine, bytes: &mut usize) {
+    if let Some(other) = line.other.as_mut() {
+        *bytes = bytes.saturating_sub(line.text.len()) + other.len();
+        std::mem::swap(&mut line.text, other);
+        line.chars = line.text.chars().count();
+    }
 }
 
 fn kind_of(part: Part) -> LineKind {

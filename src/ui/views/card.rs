@@ -192,9 +192,61 @@ fn pretty(value: &Value) -> String {
     }
 }
 
-/// The result line (`← exit 0 · Ran 1 test · OK`, with `(+N lines)` when more is folded) and
-/// the folded rest.
-pub fn result_lines(ok: bool, output: &str) -> (String, Vec<String>) {
+/// A result as the stream shows it: its line folded (`← exit 0 · Ran 9 tests in 0.01s · OK`,
+/// with `(+N lines)` when more is folded), the same line unfolded (no count: the lines
+/// follow), and the folded rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultLines {
+    pub folded: String,
+    pub unfolded: String,
+    pub rest: Vec<String>,
+}
+
+/// Summary pieces shown on the result line at most.
+const SUMMARY_PIECES: usize = 3;
+
+/// Whether a line of output says nothing on its own: a rule (`-----`, `=====`) or a test
+/// runner's progress dots (`..F.`).
+fn is_noise(line: &str) -> bool {
+    let line = line.trim();
+    line.chars().all(|c| "-=~_*#".contains(c))
+        || (line.contains('.') && line.chars().all(|c| ".FEsx".contains(c)))
+}
+
+/// What a test runner's output says in a few words: unittest's `Ran N tests` and its
+/// verdict, pytest's closing counts, and the first failure; `None` when it is not a test
+/// runner's.
+fn test_summary(lines: &[&str]) -> Option<Vec<String>> {
+    let trimmed = |l: &&str| l.trim().trim_matches('=').trim().to_string();
+    let mut pieces = Vec::new();
+    if let Some(ran) = lines.iter().find(|l| l.trim_start().starts_with("Ran ")) {
+        pieces.push(ran.trim().to_string());
+        let verdict = lines.iter().rev().find(|l| {
+            let l = l.trim();
+            l.starts_with("OK") || l.starts_with("FAILED") || l == "NO TESTS RAN"
+        });
+        pieces.extend(verdict.map(|l| l.trim().to_string()));
+    } else if let Some(counts) = lines.iter().rev().find(|l| {
+        let l = l.trim();
+        l.starts_with('=')
+            && [" passed", " failed", " error", "no tests ran"]
+                .iter()
+                .any(|w| l.contains(w))
+    }) {
+        pieces.push(trimmed(counts));
+    } else {
+        return None;
+    }
+    let failure = lines.iter().find(|l| {
+        let l = l.trim_start();
+        l.starts_with("FAIL:") || l.starts_with("ERROR:") || l.starts_with("FAILED ")
+    });
+    pieces.extend(failure.map(|l| l.trim().to_string()));
+    Some(pieces)
+}
+
+/// The result line of a call's `output` (`ok` when it succeeded), and its folded rest.
+pub fn result_lines(ok: bool, output: &str) -> ResultLines {
     const SHOWN: usize = 2;
     let mut lines = output.lines().filter(|l| !l.trim().is_empty()).peekable();
     let status = match lines
@@ -210,16 +262,48 @@ pub fn result_lines(ok: bool, output: &str) -> (String, Vec<String>) {
         None => "failed".to_string(),
     };
     let rest: Vec<&str> = lines.collect();
+    let said: Vec<&str> = rest.iter().copied().filter(|l| !is_noise(l)).collect();
+    // A test runner's words come from anywhere in its output: the whole output is folded,
+    // so that unfolded it reads in order (nothing when the line said all of it). Other
+    // output shows its first lines, and folds what follows them.
+    let (pieces, folded_from) = match test_summary(&said) {
+        Some(pieces) if pieces.len() >= said.len() => (pieces, rest.len()),
+        Some(pieces) => (pieces, 0),
+        None => {
+            let pieces: Vec<String> = said
+                .iter()
+                .take(SHOWN)
+                .map(|l| l.trim().to_string())
+                .collect();
+            let last = said.get(pieces.len().saturating_sub(1)).copied();
+            let after = match last {
+                Some(last) if !pieces.is_empty() => rest
+                    .iter()
+                    .position(|l| std::ptr::eq(*l, last))
+                    .map_or(0, |i| i + 1),
+                _ => 0,
+            };
+            (pieces, after)
+        }
+    };
     let mut line = format!("← {status}");
-    for first in rest.iter().take(SHOWN) {
+    for piece in pieces.iter().take(SUMMARY_PIECES) {
         line.push_str(" · ");
-        line.push_str(&wrap::truncate(first.trim(), 120));
+        line.push_str(&wrap::truncate(piece, 120));
     }
-    let folded: Vec<String> = rest.iter().skip(SHOWN).map(|l| format!("  {l}")).collect();
+    let folded: Vec<String> = rest[folded_from..]
+        .iter()
+        .map(|l| format!("  {l}"))
+        .collect();
+    let unfolded = line.clone();
     if !folded.is_empty() {
         line.push_str(&format!(" (+{})", plural(folded.len(), "line", "lines")));
     }
-    (line, folded)
+    ResultLines {
+        folded: line,
+        unfolded,
+        rest: folded,
+    }
 }
 
 /// Every line of the detail view of `card`, `width` columns wide.
@@ -371,11 +455,40 @@ mod tests {
 
     #[test]
     fn results_show_status_and_first_lines() {
-        let (line, rest) = result_lines(true, "exit code 0\nRan 1 test\n\nOK\n");
-        assert_eq!(line, "← exit 0 · Ran 1 test · OK");
-        assert!(rest.is_empty());
-        let (line, rest) = result_lines(false, "no such file\nx\ny\nz");
-        assert_eq!(line, "← failed · no such file · x (+2 lines)");
-        assert_eq!(rest, vec!["  y", "  z"]);
+        let lines = result_lines(true, "exit code 0\nRan 1 test\n\nOK\n");
+        assert_eq!(lines.folded, "← exit 0 · Ran 1 test · OK");
+        assert!(lines.rest.is_empty());
+        let lines = result_lines(false, "no such file\nx\ny\nz");
+        assert_eq!(lines.folded, "← failed · no such file · x (+2 lines)");
+        assert_eq!(lines.unfolded, "← failed · no such file · x");
+        assert_eq!(lines.rest, vec!["  y", "  z"]);
+        // Rules and progress dots say nothing: the line skips them.
+        let lines = result_lines(true, "exit code 0\n-----\n..\nbuilt\n");
+        assert_eq!(lines.folded, "← exit 0 · built");
+    }
+
+    #[test]
+    fn a_test_runners_output_is_summed_up_in_its_own_words() {
+        let passing = "exit code 0\n..\n----------------------------------------------------------------------\nRan 2 tests in 0.001s\n\nOK\n";
+        let lines = result_lines(true, passing);
+        assert_eq!(lines.folded, "← exit 0 · Ran 2 tests in 0.001s · OK");
+        assert!(lines.rest.is_empty(), "{:?}", lines.rest);
+        let failing = "exit code 1\n.F\n======================================================================\nFAIL: test_punct (test_slug.T.test_punct)\n----------------------------------------------------------------------\nTraceback (most recent call last):\n  File \"test_slug.py\", line 9, in test_punct\nAssertionError: 'a-b' != 'ab'\n----------------------------------------------------------------------\nRan 2 tests in 0.001s\n\nFAILED (failures=1)\n";
+        let lines = result_lines(false, failing);
+        assert_eq!(
+            lines.folded,
+            "← exit 1 · Ran 2 tests in 0.001s · FAILED (failures=1) · FAIL: test_punct (test_slug.T.test_punct) (+10 lines)"
+        );
+        assert!(!lines.unfolded.contains("lines)"), "{}", lines.unfolded);
+        let none = "exit code 0\n\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nOK\n";
+        assert_eq!(
+            result_lines(true, none).folded,
+            "← exit 0 · Ran 0 tests in 0.000s · OK"
+        );
+        let pytest = "exit code 1\n..F\nFAILED t.py::test_x - assert 1 == 2\n===== 1 failed, 2 passed in 0.05s =====\n";
+        assert_eq!(
+            result_lines(false, pytest).folded,
+            "← exit 1 · 1 failed, 2 passed in 0.05s · FAILED t.py::test_x - assert 1 == 2"
+        );
     }
 }

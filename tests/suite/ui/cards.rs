@@ -582,3 +582,24 @@ fn snapshot_every_call_shape_renders_as_its_card_only() {
         assert!(raw.contains("\"name\""), "{name}: {raw}");
     }
 }
+
+#[test]
+fn a_command_card_says_what_the_tests_said_and_counts_folded_lines_only_while_folded() {
+    let kind = kinds()
+        .into_iter()
+        .find(|k| k.name == "run_failed")
+        .expect("a failing command kind");
+    let mut state = with_card(&kind);
+    let folded = screen(&mut state, 120, 40);
+    assert!(
+        folded.contains("Ran 1 test in 0.001s · FAILED (failures=1)"),
+        "{folded}"
+    );
+    assert!(folded.contains("lines)"), "{folded}");
+    press(&mut state, KeyCode::Char('e'));
+    let unfolded = screen(&mut state, 120, 40);
+    assert!(!unfolded.contains("lines)"), "{unfolded}");
+    assert!(unfolded.contains("  FAIL: test_words"), "{unfolded}");
+    press(&mut state, KeyCode::Char('e'));
+    assert_eq!(screen(&mut state, 120, 40), folded);
+}
