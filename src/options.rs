@@ -214,7 +214,8 @@ options! {
     /// Layers to offload to the GPU [default: all with a GPU build, else 0].
     #[arg(long, value_name = "N")]
     gpu_layers: u32;
-    /// Prompt-processing batch size (tokens per decode); a cancel stops a batch mid-way.
+    /// Prompt-processing batch size (tokens per decode), at most 128 on the CPU so that
+    /// prompt progress moves every second or two; a cancel stops a batch mid-way.
     #[arg(long, value_name = "N")]
     batch_size: u32 = 512;
     /// Evaluate the whole prompt every round instead of restoring the fixed system prefix.

@@ -180,6 +180,9 @@ impl State {
         self.meters.tokens_total += 1;
         self.meters.round_tokens += 1;
         self.meters.context_streamed += 1;
+        if !self.meters.turn_streaming {
+            self.meters.streaming_since = Some(self.now);
+        }
         self.meters.turn_streaming = true;
     }
 
@@ -203,6 +206,12 @@ impl State {
         let rate = |n: u32, ms: u64| (ms > 0).then(|| f64::from(n) * 1000.0 / ms as f64);
         self.meters.gen_per_s = rate(generated_tokens, gen_ms);
         self.meters.prompt_per_s = rate(prompt_tokens, prompt_ms);
+        self.meters.streaming_since = None;
+        // A turn of a few tokens says little about the rate.
+        if let Some(gen) = self.meters.gen_per_s.filter(|_| generated_tokens >= 16) {
+            let best = self.meters.best_gen_per_s.map_or(gen, |b| b.max(gen));
+            self.meters.best_gen_per_s = Some(best);
+        }
     }
 
     /// `wrap_up`: the round's last turn may only file the report; the reports list says why.

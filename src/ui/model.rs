@@ -367,6 +367,13 @@ impl PromptGauge {
         })
     }
 
+    /// Tokens a second read so far; `None` before two events.
+    pub fn rate(&self) -> Option<f64> {
+        let read = self.done.checked_sub(self.first.0).filter(|n| *n > 0)?;
+        let took = self.at.checked_sub(self.first.1).filter(|d| !d.is_zero())?;
+        Some(f64::from(read) / took.as_secs_f64())
+    }
+
     /// The time left at the rate seen so far; `None` before two events.
     pub fn left(&self) -> Option<std::time::Duration> {
         let read = self.done.checked_sub(self.first.0).filter(|n| *n > 0)?;
@@ -375,5 +382,12 @@ impl PromptGauge {
         Some(std::time::Duration::from_secs_f64(
             per_token * f64::from(self.total - self.done),
         ))
+    }
+
+    /// The time left at `now`: [`Self::left`] less the time since the latest event, so the
+    /// estimate counts down between batches; `None` once it has run out (the batch is late).
+    pub fn left_at(&self, now: std::time::Duration) -> Option<std::time::Duration> {
+        let left = self.left()?.checked_sub(now.saturating_sub(self.at))?;
+        (!left.is_zero()).then_some(left)
     }
 }

@@ -56,6 +56,11 @@ pub struct Meters {
     pub prompt_per_s: Option<f64>,
     /// A turn is streaming now.
     pub turn_streaming: bool,
+    /// When the streaming turn's first token came (UI time).
+    pub streaming_since: Option<Duration>,
+    /// The best generation rate of a finished turn of this run: what the model does here
+    /// when the machine is not busy with something else.
+    pub best_gen_per_s: Option<f64>,
     /// The turn's prompt being read, while it says its progress (`prompt_progress`).
     pub prompt_gauge: Option<super::model::PromptGauge>,
     /// The tool the worker's call is running now (not the report).

@@ -364,6 +364,22 @@ fn snapshot_the_header_says_the_runs_phase() {
     at(&mut state, 11);
     progress(&mut state, 512);
     lines.push(header(&mut state));
+    // Between batches the estimate counts down, and the footer has the rate so far.
+    assert!(
+        header(&mut state).contains("prompt 512/1712 ~25 s"),
+        "{}",
+        header(&mut state)
+    );
+    at(&mut state, 15);
+    assert!(
+        header(&mut state).contains("prompt 512/1712 ~21 s"),
+        "{}",
+        header(&mut state)
+    );
+    let footer = screen(&mut state, 100, 24);
+    let footer = footer.lines().last().unwrap_or_default().to_string();
+    assert!(footer.contains("prompt 46.5 tok/s"), "{footer}");
+    at(&mut state, 11);
     tokens(&mut state, 1, "Reading the files. ");
     lines.push(header(&mut state));
     send(

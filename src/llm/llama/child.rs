@@ -22,7 +22,7 @@ use super::grammar;
 use super::prefix::{Prefix, Restore};
 use super::sampling::{TurnGrammar, TurnSampler, Utf8Stream};
 use super::LlamaBackend;
-use crate::llm::progress::{ProgressGate, PromptProgress};
+use crate::llm::progress::{self, ProgressGate, PromptProgress};
 use crate::llm::{BackendError, Child, Generation, Output, Request, StopReason};
 use crate::protocol::report::turn_cap;
 use crate::text::sha256_hex;
@@ -307,10 +307,12 @@ impl<'b> LlamaChild<'b> {
             .map(Prefix::len)
             .filter(|&b| b > keep && b < tokens.len());
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let on_gpu = crate::llm::llama::requested_gpu_layers(self.backend.settings()) > 0;
+        let step = progress::batch_step(batch_cap, on_gpu);
         let mut gate = ProgressGate::new(
             count(keep),
             count(tokens.len()),
-            count(batch_cap),
+            count(step),
             self.backend.prompt_rate(),
         );
         if let Some(progress) = gate.begin() {
@@ -322,7 +324,7 @@ impl<'b> LlamaChild<'b> {
             if cancel.is_cancelled() {
                 return Ok(Prompted::Cancelled);
             }
-            let mut end = (pos + batch_cap).min(tokens.len());
+            let mut end = progress::batch_end(pos, step, tokens.len());
             if let Some(b) = boundary.filter(|&b| pos < b && b < end) {
                 end = b;
             }

@@ -64,7 +64,7 @@ pub fn activity(state: &State) -> String {
     }
     if let Some(gauge) = &state.meters.prompt_gauge {
         let left = gauge
-            .left()
+            .left_at(state.now)
             .map(|left| format!(" ~{}", short(left)))
             .unwrap_or_default();
         return format!("prompt {}/{}{left}", gauge.done, gauge.total);

@@ -11,7 +11,7 @@ use crate::ui::hints::{self, Hint, HintSpec};
 use crate::ui::keys::{self, Action};
 use crate::ui::kit::draw::{bar, compact, put_line};
 use crate::ui::kit::wrap;
-use crate::ui::model::Pane;
+use crate::ui::model::{Pane, PromptGauge};
 use crate::ui::state::State;
 use crate::ui::views::card::CardBody;
 
@@ -28,6 +28,13 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     } else {
         state.meters.gen_per_s
     };
+    // While a prompt is read, its rate so far; once the turn ended, the turn's.
+    let prompt_rate = state
+        .meters
+        .prompt_gauge
+        .as_ref()
+        .and_then(PromptGauge::rate)
+        .or(state.meters.prompt_per_s);
     let rate = |r: Option<f64>| match r {
         None => "–".to_string(),
         Some(r) if short && r >= 100.0 => format!("{r:.0}"),
@@ -37,7 +44,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         vec![
             Span::styled(format!(" gen {}", rate(gen)), theme.bold()),
             Span::styled(
-                format!(" · prompt {} tok/s", rate(state.meters.prompt_per_s)),
+                format!(" · prompt {} tok/s", rate(prompt_rate)),
                 theme.text(),
             ),
         ]
@@ -45,7 +52,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         vec![
             Span::styled(format!(" gen {} tok/s", rate(gen)), theme.bold()),
             Span::styled(
-                format!(" · prompt {} tok/s", rate(state.meters.prompt_per_s)),
+                format!(" · prompt {} tok/s", rate(prompt_rate)),
                 theme.text(),
             ),
         ]
@@ -71,6 +78,8 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let mut room = usize::from(area.width).saturating_sub(used_width);
     let (text, style) = if let Some(notice) = &state.notice {
         (notice.clone(), theme.warning())
+    } else if let Some(busy) = busy_line(state) {
+        (busy, theme.warning())
     } else if state.cancelling() {
         (
             "cancelling… the run stops at the next token".to_string(),
@@ -102,6 +111,29 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     }
     spans.push(Span::styled(wrap::truncate(&text, room), style));
     put_line(buf, area, 0, &Line::from(spans));
+}
+
+/// How long a turn streams before its live rate is compared with the run's best.
+const BUSY_AFTER: std::time::Duration = std::time::Duration::from_secs(3);
+/// A live rate below the best divided by this says the machine is busy.
+const BUSY_FACTOR: f64 = 5.0;
+
+/// What the line says when generation has fallen far below what this model did earlier in
+/// the run: llama.cpp's threads wait for each other, so another busy program on the machine
+/// slows it many times over, and the person should know that it is the machine.
+pub fn busy_line(state: &State) -> Option<String> {
+    let meters = &state.meters;
+    let best = meters.best_gen_per_s?;
+    let since = meters.streaming_since?;
+    if !meters.turn_streaming || state.now.saturating_sub(since) < BUSY_AFTER {
+        return None;
+    }
+    let now = meters.tokens_per_s;
+    (now * BUSY_FACTOR < best).then(|| {
+        format!(
+            "the machine is busy: generation at {now:.1} tok/s, {best:.0} earlier in this run              (another program is using the cores)"
+        )
+    })
 }
 
 /// The verdict of the newest run of the check among the cards kept.

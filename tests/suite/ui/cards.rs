@@ -7,8 +7,9 @@ use proptest::prelude::*;
 use ralph_tui::protocol::event::Event;
 use ralph_tui::protocol::report::ReportStatus;
 use ralph_tui::ui::state::Overlay;
-use ralph_tui::ui::{State, Theme};
+use ralph_tui::ui::{Msg, State, Theme};
 use serde_json::{json, Value};
+use std::time::Duration;
 
 use super::fixtures::*;
 use crate::suite::common::split_at_points;
@@ -602,4 +603,59 @@ fn a_command_card_says_what_the_tests_said_and_counts_folded_lines_only_while_fo
     assert!(unfolded.contains("  FAIL: test_words"), "{unfolded}");
     press(&mut state, KeyCode::Char('e'));
     assert_eq!(screen(&mut state, 120, 40), folded);
+}
+
+#[test]
+fn the_status_line_says_the_machine_is_busy_when_generation_falls_far_below_its_best() {
+    let mut state = new_state(Theme::default());
+    start_round(&mut state, 1);
+    // A first turn at 50 tok/s: the run's best.
+    tokens(&mut state, 1, &"word ".repeat(100));
+    send(
+        &mut state,
+        Event::TurnFinished {
+            round: 1,
+            prompt_tokens: 900,
+            generated_tokens: 100,
+            prompt_ms: 600,
+            gen_ms: 2000,
+            context_tokens: 1000,
+        },
+    );
+    // The next turn streams one token a second for 5 s.
+    let mut at = Duration::from_secs(10);
+    for _ in 0..6 {
+        state.update(Msg::Tick(at));
+        tokens(&mut state, 1, "x ");
+        at += Duration::from_secs(1);
+    }
+    state.update(Msg::Tick(at));
+    let text = screen(&mut state, 160, 40);
+    let status = text.lines().last().unwrap();
+    assert!(status.contains("the machine is busy"), "{status}");
+    assert!(status.contains("50 earlier in this run"), "{status}");
+    // At its usual rate it says nothing of the kind.
+    let mut state = new_state(Theme::default());
+    start_round(&mut state, 1);
+    tokens(&mut state, 1, &"word ".repeat(100));
+    send(
+        &mut state,
+        Event::TurnFinished {
+            round: 1,
+            prompt_tokens: 900,
+            generated_tokens: 100,
+            prompt_ms: 600,
+            gen_ms: 2000,
+            context_tokens: 1000,
+        },
+    );
+    let mut at = Duration::from_secs(10);
+    for _ in 0..6 {
+        state.update(Msg::Tick(at));
+        tokens(&mut state, 1, &"y ".repeat(40));
+        at += Duration::from_secs(1);
+    }
+    state.update(Msg::Tick(at));
+    let text = screen(&mut state, 160, 40);
+    assert!(!text.contains("machine is busy"), "{text}");
 }
