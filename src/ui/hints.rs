@@ -73,6 +73,29 @@ pub fn said(sections: &[&Section], spec: &HintSpec) -> String {
     text(&of(sections, spec, false))
 }
 
+/// As many of `hints`, from the first, as fit in `width` columns, joined as [`text`] joins
+/// them: a status line too narrow for all its keys leaves the last ones out whole rather
+/// than cutting one in the middle (help, `?`, stays in the key table and the help view).
+pub fn fit(hints: &[Hint], width: usize) -> String {
+    let mut out = String::new();
+    for hint in hints {
+        let item = hint.to_string();
+        let wanted = if out.is_empty() {
+            super::kit::wrap::str_width(&item)
+        } else {
+            super::kit::wrap::str_width(&out) + 3 + super::kit::wrap::str_width(&item)
+        };
+        if wanted > width {
+            break;
+        }
+        if !out.is_empty() {
+            out.push_str(" · ");
+        }
+        out.push_str(&item);
+    }
+    out
+}
+
 /// Status-line items joined as the status lines write them.
 pub fn text(hints: &[Hint]) -> String {
     hints

@@ -595,8 +595,20 @@ impl State {
         );
     }
 
+    /// The rows the review's status line needs: a notice wraps (at most
+    /// [`layout::MAX_STATUS_ROWS`]); everything else says its keys in one.
+    fn review_status_rows(&self, width: u16) -> u16 {
+        let Some(notice) = &self.notice else {
+            return 1;
+        };
+        let rows = wrap::rows(notice, usize::from(width.saturating_sub(1))).len();
+        u16::try_from(rows)
+            .unwrap_or(u16::MAX)
+            .clamp(1, layout::MAX_STATUS_ROWS)
+    }
+
     fn sync_review(&mut self, area: Rect) {
-        let areas = layout::review_areas(area);
+        let areas = layout::review_areas(area, self.review_status_rows(area.width));
         self.areas.review = areas;
         let files_height = usize::from(layout::inner(areas.files).height).max(1);
         let diff_inner = layout::inner(areas.diff);

@@ -496,6 +496,8 @@ fn a_replay_says_it_is_one_and_answers_at_once_what_it_cannot_do() {
         status.contains("p pause") && !status.contains("Esc cancel"),
         "{status}"
     );
+    // Too narrow for all its keys, the line leaves the last out whole.
+    assert!(!status.contains('…'), "{status}");
     let mid = regex::Regex::new(r"\.tmp[A-Za-z0-9]+").unwrap();
     insta::assert_snapshot!(
         "replay_paused_in_round_1_100x30",

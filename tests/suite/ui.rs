@@ -11,6 +11,7 @@ pub(super) mod fixtures;
 mod footers;
 mod observation;
 mod review;
+mod sizes;
 mod streaming;
 mod views;
 

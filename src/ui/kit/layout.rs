@@ -44,6 +44,9 @@ pub fn inner(area: Rect) -> Rect {
     area.inner(Margin::new(1, 1))
 }
 
+/// The most rows a status line wraps to.
+pub const MAX_STATUS_ROWS: u16 = 3;
+
 pub fn run_areas(area: Rect, objective_lines: usize) -> RunAreas {
     let objective_height = (objective_lines.max(1) as u16).min(objective_rows(area)) + 2;
     let [header, objective, main, status] = Layout::vertical([
@@ -68,14 +71,16 @@ pub fn run_areas(area: Rect, objective_lines: usize) -> RunAreas {
     }
 }
 
-pub fn review_areas(area: Rect) -> ReviewAreas {
+/// The review's areas; its status line takes `status_rows` rows (a notice too long for one
+/// wraps rather than being cut).
+pub fn review_areas(area: Rect, status_rows: u16) -> ReviewAreas {
     let outcome_height = 4;
     let [header, outcome, middle, bottom, status] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(outcome_height),
         Constraint::Percentage(40),
         Constraint::Min(5),
-        Constraint::Length(1),
+        Constraint::Length(status_rows.clamp(1, MAX_STATUS_ROWS)),
     ])
     .areas(area);
     let [report, verification] =

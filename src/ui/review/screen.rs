@@ -439,7 +439,10 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
             CommitState::NotYet if state.replay.is_some() => (
                 format!(
                     "read-only: nothing to commit · {}",
-                    crate::ui::run::status::replay_hint()
+                    hints::fit(
+                        &crate::ui::run::status::replay_hints(),
+                        usize::from(area.width).saturating_sub(32)
+                    )
                 ),
                 theme.key(),
             ),
@@ -450,14 +453,19 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
             ),
         }
     };
-    let line = Line::styled(
-        format!(
-            " {}",
-            wrap::truncate(&text, usize::from(area.width).saturating_sub(1))
-        ),
-        style,
-    );
-    put_line(buf, area, 0, &line);
+    // A notice wraps onto the rows the layout gave it; the last row cuts what is left.
+    let width = usize::from(area.width).saturating_sub(1);
+    let mut rows = Vec::new();
+    wrap::for_each_row(&text, width, |r| rows.push(r));
+    let room = usize::from(area.height.max(1));
+    for (i, row) in rows.iter().take(room).enumerate() {
+        let row = if i + 1 == room && rows.len() > room {
+            wrap::truncate(&text[row.start..], width)
+        } else {
+            text[row.clone()].to_string()
+        };
+        put_line(buf, area, i, &Line::styled(format!(" {row}"), style));
+    }
 }
 
 pub fn render(state: &State, _area: Rect, buf: &mut Buffer) {

@@ -87,10 +87,10 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         )
     } else if state.replay.is_some() {
         // A replay cannot cancel anything: its own keys instead.
-        (replay_hint(), theme.key())
+        (hints::fit(&replay_hints(), room), theme.key())
     } else {
         (
-            hints::text(&run_hints(state.cursors.focus, short)),
+            hints::fit(&run_hints(state.cursors.focus, short), room),
             theme.key(),
         )
     };
@@ -179,10 +179,10 @@ const REPLAY_KEYS: &HintSpec = &[
     (&[Action::Help], "help"),
 ];
 
-/// The replay's keys as its status lines say them.
-pub fn replay_hint() -> String {
+/// The replay's keys, for its status lines.
+pub fn replay_hints() -> Vec<Hint> {
     let at = [&keys::REPLAY, &keys::RUN, &keys::EVERYWHERE];
-    hints::text(&hints::of(&at, REPLAY_KEYS, false))
+    hints::of(&at, REPLAY_KEYS, false)
 }
 
 /// The context meter: the used fraction, and a `┊` in the cell where the report reserve
