@@ -120,35 +120,57 @@ pub fn list(dirs: &Dirs) -> Vec<Entry> {
     entries
 }
 
-/// The listing as a table, one run a line.
+/// The listing as a table, one run a line; the repository column is as wide as its widest
+/// cell (a worktree run's names its branch too), so the objectives stay in line.
 pub fn table(entries: &[Entry]) -> String {
+    let repos: Vec<String> = entries.iter().map(repository_cell).collect();
+    let width = repos
+        .iter()
+        .map(|r| r.chars().count())
+        .chain(std::iter::once("REPOSITORY".len()))
+        .max()
+        .unwrap_or(0);
+    let pad = |text: &str| {
+        let fill = width.saturating_sub(text.chars().count());
+        format!("{text}{}", " ".repeat(fill))
+    };
     let mut out = String::new();
     out.push_str(&format!(
-        "{:<22} {:<20} {:<14} {:>6}  {:<20} {}\n",
-        "ID", "STARTED", "OUTCOME", "ROUNDS", "REPOSITORY", "OBJECTIVE"
+        "{:<22} {:<20} {:<14} {:>6}  {} {}\n",
+        "ID",
+        "STARTED",
+        "OUTCOME",
+        "ROUNDS",
+        pad("REPOSITORY"),
+        "OBJECTIVE"
     ));
-    for e in entries {
+    for (e, repo) in entries.iter().zip(&repos) {
         let started = chrono::DateTime::parse_from_rfc3339(&e.started_at)
             .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
             .unwrap_or_else(|_| e.started_at.clone());
-        let mut repo = Path::new(&e.repository).file_name().map_or_else(
-            || e.repository.clone(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        if let Some(branch) = &e.branch {
-            repo.push_str(&format!(" ⎇ {branch}"));
-        }
         out.push_str(&format!(
-            "{:<22} {:<20} {:<14} {:>6}  {:<20} {}\n",
+            "{:<22} {:<20} {:<14} {:>6}  {} {}\n",
             e.id,
             started,
             e.outcome,
             e.rounds,
-            repo,
+            pad(repo),
             crate::text::cut_at_char_boundary(&e.objective, 60)
         ));
     }
     out
+}
+
+/// The repository column of a run: the repository's name, and a worktree run's branch.
+fn repository_cell(e: &Entry) -> String {
+    let mut repo = Path::new(&e.repository).file_name().map_or_else(
+        || e.repository.clone(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    if let Some(branch) = &e.branch {
+        repo.push_str(&format!(" ⎇ {branch}"));
+    }
+    crate::text::sanitize_line(&repo)
 }
 
 /// What `show` tells about one round.

@@ -553,3 +553,37 @@ fn a_replay_says_it_is_one_and_answers_at_once_what_it_cannot_do() {
         assert_eq!(player.state.notice.as_deref(), Some(READ_ONLY), "{c}");
     }
 }
+
+#[test]
+fn the_runs_table_keeps_the_objectives_in_line_beside_a_worktree_run() {
+    use ralph_tui::runs::history::{table, Entry};
+    let entry = |id: &str, branch: Option<&str>, objective: &str| Entry {
+        id: id.into(),
+        started_at: "2026-01-01T09:00:00+00:00".into(),
+        repository: "/src/demo".into(),
+        branch: branch.map(String::from),
+        objective: objective.into(),
+        outcome: "complete".into(),
+        rounds: 2,
+        dir: std::path::PathBuf::from("/runs/x"),
+    };
+    let text = table(&[
+        entry(
+            "20260101-090000-abcd",
+            Some("ralph/20260101-090000-abcd"),
+            "fix the parser",
+        ),
+        entry("20260101-080000-ef01", None, "add a test"),
+    ]);
+    let columns: Vec<usize> = text
+        .lines()
+        .zip(["OBJECTIVE", "fix the parser", "add a test"])
+        // The objective ends each line: where it starts is the line's length less its own.
+        .map(|(line, word)| line.chars().count() - word.chars().count())
+        .collect();
+    assert!(columns.windows(2).all(|w| w[0] == w[1]), "{text}");
+    assert!(
+        text.contains("demo ⎇ ralph/20260101-090000-abcd fix the parser"),
+        "{text}"
+    );
+}
