@@ -53,9 +53,21 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     if let Some(elapsed) = state.round_elapsed() {
         let secs = elapsed.as_secs();
         let label = if short { "" } else { "round " };
+        // Against the round's wall-clock limit, when the run has one.
+        let (limit, style) = match state.setup.round_timeout {
+            Some(limit) => (
+                format!("/{}:{:02}", limit / 60, limit % 60),
+                if secs * 5 >= limit * 4 {
+                    theme.warning()
+                } else {
+                    theme.text()
+                },
+            ),
+            None => (String::new(), theme.text()),
+        };
         spans.push(Span::styled(
-            format!(" │ {label}{}:{:02}", secs / 60, secs % 60),
-            theme.text(),
+            format!(" │ {label}{}:{:02}{limit}", secs / 60, secs % 60),
+            style,
         ));
     }
     spans.push(Span::styled(" │ ctx ", theme.dim()));

@@ -31,6 +31,7 @@ pub fn setup() -> Setup {
         run_dir: "~/.local/share/ralph-tui/runs/20260101-090000-1a2b".into(),
         ctx_size: 4096,
         worktree: None,
+        round_timeout: None,
     }
 }
 
