@@ -343,6 +343,11 @@ pub fn finished(status: RunStatus, verification: Option<Verification>) -> State 
             let r = report(ReportStatus::Continue, "Punctuation handling is half done.");
             (Some(r.clone()), Some(r), None)
         }
+        RunStatus::Stalled => {
+            let r = report(ReportStatus::Continue, "Punctuation handling is half done.");
+            let why = "rounds 1–3 changed no file and their reports gave the same next steps (\"Handle punctuation.\"): 3 rounds in a row with no progress (--stall-rounds)";
+            (Some(r.clone()), Some(r), Some(why.to_string()))
+        }
         RunStatus::Cancelled => (
             None,
             Some(report(
