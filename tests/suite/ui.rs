@@ -12,6 +12,7 @@ mod footers;
 mod observation;
 mod review;
 mod streaming;
+mod supervision;
 mod views;
 
 use crossterm::event::KeyCode;

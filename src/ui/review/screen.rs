@@ -70,7 +70,7 @@ pub fn resume_command(state: &State, review: &Review) -> Option<String> {
     };
     // A stall goes on only with new direction.
     let note = if review.status == RunStatus::Stalled {
-        " --note \"…\" (or b here)"
+        " --note \"…\""
     } else {
         ""
     };

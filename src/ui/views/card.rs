@@ -88,13 +88,15 @@ impl NoteCard {
     }
 
     fn detail_lines(&self, theme: Theme, width: usize) -> Vec<Line<'static>> {
-        let mut out = vec![Line::styled(
-            format!(
-                "Written {} ({}); given after the fixed prompt, marked as yours. It is not the worker's report and never evidence.",
-                self.written_at, self.source
-            ),
-            theme.dim(),
-        )];
+        let about = format!(
+            "Written {} ({}); given after the fixed prompt, marked as yours. It is not the \
+             worker's report and never evidence.",
+            self.written_at, self.source
+        );
+        let mut out: Vec<Line<'static>> = wrap::rows(&about, width)
+            .into_iter()
+            .map(|row| Line::styled(row.to_string(), theme.dim()))
+            .collect();
         let text = wrap::sanitize(&self.text);
         for row in wrap::rows_multiline(&text, width) {
             out.push(Line::raw(row.to_string()));

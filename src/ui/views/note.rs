@@ -85,23 +85,24 @@ impl NoteEditor {
         }
     }
 
-    /// The line above the text: where the note goes, and for a send-back the rounds.
+    /// The line above the text: where the note goes, and for a send-back the rounds; a note
+    /// over the size limit says its size instead.
     fn heading(&self) -> String {
         let size = self.editor.lines().join("\n").trim().len();
-        let over = if size > NOTE_MAX_BYTES {
-            format!(" — {size} bytes, over the {NOTE_MAX_BYTES}-byte limit")
-        } else {
-            String::new()
-        };
+        if size > NOTE_MAX_BYTES {
+            return format!(
+                "The note is {size} bytes, over the {NOTE_MAX_BYTES}-byte limit: shorten it to send it."
+            );
+        }
         match self.send_back {
             None => format!(
                 "Given to round {} after the fixed prompt, marked as your note with the time; \
-                 the objective stays as it is{over}.",
+                 the objective stays as it is.",
                 self.round
             ),
             Some(back) => format!(
                 "The run goes on at round {} with this note. Rounds added: {} (cap {} → {}; \
-                 PgUp/PgDn change it){over}.",
+                 PgUp/PgDn change it).",
                 self.round,
                 back.rounds,
                 back.cap,
