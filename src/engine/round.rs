@@ -5,12 +5,13 @@
 //! and then cleans up and records what the round did: its report, its diff, and
 //! `workspace_changed` / `round_finished`.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use super::notes::Note;
 use super::runlog::BASE_TREE;
+use super::stall::RoundTimer;
 use super::turn::{RoundScope, RoundTally};
 use super::{check, observe, prompt};
 use super::{Engine, RoundEnd};
@@ -144,19 +145,11 @@ impl Engine<'_> {
         };
         let mut tally = RoundTally::default();
         let timer = self.config.round_timeout.map(|limit| {
-            (
-                limit,
-                super::stall::RoundTimer::start(limit, round_cancel.clone()),
-            )
+            let timer = RoundTimer::start(limit, round_cancel.clone());
+            (limit, timer)
         });
         let end = self.child_turns(&scope, messages, &mut tally);
-        // An accepted report stays accepted, and a cancel stays a cancel.
-        let timed_out = timer.map(|(limit, timer)| (limit, timer.stop()));
-        let end = match (end, timed_out) {
-            (RoundEnd::Reported(report), _) => RoundEnd::Reported(report),
-            (_, Some((limit, true))) if !self.cancel.is_cancelled() => RoundEnd::TimedOut(limit),
-            (end, _) => end,
-        };
+        let end = self.timed(end, timer);
         processes.kill_all();
         let _ = std::fs::remove_dir_all(&round_tmp);
         let git_after = GitFingerprint::take(self.workspace.root());
@@ -175,6 +168,20 @@ impl Engine<'_> {
         };
         self.record_round_end(round, &end, base, &tally, started);
         end
+    }
+
+    /// How the round ended once its timer is stopped: past its limit, a round that did not
+    /// report (and was not cancelled) ran out of time. An accepted report stays accepted.
+    fn timed(&self, end: RoundEnd, timer: Option<(Duration, RoundTimer)>) -> RoundEnd {
+        let Some((limit, timer)) = timer else {
+            return end;
+        };
+        let fired = timer.stop();
+        match end {
+            RoundEnd::Reported(_) => end,
+            _ if fired && !self.cancel.is_cancelled() => RoundEnd::TimedOut(limit),
+            _ => end,
+        }
     }
 
     /// The check at round `round`'s start, when the run has one.

@@ -102,26 +102,7 @@ impl State {
                 let body = CardBody::Observed(seen);
                 self.push_card(round, LineKind::ToolCall, &line, &folded, body);
             }
-            Event::Note {
-                round,
-                text,
-                written_at,
-                source,
-            } => {
-                let note = card::NoteCard {
-                    text,
-                    written_at,
-                    source: note_source(source),
-                };
-                let (line, folded) = note.lines(round);
-                self.push_card(
-                    round,
-                    LineKind::Notice,
-                    &line,
-                    &folded,
-                    CardBody::Note(note),
-                );
-            }
+            Event::Note { .. } => self.note_given(event),
             Event::ReportRejected { round, reason } => self.report_rejected(round, reason),
             Event::ReportAccepted { round, report } => self.report_accepted(round, report),
             Event::WorkspaceChanged { round, files } => self.set_round_files(round, files),
@@ -141,6 +122,32 @@ impl State {
             Event::RunFinished { .. } => return self.run_finished(event),
         }
         Vec::new()
+    }
+
+    /// `note`: the person's note, as the round was given it, becomes a card.
+    fn note_given(&mut self, event: Event) {
+        let Event::Note {
+            round,
+            text,
+            written_at,
+            source,
+        } = event
+        else {
+            return;
+        };
+        let note = card::NoteCard {
+            text,
+            written_at,
+            source: note_source(source),
+        };
+        let (line, folded) = note.lines(round);
+        self.push_card(
+            round,
+            LineKind::Notice,
+            &line,
+            &folded,
+            CardBody::Note(note),
+        );
     }
 
     /// `run_started`: the run's id, objective and setup as the engine settled them.

@@ -288,13 +288,10 @@ fn append(path: &Path, text: &str) {
     file.write_all(text.as_bytes()).unwrap();
 }
 
-#[test]
-fn each_line_appended_to_the_notes_file_is_a_note_to_the_next_round() {
-    let repo = TempRepo::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let notes = tmp.path().join("notes.txt");
-    std::fs::write(&notes, "written before the run: not a note to it\n").unwrap();
-    // Round 1 waits until the notes are written, so they reach round 2 and no other.
+/// A run of two rounds watching `notes`: round 1 waits until a line saying `second note`
+/// is there, so what the test appends reaches round 2 and no other. Its events (the test
+/// appends `lines` once round 1's command runs) and its run directory.
+fn run_watching(repo: &TempRepo, tmp: &Path, notes: &Path, lines: &str) -> (Vec<Value>, PathBuf) {
     let wait = format!(
         "until grep -q 'second note' '{}'; do sleep 0.05; done",
         notes.display()
@@ -306,9 +303,9 @@ fn each_line_appended_to_the_notes_file_is_a_note_to_the_next_round() {
         ]),
         turns(&[continue_report("round two")]),
     ];
-    let script = script(tmp.path(), rounds);
+    let script = script(tmp, rounds);
     let backend = format!("script:{}", script.display());
-    let run_dir = tmp.path().join("run");
+    let run_dir = tmp.join("run");
     let notes_arg = notes.to_str().unwrap();
     let mut child = headless(
         repo.path(),
@@ -331,16 +328,24 @@ fn each_line_appended_to_the_notes_file_is_a_note_to_the_next_round() {
     .unwrap();
     let mut reader = BufReader::new(child.stdout.take().unwrap());
     let mut seen = events_until(&mut reader, |e| e["type"] == "tool_call");
-    let long = "y".repeat(5000);
-    append(
-        &notes,
-        &format!("first note\n\n{long}\nsecond note\u{7} ok\n"),
-    );
+    append(notes, lines);
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 4, "{}", String::from_utf8_lossy(&out.stderr));
     seen.extend(events(rest.as_bytes()));
+    (seen, run_dir)
+}
+
+#[test]
+fn each_line_appended_to_the_notes_file_is_a_note_to_the_next_round() {
+    let repo = TempRepo::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let notes = tmp.path().join("notes.txt");
+    std::fs::write(&notes, "written before the run: not a note to it\n").unwrap();
+    let long = "y".repeat(5000);
+    let lines = format!("first note\n\n{long}\nsecond note\u{7} ok\n");
+    let (seen, run_dir) = run_watching(&repo, tmp.path(), &notes, &lines);
     let given: Vec<(&Value, &Value)> = of_type(&seen, "note")
         .into_iter()
         .map(|n| (&n["round"], &n["text"]))

@@ -50,26 +50,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             ),
         ]
     };
-    if let Some(elapsed) = state.round_elapsed() {
-        let secs = elapsed.as_secs();
-        let label = if short { "" } else { "round " };
-        // Against the round's wall-clock limit, when the run has one.
-        let (limit, style) = match state.setup.round_timeout {
-            Some(limit) => (
-                format!("/{}:{:02}", limit / 60, limit % 60),
-                if secs * 5 >= limit * 4 {
-                    theme.warning()
-                } else {
-                    theme.text()
-                },
-            ),
-            None => (String::new(), theme.text()),
-        };
-        spans.push(Span::styled(
-            format!(" │ {label}{}:{:02}{limit}", secs / 60, secs % 60),
-            style,
-        ));
-    }
+    spans.extend(round_time(state, short));
     spans.push(Span::styled(" │ ctx ", theme.dim()));
     spans.extend(meter(state, used, size, if short { 4 } else { 8 }));
     let estimate = if exact { "" } else { "~" };
@@ -114,6 +95,26 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     }
     spans.push(Span::styled(wrap::truncate(&text, room), style));
     put_line(buf, area, 0, &Line::from(spans));
+}
+
+/// The round's time so far, against its wall-clock limit when the run has one (in the
+/// warning colour once four fifths of it are gone).
+fn round_time(state: &State, short: bool) -> Option<Span<'static>> {
+    let theme = state.theme;
+    let secs = state.round_elapsed()?.as_secs();
+    let label = if short { "" } else { "round " };
+    let (limit, style) = match state.setup.round_timeout {
+        Some(limit) => {
+            let late = secs * 5 >= limit * 4;
+            let style = if late { theme.warning() } else { theme.text() };
+            (format!("/{}:{:02}", limit / 60, limit % 60), style)
+        }
+        None => (String::new(), theme.text()),
+    };
+    Some(Span::styled(
+        format!(" │ {label}{}:{:02}{limit}", secs / 60, secs % 60),
+        style,
+    ))
 }
 
 /// The verdict of the newest run of the check among the cards kept.
