@@ -199,7 +199,7 @@ options! {
     #[arg(long, value_name = "N")]
     max_turns: u32 = 24;
     /// Rounds in a row that change no file and whose reports give the same next steps before
-    /// the run ends `stalled`; 0 never stops a run for that.
+    /// the run ends `stalled` (0: never).
     #[arg(long, value_name = "N")]
     stall_rounds: u32 = 3;
     /// A round's wall-clock limit in seconds: a round still going past it ends the run
