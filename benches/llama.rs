@@ -326,6 +326,7 @@ fn round_starts(a: &Args) {
                 agents: None,
                 tool_instructions: &instructions,
                 observation: None,
+                notes: &[],
             }
             .messages();
             let request = Request {
@@ -409,6 +410,7 @@ fn observed_round_starts(a: &Args) {
             agents: None,
             tool_instructions: &instructions,
             observation: seen.as_ref().map(|o| o.text.as_str()),
+            notes: &[],
         }
         .messages();
         let request = Request::new(&messages, &specs);
@@ -482,6 +484,7 @@ fn round_one_from_disk(a: &Args) {
             agents: None,
             tool_instructions: &instructions,
             observation: None,
+            notes: &[],
         }
         .messages();
         let request = Request::new(&messages, &specs);

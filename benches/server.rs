@@ -99,6 +99,7 @@ fn round_prompts(backend: &LlamaBackend) -> Vec<Vec<Message>> {
                 agents: None,
                 tool_instructions: &instructions,
                 observation: None,
+                notes: &[],
             }
             .messages()
         })

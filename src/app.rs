@@ -30,9 +30,10 @@ use crate::workspace::watch::OnChange;
 use crate::workspace::worktree;
 use crate::workspace::{Workspace, WorkspaceError, WorktreeInfo};
 
+use crate::engine::notes::NoteInbox;
 use backend::{chat_format, take_model_defaults};
 pub use backend::{inference, load_backend, openai_config, BackendPlan};
-use engine_thread::run_on_this_thread;
+use engine_thread::{run_on_this_thread, Ends};
 
 /// The tokio runtime a front end drives, from `builder` with every driver enabled; one that
 /// cannot be built is said on stderr and ends the program with [`ExitCode::Internal`].
@@ -60,6 +61,9 @@ pub struct Prepared {
     pub worktree: Option<WorktreeInfo>,
     /// Hears how far the model's load is (0..=1), before the run starts (the TUI's header).
     pub on_load: Option<LoadProgress>,
+    /// The notes file the run reads (`--notes FILE`), checked: a regular file outside the
+    /// work tree.
+    pub notes_file: Option<PathBuf>,
 }
 
 /// A listener for the model load's progress, from 0 to 1.
@@ -84,6 +88,8 @@ impl Prepared {
 pub struct RunHandle {
     pub cancel: CancellationToken,
     pub run_dir: PathBuf,
+    /// Where the person's notes wait for the next round.
+    pub notes: NoteInbox,
     thread: JoinHandle<Result<RunSummary, StartError>>,
 }
 
@@ -174,7 +180,14 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         .unwrap_or_else(|| settings.dirs.data.join("runs").join(&run_id));
     let fresh_run_dir = !run_dir.exists();
     intake::check_run_dir(&run_dir)?;
-    intake::check_run_dir_outside(&run_dir, open_workspace(&settings.workspace)?.top())?;
+    let top = open_workspace(&settings.workspace)?.top().to_path_buf();
+    intake::check_run_dir_outside(&run_dir, &top)?;
+    let notes_file = match &settings.notes {
+        Some(path) => {
+            Some(crate::engine::notes::check_file(path, &top).map_err(UsageError::Invalid)?)
+        }
+        None => None,
+    };
     Ok(Prepared {
         settings,
         backend,
@@ -184,6 +197,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         resume: None,
         worktree: None,
         on_load: None,
+        notes_file,
     })
 }
 
@@ -245,14 +259,31 @@ pub fn start_with_live(
 ) -> Result<RunHandle, StartError> {
     let cancel = CancellationToken::new();
     let run_dir = prepared.run_dir.clone();
+    let notes = match &prepared.notes_file {
+        Some(path) => NoteInbox::watching(path.clone()),
+        None => NoteInbox::default(),
+    };
+    if let Some(note) = prepared.resume.as_ref().and_then(|r| r.note.clone()) {
+        notes.push(note);
+    }
     let thread_cancel = cancel.clone();
+    let thread_notes = notes.clone();
     let thread = std::thread::Builder::new()
         .name("ralph-engine".into())
-        .spawn(move || run_on_this_thread(prepared, objective, approver, sink, live, thread_cancel))
+        .spawn(move || {
+            let ends = Ends {
+                sink,
+                live,
+                cancel: thread_cancel,
+                notes: thread_notes,
+            };
+            run_on_this_thread(prepared, objective, approver, ends)
+        })
         .map_err(|e| StartError::Internal(format!("cannot start the engine thread: {e}")))?;
     Ok(RunHandle {
         cancel,
         run_dir,
+        notes,
         thread,
     })
 }

@@ -13,8 +13,8 @@ use crate::options::Options;
 
 const AFTER_HELP: &str = "\
 Exit codes: 0 complete · 3 blocked · 4 budget-limited · 5 round-failed ·
-            6 complete but --verify failed · 130 cancelled · 2 usage, config or input error ·
-            1 internal error.
+            6 complete but --verify failed · 7 stalled · 130 cancelled ·
+            2 usage, config or input error · 1 internal error.
 Completion and blockers are the worker's own report, never an independent certification.
 An objective that is one word goes after `--` (ralph-tui -- status) or in -f FILE.
 Config: config.toml in the user config directory (or --config FILE) may set every option
@@ -67,6 +67,17 @@ pub struct Cli {
         conflicts_with_all = ["objective", "objective_file", "workspace", "config"]
     )]
     pub resume: Option<String>,
+
+    /// With --resume: a note from you to the next round (marked as yours, after the fixed
+    /// prompt). A stalled run needs one; a run that ended complete or blocked goes on with
+    /// one, sent back to work.
+    #[arg(long, value_name = "TEXT", requires = "resume")]
+    pub note: Option<String>,
+
+    /// A file of notes to the next round, one a line: each line appended while the run goes
+    /// is given to the next round (outside the work tree; not a FIFO, symlink or directory).
+    #[arg(long, value_name = "FILE")]
+    pub notes: Option<PathBuf>,
 
     /// The options `config.toml` can also set (see `options`).
     #[command(flatten)]

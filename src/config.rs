@@ -133,6 +133,8 @@ pub struct Settings {
     pub workspace: PathBuf,
     pub headless: bool,
     pub log_file: Option<PathBuf>,
+    /// The file the run reads the person's notes from (`--notes FILE`), one a line.
+    pub notes: Option<PathBuf>,
     pub dirs: Dirs,
     /// Every option, layered and resolved.
     pub options: Resolved,
@@ -149,6 +151,7 @@ pub struct Launch {
     pub workspace: Option<PathBuf>,
     pub headless: bool,
     pub log_file: Option<PathBuf>,
+    pub notes: Option<PathBuf>,
 }
 
 impl From<&Cli> for Launch {
@@ -159,6 +162,7 @@ impl From<&Cli> for Launch {
             workspace: cli.workspace.clone(),
             headless: cli.headless,
             log_file: cli.log_file.clone(),
+            notes: cli.notes.clone(),
         }
     }
 }
@@ -216,6 +220,7 @@ impl Settings {
             workspace,
             headless: launch.headless,
             log_file: launch.log_file,
+            notes: launch.notes,
             dirs,
             options,
             sources,

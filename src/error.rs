@@ -30,6 +30,9 @@ pub enum ExitCode {
     RoundFailed = 5,
     /// The worker reported completion and `--verify` failed.
     VerifyFailed = 6,
+    /// The run stalled: rounds with no change and the same next steps, or a round over its
+    /// wall-clock limit.
+    Stalled = 7,
     Cancelled = 130,
 }
 
@@ -57,6 +60,7 @@ impl From<RunStatus> for ExitCode {
             RunStatus::BudgetLimited => Self::BudgetLimited,
             RunStatus::Cancelled => Self::Cancelled,
             RunStatus::RoundFailed => Self::RoundFailed,
+            RunStatus::Stalled => Self::Stalled,
         }
     }
 }

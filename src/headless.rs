@@ -113,7 +113,10 @@ fn finished(summary: &RunSummary, worktree: Option<&WorktreeInfo>) -> ExitCode {
         // How to get the work later, as the TUI says when its review keeps the branch.
         let resumable = matches!(
             summary.status,
-            RunStatus::Cancelled | RunStatus::RoundFailed | RunStatus::BudgetLimited
+            RunStatus::Cancelled
+                | RunStatus::RoundFailed
+                | RunStatus::BudgetLimited
+                | RunStatus::Stalled
         );
         say(&w.kept_line(resumable));
     }

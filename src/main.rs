@@ -10,7 +10,9 @@ use clap::Parser;
 use ralph_tui::app::{self, Prepared};
 use ralph_tui::cli::{Cli, History, ModelAction};
 use ralph_tui::config::{Dirs, Settings, NO_HOME};
+use ralph_tui::engine::notes::Note;
 use ralph_tui::error::{say, ExitCode, UsageError};
+use ralph_tui::protocol::event::NoteSource;
 use ralph_tui::runlock::{self, RunLock};
 use ralph_tui::runs::commands::Query;
 use ralph_tui::runs::prune::PruneChoice;
@@ -120,11 +122,18 @@ fn settings_of(cli: Cli) -> (Settings, Option<Resume>) {
     let resolved = match cli.resume.clone() {
         None => Settings::resolve(cli, dirs).map(|settings| (settings, None)),
         Some(run) => {
+            let note = cli.note.as_deref().map(|text| {
+                ralph_tui::engine::notes::check(text)
+                    .map(|text| Note::now(text, NoteSource::Resume))
+                    .unwrap_or_else(|e| fail(&format!("--note: {e}"), ExitCode::Usage))
+            });
             let request = Request {
                 run,
                 options: cli.options,
                 headless: cli.headless,
                 log_file: cli.log_file,
+                note,
+                notes: cli.notes,
             };
             runs::resume::resolve(request, dirs).map(|(settings, resume)| (settings, Some(resume)))
         }

@@ -198,6 +198,14 @@ options! {
     /// Most model generations (turns) in one round.
     #[arg(long, value_name = "N")]
     max_turns: u32 = 24;
+    /// Rounds in a row that change no file and whose reports give the same next steps before
+    /// the run ends `stalled` (0: never).
+    #[arg(long, value_name = "N")]
+    stall_rounds: u32 = 3;
+    /// A round's wall-clock limit in seconds: a round still going past it ends the run
+    /// `stalled` [default: none].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    round_timeout: u64;
     /// Most tokens generated over the whole run; reaching it ends the run budget-limited.
     #[arg(long, value_name = "N")]
     token_budget: u64;

@@ -255,6 +255,8 @@ fn run_config(
         verify: options.verify.clone(),
         check,
         observe: options.observe == crate::options::ObserveMode::On,
+        stall_rounds: options.stall_rounds,
+        round_timeout: options.round_timeout.map(std::time::Duration::from_secs),
         warnings,
         run_info: RunInfo {
             sandbox_support,
@@ -337,14 +339,27 @@ fn load_checked(
     })
 }
 
+/// What the engine's thread is handed beside the run: where its events go, who hears its
+/// live changes, its cancellation token, and where the person's notes wait.
+pub(super) struct Ends {
+    pub(super) sink: EventSink,
+    pub(super) live: Option<OnChange>,
+    pub(super) cancel: CancellationToken,
+    pub(super) notes: crate::engine::notes::NoteInbox,
+}
+
 pub(super) fn run_on_this_thread(
     prepared: Prepared,
     objective: String,
     approver: Arc<dyn Approver>,
-    sink: EventSink,
-    live: Option<OnChange>,
-    cancel: CancellationToken,
+    ends: Ends,
 ) -> Result<RunSummary, StartError> {
+    let Ends {
+        sink,
+        live,
+        cancel,
+        notes,
+    } = ends;
     let unstarted = UnstartedWorktree(
         prepared
             .worktree
@@ -392,7 +407,8 @@ pub(super) fn run_on_this_thread(
         log,
         sink,
     )
-    .with_cancel(cancel);
+    .with_cancel(cancel)
+    .with_notes(notes);
     if let Some(watch) = watch {
         engine = engine.with_watch(watch);
     }

@@ -17,6 +17,7 @@ mod changes;
 pub mod check;
 mod conversation;
 mod guard;
+pub mod notes;
 pub mod observe;
 pub mod prompt;
 pub mod report;
@@ -26,6 +27,7 @@ pub mod verify;
 
 mod record;
 mod round;
+mod stall;
 pub mod testrun;
 mod turn;
 pub mod wrapup;
@@ -69,6 +71,11 @@ pub struct RunConfig {
     pub check: Option<String>,
     /// Give each round the workspace observation after the fixed prompt (`--observe`).
     pub observe: bool,
+    /// Rounds in a row that change nothing and say the same next steps before the run ends
+    /// `stalled` (`--stall-rounds`; 0: never).
+    pub stall_rounds: u32,
+    /// A round's wall-clock limit (`--round-timeout`); past it the run ends `stalled`.
+    pub round_timeout: Option<std::time::Duration>,
     /// Things the person should know, emitted as `warning` events right after `run_started`.
     pub warnings: Vec<String>,
     /// Extra facts for `run.json` (settings, model sha256, ...).
@@ -114,6 +121,8 @@ enum RoundEnd {
     Failed(String),
     /// The run's token budget ran out inside the round.
     OutOfBudget,
+    /// The round ran past its wall-clock limit (`--round-timeout`).
+    TimedOut(std::time::Duration),
     Cancelled,
 }
 
@@ -144,6 +153,11 @@ pub struct Engine<'a> {
     generated_total: u64,
     /// Snapshots over the run and whose changes they show.
     changes: changes::RunChanges,
+    /// The person's notes waiting for the next round.
+    notes: notes::NoteInbox,
+    /// The rounds in a row that made no progress, and the reason once they are too many.
+    stall: stall::StallWatch,
+    stalled: Option<String>,
 }
 
 impl<'a> Engine<'a> {
@@ -158,6 +172,7 @@ impl<'a> Engine<'a> {
         log: RunLog,
         sink: EventSink,
     ) -> Self {
+        let stall = stall::StallWatch::new(config.stall_rounds);
         Self {
             config,
             backend,
@@ -169,7 +184,17 @@ impl<'a> Engine<'a> {
             watch: None,
             generated_total: 0,
             changes: changes::RunChanges::default(),
+            notes: notes::NoteInbox::default(),
+            stall,
+            stalled: None,
         }
+    }
+
+    /// Gives each round the notes waiting in `notes` when it starts.
+    #[must_use]
+    pub fn with_notes(mut self, notes: notes::NoteInbox) -> Self {
+        self.notes = notes;
+        self
     }
 
     /// Runs under `cancel`: cancelling it ends the run as `cancelled`.
@@ -272,6 +297,10 @@ impl<'a> Engine<'a> {
             if end.take(round, round_end, is_last) {
                 break;
             }
+            if let Some(reason) = self.stalled.take() {
+                end.stalled(reason);
+                break;
+            }
         }
         end
     }
@@ -302,6 +331,13 @@ struct LoopEnd {
 }
 
 impl LoopEnd {
+    /// The run stalls here, for `reason`; its last report is the one it stops on.
+    fn stalled(&mut self, reason: String) {
+        self.status = RunStatus::Stalled;
+        self.final_report = self.last_valid.clone();
+        self.error = Some(reason);
+    }
+
     /// Takes round `round`'s end into account; true when the run stops here.
     fn take(&mut self, round: u32, round_end: RoundEnd, is_last: bool) -> bool {
         match round_end {
@@ -335,6 +371,14 @@ impl LoopEnd {
             RoundEnd::OutOfBudget => {
                 self.status = RunStatus::BudgetLimited;
                 self.error = Some(format!("round {round}: the run's token budget is spent"));
+                true
+            }
+            RoundEnd::TimedOut(limit) => {
+                self.status = RunStatus::Stalled;
+                self.error = Some(format!(
+                    "round {round} ran past its wall-clock limit of {} s (--round-timeout) and was stopped",
+                    limit.as_secs()
+                ));
                 true
             }
             RoundEnd::Cancelled => {

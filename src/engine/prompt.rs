@@ -10,6 +10,7 @@
 use std::io::Read;
 use std::path::Path;
 
+use super::notes::Note;
 use crate::protocol::event::WrapUpReason;
 use crate::protocol::message::{Message, Role};
 use crate::protocol::report::Report;
@@ -80,6 +81,8 @@ pub struct RoundPrompt<'a> {
     pub tool_instructions: &'a str,
     /// The round's observation of the workspace, given after the fixed text.
     pub observation: Option<&'a str>,
+    /// The person's notes to this round, oldest first, given after everything else.
+    pub notes: &'a [Note],
 }
 
 impl RoundPrompt<'_> {
@@ -112,11 +115,25 @@ impl RoundPrompt<'_> {
             user.push_str(observation.trim_end());
             user.push_str(OBSERVATION_CLOSE);
         }
+        for note in self.notes {
+            user.push_str(&note_text(note));
+        }
         vec![
             Message::new(Role::System, system),
             Message::new(Role::User, user),
         ]
     }
+}
+
+/// A note as the child reads it: marked as the supervising person's, with the time, after
+/// the fixed prompt (so the prefix cache still holds). It steers; it is not a report, not
+/// evidence, and the objective stays as it is.
+pub fn note_text(note: &Note) -> String {
+    format!(
+        "\n\nA note from the person supervising this run, written {} (their words, not a report \
+and not evidence; the objective above is unchanged):\n{}",
+        note.written_at, note.text
+    )
 }
 
 /// The instruction that opens a wrap-up turn: why the round ends here, and that the report

@@ -5,11 +5,13 @@
 //! and then cleans up and records what the round did: its report, its diff, and
 //! `workspace_changed` / `round_finished`.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::notes::Note;
 use super::runlog::BASE_TREE;
+use super::stall::RoundTimer;
 use super::turn::{RoundScope, RoundTally};
 use super::{check, observe, prompt};
 use super::{Engine, RoundEnd};
@@ -37,7 +39,62 @@ fn observation_turn_tokens(largest_whole: usize, max_tokens: u32, ctx_size: u32)
     (cap > max_tokens).then_some(cap)
 }
 
+/// What is said right after `round_started`, in the order it was made: the notes given to
+/// the round, the check at its start, its observation.
+fn opening_events(
+    round: u32,
+    notes: Vec<Note>,
+    check: Option<CheckRun>,
+    observation: Option<observe::Observation>,
+) -> Vec<Event> {
+    let mut opening: Vec<Event> = notes
+        .into_iter()
+        .map(|note| Event::Note {
+            round,
+            text: note.text,
+            written_at: note.written_at,
+            source: note.source,
+        })
+        .collect();
+    let verdict = check.as_ref().map(|c| c.verdict);
+    if let Some(check) = check {
+        opening.push(Event::CheckFinished {
+            round,
+            at: CheckPoint::RoundStart,
+            check,
+        });
+    }
+    if let Some(seen) = observation {
+        opening.push(Event::RoundObserved {
+            round,
+            files_listed: seen.files_listed,
+            files_unlisted: seen.files_unlisted,
+            shown: seen.shown,
+            check: verdict,
+            text: seen.text,
+        });
+    }
+    opening
+}
+
 impl Engine<'_> {
+    /// The notes waiting for round `round` (a refused line of the notes file is a
+    /// `warning`); a round given a note starts the stall count again.
+    fn take_notes(&mut self, round: u32) -> Vec<Note> {
+        let taken = self.notes.take();
+        for message in taken.refused {
+            self.rec.emit(Event::Warning { message });
+        }
+        if !taken.notes.is_empty() {
+            tracing::info!(
+                "round {round}: {} note(s) from the person",
+                taken.notes.len()
+            );
+            self.stall.noted();
+        }
+        taken.notes
+    }
+
     /// Runs round `round` after `previous`, the last valid report.
     pub(super) fn round(
         &mut self,
@@ -54,6 +111,7 @@ impl Engine<'_> {
             watch.round_started(round, base);
         }
         let tools = self.tools.registry.specs();
+        let notes = self.take_notes(round);
         let check = self.round_check(round);
         let observation = self.observation(round, previous, check.as_ref(), ctx_size, max_tokens);
         let (messages, prompt_json) = self.round_prompt(
@@ -61,31 +119,11 @@ impl Engine<'_> {
             previous,
             &tools,
             observation.as_ref().map(|o| o.text.as_str()),
+            &notes,
         );
         self.log_round_start(round, &prompt_json, base);
-        // Said right after `round_started`, in the order they were made.
-        let mut opening = Vec::new();
-        if let Some(check) = check {
-            opening.push(Event::CheckFinished {
-                round,
-                at: CheckPoint::RoundStart,
-                check,
-            });
-        }
         let largest_whole = observation.as_ref().map_or(0, |o| o.largest_whole);
-        if let Some(seen) = observation {
-            opening.push(Event::RoundObserved {
-                round,
-                files_listed: seen.files_listed,
-                files_unlisted: seen.files_unlisted,
-                shown: seen.shown,
-                check: opening.first().and_then(|e| match e {
-                    Event::CheckFinished { check, .. } => Some(check.verdict),
-                    _ => None,
-                }),
-                text: seen.text,
-            });
-        }
+        let opening = opening_events(round, notes, check, observation);
 
         let git_before = GitFingerprint::take(self.workspace.root());
         let processes = ProcessTracker::new();
@@ -106,7 +144,12 @@ impl Engine<'_> {
             opening,
         };
         let mut tally = RoundTally::default();
+        let timer = self.config.round_timeout.map(|limit| {
+            let timer = RoundTimer::start(limit, round_cancel.clone());
+            (limit, timer)
+        });
         let end = self.child_turns(&scope, messages, &mut tally);
+        let end = self.timed(end, timer);
         processes.kill_all();
         let _ = std::fs::remove_dir_all(&round_tmp);
         let git_after = GitFingerprint::take(self.workspace.root());
@@ -125,6 +168,20 @@ impl Engine<'_> {
         };
         self.record_round_end(round, &end, base, &tally, started);
         end
+    }
+
+    /// How the round ended once its timer is stopped: past its limit, a round that did not
+    /// report (and was not cancelled) ran out of time. An accepted report stays accepted.
+    fn timed(&self, end: RoundEnd, timer: Option<(Duration, RoundTimer)>) -> RoundEnd {
+        let Some((limit, timer)) = timer else {
+            return end;
+        };
+        let fired = timer.stop();
+        match end {
+            RoundEnd::Reported(_) => end,
+            _ if fired && !self.cancel.is_cancelled() => RoundEnd::TimedOut(limit),
+            _ => end,
+        }
     }
 
     /// The check at round `round`'s start, when the run has one.
@@ -178,6 +235,7 @@ impl Engine<'_> {
         previous: Option<&Report>,
         tools: &[ToolSpec],
         observation: Option<&str>,
+        notes: &[Note],
     ) -> (Vec<Message>, Vec<u8>) {
         let agents = prompt::agents_file(self.workspace.root()).unwrap_or_else(|message| {
             self.rec.emit(Event::Warning { message });
@@ -192,6 +250,7 @@ impl Engine<'_> {
             agents: agents.as_deref(),
             tool_instructions: &tool_instructions,
             observation,
+            notes,
         }
         .messages();
         let prompt_json = serde_json::to_vec_pretty(&json!({
@@ -244,6 +303,14 @@ impl Engine<'_> {
             .round_end(&self.workspace, &mut self.rec, round, base);
         let changes_unknown = diff.is_none();
         let diff = diff.unwrap_or_default();
+        let report = match end {
+            RoundEnd::Reported(report) => Some(report),
+            _ => None,
+        };
+        let changed = (!changes_unknown).then(|| diff.files_changed());
+        if let Some(reason) = self.stall.round_ended(round, changed, report) {
+            self.stalled = Some(reason);
+        }
         if let Err(e) = self
             .rec
             .log
@@ -263,6 +330,13 @@ impl Engine<'_> {
             RoundEnd::OutOfBudget => (
                 RoundOutcome::Failed,
                 Some("the run's token budget is spent".to_string()),
+            ),
+            RoundEnd::TimedOut(limit) => (
+                RoundOutcome::Failed,
+                Some(format!(
+                    "ran past its wall-clock limit of {} s (--round-timeout)",
+                    limit.as_secs()
+                )),
             ),
             RoundEnd::Cancelled => (RoundOutcome::Cancelled, None),
         };

@@ -392,6 +392,7 @@ pub fn check_prompt_fits(
         agents: agents.as_deref(),
         tool_instructions: &tool_instructions,
         observation: None,
+        notes: &[],
     }
     .messages();
     let mut child = backend.new_child(1).ok()?;

@@ -29,6 +29,9 @@ pub enum RunStatus {
     BudgetLimited,
     Cancelled,
     RoundFailed,
+    /// The run made no progress: rounds that changed nothing and said the same next steps,
+    /// or a round over its wall-clock limit (`--round-timeout`).
+    Stalled,
 }
 
 impl RunStatus {
@@ -44,6 +47,7 @@ impl RunStatus {
             Self::BudgetLimited => "budget-limited",
             Self::Cancelled => "cancelled",
             Self::RoundFailed => "round-failed",
+            Self::Stalled => "stalled",
         }
     }
 
@@ -57,6 +61,9 @@ impl RunStatus {
             Self::BudgetLimited => "the round budget ran out before the worker reported completion",
             Self::Cancelled => "the run was cancelled",
             Self::RoundFailed => "a round ended without a valid report; the run stopped",
+            Self::Stalled => {
+                "the run stalled and was stopped; resuming it needs a note with new direction"
+            }
         }
     }
 
@@ -94,6 +101,20 @@ pub struct Verification {
     pub exit_code: Option<i32>,
     pub passed: bool,
     pub output_tail: String,
+}
+
+/// Where a person's note came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoteSource {
+    /// Typed in the TUI while the run was going (`n`).
+    Tui,
+    /// A line appended to the file `--notes FILE` names.
+    File,
+    /// `--resume RUN --note TEXT`.
+    Resume,
+    /// Sent back from the review (`b`).
+    Review,
 }
 
 /// How a file changed; serialized as `added`, `modified`, `deleted`, `renamed`, `typechange`.
@@ -350,6 +371,18 @@ pub enum Event {
         round: u32,
         command: String,
         cwd: String,
+    },
+    /// A note from the person supervising the run, given to round `round` after the fixed
+    /// prompt, marked as theirs. Never the worker's report, never evidence.
+    Note {
+        round: u32,
+        /// The note as the person wrote it (verbatim; sanitized only where it is shown).
+        text: String,
+        /// When the person wrote it (RFC 3339, UTC).
+        written_at: String,
+        /// Where it came from: `tui`, `file` (`--notes FILE`), `resume` (`--resume --note`)
+        /// or `review` (sent back from the review).
+        source: NoteSource,
     },
     /// Something the person should know that does not stop the run.
     Warning {

@@ -182,6 +182,8 @@ struct RoundFacts {
     files: Vec<ChangedFile>,
     report: Option<Report>,
     rejected: usize,
+    /// The person's notes the round was given: when written, and the text.
+    notes: Vec<(String, String)>,
 }
 
 fn report_lines(out: &mut String, report: &Report, indent: &str) {
@@ -310,6 +312,16 @@ impl Told {
                 Event::ReportAccepted { round, report } => {
                     rounds.entry(round).or_default().report = Some(report);
                 }
+                Event::Note {
+                    round,
+                    text,
+                    written_at,
+                    ..
+                } => rounds
+                    .entry(round)
+                    .or_default()
+                    .notes
+                    .push((written_at, text)),
                 Event::WorkspaceChanged { round, files } => {
                     rounds.entry(round).or_default().files = files
                 }
@@ -353,6 +365,10 @@ fn round_lines(out: &mut String, round: u32, facts: &RoundFacts) {
         Duration::from_millis(facts.wall_ms).as_secs_f64(),
         crate::text::count(facts.files.len(), "file", "files")
     ));
+    for (written_at, text) in &facts.notes {
+        // The person's words, never the worker's report.
+        out.push_str(&format!("  your note ({written_at}): {text}\n"));
+    }
     if let Some(error) = &facts.error {
         out.push_str(&format!("  error: {error}\n"));
     }

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::{find, runs_dir, PastRun};
 use crate::config::{sources, Dirs, Launch, Settings, Source};
+use crate::engine::notes::Note;
 use crate::engine::run_info;
 use crate::engine::StartAt;
 use crate::error::UsageError;
@@ -30,6 +31,11 @@ pub struct Request {
     pub options: Options,
     pub headless: bool,
     pub log_file: Option<PathBuf>,
+    /// The person's note to the first round (`--note`, or the review's send-back): a stalled
+    /// run needs one, and with one a run that ended complete or blocked goes on too.
+    pub note: Option<Note>,
+    /// The notes file the resumed run reads (`--notes FILE`).
+    pub notes: Option<PathBuf>,
 }
 
 /// A run to continue, checked: where it starts and what the person should know.
@@ -45,6 +51,8 @@ pub struct Resume {
     pub worktree: Option<WorktreeInfo>,
     /// What the earlier parts of the run did, for a review of the whole run.
     pub earlier: Earlier,
+    /// The note its first round is given.
+    pub note: Option<Note>,
 }
 
 /// The earlier parts of a resumed run (the first start and every resume before this one):
@@ -125,7 +133,7 @@ pub fn resolve(request: Request, dirs: Dirs) -> Result<(Settings, Resume), Usage
         other => other.into(),
     })?;
     let past = PastRun::load(&dir)?;
-    if request.run == crate::runs::LAST && !past.can_go_on() {
+    if request.run == crate::runs::LAST && !past.can_go_on() && request.note.is_none() {
         return Err(refuse(last_is_over(&past, &dirs)));
     }
     plan(request, dirs, &past)
@@ -157,7 +165,7 @@ pub fn plan(
     past: &PastRun,
 ) -> Result<(Settings, Resume), UsageError> {
     let id = past.id();
-    refuse_ended(past)?;
+    refuse_ended(past, request.note.is_some())?;
     if let Some(later) = crate::runs::continuations(&runs_dir(&dirs)).get(id) {
         return Err(refuse(format!(
             "run {id} already went on as run {later}: resume that one instead (ralph-tui --resume {later})"
@@ -167,6 +175,7 @@ pub fn plan(
     refuse_log_in_reach(past, &workspace)?;
     let earlier = earlier_parts(past, &runs_dir(&dirs));
     let next = next_round(past, &request.options)?;
+    let note = request.note.clone();
     let settings = resumed_settings(request, dirs, past, &workspace)?;
     if let Some(run_dir) = &settings.options.run_dir {
         let canonical = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
@@ -205,17 +214,27 @@ pub fn plan(
         warnings,
         worktree,
         earlier,
+        note,
     };
     Ok((settings, resume))
 }
 
 /// Refuses a run that has nothing left: it ended complete or blocked, or was stopped after a
-/// report that said so.
-fn refuse_ended(past: &PastRun) -> Result<(), UsageError> {
+/// report that said so, unless the person sends it back to work with a note; and a stalled
+/// run without a note (there is no point going on without new direction).
+fn refuse_ended(past: &PastRun, noted: bool) -> Result<(), UsageError> {
     let id = past.id();
+    if past.status == Some(RunStatus::Stalled) && !noted {
+        return Err(refuse(format!(
+            "run {id} stalled: resuming it needs a note with new direction (ralph-tui --resume {id} --note \"…\")"
+        )));
+    }
+    if noted {
+        return Ok(());
+    }
     if let Some(status @ (RunStatus::Complete | RunStatus::Blocked)) = past.status {
         return Err(refuse(format!(
-            "run {id} ended {}: there is nothing to continue",
+            "run {id} ended {}: there is nothing to continue (send it back to work with --note \"…\")",
             status.as_str()
         )));
     }
@@ -281,6 +300,7 @@ fn resumed_settings(
         workspace: Some(workspace.root().to_path_buf()),
         headless: request.headless,
         log_file: request.log_file,
+        notes: request.notes,
     };
     Settings::layered(launch, options, sources, dirs)
 }

@@ -1,7 +1,8 @@
 //! What the person did at a run's review, recorded beside its log: `review.jsonl` in the run
 //! directory, one JSON object a line (`ts`, `action`, `detail`), appended as each action
 //! succeeds. `events.jsonl` ends with `run_finished`, so the review's outcome (applied,
-//! committed, reverted, discarded, removed, kept) lives here, and `ralph-tui show` reads it.
+//! committed, reverted, discarded, removed, kept, sent back) lives here, and `ralph-tui show`
+//! reads it.
 //! Writing is best-effort: a review that cannot be recorded still happened.
 
 use std::io::{BufRead, Write};
@@ -16,7 +17,7 @@ pub const FILE: &str = "review.jsonl";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReviewAction {
     pub ts: String,
-    /// `applied`, `committed`, `reverted`, `discarded`, `removed` or `kept`.
+    /// `applied`, `committed`, `reverted`, `discarded`, `removed`, `kept` or `sent back`.
     pub action: String,
     /// What it did, in words (`3 file(s) to the work tree`, `abc1234567 on main`).
     pub detail: String,

@@ -30,6 +30,7 @@ use crate::workspace::{
 };
 
 mod reviewing;
+mod sending_back;
 mod session;
 
 pub use reviewing::farewell;
@@ -80,6 +81,8 @@ struct Run {
     broker: Arc<ApprovalBroker>,
     baseline: Baseline,
     run_dir: PathBuf,
+    /// Where the person's notes wait for the run's next round.
+    notes: crate::engine::notes::NoteInbox,
 }
 
 struct Driver {
@@ -156,6 +159,7 @@ impl Driver {
         .map_err(|e| internal(e.to_string()))?;
         let run_dir = handle.run_dir.clone();
         let cancel = handle.cancel.clone();
+        let notes = handle.notes.clone();
         let joined = self.inbound_tx.clone();
         std::thread::Builder::new()
             .name("ralph-join".into())
@@ -169,6 +173,7 @@ impl Driver {
             broker,
             baseline,
             run_dir,
+            notes,
         });
         Ok(())
     }
@@ -197,6 +202,8 @@ impl Driver {
             Effect::RevertRound(round) => self.revert(round),
             Effect::Discard => self.discard(left_out_of_commit(state)),
             Effect::Worktree(action) => self.worktree(action, state),
+            Effect::Note(text) => self.note(text),
+            Effect::SendBack { note, rounds } => return self.send_back(note, rounds),
             Effect::Quit(code) => {
                 match &self.run {
                     Some(run) => {

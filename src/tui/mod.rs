@@ -65,6 +65,7 @@ pub fn setup_of(prepared: &Prepared) -> Setup {
         run_dir: prepared.run_dir.display().to_string(),
         ctx_size,
         worktree: prepared.worktree.as_ref().map(|w| w.branch.clone()),
+        round_timeout: settings.options.round_timeout,
     }
 }
 

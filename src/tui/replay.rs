@@ -89,6 +89,7 @@ impl Recording {
                 info.settings.options.ctx_size.unwrap_or_default()
             },
             worktree: info.worktree.as_ref().map(|w| w.branch.clone()),
+            round_timeout: info.settings.options.round_timeout,
         };
         let stamped = read_events(&dir.join("events.jsonl"), true);
         let time = |ts: &str| chrono::DateTime::parse_from_rfc3339(ts).ok();
@@ -377,7 +378,11 @@ impl Player {
                 Effect::Discard => Msg::Discarded(Err(READ_ONLY.into())),
                 Effect::Worktree(action) => Msg::WorktreeDone(action, Err(READ_ONLY.into())),
                 Effect::Quit(_) => return Some(ExitCode::Complete),
-                Effect::StartRun(_) | Effect::CancelRun | Effect::Answer(..) => continue,
+                Effect::StartRun(_)
+                | Effect::CancelRun
+                | Effect::Answer(..)
+                | Effect::Note(_)
+                | Effect::SendBack { .. } => continue,
             };
             let more = self.state.update(msg);
             if let Some(code) = self.perform(more) {

@@ -14,10 +14,20 @@ use super::transcript::LineKind;
 use super::views::card::{self, Call, CallResult, Card, CardBody};
 use super::views::observation::{CheckCard, Observation};
 use crate::protocol::event::{
-    ChangedFile, CheckPoint, CheckRun, Event, RoundOutcome, WrapUpReason,
+    ChangedFile, CheckPoint, CheckRun, Event, NoteSource, RoundOutcome, WrapUpReason,
 };
 use crate::protocol::report::Report;
 use crate::protocol::tool::REPORT_TOOL;
+
+/// A note's source as its card names it.
+fn note_source(source: NoteSource) -> &'static str {
+    match source {
+        NoteSource::Tui => "typed here",
+        NoteSource::File => "notes file",
+        NoteSource::Resume => "--note",
+        NoteSource::Review => "sent back from the review",
+    }
+}
 
 impl State {
     pub(super) fn on_event(&mut self, event: Event) -> Vec<Effect> {
@@ -92,6 +102,7 @@ impl State {
                 let body = CardBody::Observed(seen);
                 self.push_card(round, LineKind::ToolCall, &line, &folded, body);
             }
+            Event::Note { .. } => self.note_given(event),
             Event::ReportRejected { round, reason } => self.report_rejected(round, reason),
             Event::ReportAccepted { round, report } => self.report_accepted(round, report),
             Event::WorkspaceChanged { round, files } => self.set_round_files(round, files),
@@ -111,6 +122,32 @@ impl State {
             Event::RunFinished { .. } => return self.run_finished(event),
         }
         Vec::new()
+    }
+
+    /// `note`: the person's note, as the round was given it, becomes a card.
+    fn note_given(&mut self, event: Event) {
+        let Event::Note {
+            round,
+            text,
+            written_at,
+            source,
+        } = event
+        else {
+            return;
+        };
+        let note = card::NoteCard {
+            text,
+            written_at,
+            source: note_source(source),
+        };
+        let (line, folded) = note.lines(round);
+        self.push_card(
+            round,
+            LineKind::Notice,
+            &line,
+            &folded,
+            CardBody::Note(note),
+        );
     }
 
     /// `run_started`: the run's id, objective and setup as the engine settled them.

@@ -182,6 +182,14 @@ impl State {
                 return vec![Effect::Commit(message)];
             }
             Outcome::RevertRound(round) => return vec![Effect::RevertRound(round)],
+            Outcome::Note(text) => {
+                self.close();
+                return self.note_sent(text);
+            }
+            Outcome::SendBack(note, rounds) => {
+                self.close();
+                return self.send_back(note, rounds);
+            }
             Outcome::Discard => {
                 self.close();
                 self.notice = Some("discarding the run's changes…".into());
@@ -196,7 +204,7 @@ impl State {
     fn review_key(&mut self, key: KeyEvent) -> Vec<Effect> {
         if let Some(top) = self.overlay() {
             let interrupt = keys::action(&[&keys::EVERYWHERE], &key) == Some(Action::Interrupt);
-            if interrupt && !matches!(top, Overlay::Commit(_)) {
+            if interrupt && !matches!(top, Overlay::Commit(_) | Overlay::Note(_)) {
                 self.close();
                 return Vec::new();
             }

@@ -63,6 +63,13 @@ pub enum Action {
     Unfold,
     PreviousCard,
     NextCard,
+    /// The run screen: write a note to the next round.
+    Note,
+    /// The review: send the run back to work with a note.
+    SendBack,
+    /// The send-back editor: one more round, one fewer.
+    MoreRounds,
+    FewerRounds,
 }
 
 /// One key, with or without Ctrl.
@@ -287,9 +294,44 @@ pub const RUN: Section = Section {
             &[],
         ),
         row(
+            "n",
+            "write a note to the next round (given after the fixed prompt, marked as yours)",
+            &[(ch('n'), Action::Note)],
+        ),
+        row(
             "l",
             "show where the run log is",
             &[(ch('l'), Action::RunLog)],
+        ),
+    ],
+};
+
+/// The note editor (`n` on the run screen, `b` at the review).
+pub const NOTE: Section = Section {
+    title: "Note editor",
+    bindings: &[
+        row(
+            "Ctrl-S",
+            "send the note (at the review: resume the run with it)",
+            &[(ctrl('s'), Action::Submit)],
+        ),
+        row(
+            "PgUp / PgDn",
+            "at the review: more / fewer rounds added to the cap",
+            &[
+                (plain(KeyCode::PageUp), Action::MoreRounds),
+                (plain(KeyCode::PageDown), Action::FewerRounds),
+            ],
+        ),
+        row(
+            "Esc",
+            "close, sending nothing",
+            &[(plain(KeyCode::Esc), Action::Back)],
+        ),
+        row(
+            "Enter",
+            "new line",
+            &[(plain(KeyCode::Enter), Action::NewLine)],
         ),
     ],
 };
@@ -411,6 +453,11 @@ pub const REVIEW: Section = Section {
             "d",
             "discard the run's changes (lists them, asks); after a commit, those left out",
             &[(ch('d'), Action::Discard)],
+        ),
+        row(
+            "b",
+            "send the run back to work: a note to its next round, more rounds (it resumes)",
+            &[(ch('b'), Action::SendBack)],
         ),
         row(
             "q",
@@ -553,10 +600,11 @@ pub const WORKTREE: Section = Section {
 };
 
 /// Every section, in the order help shows them.
-pub const SECTIONS: [&Section; 11] = [
+pub const SECTIONS: [&Section; 12] = [
     &EVERYWHERE,
     &EDITOR,
     &RUN,
+    &NOTE,
     &CANCEL,
     &APPROVAL,
     &VIEWS,

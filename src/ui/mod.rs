@@ -8,7 +8,7 @@
 //! The folders show the layering, bottom up (no module imports one above it; a test checks
 //! there is no cycle): data (`model`, the key table `keys` and the `hints` drawn from it,
 //! `transcript`), the drawing kit (`kit/`), the views that open above a screen (`views/`,
-//! joined in `views::overlay`), the `state`, then update (`input`, `mouse`, `events`) and
+//! joined in `views::overlay`), the `state`, then update (`input`, `mouse`, `events`, `supervise`) and
 //! the screens: the objective `editor`, the run screen's panes (`run/`) and the review
 //! (`review/`, which owns its keys), put together in `frame`.
 
@@ -24,6 +24,7 @@ pub mod mouse;
 pub mod review;
 pub mod run;
 pub mod state;
+pub mod supervise;
 pub mod transcript;
 pub mod views;
 

@@ -27,6 +27,8 @@ pub struct Setup {
     pub ctx_size: u32,
     /// The branch of a worktree run (`--worktree`): the worker works there, not in `repo`.
     pub worktree: Option<String>,
+    /// A round's wall-clock limit in seconds (`--round-timeout`), shown beside its time.
+    pub round_timeout: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -266,8 +268,19 @@ pub enum Msg {
     Discarded(Result<Vec<String>, String>),
     /// A worktree action (apply, discard) ended: what to tell the person.
     WorktreeDone(WorktreeAction, Result<String, String>),
+    /// The review's send-back: the run goes on (its new directory and cap), or why not.
+    SentBack(Result<SentBack, String>),
     /// The process was asked to stop (SIGTERM, SIGHUP): cancel and quit when the run ends.
     Terminate,
+}
+
+/// A run sent back to work from the review: where it goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentBack {
+    pub run_dir: String,
+    /// The round it goes on at, and its new cap.
+    pub round: u32,
+    pub max_rounds: u32,
 }
 
 /// Side effects update asks the event loop for.
@@ -285,6 +298,13 @@ pub enum Effect {
     /// Put the baseline back, after the person confirmed the list of what is lost.
     Discard,
     Worktree(WorktreeAction),
+    /// Give this note (checked) to the running run's next round.
+    Note(String),
+    /// Resume the reviewed run with this note, its round cap raised by `rounds`.
+    SendBack {
+        note: String,
+        rounds: u32,
+    },
     Quit(ExitCode),
 }
 

@@ -96,6 +96,9 @@ impl State {
             (Some(Overlay::Commit(editor)), _) => {
                 editor.paste(text);
             }
+            (Some(Overlay::Note(editor)), _) => {
+                editor.paste(text);
+            }
             (None, Phase::Editing) => {
                 self.editor.text.insert_str(text);
             }

@@ -21,7 +21,8 @@ use super::kit::theme::Theme;
 use super::kit::wrap;
 pub use super::model::{
     Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Msg, Pane, Phase, ReplayMark,
-    ReportEntry, Review, RoundChanges, Setup, WorktreeAction, WorktreeGone, FORCE_QUIT_AFTER,
+    ReportEntry, Review, RoundChanges, SentBack, Setup, WorktreeAction, WorktreeGone,
+    FORCE_QUIT_AFTER,
 };
 use super::transcript::{LineKind, Transcript};
 use super::views::card::Card;
@@ -261,6 +262,10 @@ impl State {
             Msg::Discarded(result) => self.discarded(result),
             Msg::WorktreeDone(action, result) => {
                 self.worktree_done(action, result);
+                Vec::new()
+            }
+            Msg::SentBack(result) => {
+                self.sent_back(result);
                 Vec::new()
             }
             Msg::Terminate => match self.phase {

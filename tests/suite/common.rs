@@ -93,7 +93,14 @@ pub fn report(
 }
 
 pub fn continue_report(summary: &str) -> String {
-    report("continue", summary, &[], &["keep going"], "")
+    // The next step follows the summary, so rounds that say different things are not a stall.
+    report(
+        "continue",
+        summary,
+        &[],
+        &[&format!("keep going after: {summary}")],
+        "",
+    )
 }
 
 /// A turn that checks the files (`list_dir .`) and reports completion: the engine refuses a

@@ -112,6 +112,18 @@ const CASES: &[Case] = &[
         &["--max-turns", "4"],
     ),
     case(
+        "stall_rounds",
+        &["--stall-rounds", "2"],
+        "2",
+        &["--stall-rounds", "0"],
+    ),
+    case(
+        "round_timeout",
+        &["--round-timeout", "60"],
+        "60",
+        &["--round-timeout", "61"],
+    ),
+    case(
         "token_budget",
         &["--token-budget", "900"],
         "900",

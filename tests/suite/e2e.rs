@@ -872,3 +872,173 @@ fn a_resumed_run_reviews_and_commits_everything_the_run_did_across_its_starts() 
     assert_eq!(numstat.get("calc.py"), Some(&(2, 1)), "{numstat:?}");
     assert_eq!(numstat.get("NOTES.md"), Some(&(1, 0)), "{numstat:?}");
 }
+
+/// Round 1 runs a command that waits for the file `go`, so what the person does meanwhile
+/// happens while round 1 is still going.
+fn waiting_round(go: &Path) -> serde_json::Value {
+    let wait = format!("until [ -f {} ]; do sleep 0.05; done", quoted(go));
+    turns(&[
+        call("run_command", json!({"command": wait, "timeout_s": 120})),
+        continue_report("waited for the person"),
+    ])
+}
+
+fn prompt_text(run_dir: &Path, round: u32) -> String {
+    std::fs::read_to_string(run_dir.join(format!("rounds/{round:02}/prompt.json"))).unwrap()
+}
+
+#[test]
+fn a_note_typed_mid_run_is_given_to_the_next_rounds_prompt() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let go = launch.path("go");
+    // Round 2 streams a while, so its note card is on the screen before the review.
+    let reading = format!(
+        "{}\n{}",
+        "reading the note ".repeat(60),
+        continue_report("read it")
+    );
+    let rounds = vec![waiting_round(&go), turns(&[reading])];
+    let args = ["-n", "2", "--sandbox", "off", "steer me"];
+    let tmux = launch.start(repo.path(), rounds, 10, &args);
+    tmux.wait_for("round 1's command", |s| {
+        s.contains("Round 1/2") && s.contains("run_command")
+    });
+    tmux.keys(&["n"]);
+    let editor = tmux.wait_for("the note editor", |s| {
+        s.contains("A note to the next round")
+    });
+    assert!(editor.contains("Given to round 2"), "{editor}");
+    tmux.keys(&["C-s"]);
+    tmux.wait_for("an empty note refused", |s| s.contains("the note is empty"));
+    tmux.keys(&["-l", "look at b.py first"]);
+    tmux.wait_for("the typed note", |s| s.contains("look at b.py first"));
+    tmux.keys(&["C-s"]);
+    tmux.wait_for("the note saved", |s| s.contains("note saved; round 2"));
+    std::fs::write(&go, "").unwrap();
+    let screen = tmux.wait_for("round 2's note card", |s| s.contains("your note → round 2"));
+    assert!(screen.contains("look at b.py first"), "{screen}");
+    tmux.wait_for("the review", |s| {
+        s.contains("budget-limited after 2 rounds")
+    });
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 4);
+    let second = prompt_text(&launch.run_dir, 2);
+    assert!(
+        second.contains("A note from the person supervising this run"),
+        "{second}"
+    );
+    assert!(second.contains("look at b.py first"), "{second}");
+    assert!(!prompt_text(&launch.run_dir, 1).contains("look at b.py first"));
+    let events = std::fs::read_to_string(launch.run_dir.join("events.jsonl")).unwrap();
+    let note: serde_json::Value = events
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["type"] == "note")
+        .expect("a note event");
+    assert_eq!(note["round"], 2);
+    assert_eq!(note["source"], "tui");
+    assert_eq!(note["text"], "look at b.py first");
+}
+
+#[test]
+fn a_run_sent_back_from_the_review_runs_a_round_with_the_note_and_is_reviewed_again() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let rounds = vec![
+        turns(&[
+            write_file_call("a.txt", "one\n"),
+            complete_report("wrote a.txt"),
+        ]),
+        turns(&[
+            write_file_call("b.txt", "two\n"),
+            complete_report("wrote b.txt as the note asked"),
+        ]),
+    ];
+    let tmux = launch.start(repo.path(), rounds, 0, &["-n", "1", "write the files"]);
+    tmux.wait_for("the review", |s| s.contains("complete after 1 round:"));
+    tmux.keys(&["b"]);
+    let editor = tmux.wait_for("the send-back editor", |s| {
+        s.contains("Send the run back to work")
+    });
+    assert!(editor.contains("Rounds added: 3 (cap 1 → 4"), "{editor}");
+    tmux.keys(&["PageUp"]);
+    tmux.wait_for("one more round", |s| {
+        s.contains("Rounds added: 4 (cap 1 → 5")
+    });
+    tmux.keys(&["-l", "b.txt is missing: write it"]);
+    tmux.wait_for("the typed note", |s| s.contains("b.txt is missing"));
+    tmux.keys(&["C-s"]);
+    let review = tmux.wait_for("the review again", |s| {
+        s.contains("complete after 2 rounds") && s.contains("Changes (2)")
+    });
+    assert!(review.contains("wrote b.txt as the note asked"), "{review}");
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+
+    let back = launch.tmp.path().join("run-2");
+    let second = prompt_text(&back, 2);
+    assert!(second.contains("b.txt is missing: write it"), "{second}");
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(back.join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["max_rounds"], 5);
+    let old: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(launch.run_dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["resumed_from"], old["run_id"]);
+    let reviewed = std::fs::read_to_string(launch.run_dir.join("review.jsonl")).unwrap();
+    assert!(reviewed.contains(r#""action":"sent back""#), "{reviewed}");
+    assert!(reviewed.contains("complete"), "{reviewed}");
+    let mut show = Command::new(BIN);
+    isolate(&mut show, launch.tmp.path());
+    let shown = show.arg("show").arg(&launch.run_dir).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("review: sent back the worker's claim (complete"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_run_stalls_after_three_rounds_without_change_and_goes_on_with_a_note() {
+    let repo = TempRepo::new();
+    let launch = Launch::new();
+    let still = turns(&[report(
+        "continue",
+        "looked at the parser",
+        &[],
+        &["Fix the parser."],
+        "",
+    )]);
+    let mut rounds = vec![still; 3];
+    rounds.push(turns(&[
+        write_file_call("parser.py", "fixed\n"),
+        complete_report("wrote parser.py as the note said"),
+    ]));
+    let tmux = launch.start(repo.path(), rounds, 0, &["-n", "8", "fix the parser"]);
+    let review = tmux.wait_for("the stall", |s| s.contains("stalled after 3 rounds"));
+    assert!(review.contains("changed no file"), "{review}");
+    assert!(
+        review.contains("--note"),
+        "the resume command asks a note: {review}"
+    );
+    tmux.keys(&["b"]);
+    tmux.wait_for("the send-back editor", |s| {
+        s.contains("Send the run back to work")
+    });
+    tmux.keys(&["-l", "the parser is parser.py: write it"]);
+    tmux.wait_for("the typed note", |s| s.contains("parser.py: write it"));
+    tmux.keys(&["C-s"]);
+    tmux.wait_for("the review after the note", |s| {
+        s.contains("complete after 4 rounds")
+    });
+    tmux.keys(&["q"]);
+    launch.assert_restored(&tmux, 0);
+    let fourth = prompt_text(&launch.tmp.path().join("run-4"), 4);
+    assert!(
+        fourth.contains("the parser is parser.py: write it"),
+        "{fourth}"
+    );
+    let events = std::fs::read_to_string(launch.run_dir.join("events.jsonl")).unwrap();
+    let end: serde_json::Value = serde_json::from_str(events.lines().last().unwrap()).unwrap();
+    assert_eq!(end["status"], "stalled");
+}

@@ -39,6 +39,8 @@ pub(super) fn config(max_rounds: u32) -> RunConfig {
         verify: None,
         check: None,
         observe: false,
+        stall_rounds: 3,
+        round_timeout: None,
         warnings: Vec::new(),
         run_info: RunInfo {
             sandbox_support: "off".into(),

@@ -31,6 +31,7 @@ mod review_flows;
 mod round_context;
 mod sinks;
 mod stream;
+mod supervision;
 mod tools;
 mod ui;
 mod worker;

@@ -704,10 +704,11 @@ fn sse_calls(calls: &[(&str, Value)]) -> String {
 }
 
 fn report_args(status: &str, summary: &str) -> Value {
+    let next_step = format!("keep going after: {summary}");
     let (evidence, next): (Vec<&str>, Vec<&str>) = if status == "complete" {
         (vec!["checked the files"], vec![])
     } else {
-        (vec![], vec!["keep going"])
+        (vec![], vec![next_step.as_str()])
     };
     json!({"status": status, "summary": summary, "evidence": evidence, "next_steps": next, "blocker": ""})
 }

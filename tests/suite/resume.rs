@@ -98,6 +98,7 @@ fn expected_messages(
         agents: agents.as_deref(),
         tool_instructions: &instructions,
         observation: None,
+        notes: &[],
     }
     .messages();
     serde_json::to_value(messages).unwrap()

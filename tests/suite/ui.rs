@@ -13,6 +13,7 @@ mod observation;
 mod review;
 mod sizes;
 mod streaming;
+mod supervision;
 mod views;
 
 use crossterm::event::KeyCode;

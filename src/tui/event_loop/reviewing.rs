@@ -318,6 +318,7 @@ pub fn farewell(state: &State, worktree: Option<&WorktreeInfo>) -> String {
                             RunStatus::Cancelled
                                 | RunStatus::RoundFailed
                                 | RunStatus::BudgetLimited
+                                | RunStatus::Stalled
                         );
                         format!("; {}", info.kept_line(resumable))
                     }

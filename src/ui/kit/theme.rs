@@ -134,7 +134,7 @@ impl Theme {
     pub fn status(self, status: RunStatus) -> Style {
         match status {
             RunStatus::Complete => self.fg(Color::Cyan).add_modifier(Modifier::BOLD),
-            RunStatus::Blocked | RunStatus::BudgetLimited => self.warning(),
+            RunStatus::Blocked | RunStatus::BudgetLimited | RunStatus::Stalled => self.warning(),
             RunStatus::Cancelled => self.bold(),
             RunStatus::RoundFailed => self.error(),
         }

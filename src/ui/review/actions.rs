@@ -35,6 +35,7 @@ pub fn on_key(state: &mut State, key: &KeyEvent) -> Vec<Effect> {
         Some(Action::RunLog) => state.open(Overlay::RunLog),
         Some(Action::FinalReport) => open_final_report(state),
         Some(Action::Commit) => ask_commit(state),
+        Some(Action::SendBack) => state.open_send_back(),
         Some(Action::RevertRound) => return ask_revert(state),
         Some(Action::Discard) => ask_discard(state),
         Some(Action::Open) => open_diff(state),

@@ -44,7 +44,10 @@ pub fn outcome_text(review: &Review) -> String {
 pub fn resume_command(state: &State, review: &Review) -> Option<String> {
     let resumable = matches!(
         review.status,
-        RunStatus::Cancelled | RunStatus::RoundFailed | RunStatus::BudgetLimited
+        RunStatus::Cancelled
+            | RunStatus::RoundFailed
+            | RunStatus::BudgetLimited
+            | RunStatus::Stalled
     );
     if !resumable || state.run_id.is_empty() || review.rounds_started >= RoundCount::CEILING {
         return None;
@@ -66,7 +69,13 @@ pub fn resume_command(state: &State, review: &Review) -> Option<String> {
     } else {
         String::new()
     };
-    Some(format!("ralph-tui --resume {run}{raise}"))
+    // A stall goes on only with new direction.
+    let note = if review.status == RunStatus::Stalled {
+        " --note \"…\""
+    } else {
+        ""
+    };
+    Some(format!("ralph-tui --resume {run}{raise}{note}"))
 }
 
 fn render_outcome(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {

@@ -25,6 +25,7 @@ pub fn on_key(state: &mut State, key: &KeyEvent) -> Vec<Effect> {
         Some(Action::Back) => state.ask_cancel(),
         Some(Action::Help) => state.open(Overlay::help()),
         Some(Action::RunLog) => state.open(Overlay::RunLog),
+        Some(Action::Note) => state.open_note(),
         Some(Action::Follow) => state.transcript.follow(),
         Some(Action::FocusNext) => state.cursors.focus = state.cursors.focus.next(),
         Some(Action::FocusPrevious) => state.cursors.focus = state.cursors.focus.previous(),

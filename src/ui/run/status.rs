@@ -57,14 +57,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             ),
         ]
     };
-    if let Some(elapsed) = state.round_elapsed() {
-        let secs = elapsed.as_secs();
-        let label = if short { "" } else { "round " };
-        spans.push(Span::styled(
-            format!(" │ {label}{}:{:02}", secs / 60, secs % 60),
-            theme.text(),
-        ));
-    }
+    spans.extend(round_time(state, short));
     spans.push(Span::styled(" │ ctx ", theme.dim()));
     spans.extend(meter(state, used, size, if short { 4 } else { 8 }));
     let estimate = if exact { "" } else { "~" };
@@ -131,9 +124,30 @@ pub fn busy_line(state: &State) -> Option<String> {
     let now = meters.tokens_per_s;
     (now * BUSY_FACTOR < best).then(|| {
         format!(
-            "the machine is busy: generation at {now:.1} tok/s, {best:.0} earlier in this run              (another program is using the cores)"
+            "the machine is busy: generation at {now:.1} tok/s, {best:.0} earlier in this run \
+             (another program is using the cores)"
         )
     })
+}
+
+/// The round's time so far, against its wall-clock limit when the run has one (in the
+/// warning colour once four fifths of it are gone).
+fn round_time(state: &State, short: bool) -> Option<Span<'static>> {
+    let theme = state.theme;
+    let secs = state.round_elapsed()?.as_secs();
+    let label = if short { "" } else { "round " };
+    let (limit, style) = match state.setup.round_timeout {
+        Some(limit) => {
+            let late = secs * 5 >= limit * 4;
+            let style = if late { theme.warning() } else { theme.text() };
+            (format!("/{}:{:02}", limit / 60, limit % 60), style)
+        }
+        None => (String::new(), theme.text()),
+    };
+    Some(Span::styled(
+        format!(" │ {label}{}:{:02}{limit}", secs / 60, secs % 60),
+        style,
+    ))
 }
 
 /// The verdict of the newest run of the check among the cards kept.

@@ -50,6 +50,59 @@ pub enum CardBody {
     Observed(Observation),
     /// A run of the repository's check.
     Check(CheckCard),
+    /// A note from the person, as the round was given it.
+    Note(NoteCard),
+}
+
+/// The person's note to a round: their words, never the worker's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoteCard {
+    pub text: String,
+    pub written_at: String,
+    /// Where it came from, as the event says (`tui`, `file`, `resume`, `review`).
+    pub source: &'static str,
+}
+
+impl NoteCard {
+    /// The card's line in the stream and its folded lines (the note's further lines); the
+    /// text is sanitized where it is drawn, never here.
+    pub fn lines(&self, round: u32) -> (String, Vec<String>) {
+        let mut rows = self.text.lines();
+        let first = rows.next().unwrap_or_default();
+        let folded: Vec<String> = rows.map(|l| format!("  {l}")).collect();
+        let time = self
+            .written_at
+            .split('T')
+            .nth(1)
+            .unwrap_or(&self.written_at)
+            .trim_end_matches('Z');
+        let mut line = format!(
+            "✎ your note → round {round} (written {time} UTC, {}): {}",
+            self.source,
+            wrap::truncate(first, 120)
+        );
+        if !folded.is_empty() {
+            line.push_str(&format!(" (+{})", plural(folded.len(), "line", "lines")));
+        }
+        (line, folded)
+    }
+
+    fn detail_lines(&self, theme: Theme, width: usize) -> Vec<Line<'static>> {
+        let about = format!(
+            "Written {} ({}); given after the fixed prompt, marked as yours. It is not the \
+             worker's report and never evidence.",
+            self.written_at, self.source
+        );
+        let mut out: Vec<Line<'static>> = wrap::rows(&about, width)
+            .into_iter()
+            .map(|row| Line::styled(row.to_string(), theme.dim()))
+            .collect();
+        let text = wrap::sanitize(&self.text);
+        for row in wrap::rows_multiline(&text, width) {
+            out.push(Line::raw(row.to_string()));
+        }
+        out
+    }
 }
 
 /// One tool call and, once it came, its result.
@@ -75,6 +128,7 @@ impl Card {
         match &self.body {
             CardBody::Call(call) => format!(" Tool call · round {round} · {} ", call.name),
             CardBody::Observed(_) => format!(" Observation · round {round} "),
+            CardBody::Note(_) => format!(" Your note · round {round} "),
             CardBody::Check(check) => {
                 let when = match check.at {
                     CheckPoint::RoundStart => "at the round's start",
@@ -313,6 +367,7 @@ pub fn detail_lines(theme: Theme, card: &Card, width: u16) -> Vec<Line<'static>>
         CardBody::Call(call) => call_lines(theme, call, width),
         CardBody::Observed(observation) => observation.detail_lines(theme, width),
         CardBody::Check(check) => check.detail_lines(theme, width),
+        CardBody::Note(note) => note.detail_lines(theme, width),
     }
 }
 

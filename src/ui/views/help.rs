@@ -24,8 +24,9 @@ pub struct Help {
 }
 
 /// Sections a replay has no use for: nothing is typed, asked, reverted or discarded there.
-const NOT_IN_REPLAY: [&Section; 6] = [
+const NOT_IN_REPLAY: [&Section; 7] = [
     &keys::EDITOR,
+    &keys::NOTE,
     &keys::CANCEL,
     &keys::APPROVAL,
     &keys::REVERT,
@@ -51,6 +52,8 @@ fn offered(section: &Section, binding: &Binding, replay: bool) -> bool {
         | Action::RevertRound
         | Action::Discard
         | Action::Toggle
+        | Action::Note
+        | Action::SendBack
         | Action::Interrupt
         | Action::Quit => true,
         _ => false,

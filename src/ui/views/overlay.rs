@@ -1,5 +1,5 @@
 //! The views that open above a screen (help, the cancel question, a report, a tool call, a
-//! diff, the commit editor, the run log), as one closed set: the state keeps a stack of them,
+//! diff, the commit and note editors, the run log), as one closed set: the state keeps a stack of them,
 //! the top one takes the keys, and all of them are drawn bottom to top.
 
 use crossterm::event::KeyEvent;
@@ -12,6 +12,7 @@ use super::commit::CommitEditor;
 use super::diff::DiffView;
 use super::discard::DiscardQuestion;
 use super::help::Help;
+use super::note::NoteEditor;
 use super::report_detail::ReportDetail;
 use super::revert::RevertQuestion;
 use super::runlog::RunLog;
@@ -26,6 +27,7 @@ pub enum Overlay {
     Card(Box<CardDetail>),
     Diff(DiffView),
     Commit(Box<CommitEditor>),
+    Note(Box<NoteEditor>),
     RunLog,
     Revert(RevertQuestion),
     Discard(DiscardQuestion),
@@ -44,6 +46,7 @@ impl Overlay {
             Self::Card(view) => view.as_ref(),
             Self::Diff(view) => view,
             Self::Commit(view) => view.as_ref(),
+            Self::Note(view) => view.as_ref(),
             Self::RunLog => &RunLog,
             Self::Revert(view) => view,
             Self::Discard(view) => view,
@@ -57,6 +60,7 @@ impl Overlay {
             Self::Card(view) => Some(view.as_mut()),
             Self::Diff(view) => Some(view),
             Self::Commit(view) => Some(view.as_mut()),
+            Self::Note(view) => Some(view.as_mut()),
             Self::Revert(view) => Some(view),
             Self::Discard(view) => Some(view),
             Self::ConfirmCancel | Self::RunLog => None,

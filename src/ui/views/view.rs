@@ -53,6 +53,10 @@ pub enum Outcome {
     Answer(ApprovalDecision),
     /// Esc over a waiting approval: ask whether to cancel the run; the request keeps waiting.
     AskCancel,
+    /// A checked note for the next round (the view closes).
+    Note(String),
+    /// Send the reviewed run back to work with this note and this many more rounds.
+    SendBack(String, u32),
 }
 
 /// An overlay: scroll, keys and render in one place.

@@ -31,6 +31,7 @@ pub fn setup() -> Setup {
         run_dir: "~/.local/share/ralph-tui/runs/20260101-090000-1a2b".into(),
         ctx_size: 4096,
         worktree: None,
+        round_timeout: None,
     }
 }
 
@@ -341,6 +342,11 @@ pub fn finished(status: RunStatus, verification: Option<Verification>) -> State 
         RunStatus::BudgetLimited => {
             let r = report(ReportStatus::Continue, "Punctuation handling is half done.");
             (Some(r.clone()), Some(r), None)
+        }
+        RunStatus::Stalled => {
+            let r = report(ReportStatus::Continue, "Punctuation handling is half done.");
+            let why = "rounds 1–3 changed no file and their reports gave the same next steps (\"Handle punctuation.\"): 3 rounds in a row with no progress (--stall-rounds)";
+            (Some(r.clone()), Some(r), Some(why.to_string()))
         }
         RunStatus::Cancelled => (
             None,

@@ -17,7 +17,7 @@ fn help_shows_every_binding_of_the_key_table() {
     press(&mut state, KeyCode::Char('?'));
     assert!(matches!(state.overlay(), Some(Overlay::Help(_))));
     // Tall enough that help needs no scrolling.
-    let text = screen(&mut state, 120, 80);
+    let text = screen(&mut state, 120, 100);
     let lines: Vec<&str> = text.lines().collect();
     for section in SECTIONS {
         assert!(

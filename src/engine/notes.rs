@@ -1,0 +1,268 @@
+//! The person's notes to the next round: what they are allowed to be, where they wait, and
+//! how they reach a round.
+//!
+//! A note is the supervisor's words, never the worker's: it is given to the next round's
+//! child after the fixed prompt (so the prefix cache still holds), marked as the person's
+//! with the time it was written, and recorded as a `note` event. It never becomes the
+//! report, never counts as evidence, and the objective stays as it was.
+//!
+//! Notes wait in a [`NoteInbox`] that every front end shares with the engine: the TUI puts
+//! what the person typed there, a resumed or sent-back run the note it was given, and
+//! `--notes FILE` a line appended to that file (read at each round's start, one note a
+//! line). The file lies outside the work tree, where the worker cannot write; it is opened
+//! without following a symlink and must stay a regular file.
+
+use std::collections::VecDeque;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::protocol::event::NoteSource;
+
+/// Most bytes one note may carry.
+pub const NOTE_MAX_BYTES: usize = 4 * 1024;
+
+/// Why a note is not sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoteRefusal {
+    #[error("the note is empty: nothing was sent")]
+    Empty,
+    #[error("the note is {0} bytes, over the {NOTE_MAX_BYTES}-byte limit: shorten it")]
+    TooLong(usize),
+}
+
+/// The note a person's text makes: trimmed, not empty, at most [`NOTE_MAX_BYTES`]. Control
+/// characters are kept as written (the run log keeps them; screens sanitize).
+pub fn check(text: &str) -> Result<String, NoteRefusal> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(NoteRefusal::Empty);
+    }
+    if text.len() > NOTE_MAX_BYTES {
+        return Err(NoteRefusal::TooLong(text.len()));
+    }
+    Ok(text.to_string())
+}
+
+/// One note waiting for the next round.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub text: String,
+    /// When the person wrote it (RFC 3339, UTC, seconds).
+    pub written_at: String,
+    pub source: NoteSource,
+}
+
+impl Note {
+    /// A note written now.
+    pub fn now(text: String, source: NoteSource) -> Self {
+        Self {
+            text,
+            written_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            source,
+        }
+    }
+}
+
+/// Refuses a `--notes FILE` that is a symlink, a FIFO, a directory or anything but a regular
+/// file, or that lies inside the work tree `top` (the worker could write it); a file that is
+/// not there yet is created empty, for a script to append to.
+pub fn check_file(path: &Path, top: &Path) -> Result<PathBuf, String> {
+    let refused = |why: String| format!("--notes {}: {why}", path.display());
+    let absolute = std::path::absolute(path).map_err(|e| refused(e.to_string()))?;
+    let parent = absolute
+        .parent()
+        .and_then(|p| p.canonicalize().ok())
+        .ok_or_else(|| refused("its directory does not exist".into()))?;
+    let canonical_top = top.canonicalize().unwrap_or_else(|_| top.to_path_buf());
+    if parent.starts_with(&canonical_top) {
+        return Err(refused(format!(
+            "it is inside the work tree {}, where the worker could write notes: keep it outside",
+            canonical_top.display()
+        )));
+    }
+    let path = match absolute.file_name() {
+        Some(name) => parent.join(name),
+        None => return Err(refused("it names no file".into())),
+    };
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) => refuse_kind(&meta.file_type()).map_err(refused)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(|e| refused(format!("cannot create it: {e}")))?;
+        }
+        Err(e) => return Err(refused(e.to_string())),
+    }
+    Ok(path)
+}
+
+fn refuse_kind(kind: &std::fs::FileType) -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_symlink() {
+        Err("it is a symlink: name the file itself".into())
+    } else if kind.is_fifo() {
+        Err("it is a FIFO: give a regular file that notes are appended to".into())
+    } else if kind.is_dir() {
+        Err("it is a directory: give a regular file".into())
+    } else if !kind.is_file() {
+        Err("it is not a regular file".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// The notes file a run reads, and how far it has read it.
+#[derive(Debug)]
+struct NotesFile {
+    path: PathBuf,
+    offset: u64,
+}
+
+impl NotesFile {
+    /// The complete lines appended since the last read (a line still being written waits);
+    /// a file that stopped being a regular file is an error, said once a read.
+    fn read_new(&mut self) -> Result<Vec<String>, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+            .open(&self.path)
+            .map_err(|e| format!("cannot read the notes file {}: {e}", self.path.display()))?;
+        let meta = file.metadata().map_err(|e| e.to_string())?;
+        refuse_kind(&meta.file_type())
+            .map_err(|why| format!("the notes file {}: {why}", self.path.display()))?;
+        if meta.len() < self.offset {
+            // Truncated: start again from its beginning.
+            self.offset = 0;
+        }
+        file.seek(SeekFrom::Start(self.offset))
+            .map_err(|e| e.to_string())?;
+        let mut bytes = Vec::new();
+        file.take(1024 * 1024)
+            .read_to_end(&mut bytes)
+            .map_err(|e| e.to_string())?;
+        let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
+            return Ok(Vec::new());
+        };
+        self.offset += end as u64 + 1;
+        Ok(String::from_utf8_lossy(&bytes[..end])
+            .lines()
+            .map(str::to_string)
+            .collect())
+    }
+}
+
+/// Where notes wait for the next round: shared between the front end that takes them and the
+/// engine that gives them. Cloning shares the same inbox.
+#[derive(Debug, Clone, Default)]
+pub struct NoteInbox {
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    waiting: VecDeque<Note>,
+    file: Option<NotesFile>,
+}
+
+/// What a round takes from the inbox: the notes, in the order they were written, and what
+/// was refused on the way (a bad line of the notes file), for `warning` events.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Taken {
+    pub notes: Vec<Note>,
+    pub refused: Vec<String>,
+}
+
+impl NoteInbox {
+    /// An inbox that also reads the lines appended to `path` (checked with [`check_file`]);
+    /// what the file holds already when the run starts is not a note to this run.
+    pub fn watching(path: PathBuf) -> Self {
+        let offset = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let inbox = Self::default();
+        if let Ok(mut inner) = inbox.inner.lock() {
+            inner.file = Some(NotesFile { path, offset });
+        }
+        inbox
+    }
+
+    /// Puts a checked note in the inbox for the next round.
+    pub fn push(&self, note: Note) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.waiting.push_back(note);
+        }
+    }
+
+    /// Everything waiting, oldest first: the inbox's own notes, then the file's new lines.
+    pub fn take(&self) -> Taken {
+        let mut taken = Taken::default();
+        let Ok(mut inner) = self.inner.lock() else {
+            return taken;
+        };
+        taken.notes.extend(inner.waiting.drain(..));
+        let Some(file) = inner.file.as_mut() else {
+            return taken;
+        };
+        match file.read_new() {
+            Ok(lines) => {
+                for line in lines {
+                    match check(&line) {
+                        Ok(text) => taken.notes.push(Note::now(text, NoteSource::File)),
+                        Err(NoteRefusal::Empty) => {}
+                        Err(refusal) => taken
+                            .refused
+                            .push(format!("a note in the notes file was not given: {refusal}")),
+                    }
+                }
+            }
+            Err(e) => taken.refused.push(e),
+        }
+        taken
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_note_is_trimmed_not_empty_and_bounded() {
+        assert_eq!(check("  look at b.py \n"), Ok("look at b.py".into()));
+        assert_eq!(check(" \n\t"), Err(NoteRefusal::Empty));
+        let long = "x".repeat(NOTE_MAX_BYTES + 1);
+        let refusal = check(&long).unwrap_err();
+        assert_eq!(refusal, NoteRefusal::TooLong(NOTE_MAX_BYTES + 1));
+        assert!(refusal.to_string().contains("4097 bytes"), "{refusal}");
+        assert_eq!(check(&"é".repeat(2048)).map(|t| t.len()), Ok(4096));
+        // Controls stay as written: the log keeps them, screens sanitize.
+        assert_eq!(check("a\u{1b}[2Jb"), Ok("a\u{1b}[2Jb".into()));
+    }
+
+    #[test]
+    fn the_inbox_gives_its_notes_then_the_files_new_complete_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes");
+        std::fs::write(&path, "said before the run\n").unwrap();
+        let inbox = NoteInbox::watching(path.clone());
+        inbox.push(Note::now("typed".into(), NoteSource::Tui));
+        let append = |text: &str| {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+        };
+        append("one\n\ntwo\nhalf");
+        let texts = |t: Taken| t.notes.into_iter().map(|n| n.text).collect::<Vec<_>>();
+        assert_eq!(texts(inbox.take()), ["typed", "one", "two"]);
+        assert_eq!(inbox.take(), Taken::default());
+        append(&format!(" done\n{}\n", "y".repeat(5000)));
+        let taken = inbox.take();
+        assert_eq!(taken.refused.len(), 1, "{:?}", taken.refused);
+        assert!(taken.refused[0].contains("5000 bytes"));
+        assert_eq!(texts(taken), ["half done"]);
+    }
+}

@@ -1,0 +1,121 @@
+//! Supervision from the screens: a note to the next round while the run goes (`n`), and a
+//! finished run sent back to work from the review (`b`). Both open the note editor
+//! ([`super::views::note`]); what it answers becomes an effect the event loop carries out,
+//! unless there is nowhere for the note to go (a replay, a run being cancelled, a worktree
+//! that is gone), which the status line says instead.
+
+use super::model::{CommitState, Effect, Pane, Phase, SentBack, WorktreeGone};
+use super::state::State;
+use super::transcript::LineKind;
+use super::views::note::NoteEditor;
+use super::views::overlay::Overlay;
+
+impl State {
+    /// `n` on the run screen: the note editor for the next round.
+    pub(super) fn open_note(&mut self) {
+        if self.replay.is_some() {
+            self.notice = Some("replay: read-only, no note can reach its rounds".into());
+        } else if self.cancel_requested.is_some() {
+            self.notice = Some("the run is being cancelled: no round will read a note".into());
+        } else {
+            self.open(Overlay::Note(Box::new(NoteEditor::new(self.round + 1))));
+        }
+    }
+
+    /// A note saved in the editor while the run goes: it waits for the next round, whose
+    /// card shows it once given.
+    pub(super) fn note_sent(&mut self, text: String) -> Vec<Effect> {
+        if self.phase != Phase::Running {
+            self.notice = Some("the run is over: b sends it back to work with a note".into());
+            return Vec::new();
+        }
+        let first = text.lines().next().unwrap_or_default();
+        self.transcript.push_line(
+            LineKind::Notice,
+            &format!(
+                "✎ note saved; round {} will be given it: {}",
+                self.round + 1,
+                super::kit::wrap::truncate(first, 80)
+            ),
+        );
+        vec![Effect::Note(text)]
+    }
+
+    /// Why the reviewed run cannot be sent back now, if it cannot.
+    fn cannot_send_back(&self) -> Option<String> {
+        let review = self.review.as_ref()?;
+        if self.replay.is_some() {
+            return Some("replay: read-only, it cannot be sent back".into());
+        }
+        if let Some(gone) = self.worktree.gone {
+            let how = match gone {
+                WorktreeGone::Removed => "was removed",
+                WorktreeGone::Committed => "was removed when its changes were committed",
+            };
+            return Some(format!(
+                "the run's worktree {how}: there is nothing left to send back to work"
+            ));
+        }
+        if review.commit == CommitState::Committing {
+            return Some("committing…".into());
+        }
+        (review.rounds_started >= crate::options::RoundCount::CEILING).then(|| {
+            "the run has started 64 rounds, the most a run may have: it cannot go on".into()
+        })
+    }
+
+    /// `b` at the review: the send-back editor, or why the run cannot go back to work.
+    pub(super) fn open_send_back(&mut self) {
+        if let Some(why) = self.cannot_send_back() {
+            self.notice = Some(why);
+            return;
+        }
+        let Some(review) = &self.review else {
+            return;
+        };
+        let editor = NoteEditor::sending_back(review.rounds_started, self.setup.max_rounds);
+        self.open(Overlay::Note(Box::new(editor)));
+    }
+
+    /// The send-back editor's answer: the run resumes with the note.
+    pub(super) fn send_back(&mut self, note: String, rounds: u32) -> Vec<Effect> {
+        if let Some(why) = self.cannot_send_back() {
+            self.notice = Some(why);
+            return Vec::new();
+        }
+        self.notice = Some("sending the run back to work…".into());
+        vec![Effect::SendBack { note, rounds }]
+    }
+}
+
+impl State {
+    /// The send-back's result: the screens go back to the running run, or the review says
+    /// why it could not go on.
+    pub(super) fn sent_back(&mut self, result: Result<SentBack, String>) {
+        let back = match result {
+            Ok(back) => back,
+            Err(e) => {
+                self.notice = Some(format!("the run was not sent back: {e}"));
+                return;
+            }
+        };
+        self.phase = Phase::Running;
+        self.review = None;
+        self.overlays.clear();
+        self.run_ended = None;
+        self.cancel_requested = None;
+        self.quit_when_finished = false;
+        self.worktree = super::state::WorktreeReview::default();
+        self.cursors.focus = Pane::Stream;
+        self.setup.max_rounds = back.max_rounds;
+        self.setup.run_dir = back.run_dir;
+        self.notice = None;
+        self.transcript.push_line(
+            LineKind::Round,
+            &format!(
+                "── sent back to work: round {} goes on with your note, up to {} rounds ──",
+                back.round, back.max_rounds
+            ),
+        );
+    }
+}
