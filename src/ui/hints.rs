@@ -73,6 +73,11 @@ pub fn said(sections: &[&Section], spec: &HintSpec) -> String {
     text(&of(sections, spec, false))
 }
 
+/// Columns `s` takes on screen.
+fn columns(s: &str) -> usize {
+    ratatui::text::Span::raw(s).width()
+}
+
 /// As many of `hints`, from the first, as fit in `width` columns, joined as [`text`] joins
 /// them: a status line too narrow for all its keys leaves the last ones out whole rather
 /// than cutting one in the middle (help, `?`, stays in the key table and the help view).
@@ -81,9 +86,9 @@ pub fn fit(hints: &[Hint], width: usize) -> String {
     for hint in hints {
         let item = hint.to_string();
         let wanted = if out.is_empty() {
-            super::kit::wrap::str_width(&item)
+            columns(&item)
         } else {
-            super::kit::wrap::str_width(&out) + 3 + super::kit::wrap::str_width(&item)
+            columns(&out) + 3 + columns(&item)
         };
         if wanted > width {
             break;

@@ -66,7 +66,7 @@ fn three_rounds_with_no_change_and_the_same_next_steps_end_the_run_stalled_exit_
     assert!(why.contains("rounds 1–3 changed no file"), "{why}");
     assert_eq!(end["report"]["next_steps"][0], "Fix the parser.");
     let stderr = String::from_utf8_lossy(&run.out.stderr);
-    assert!(stderr.contains("stalled after 3 round(s)"), "{stderr}");
+    assert!(stderr.contains("stalled after 3 rounds"), "{stderr}");
     assert!(stderr.contains("changed no file"), "{stderr}");
 
     // Off with 0: the rounds run out instead.
