@@ -285,3 +285,29 @@ fn the_check_itself_finds_commands_and_refuses_a_stale_one() {
     assert!(parses(&words("ralph-tui --resume RUN -n 4")).is_ok());
     assert!(parses(&words("ralph-tui --max-round 4 \"…\"")).is_err());
 }
+
+#[test]
+fn the_readmes_run_screen_is_the_run_screens_snapshot() {
+    // The first screen of the README shows the run screen; it is the test suite's own
+    // snapshot of it, so a change to the screen that the snapshot accepts shows here too.
+    let root = Path::new(ROOT);
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let snap = std::fs::read_to_string(
+        root.join("tests/suite/snapshots/all__suite__ui__run_mid_stream_80x24.snap"),
+    )
+    .unwrap();
+    let screen = snap
+        .splitn(3, "---\n")
+        .nth(2)
+        .unwrap()
+        .trim_end_matches('\n');
+    let shown = readme
+        .split("```text\n")
+        .filter_map(|rest| rest.split("\n```").next())
+        .find(|block| block.contains("┏ Stream"))
+        .expect("the README shows the run screen in a text block");
+    assert_eq!(
+        shown, screen,
+        "README's run screen differs from its snapshot"
+    );
+}
