@@ -44,7 +44,8 @@ impl Tool for WriteFile {
 
     fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
         let target = args::path(arguments, ctx.root, Access::Write)?;
-        let content = args::string(arguments, "content")?;
+        let given = args::string(arguments, "content")?;
+        let (content, stray) = without_stray_fence(given);
         let root = open_root(ctx.root)?;
         let (existed, before) = match root.open_read(&target.path) {
             Ok(Opened::File { file, len }) => {
@@ -81,6 +82,12 @@ impl Tool for WriteFile {
             content.len(),
             content.lines().count()
         );
+        if let Some(fence) = stray {
+            out.push_str(&format!(
+                ". Its last line, `{fence}`, closed no block in the file, so it was taken for \
+                 markup around the content and left out"
+            ));
+        }
         if let Some(gone) = before
             .as_deref()
             .and_then(|b| dropped_definitions(b, content))
@@ -89,6 +96,26 @@ impl Tool for WriteFile {
         }
         Ok(out)
     }
+}
+
+/// `content` without a fence line that ends it and closes no block in it (the 1.5B wrote a
+/// file whole with a trailing ```` ``` ```` or ```` ```markdown ```` line, the end of the
+/// listing it had in mind), and that line; `content` itself when its fences pair up.
+fn without_stray_fence(content: &str) -> (&str, Option<&str>) {
+    let is_fence = |line: &str| {
+        let t = line.trim();
+        t.starts_with("```")
+            && t.trim_start_matches('`')
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_+-.".contains(c))
+    };
+    let body = content.trim_end();
+    let start = body.rfind('\n').map_or(0, |i| i + 1);
+    let last = &body[start..];
+    if !is_fence(last) || content.lines().filter(|l| is_fence(l)).count() % 2 == 0 {
+        return (content, None);
+    }
+    (&content[..start], Some(last.trim()))
 }
 
 /// Most bytes of a replaced file compared with its new content.
@@ -186,7 +213,28 @@ pub(crate) fn allow_workspace_change(
 
 #[cfg(test)]
 mod tests {
-    use super::dropped_definitions;
+    use super::{dropped_definitions, without_stray_fence};
+
+    #[test]
+    fn a_fence_that_ends_a_file_and_closes_no_block_is_left_out() {
+        let fixed = "# Guide\n\nReceive the mail.\n";
+        assert_eq!(
+            without_stray_fence(&format!("{fixed}```\n")),
+            (fixed, Some("```"))
+        );
+        assert_eq!(
+            without_stray_fence(&format!("{fixed}```markdown\n\n")),
+            (fixed, Some("```markdown"))
+        );
+        // Fences that pair up are the file's own: a README's example stays whole.
+        let readme = "# Use\n\n```sh\nmake run\n```\n";
+        assert_eq!(without_stray_fence(readme), (readme, None));
+        assert_eq!(without_stray_fence(fixed), (fixed, None));
+        assert_eq!(without_stray_fence(""), ("", None));
+        // A line that only starts with backticks is text, not a fence.
+        let code = "x = 1\n```not a fence```\n";
+        assert_eq!(without_stray_fence(code), (code, None));
+    }
 
     #[test]
     fn a_whole_file_write_that_drops_definitions_says_which() {
