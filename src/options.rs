@@ -28,7 +28,8 @@ use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 /// `name: Type` and, where the option has one, `= default` (shown at the end of the help
 /// line) or `=> fallback` (not shown: the help line says how the real default is found, and
 /// the fallback is what is left when nothing finds one). An option with either is always
-/// there once resolved.
+/// there once resolved. `@inference` before the name puts the option in the group a backend
+/// is given ([`crate::llm::settings::InferenceSettings`]) and a run's record keeps apart.
 macro_rules! options {
     (@shown) => { None };
     (@shown $default:expr) => { Some($crate::options::shown(&$default)) };
@@ -38,6 +39,8 @@ macro_rules! options {
     (@pick $value:expr, $default:expr) => { $value.unwrap_or_else(|| $default) };
     (@unpick $value:expr) => { $value };
     (@unpick $value:expr, $default:expr) => { Some($value) };
+    // The one group an option can be in: `@inference`, how the model is loaded and sampled.
+    (@member inference $name:ident) => { stringify!($name) };
     // The help: the doc comment's first line and every further one (a doc comment of several
     // lines is one sentence, never cut at the first line's end).
     (@help $help:expr;) => { $help };
@@ -50,6 +53,7 @@ macro_rules! options {
     ($(
         #[doc = $help:literal]
         $(#[$($attr:tt)*])*
+        $(@ $group:ident)?
         $name:ident : $ty:ty $(= $default:expr)? $(=> $fallback:expr)? ;
     )*) => {
         /// Every option both the command line and `config.toml` can set; a missing one is
@@ -114,10 +118,16 @@ macro_rules! options {
 
             /// The config keys, in table order (each is also `--` + the key in kebab case).
             pub const KEYS: &'static [&'static str] = &[$( stringify!($name), )*];
+
+            /// The keys marked `@inference`, in table order: how the model is loaded and
+            /// sampled (a run's record keeps them together).
+            pub const INFERENCE: &'static [&'static str] =
+                &[$( $( $crate::options::options!(@member $group $name), )? )*];
         }
 
         impl $crate::options::OptionTable for Options {
             const KEYS: &'static [&'static str] = Options::KEYS;
+            const INFERENCE: &'static [&'static str] = Options::INFERENCE;
 
             fn is_set(&self, key: &str) -> bool {
                 Options::is_set(self, key)
@@ -146,6 +156,9 @@ pub(crate) use options;
 pub trait OptionTable: Serialize + serde::de::DeserializeOwned {
     /// The config keys, in table order.
     const KEYS: &'static [&'static str];
+
+    /// The keys of the options marked `@inference`, in table order.
+    const INFERENCE: &'static [&'static str];
 
     /// Whether the option with config key `key` is set.
     fn is_set(&self, key: &str) -> bool;
@@ -215,17 +228,17 @@ options! {
     /// Context size in tokens, at least 256 [default: the model's trained context, at most
     /// 16384 and what free memory holds; 4096 without a model file].
     #[arg(long, value_name = "N")]
-    ctx_size: u32 => crate::model_defaults::FALLBACK_CTX;
+    @inference ctx_size: u32 => crate::model_defaults::FALLBACK_CTX;
     /// CPU threads [default: the machine's cores].
     #[arg(long, value_name = "N")]
-    threads: i32 => machine_threads();
+    @inference threads: i32 => machine_threads();
     /// Layers to offload to the GPU [default: all with a GPU build, else 0].
     #[arg(long, value_name = "N")]
-    gpu_layers: u32;
+    @inference gpu_layers: u32;
     /// Prompt-processing batch size (tokens per decode), at most 128 on the CPU so that
     /// prompt progress moves every second or two; a cancel stops a batch mid-way.
     #[arg(long, value_name = "N")]
-    batch_size: u32 = 512;
+    @inference batch_size: u32 = 512;
     /// Evaluate the whole prompt every round instead of restoring the fixed system prefix.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true)]
     #[arg(default_missing_value = "true")]
@@ -236,25 +249,25 @@ options! {
     prefix_cache_max_mib: u64 = 2048;
     /// Most tokens generated in one turn.
     #[arg(long, value_name = "N")]
-    max_tokens: u32 = 1024;
+    @inference max_tokens: u32 = 1024;
     /// Sampling temperature; 0 is greedy [default: the model's, else 0.2].
     #[arg(long, value_name = "T")]
-    temperature: f32 => CODING.temperature;
+    @inference temperature: f32 => CODING.temperature;
     /// Top-k sampling [default: the model's, else 40].
     #[arg(long, value_name = "K")]
-    top_k: i32 => CODING.top_k;
+    @inference top_k: i32 => CODING.top_k;
     /// Top-p sampling [default: the model's, else 0.95].
     #[arg(long, value_name = "P")]
-    top_p: f32 => CODING.top_p;
+    @inference top_p: f32 => CODING.top_p;
     /// Min-p sampling [default: the model's, else 0.05].
     #[arg(long, value_name = "P")]
-    min_p: f32 => CODING.min_p;
+    @inference min_p: f32 => CODING.min_p;
     /// Repeat penalty; 1 is none [default: the model's, else 1.0].
     #[arg(long, value_name = "X")]
-    repeat_penalty: f32 => CODING.repeat_penalty;
+    @inference repeat_penalty: f32 => CODING.repeat_penalty;
     /// Sampling seed; fixes a run's randomness.
     #[arg(long, value_name = "N")]
-    seed: u32 = 1234;
+    @inference seed: u32 = 1234;
     /// With `openai:URL`: the environment variable holding the server's API key.
     #[arg(long, value_name = "VAR")]
     api_key_env: String = String::from("OPENAI_API_KEY");

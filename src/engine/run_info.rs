@@ -62,21 +62,6 @@ pub struct SettingsRecord<O = Options> {
     pub sources: Sources,
 }
 
-/// The options `run.json` keeps inside `settings.inference`: how the model was run.
-const INFERENCE: [&str; 11] = [
-    "ctx_size",
-    "threads",
-    "gpu_layers",
-    "batch_size",
-    "max_tokens",
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-    "repeat_penalty",
-    "seed",
-];
-
 /// Options `run.json` names otherwise: (option, name in `settings`).
 const RENAMED: [(&str, &str); 2] = [
     ("command_timeout", "command_timeout_s"),
@@ -92,7 +77,8 @@ impl<O: OptionTable> SettingsRecord<O> {
         // Through text, so each `f32` keeps its shortest decimal form.
         let mut settings: Map<String, Value> =
             serde_json::from_str(&serde_json::to_string(&self.options)?)?;
-        let inference: Map<String, Value> = INFERENCE
+        // The options the table marks `@inference`: how the model was run.
+        let inference: Map<String, Value> = O::INFERENCE
             .iter()
             .filter_map(|key| Some((key.to_string(), settings.remove(*key)?)))
             .collect();

@@ -404,3 +404,22 @@ fn every_objective_is_checked_where_it_is_normalized() {
         "a\tb"
     );
 }
+
+/// The options the table marks `@inference` are what a backend is given, each under its
+/// own name and with its own value: a backend setting added or renamed on one side alone
+/// fails here.
+#[test]
+fn the_inference_group_is_what_a_backend_is_given() {
+    let home = tempfile::tempdir().unwrap();
+    let cli = cli(&["--gpu-layers", "3", "--seed", "7"]);
+    let resolved = Settings::resolve(cli, dirs(home.path())).unwrap().options;
+    let given = serde_json::to_value(ralph_tui::app::inference(&resolved)).unwrap();
+    let options = serde_json::to_value(resolved.to_options()).unwrap();
+    let given = given.as_object().unwrap();
+    let names: BTreeSet<&str> = given.keys().map(String::as_str).collect();
+    assert_eq!(names, Options::INFERENCE.iter().copied().collect());
+    for (name, value) in given {
+        assert_eq!(Some(value), options.get(name), "{name}");
+    }
+    assert_eq!(Options::INFERENCE.len(), 11);
+}
