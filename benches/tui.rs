@@ -1,6 +1,6 @@
 //! TUI benchmark, figures only (nothing asserted).
 //!
-//! The real event loop (`tui::event_loop::drive`) on a 120×40 `TestBackend`, fed by the real
+//! The real event loop (`terminal::event_loop::drive`) on a 120×40 `TestBackend`, fed by the real
 //! engine with the script backend streaming as fast as it can:
 //!
 //! 1. 1,000,000 tokens over ten rounds: resident memory before the run (idle) and at the
@@ -24,9 +24,9 @@ use clap::Parser;
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use ralph_tui::cli::Cli;
 use ralph_tui::config::{Dirs, Settings};
-use ralph_tui::tui::{event_loop, setup_of};
-use ralph_tui::ui::state::Overlay;
-use ralph_tui::ui::{Phase, State, Theme};
+use ralph_tui::screens::state::Overlay;
+use ralph_tui::screens::{Phase, State, Theme};
+use ralph_tui::terminal::{event_loop, setup_of};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use serde_json::json;
@@ -297,7 +297,7 @@ fn main() -> Result<()> {
     println!(
         "  frames while flooding: {:.1} per second (cap ~{:.0})",
         figures.fps,
-        1.0 / ralph_tui::tui::frames::MIN_FRAME.as_secs_f64()
+        1.0 / ralph_tui::terminal::frames::MIN_FRAME.as_secs_f64()
     );
     Ok(())
 }

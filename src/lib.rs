@@ -5,7 +5,8 @@
 //! helpers: each module imports only downward (protocol, text; error, logging, signals,
 //! intake, runlock, model_file; model_defaults, workspace, tools; chat with the settings
 //! (options, cli, config); llm;
-//! engine; app, headless, eval, runs; ui; tui), which `tests/suite/layers.rs` checks. See the
+//! engine; app, headless, eval, runs; screens, the TUI's screens and their state; terminal,
+//! the terminal loop that draws them), which `tests/suite/layers.rs` checks. See the
 //! README for the contracts.
 
 pub mod app;
@@ -27,9 +28,9 @@ pub mod options;
 pub mod protocol;
 pub mod runlock;
 pub mod runs;
+pub mod screens;
 pub mod signals;
+pub mod terminal;
 pub mod text;
 pub mod tools;
-pub mod tui;
-pub mod ui;
 pub mod workspace;

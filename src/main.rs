@@ -106,7 +106,11 @@ fn history_main(command: History) -> ! {
     let Some(dirs) = Dirs::discover() else {
         fail(NO_HOME, ExitCode::Usage);
     };
-    let code = runs::commands::run(query(command, &dirs), dirs, &ralph_tui::tui::replay::run);
+    let code = runs::commands::run(
+        query(command, &dirs),
+        dirs,
+        &ralph_tui::terminal::replay::run,
+    );
     std::process::exit(code.code());
 }
 
@@ -187,8 +191,8 @@ fn main() {
         fail(&refusal, ExitCode::Usage);
     }
     let (settings, resume) = settings_of(cli);
-    if !settings.headless && !ralph_tui::tui::has_terminal() {
-        fail(ralph_tui::tui::NO_TERMINAL, ExitCode::Usage);
+    if !settings.headless && !ralph_tui::terminal::has_terminal() {
+        fail(ralph_tui::terminal::NO_TERMINAL, ExitCode::Usage);
     }
     if settings.headless && settings.objective.is_none() {
         fail(
@@ -218,7 +222,7 @@ fn main() {
             &UsageError::HeadlessWithoutObjective.to_string(),
             ExitCode::Usage,
         ),
-        (false, objective) => ralph_tui::tui::run(prepared, objective, &log_file),
+        (false, objective) => ralph_tui::terminal::run(prepared, objective, &log_file),
     };
     lock.forget_holder();
     if let Some(lock) = worktree_lock {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Prepared, StartError};
+use super::{LoadProgress, StartError};
 use crate::chat;
 use crate::config::Settings;
 use crate::llm::bounded::{Bounded, MAX_TURN_BYTES};
@@ -39,17 +39,26 @@ pub(super) fn take_model_defaults(settings: &mut Settings, model: &Path) {
     settings.take_model_defaults(&meta, bytes, crate::model_defaults::mem_available());
 }
 
-/// Loads the backend, its turns bounded to [`MAX_TURN_BYTES`].
-pub fn load_backend(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
-    let backend = load_unbounded(prepared)?;
+/// Loads the backend `plan` names with the run's `settings`, its turns bounded to
+/// [`MAX_TURN_BYTES`]; `on_load` hears how far a model file's load is.
+pub fn load_backend(
+    plan: &BackendPlan,
+    settings: &Settings,
+    on_load: Option<&LoadProgress>,
+) -> Result<Box<dyn Backend>, StartError> {
+    let backend = load_unbounded(plan, settings, on_load)?;
     Ok(Box::new(Bounded::new(backend, MAX_TURN_BYTES)))
 }
 
-fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
-    match &prepared.backend {
+fn load_unbounded(
+    plan: &BackendPlan,
+    settings: &Settings,
+    on_load: Option<&LoadProgress>,
+) -> Result<Box<dyn Backend>, StartError> {
+    match plan {
         BackendPlan::Script(script, _) => Ok(Box::new(script.clone())),
         BackendPlan::OpenAi { url, model, .. } => {
-            let mut config = openai_config(url, &prepared.settings);
+            let mut config = openai_config(url, settings);
             config.model = Some(model.clone());
             Ok(Box::new(crate::llm::openai::OpenAiBackend::connect(
                 config,
@@ -57,13 +66,12 @@ fn load_unbounded(prepared: &Prepared) -> Result<Box<dyn Backend>, StartError> {
         }
         #[cfg(feature = "llama")]
         BackendPlan::Llama(path) => {
-            let settings = &prepared.settings;
             let options = &settings.options;
             let backend = crate::llm::llama::LlamaBackend::load_reporting(
                 path,
                 &inference(options),
                 chat_format(options),
-                prepared.on_load.as_ref().map(|l| l.0.clone()),
+                on_load.map(|l| l.0.clone()),
             )?
             .with_prefix_cache(!options.no_prefix_cache)
             .with_disk_prefix_cache(crate::llm::prefix_store::PrefixStore::in_cache(
@@ -142,10 +150,9 @@ pub(super) fn turn_format(
 
 /// The model's source for `run.json` and its sha256. A file is made absolute, so `--resume`
 /// finds it from any directory; a server's model name is kept as it is.
-pub(super) fn model_source(prepared: &Prepared) -> (PathBuf, Option<String>) {
-    let settings = &prepared.settings;
+pub(super) fn model_source(plan: &BackendPlan, cache: &Path) -> (PathBuf, Option<String>) {
     let absolute = |path: &PathBuf| path.canonicalize().unwrap_or_else(|_| path.clone());
-    match &prepared.backend {
+    match plan {
         BackendPlan::Script(_, path) => (
             absolute(path),
             crate::llm::prefix_store::file_sha256(path).ok(),
@@ -153,10 +160,7 @@ pub(super) fn model_source(prepared: &Prepared) -> (PathBuf, Option<String>) {
         // Read from the record the prefix cache keeps (hashed once per file identity).
         BackendPlan::Llama(path) => (
             absolute(path),
-            crate::llm::prefix_store::model_sha256(
-                &crate::llm::prefix_store::dir_in(&settings.dirs.cache),
-                path,
-            ),
+            crate::llm::prefix_store::model_sha256(&crate::llm::prefix_store::dir_in(cache), path),
         ),
         BackendPlan::OpenAi { model, .. } => (PathBuf::from(model), None),
     }

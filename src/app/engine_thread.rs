@@ -21,6 +21,7 @@ use crate::error::UsageError;
 use crate::llm::Backend;
 use crate::options::{BackendKind as Kind, ChatFormatName};
 use crate::protocol::event::{Event, Stamped};
+use crate::runs::resume::Resume;
 use crate::tools::approval::Approver;
 use crate::tools::{sandbox, Registry, ToolPolicy};
 use crate::workspace::watch::{LiveWatch, OnChange};
@@ -90,12 +91,13 @@ impl Drop for UnstartedWorktree<'_> {
 /// where they left a choice open: the model file (or server model) it loaded, the script's
 /// absolute path and the chat format the backend chose.
 fn recorded_settings(
-    prepared: &Prepared,
+    settings: &Settings,
+    plan: &BackendPlan,
     info: &crate::llm::BackendInfo,
     source: &Path,
 ) -> SettingsRecord {
-    let mut options = prepared.settings.options.to_options();
-    match &prepared.backend {
+    let mut options = settings.options.to_options();
+    match plan {
         BackendPlan::Script(..) => options.backend = Some(Kind::Script(source.to_path_buf())),
         BackendPlan::Llama(_) | BackendPlan::OpenAi { .. } => {
             options.model = Some(source.to_path_buf());
@@ -104,7 +106,7 @@ fn recorded_settings(
     }
     SettingsRecord {
         options,
-        sources: prepared.settings.sources.clone(),
+        sources: settings.sources.clone(),
     }
 }
 
@@ -128,9 +130,9 @@ fn live_watch(
 }
 
 /// The round prompt must leave room for the report: refused here, before anything is
-/// written (the run folder made for it goes).
+/// written.
 fn refuse_unfit_prompt(
-    prepared: &Prepared,
+    max_rounds: u32,
     backend: &mut dyn Backend,
     format: &dyn chat::ChatFormat,
     registry: &Registry,
@@ -142,12 +144,11 @@ fn refuse_unfit_prompt(
         format,
         &registry.specs(),
         objective,
-        prepared.settings.options.max_rounds.get(),
+        max_rounds,
         root,
     )
     .filter(|fit| !fit.fits())
     {
-        unwrite_run_dir(prepared);
         return Err(StartError::Usage(UsageError::Invalid(fit.refusal())));
     }
     Ok(())
@@ -156,19 +157,20 @@ fn refuse_unfit_prompt(
 /// The run's sink with the hooks attached (and, in a worktree, each round committed before
 /// the hooks hear of its end), and the hooks' runner.
 fn hooked_sink(
-    prepared: &Prepared,
+    settings: &Settings,
+    run_dir: &Path,
+    worktree: Option<&WorktreeInfo>,
     policy: &ToolPolicy,
     sink: EventSink,
 ) -> (EventSink, Option<crate::hooks::HookRunner>) {
-    let settings = &prepared.settings;
     let place = crate::hooks::Place {
         cwd: settings.workspace.clone(),
-        run_dir: prepared.run_dir.clone(),
+        run_dir: run_dir.to_path_buf(),
         policy: policy.clone(),
     };
     let (sink, hooks) = crate::hooks::attach(settings.options.hooks.clone(), place, sink);
     // The round's commit comes before the hooks hear of the round's end.
-    let sink = match &prepared.worktree {
+    let sink = match worktree {
         Some(info) => committing_sink(info.clone(), sink),
         None => sink,
     };
@@ -187,8 +189,8 @@ fn tool_policy(settings: &Settings) -> ToolPolicy {
 
 /// Where the run starts (a resumed run: the round after the old run's last, with its
 /// report) and the warnings it starts with (a resumed run's).
-fn start_point(prepared: &Prepared) -> (StartAt, Vec<String>) {
-    match &prepared.resume {
+fn start_point(resume: Option<&Resume>) -> (StartAt, Vec<String>) {
+    match resume {
         Some(resume) => (resume.start.clone(), resume.warnings.clone()),
         None => (StartAt::fresh(), Vec::new()),
     }
@@ -197,17 +199,21 @@ fn start_point(prepared: &Prepared) -> (StartAt, Vec<String>) {
 /// The warning naming the person's uncommitted changes the run starts from (those a commit
 /// of a file the run changes would carry too); `None` when there are none. For a worktree
 /// run, they are those its snapshot took from the person's work tree; for a resumed run,
-/// those before its first start.
-fn uncommitted_at_start(prepared: &Prepared) -> Option<String> {
-    let (ws, snapshot) = match (&prepared.worktree, &prepared.resume) {
+/// those before its first start (`workspace`: the run's own).
+fn uncommitted_at_start(
+    worktree: Option<&WorktreeInfo>,
+    resume: Option<&Resume>,
+    workspace: &Path,
+) -> Option<String> {
+    let (ws, snapshot) = match (worktree, resume) {
         (Some(info), _) => {
             let ws = Workspace::open(&info.user_repo.join(&info.prefix)).ok()?;
             let snapshot = ws.commit_tree(&info.snapshot)?;
             (ws, snapshot)
         }
         (None, resume) => {
-            let ws = Workspace::open(&prepared.settings.workspace).ok()?;
-            let snapshot = match resume.as_ref().and_then(|r| r.earlier.base) {
+            let ws = Workspace::open(workspace).ok()?;
+            let snapshot = match resume.and_then(|r| r.earlier.base) {
                 Some(tree) => Snapshot { tree },
                 None => ws.snapshot().ok()?,
             };
@@ -244,8 +250,8 @@ fn run_config(
 ) -> RunConfig {
     let options = &prepared.settings.options;
     let check = resolve_check(&options.check, workspace.root(), &mut warnings);
-    let (source, source_sha) = model_source(prepared);
-    let settings = recorded_settings(prepared, &info, &source);
+    let (source, source_sha) = model_source(&prepared.backend, &prepared.settings.dirs.cache);
+    let settings = recorded_settings(&prepared.settings, &prepared.backend, &info, &source);
     RunConfig {
         run_id: prepared.run_id.clone(),
         objective,
@@ -313,24 +319,26 @@ struct Loaded {
 }
 
 /// Loads the backend and opens the workspace; a round prompt that cannot fit is refused here,
-/// before anything is written.
+/// before anything is written (the run folder made for it goes).
 fn load_checked(
     prepared: &Prepared,
     registry: &Registry,
     objective: &str,
 ) -> Result<Loaded, StartError> {
-    let mut backend = load_backend(prepared)?;
+    let settings = &prepared.settings;
+    let mut backend = load_backend(&prepared.backend, settings, prepared.on_load.as_ref())?;
     let info = backend.info();
     let format = turn_format(&info)?;
-    let workspace = open_workspace(&prepared.settings.workspace)?;
+    let workspace = open_workspace(&settings.workspace)?;
     refuse_unfit_prompt(
-        prepared,
+        settings.options.max_rounds.get(),
         backend.as_mut(),
         format.as_ref(),
         registry,
         objective,
         workspace.root(),
-    )?;
+    )
+    .inspect_err(|_| unwrite_run_dir(prepared))?;
     Ok(Loaded {
         backend,
         info,
@@ -379,8 +387,13 @@ pub(super) fn run_on_this_thread(
     log.stop_run_on_failure(cancel.clone());
     let log_failure = log.failure();
     let policy = tool_policy(&prepared.settings);
-    let (start, mut warnings) = start_point(&prepared);
-    warnings.extend(uncommitted_at_start(&prepared));
+    let (worktree, resume) = (prepared.worktree.as_ref(), prepared.resume.as_ref());
+    let (start, mut warnings) = start_point(resume);
+    warnings.extend(uncommitted_at_start(
+        worktree,
+        resume,
+        &prepared.settings.workspace,
+    ));
     let sandbox_note = probe_sandbox(&policy, &prepared.settings, &mut warnings);
     let watch = live_watch(live, workspace.root(), &mut warnings);
     let config = run_config(
@@ -392,7 +405,13 @@ pub(super) fn run_on_this_thread(
         warnings,
         sandbox_note,
     );
-    let (sink, hooks) = hooked_sink(&prepared, &policy, sink);
+    let (sink, hooks) = hooked_sink(
+        &prepared.settings,
+        &prepared.run_dir,
+        worktree,
+        &policy,
+        sink,
+    );
     let tools = Toolbox {
         registry: &registry,
         policy,

@@ -17,7 +17,7 @@ use super::hermes::{first_tagged_or_loose, scan_tagged_or_loose, tagged_call, CL
 use super::scan::{self, TurnBuilder};
 use super::{example_call, example_report, tool_signatures};
 use crate::protocol::message::{Message, Role};
-use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
+use crate::protocol::tool::{ToolSpec, EDIT_FILE, REPORT_TOOL, WRITE_FILE};
 
 const HINT: &str = "write <tool_call>{\"name\": \"TOOL\", \"arguments\": {...}}</tool_call> with double quotes everywhere";
 
@@ -53,7 +53,7 @@ impl Family for Generic {
         let (name, args) = example_call(tools);
         let mut out = format!(
             "# Tools\n\nYou work by calling tools. To call a tool, write one line like this:\n{OPEN}{{\"name\": \"TOOL_NAME\", \"arguments\": {{\"ARGUMENT\": \"VALUE\"}}}}{CLOSE}\n\nRules:\n1. Between {OPEN} and {CLOSE} goes one JSON object with two keys: \"name\" (the tool) and \"arguments\" (an object with the tool's arguments).\n2. Put double quotes around every key and every text value. Inside a text value, write a line break as \\n and a double quote as \\\".\n3. You may write several tool calls, one per line. Then stop: do not write the results yourself.\n4. Each result comes back in the next message, which starts with \"Tool result (TOOL_NAME):\".{}\n\nThe tools, as name(arguments): what it does. An argument marked ? may be left out.\n{}\n\nExample: to call {name}, write\n{}\nand the next message will start with\nTool result ({name}):",
-            if offered("write_file") && offered("edit_file") {
+            if offered(WRITE_FILE) && offered(EDIT_FILE) {
                 WHOLE_FILES
             } else {
                 ""

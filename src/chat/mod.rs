@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use crate::protocol::message::{Message, Role};
 use crate::protocol::report::ReportBounds;
-use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
+use crate::protocol::tool::{ToolSpec, READ_FILE, REPORT_TOOL};
 
 pub(crate) use grammar::not_class as gbnf_not_class;
 
@@ -425,15 +425,15 @@ fn type_label(schema: &Value) -> String {
 /// The call the instructions show as an example: reading README.md when `read_file` is
 /// offered, else the first tool with placeholder values for its required arguments.
 pub fn example_call(tools: &[ToolSpec]) -> (String, Value) {
-    if tools.iter().any(|t| t.name == "read_file") {
-        return ("read_file".into(), json!({"path": "README.md"}));
+    if tools.iter().any(|t| t.name == READ_FILE) {
+        return (READ_FILE.into(), json!({"path": "README.md"}));
     }
     let Some(tool) = tools
         .iter()
         .find(|t| t.name != REPORT_TOOL)
         .or_else(|| tools.first())
     else {
-        return ("read_file".into(), json!({"path": "README.md"}));
+        return (READ_FILE.into(), json!({"path": "README.md"}));
     };
     if tool.name == REPORT_TOOL {
         return (tool.name.clone(), example_report());

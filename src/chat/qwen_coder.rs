@@ -29,7 +29,7 @@ use super::hermes::{first_tagged_or_loose, scan_tagged_or_loose, tagged_call, OP
 use super::listing::listing;
 use super::scan::{self, TurnBuilder};
 use super::tool_signatures_brief;
-use crate::protocol::tool::{ToolSpec, REPORT_TOOL, WRITE_FILE};
+use crate::protocol::tool::{ToolSpec, EDIT_FILE, READ_FILE, REPORT_TOOL, RUN_COMMAND, WRITE_FILE};
 
 const HINT: &str = "write the call as a ```json block holding {\"name\": \"TOOL\", \"arguments\": {...}} with valid JSON";
 
@@ -50,10 +50,10 @@ enum Example {
 fn examples(tools: &[ToolSpec]) -> Vec<Example> {
     let offered = |name: &str| tools.iter().any(|t| t.name == name);
     let mut out = Vec::new();
-    if offered("read_file") {
+    if offered(READ_FILE) {
         out.push(Example::Call(
             "Read a file:",
-            "read_file",
+            READ_FILE,
             json!({"path": "app.py"}),
         ));
     }
@@ -64,17 +64,17 @@ fn examples(tools: &[ToolSpec]) -> Vec<Example> {
             "def add(a, b):\n    return a + b\n",
         ));
     }
-    if offered("edit_file") {
+    if offered(EDIT_FILE) {
         out.push(Example::Call(
             "Only in a longer file, replace exact text copied from it:",
-            "edit_file",
+            EDIT_FILE,
             json!({"path": "app.py", "old": "return a - b", "new": "return a + b"}),
         ));
     }
-    if offered("run_command") {
+    if offered(RUN_COMMAND) {
         out.push(Example::Call(
             "Run the repository's tests, where it has some (the check command, when the observation names one):",
-            "run_command",
+            RUN_COMMAND,
             json!({"command": TEST_COMMAND}),
         ));
     }

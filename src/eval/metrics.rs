@@ -10,8 +10,10 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::protocol::tool::{LIST_DIR, READ_FILE, SEARCH};
+
 /// The tools that only look at the workspace; repeating one of these is repeated discovery.
-pub const DISCOVERY_TOOLS: [&str; 3] = ["read_file", "list_dir", "search"];
+pub const DISCOVERY_TOOLS: [&str; 3] = [READ_FILE, LIST_DIR, SEARCH];
 
 /// Discovery calls of one run, and how many of them an earlier round had already made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -482,8 +482,8 @@ impl OneshotRun<'_> {
             crate::config::Settings::resolve(cli, dirs).map_err(|e| refused(e.to_string()))?;
         let objective = settings.objective.clone().unwrap_or_default();
         let prepared = crate::app::prepare(&settings).map_err(|e| refused(e.to_string()))?;
-        let mut backend =
-            crate::app::load_backend(&prepared).map_err(|e| refused(e.to_string()))?;
+        let mut backend = crate::app::load_backend(&prepared.backend, &settings, None)
+            .map_err(|e| refused(e.to_string()))?;
         let ctx = backend.info().ctx_size;
         let mut child = match backend.new_child(1) {
             Ok(child) => child,

@@ -63,15 +63,6 @@ impl Child for BoundedChild<'_> {
         self.inner.prepare(request)
     }
 
-    fn generate(
-        &mut self,
-        request: Request<'_>,
-        on_text: &mut dyn FnMut(&str),
-        cancel: &CancellationToken,
-    ) -> Result<Generation, BackendError> {
-        self.generate_streaming(request, &mut super::text_only(on_text), cancel)
-    }
-
     fn generate_streaming(
         &mut self,
         request: Request<'_>,
@@ -186,10 +177,10 @@ mod tests {
             Ok(7)
         }
 
-        fn generate(
+        fn generate_streaming(
             &mut self,
             _request: Request<'_>,
-            _on_text: &mut dyn FnMut(&str),
+            _on_output: &mut dyn FnMut(Output<'_>),
             _cancel: &CancellationToken,
         ) -> Result<Generation, BackendError> {
             Err(BackendError::ChildFailed("unused".into()))

@@ -152,23 +152,24 @@ pub trait Child {
         Ok(0)
     }
 
-    /// Generates one turn, streaming text pieces to `on_text` as they are produced and checking
-    /// `cancel` between them.
-    fn generate(
-        &mut self,
-        request: Request<'_>,
-        on_text: &mut dyn FnMut(&str),
-        cancel: &CancellationToken,
-    ) -> Result<Generation, BackendError>;
-
-    /// `generate`, also streaming the prompt's progress where the backend reads prompts
-    /// slowly enough to say it (the llama backend; the script backend with a prompt delay).
+    /// Generates one turn, streaming its text pieces (and, where the backend reads prompts
+    /// slowly enough to say it, the prompt's progress: the llama backend, the script backend
+    /// with a prompt delay) to `on_output` as they are produced, checking `cancel` between
+    /// them.
     fn generate_streaming(
         &mut self,
         request: Request<'_>,
         on_output: &mut dyn FnMut(Output<'_>),
         cancel: &CancellationToken,
+    ) -> Result<Generation, BackendError>;
+
+    /// [`Child::generate_streaming`] for a caller that wants only the text.
+    fn generate(
+        &mut self,
+        request: Request<'_>,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancellationToken,
     ) -> Result<Generation, BackendError> {
-        self.generate(request, &mut |piece| on_output(Output::Text(piece)), cancel)
+        self.generate_streaming(request, &mut text_only(on_text), cancel)
     }
 }

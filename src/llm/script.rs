@@ -242,15 +242,6 @@ impl Child for ScriptChild<'_> {
         Ok(u32::try_from(bytes.div_ceil(4)).unwrap_or(u32::MAX))
     }
 
-    fn generate(
-        &mut self,
-        request: Request<'_>,
-        on_text: &mut dyn FnMut(&str),
-        cancel: &CancellationToken,
-    ) -> Result<Generation, BackendError> {
-        self.generate_streaming(request, &mut super::text_only(on_text), cancel)
-    }
-
     fn generate_streaming(
         &mut self,
         request: Request<'_>,

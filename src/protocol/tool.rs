@@ -8,6 +8,16 @@ pub const REPORT_TOOL: &str = "ralph_report";
 
 /// The name of the tool that writes a whole file (a listing in a turn's prose is a call of it).
 pub const WRITE_FILE: &str = "write_file";
+/// The name of the tool that reads a file (or a range of its lines).
+pub const READ_FILE: &str = "read_file";
+/// The name of the tool that lists a directory.
+pub const LIST_DIR: &str = "list_dir";
+/// The name of the tool that searches the workspace's files for a pattern.
+pub const SEARCH: &str = "search";
+/// The name of the tool that replaces one exact piece of a file.
+pub const EDIT_FILE: &str = "edit_file";
+/// The name of the tool that runs a shell command in the sandbox.
+pub const RUN_COMMAND: &str = "run_command";
 
 /// What a model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -20,6 +20,7 @@ use super::path::{open_root, Access};
 use super::read_file::{is_binary, refused, MAX_FILE_BYTES};
 use super::write_file::{allow_workspace_change, written};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
+use crate::protocol::tool::EDIT_FILE;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EditFile;
@@ -32,7 +33,7 @@ impl Tool for EditFile {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "edit_file".into(),
+            name: EDIT_FILE.into(),
             description: "Replace the exact text `old` with `new` in a workspace file. `old` must match exactly `count` times (default 1), whitespace included; otherwise nothing changes and the error says how many matches there were. Include enough surrounding lines in `old` to make it unique.".into(),
             parameters: json!({
                 "type": "object",

@@ -13,6 +13,7 @@ use super::confined::Opened;
 use super::path::{display_rel, Access};
 use super::walk::{open_start, walk_from};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
+use crate::protocol::tool::LIST_DIR;
 
 /// Levels listed when no `depth` is given.
 pub const DEFAULT_DEPTH: usize = 2;
@@ -31,7 +32,7 @@ impl Tool for ListDir {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "list_dir".into(),
+            name: LIST_DIR.into(),
             description: format!(
                 "List a workspace directory (\".\" is the root) down to `depth` levels (default {DEFAULT_DEPTH}). Files ignored by .gitignore are left out; directories end with '/'."
             ),

@@ -11,6 +11,7 @@ use super::args;
 use super::confined::Refusal;
 use super::path::{open_root, Access};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
+use crate::protocol::tool::READ_FILE;
 
 /// Lines shown when no `limit` is given.
 pub const DEFAULT_LIMIT: usize = 250;
@@ -31,7 +32,7 @@ impl Tool for ReadFile {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "read_file".into(),
+            name: READ_FILE.into(),
             description: format!(
                 "Read a text file of the workspace. Returns up to `limit` lines (default {DEFAULT_LIMIT}) starting at line `offset` (1-based, default 1); when more remains, the output says which offset to read next."
             ),

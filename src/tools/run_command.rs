@@ -20,6 +20,7 @@ use super::args;
 use super::process::run_captured;
 use super::sandbox::{self, FAILURE_PREFIX, SETUP_FAILED};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
+use crate::protocol::tool::RUN_COMMAND;
 
 /// Longest timeout a call may ask for, in seconds.
 pub const MAX_TIMEOUT_S: u64 = 3600;
@@ -32,7 +33,7 @@ pub struct RunCommand;
 impl Tool for RunCommand {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "run_command".into(),
+            name: RUN_COMMAND.into(),
             description: "Run a shell command (sh -c) in the workspace root and get its exit code and combined stdout/stderr (long output keeps its start and end). Commands are sandboxed: they may write only inside the workspace (its .git is read-only, so git commands that write the repository fail) and $TMPDIR, have no terminal, cannot create Unix sockets, and have no network unless the run allows it. Background processes are killed when the round ends. `timeout_s` overrides the default time limit.".into(),
             parameters: json!({
                 "type": "object",

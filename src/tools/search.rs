@@ -21,6 +21,7 @@ use super::path::{display_rel, resolve, Access};
 use super::read_file::is_binary;
 use super::walk::{open_start, walk_from};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
+use crate::protocol::tool::SEARCH;
 
 /// Most matching lines shown.
 pub const MAX_MATCHES: usize = 100;
@@ -43,7 +44,7 @@ impl Tool for Search {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "search".into(),
+            name: SEARCH.into(),
             description: format!(
                 "Search the workspace's text files for a regular expression (Rust regex syntax; (?i) for case-insensitive). Optional `path` (a directory or file to search in, default the root) and `glob` (e.g. \"*.rs\" or \"src/**/*.py\"). Returns up to {MAX_MATCHES} hits as `file:line: text`; files ignored by .gitignore are skipped."
             ),

@@ -370,8 +370,8 @@ fn a_tui_run_without_a_terminal_leaves_no_run_directory() {
 
 mod streaming {
     use crossterm::event::KeyCode;
-    use ralph_tui::ui::state::Overlay;
-    use ralph_tui::ui::Theme;
+    use ralph_tui::screens::state::Overlay;
+    use ralph_tui::screens::Theme;
 
     use crate::suite::ui::fixtures::*;
 
@@ -409,7 +409,7 @@ mod streaming {
 
 mod editor {
     use crossterm::event::KeyCode;
-    use ralph_tui::ui::{Msg, Phase, State, Theme};
+    use ralph_tui::screens::{Msg, Phase, State, Theme};
 
     use crate::suite::ui::fixtures::*;
 

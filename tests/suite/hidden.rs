@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::process::Command;
 
 use ralph_tui::protocol::event::{FileStatus, RunStatus};
-use ralph_tui::ui::state::DiffSource;
-use ralph_tui::ui::Msg;
+use ralph_tui::screens::state::DiffSource;
+use ralph_tui::screens::Msg;
 use ralph_tui::workspace::{DiffModel, HiddenChange, HiddenWhy, Workspace};
 use serde_json::json;
 

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use ralph_tui::tui::replay::{in_review, Player, Recording};
-use ralph_tui::tui::{event_loop, setup_of};
-use ralph_tui::ui::{State, Theme};
+use ralph_tui::screens::{State, Theme};
+use ralph_tui::terminal::replay::{in_review, Player, Recording};
+use ralph_tui::terminal::{event_loop, setup_of};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use serde_json::Value;
@@ -343,7 +343,7 @@ fn live_review(repo: &Path, tmp: &Path) -> (String, PathBuf) {
             let loaded = state
                 .review
                 .as_ref()
-                .is_some_and(|r| matches!(r.diff, ralph_tui::ui::state::Loadable::Ready(_)));
+                .is_some_and(|r| matches!(r.diff, ralph_tui::screens::state::Loadable::Ready(_)));
             if loaded && !quit_sent {
                 let mut shown = state.clone();
                 review = Some(render(&mut shown));
@@ -474,7 +474,7 @@ fn seeking_by_round_lands_where_a_straight_play_does() {
 #[test]
 fn a_replay_says_it_is_one_and_answers_at_once_what_it_cannot_do() {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    use ralph_tui::tui::replay::{NOTHING_TO_CANCEL, READ_ONLY};
+    use ralph_tui::terminal::replay::{NOTHING_TO_CANCEL, READ_ONLY};
     let key = |c: KeyCode| KeyEvent::new(c, KeyModifiers::NONE);
     let repo = TempRepo::new();
     let tmp = tempfile::tempdir().unwrap();
@@ -511,12 +511,12 @@ fn a_replay_says_it_is_one_and_answers_at_once_what_it_cannot_do() {
     assert_eq!(player.key(key(KeyCode::Char('?'))), None);
     assert!(matches!(
         player.state.overlay(),
-        Some(ralph_tui::ui::state::Overlay::Help(h)) if h.replay
+        Some(ralph_tui::screens::state::Overlay::Help(h)) if h.replay
     ));
     assert_eq!(player.key(key(KeyCode::Esc)), None);
     assert!(player.state.overlay().is_none());
     let text = |replay: bool| -> String {
-        ralph_tui::ui::views::help::lines(Theme::plain(), replay)
+        ralph_tui::screens::views::help::lines(Theme::plain(), replay)
             .iter()
             .map(|l| l.to_string())
             .collect::<Vec<_>>()

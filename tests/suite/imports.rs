@@ -1,8 +1,8 @@
 //! The library's import graph, read from the source: one scanner for every architecture test.
 //!
 //! Every file under `src/` (the binaries, `main.rs` and `bin/`, left out) is a module whose
-//! path follows from where the file lies (`engine/turn.rs` is `engine::turn`, `ui/kit/mod.rs`
-//! is `ui::kit`, `llm/llama.rs` is `llm::llama` beside the `llm/llama/` folder). Every path a
+//! path follows from where the file lies (`engine/turn.rs` is `engine::turn`, `screens/kit/mod.rs`
+//! is `screens::kit`; a `name.rs` beside a `name/` folder would be `name` too). Every path a
 //! file names through `crate::`, `super::` or `self::` (in `use` lines, `use x::{a, b::{c}}`
 //! trees over several lines, or paths in code) is resolved to the deepest module file it
 //! reaches; that is an edge from the file to that module. Comments are skipped; string
@@ -411,7 +411,7 @@ pub fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<Stri
 #[test]
 fn the_scanner_resolves_trees_relative_paths_and_test_code() {
     let module: ModulePath = vec!["engine".into(), "turn".into()];
-    let text = "use super::wrapup::{self, WrapUp};\nuse crate::{\n    engine::{Event, Stamped as S},\n    tools::Registry,\n};\n// use crate::tui::X;\nlet a = super::announce::Announcing { inner };\nlet b = super::super::llm::script::load();\n#[cfg(test)]\nmod tests {\n    use super::*;\n    use crate::ui::x;\n}\n";
+    let text = "use super::wrapup::{self, WrapUp};\nuse crate::{\n    engine::{Event, Stamped as S},\n    tools::Registry,\n};\n// use crate::terminal::X;\nlet a = super::announce::Announcing { inner };\nlet b = super::super::llm::script::load();\n#[cfg(test)]\nmod tests {\n    use super::*;\n    use crate::screens::x;\n}\n";
     let paths: Vec<(String, bool)> = named_paths(&module, text)
         .into_iter()
         .map(|(p, t)| (p.join("::"), t))
@@ -420,7 +420,7 @@ fn the_scanner_resolves_trees_relative_paths_and_test_code() {
         ("engine::Event", false),
         ("engine::Stamped", false),
         ("tools::Registry", false),
-        ("ui::x", true),
+        ("screens::x", true),
         ("engine::wrapup", false),
         ("engine::wrapup::WrapUp", false),
         ("engine::announce::Announcing", false),
@@ -436,7 +436,33 @@ fn module_paths_follow_the_files() {
     assert_eq!(of("lib.rs").as_deref(), Some(""));
     assert_eq!(of("engine/mod.rs").as_deref(), Some("engine"));
     assert_eq!(of("llm/llama.rs").as_deref(), Some("llm::llama"));
-    assert_eq!(of("ui/kit/theme.rs").as_deref(), Some("ui::kit::theme"));
+    assert_eq!(
+        of("screens/kit/theme.rs").as_deref(),
+        Some("screens::kit::theme")
+    );
     assert_eq!(of("main.rs"), None);
     assert_eq!(of("bin/ralph-eval.rs"), None);
+}
+
+/// One module style: a module with submodules is a folder with a `mod.rs`, never a `name.rs`
+/// beside a `name/` folder.
+#[test]
+fn a_module_with_submodules_is_a_folder_with_mod_rs() {
+    let mut files = Vec::new();
+    rust_files(&src_dir(), &mut files);
+    let beside: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            f.file_name()
+                .is_some_and(|n| n != "mod.rs" && n != "lib.rs" && n != "main.rs")
+        })
+        .filter(|f| f.with_extension("").is_dir())
+        .map(|f| f.strip_prefix(src_dir()).unwrap().display().to_string())
+        .collect();
+    assert!(
+        beside.is_empty(),
+        "module files beside a folder of their name: {beside:?}"
+    );
+    // The check can fail: the source has folders, and each has its mod.rs.
+    assert!(files.iter().any(|f| f.ends_with("screens/mod.rs")));
 }

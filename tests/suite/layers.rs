@@ -7,7 +7,7 @@
 //! lowest first: `protocol` and `text` (import nothing of ours); `error`, `logging`,
 //! `signals`, `intake`, `runlock`; `workspace`, `tools`;
 //! `chat` with the settings (`options`, `cli`, `config`: a chat format is a setting's value);
-//! `llm`; `engine`; `app`, `headless`, `eval`, `runs`, `hooks`; `ui`; `tui`.
+//! `llm`; `engine`; `app`, `headless`, `eval`, `runs`, `hooks`; `screens`; `terminal`.
 //! A module may import its own layer or lower ones, never a higher one, and the graph has no
 //! cycle. Comments are skipped; the binaries (`main.rs`, `bin/`) sit above everything.
 //!
@@ -44,8 +44,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("eval", 6),
     ("runs", 6),
     ("hooks", 6),
-    ("ui", 7),
-    ("tui", 8),
+    ("screens", 7),
+    ("terminal", 8),
 ];
 
 fn layer(module: &str) -> Option<u8> {
@@ -71,7 +71,7 @@ fn graph() -> Graph {
 
 #[test]
 fn the_parser_reads_multi_line_groups_and_skips_comments() {
-    let text = "use crate::{\n    engine::{Event, Stamped},\n    tools::Registry,\n    self,\n};\n// use crate::tui::X;\nlet x = crate::llm::script::load();\n";
+    let text = "use crate::{\n    engine::{Event, Stamped},\n    tools::Registry,\n    self,\n};\n// use crate::terminal::X;\nlet x = crate::llm::script::load();\n";
     let refs: Vec<String> = crate_refs(text).into_iter().collect();
     assert_eq!(refs, ["engine", "llm", "tools"]);
 }

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use ralph_tui::config::NotifyMode;
-use ralph_tui::tui::notify::{Notifier, Osc};
-use ralph_tui::tui::{event_loop, setup_of};
-use ralph_tui::ui::{State, Theme};
+use ralph_tui::screens::{State, Theme};
+use ralph_tui::terminal::notify::{Notifier, Osc};
+use ralph_tui::terminal::{event_loop, setup_of};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 

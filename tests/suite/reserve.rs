@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 use ralph_tui::chat::{self, ChatFormat};
 use ralph_tui::engine::runlog::RunLog;
 use ralph_tui::engine::{Engine, RunConfig, Toolbox};
-use ralph_tui::llm::{Backend, BackendError, BackendInfo, Child, Generation, Request, StopReason};
+use ralph_tui::llm::{
+    Backend, BackendError, BackendInfo, Child, Generation, Output, Request, StopReason,
+};
 use ralph_tui::protocol::event::RunStatus;
 use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
 use ralph_tui::protocol::report::{turn_cap, ReportBounds, REPORT_RESERVE_TOKENS};
@@ -110,12 +112,13 @@ impl Child for EdgeChild<'_> {
             + MESSAGE_MARKUP)
     }
 
-    fn generate(
+    fn generate_streaming(
         &mut self,
         request: Request<'_>,
-        on_text: &mut dyn FnMut(&str),
+        on_output: &mut dyn FnMut(Output<'_>),
         _cancel: &CancellationToken,
     ) -> Result<Generation, BackendError> {
+        let on_text = &mut |piece: &str| on_output(Output::Text(piece));
         let edge = self.edge;
         let prompt = self.count_prompt_tokens(request)?;
         let room = edge.ctx.saturating_sub(prompt);

@@ -8,11 +8,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
-use ralph_tui::tui::event_loop::{self, Ended};
-use ralph_tui::tui::setup_of;
-use ralph_tui::ui::model::{CommitState, Loadable};
-use ralph_tui::ui::state::Overlay;
-use ralph_tui::ui::{Phase, State, Theme};
+use ralph_tui::screens::model::{CommitState, Loadable};
+use ralph_tui::screens::state::Overlay;
+use ralph_tui::screens::{Phase, State, Theme};
+use ralph_tui::terminal::event_loop::{self, Ended};
+use ralph_tui::terminal::setup_of;
 use ralph_tui::workspace::WorktreeInfo;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -69,7 +69,7 @@ fn revert(up: usize) -> Step {
         until: Box::new(|s| {
             let done = s.overlays.iter().any(|o| {
                 matches!(o, Overlay::Revert(q)
-                    if matches!(q.step, ralph_tui::ui::views::revert::RevertStep::Done(_, Ok(_))))
+                    if matches!(q.step, ralph_tui::screens::views::revert::RevertStep::Done(_, Ok(_))))
             });
             done && ready(s)
         }),
@@ -644,8 +644,8 @@ fn show_says_what_happened_at_the_review_in_place() {
 mod screens {
     use crossterm::event::KeyCode;
     use ralph_tui::protocol::event::RunStatus;
-    use ralph_tui::ui::model::WorktreeAction;
-    use ralph_tui::ui::Msg;
+    use ralph_tui::screens::model::WorktreeAction;
+    use ralph_tui::screens::Msg;
 
     use crate::suite::ui::fixtures::*;
 
@@ -687,12 +687,12 @@ mod screens {
         let effects = state.update(Msg::Discarded(Ok(vec!["slug.py".into()])));
         assert_eq!(
             effects,
-            vec![ralph_tui::ui::model::Effect::LoadDiff(
-                ralph_tui::ui::model::DiffSource::Review
+            vec![ralph_tui::screens::model::Effect::LoadDiff(
+                ralph_tui::screens::model::DiffSource::Review
             )]
         );
         state.update(Msg::DiffLoaded(
-            ralph_tui::ui::model::DiffSource::Review,
+            ralph_tui::screens::model::DiffSource::Review,
             Ok(ralph_tui::workspace::DiffModel::default()),
         ));
         let text = screen(&mut state, 120, 40);
@@ -714,7 +714,7 @@ mod screens {
         assert!(!after.contains("slugify is implemented"), "{after}");
         // The newest report of a round still in the work tree: round 2's.
         let round_two = match state.reports.iter().rev().find(|e| e.round() == 2) {
-            Some(ralph_tui::ui::model::ReportEntry::Accepted { report, .. }) => {
+            Some(ralph_tui::screens::model::ReportEntry::Accepted { report, .. }) => {
                 report.summary.clone()
             }
             other => panic!("round 2 has no accepted report: {other:?}"),
@@ -734,14 +734,14 @@ mod screens {
     fn a_cancelled_runs_exit_line_has_the_resume_command_the_review_showed() {
         let state = finished(RunStatus::Cancelled, None);
         let review = state.review.as_ref().unwrap();
-        let command = ralph_tui::ui::review::resume_command(&state, review).unwrap();
-        let line = ralph_tui::tui::event_loop::farewell(&state, None);
+        let command = ralph_tui::screens::review::resume_command(&state, review).unwrap();
+        let line = ralph_tui::terminal::event_loop::farewell(&state, None);
         assert!(
             line.contains(&format!("continue it with `{command}`")),
             "{line}"
         );
         let state = finished(RunStatus::Complete, None);
-        let line = ralph_tui::tui::event_loop::farewell(&state, None);
+        let line = ralph_tui::terminal::event_loop::farewell(&state, None);
         assert!(!line.contains("--resume"), "{line}");
     }
 
@@ -750,7 +750,7 @@ mod screens {
         let mut state = finished(RunStatus::Complete, Some(verification(true)));
         let review = state.review.as_mut().unwrap();
         let first = match &review.diff {
-            ralph_tui::ui::model::Loadable::Ready(d) => d.files[0].path.clone(),
+            ralph_tui::screens::model::Loadable::Ready(d) => d.files[0].path.clone(),
             _ => panic!("no diff"),
         };
         review.left_out.insert(first);
@@ -767,7 +767,7 @@ mod screens {
     fn the_commit_editor_opens_with_the_cursor_at_the_end() {
         let mut state = finished(RunStatus::Complete, None);
         press(&mut state, KeyCode::Char('c'));
-        let Some(ralph_tui::ui::state::Overlay::Commit(editor)) = state.overlay() else {
+        let Some(ralph_tui::screens::state::Overlay::Commit(editor)) = state.overlay() else {
             panic!("no commit editor");
         };
         let lines = editor.lines();
@@ -783,15 +783,15 @@ mod screens {
     #[test]
     fn the_exit_line_uses_the_reviews_words_when_verify_passed() {
         let mut state = finished(RunStatus::Complete, Some(verification(true)));
-        let line = ralph_tui::tui::event_loop::farewell(&state, None);
+        let line = ralph_tui::terminal::event_loop::farewell(&state, None);
         assert!(line.contains("verify passed (exit 0)"), "{line}");
         assert!(!line.contains("not independently verified"), "{line}");
-        let review = ralph_tui::ui::review::outcome_text(state.review.as_ref().unwrap());
+        let review = ralph_tui::screens::review::outcome_text(state.review.as_ref().unwrap());
         let claim = review.split_once(": ").unwrap().1;
         assert!(line.contains(claim), "{line} / {review}");
         // Without --verify the claim still says it is not verified.
         state.review.as_mut().unwrap().verification = None;
-        let line = ralph_tui::tui::event_loop::farewell(&state, None);
+        let line = ralph_tui::terminal::event_loop::farewell(&state, None);
         assert!(line.contains("not independently verified"), "{line}");
     }
 }

@@ -10,9 +10,9 @@ use std::process::Command;
 
 use ralph_tui::protocol::event::{Event, RoundOutcome, RunStatus};
 use ralph_tui::protocol::report::{Report, ReportStatus};
-use ralph_tui::tui::clean::CleanBackend;
-use ralph_tui::ui::state::DiffSource;
-use ralph_tui::ui::{Msg, Theme};
+use ralph_tui::screens::state::DiffSource;
+use ralph_tui::screens::{Msg, Theme};
+use ralph_tui::terminal::clean::CleanBackend;
 use ralph_tui::workspace::DiffModel;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -245,7 +245,7 @@ fn hostile_text_reaches_no_screen_raw() {
 
 /// Draws `state` at 120×40 through the TUI's cleaning backend: what reached the terminal,
 /// and the screen as the widgets drew it.
-fn draw_clean(state: &mut ralph_tui::ui::State) -> (Buffer, Buffer) {
+fn draw_clean(state: &mut ralph_tui::screens::State) -> (Buffer, Buffer) {
     let (width, height) = (120, 40);
     let mut terminal = Terminal::new(CleanBackend::new(TestBackend::new(width, height))).unwrap();
     state.sync(Rect::new(0, 0, width, height));

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::common::*;
-use ralph_tui::tui::event_loop::round_base;
+use ralph_tui::terminal::event_loop::round_base;
 use ralph_tui::workspace::Workspace;
 
 #[test]

@@ -18,10 +18,10 @@ mod views;
 
 use crossterm::event::KeyCode;
 use ralph_tui::protocol::event::{Event, RunStatus};
+use ralph_tui::screens::state::{Approval, DiffSource, Effect, Overlay, Pane};
+use ralph_tui::screens::views::report_detail::ReportDetail;
+use ralph_tui::screens::{Msg, State, Theme};
 use ralph_tui::tools::approval::ApprovalDecision;
-use ralph_tui::ui::state::{Approval, DiffSource, Effect, Overlay, Pane};
-use ralph_tui::ui::views::report_detail::ReportDetail;
-use ralph_tui::ui::{Msg, State, Theme};
 use ralph_tui::workspace::DiffModel;
 use ratatui::style::Color;
 
@@ -215,7 +215,7 @@ fn snapshot_review_of_a_worktree_run() {
 
 #[test]
 fn review_names_the_exact_command_that_resumes_the_run() {
-    use ralph_tui::ui::review::resume_command;
+    use ralph_tui::screens::review::resume_command;
     let command = |state: &State| resume_command(state, state.review.as_ref().unwrap());
     for status in [
         RunStatus::Cancelled,

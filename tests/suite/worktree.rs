@@ -544,9 +544,9 @@ fn a_killed_runs_branch_holds_its_finished_rounds_and_resume_goes_on_in_the_work
 mod review_keys {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     use ralph_tui::protocol::event::{Event, RunStatus};
-    use ralph_tui::ui::model::{Effect, Msg, Setup, WorktreeAction};
-    use ralph_tui::ui::state::State;
-    use ralph_tui::ui::Theme;
+    use ralph_tui::screens::model::{Effect, Msg, Setup, WorktreeAction};
+    use ralph_tui::screens::state::State;
+    use ralph_tui::screens::Theme;
 
     fn reviewing(worktree: Option<&str>) -> State {
         let setup = Setup {
@@ -584,7 +584,7 @@ mod review_keys {
         let notice = state.notice.clone().unwrap_or_default();
         assert!(notice.contains("not read yet"), "{notice}");
         state.update(Msg::DiffLoaded(
-            ralph_tui::ui::model::DiffSource::Review,
+            ralph_tui::screens::model::DiffSource::Review,
             Ok(ralph_tui::workspace::DiffModel::default()),
         ));
         assert_eq!(
@@ -683,9 +683,9 @@ fn on_an_unborn_branch_the_snapshot_has_no_parent_and_head_stays_unborn() {
 
 #[test]
 fn the_header_names_the_branch_the_worker_works_on() {
-    use ralph_tui::ui::model::Setup;
-    use ralph_tui::ui::state::State;
-    use ralph_tui::ui::Theme;
+    use ralph_tui::screens::model::Setup;
+    use ralph_tui::screens::state::State;
+    use ralph_tui::screens::Theme;
     let setup = Setup {
         repo: "demo".into(),
         max_rounds: 2,
@@ -695,7 +695,7 @@ fn the_header_names_the_branch_the_worker_works_on() {
     let state = State::new(setup, Some("obj".into()), Theme::default());
     let area = ratatui::layout::Rect::new(0, 0, 120, 1);
     let mut buf = ratatui::buffer::Buffer::empty(area);
-    ralph_tui::ui::run::header::render(&state, area, &mut buf);
+    ralph_tui::screens::run::header::render(&state, area, &mut buf);
     let text: String = (0..area.width)
         .map(|x| buf[(x, 0)].symbol().to_string())
         .collect();

@@ -376,15 +376,6 @@ impl Child for LlamaChild<'_> {
         Ok(self.prefix_reused)
     }
 
-    fn generate(
-        &mut self,
-        request: Request<'_>,
-        on_text: &mut dyn FnMut(&str),
-        cancel: &CancellationToken,
-    ) -> Result<Generation, BackendError> {
-        self.generate_streaming(request, &mut crate::llm::text_only(on_text), cancel)
-    }
-
     fn generate_streaming(
         &mut self,
         request: Request<'_>,

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::stream::Assembly;
 use self::wire::{ModelList, Sampling, TurnShape};
-use super::{Backend, BackendError, BackendInfo, Child, Generation, Request, StopReason};
+use super::{Backend, BackendError, BackendInfo, Child, Generation, Output, Request, StopReason};
 use crate::chat::{self, ChatFormat};
 use crate::error::UsageError;
 use crate::protocol::report::{turn_cap, ReportBounds};
@@ -836,12 +836,13 @@ impl Child for OpenAiChild<'_> {
         Ok(self.prompt_size(&request, shape))
     }
 
-    fn generate(
+    fn generate_streaming(
         &mut self,
         request: Request<'_>,
-        on_text: &mut dyn FnMut(&str),
+        on_output: &mut dyn FnMut(Output<'_>),
         cancel: &CancellationToken,
     ) -> Result<Generation, BackendError> {
+        let on_text = &mut |piece: &str| on_output(Output::Text(piece));
         let backend = self.backend;
         let shape = self.shape(&request);
         let estimate = self.prompt_size(&request, shape);

@@ -5,8 +5,8 @@ use crossterm::event::KeyCode;
 use ralph_tui::error::ExitCode;
 use ralph_tui::protocol::event::{Event, RoundOutcome, RunStatus, WrapUpReason};
 use ralph_tui::protocol::report::ReportStatus;
-use ralph_tui::ui::state::{Effect, Overlay};
-use ralph_tui::ui::{Msg, Phase, State, Theme};
+use ralph_tui::screens::state::{Effect, Overlay};
+use ralph_tui::screens::{Msg, Phase, State, Theme};
 
 use super::fixtures::*;
 
@@ -136,7 +136,7 @@ fn follow_mode_scrolls_back_and_returns() {
 #[test]
 fn the_end_of_a_run_never_turns_a_key_into_quit() {
     let mut state = mid_run(Theme::default());
-    state.cursors.focus = ralph_tui::ui::state::Pane::Changes;
+    state.cursors.focus = ralph_tui::screens::state::Pane::Changes;
     state.cursors.change_sel = 3;
     press(&mut state, KeyCode::Enter);
     assert!(matches!(state.overlay(), Some(Overlay::Diff(_))));
@@ -172,7 +172,7 @@ fn the_end_of_a_run_never_turns_a_key_into_quit() {
 #[test]
 fn the_selected_change_stays_selected_as_rounds_arrive() {
     let mut state = mid_run(Theme::default());
-    state.cursors.focus = ralph_tui::ui::state::Pane::Changes;
+    state.cursors.focus = ralph_tui::screens::state::Pane::Changes;
     // Rows: round 3 (live), its file, round 2, its file, round 1: select round 2's file.
     state.cursors.change_sel = 3;
     finish_round(
@@ -195,7 +195,9 @@ fn the_selected_change_stays_selected_as_rounds_arrive() {
     let effects = press(&mut state, KeyCode::Enter);
     assert_eq!(
         effects,
-        vec![Effect::LoadDiff(ralph_tui::ui::state::DiffSource::Round(2))],
+        vec![Effect::LoadDiff(
+            ralph_tui::screens::state::DiffSource::Round(2)
+        )],
         "still round 2's file"
     );
 }

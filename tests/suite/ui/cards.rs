@@ -6,8 +6,8 @@ use crossterm::event::KeyCode;
 use proptest::prelude::*;
 use ralph_tui::protocol::event::Event;
 use ralph_tui::protocol::report::ReportStatus;
-use ralph_tui::ui::state::Overlay;
-use ralph_tui::ui::{Msg, State, Theme};
+use ralph_tui::screens::state::Overlay;
+use ralph_tui::screens::{Msg, State, Theme};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -487,7 +487,7 @@ fn the_outcome_sentence_tells_claim_and_verify() {
     for (verify, sentence, contradicted) in cases {
         let mut state = finished(RunStatus::Complete, verify.clone());
         let review = state.review.clone().unwrap();
-        assert_eq!(ralph_tui::ui::review::outcome_text(&review), sentence);
+        assert_eq!(ralph_tui::screens::review::outcome_text(&review), sentence);
         let buf = draw(&mut state, 120, 40);
         let fg = buf[(1, 2)].fg;
         assert_eq!(

@@ -4,9 +4,9 @@
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use ralph_tui::error::ExitCode;
-use ralph_tui::tui::{event_loop, setup_of};
-use ralph_tui::ui::state::Overlay;
-use ralph_tui::ui::{Phase, State, Theme};
+use ralph_tui::screens::state::Overlay;
+use ralph_tui::screens::{Phase, State, Theme};
+use ralph_tui::terminal::{event_loop, setup_of};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 

@@ -4,9 +4,9 @@
 
 use crossterm::event::KeyCode;
 use ralph_tui::protocol::event::{Event, RunStatus};
-use ralph_tui::ui::hints;
-use ralph_tui::ui::keys::{self, Section};
-use ralph_tui::ui::{State, Theme};
+use ralph_tui::screens::hints;
+use ralph_tui::screens::keys::{self, Section};
+use ralph_tui::screens::{State, Theme};
 
 use super::fixtures::*;
 

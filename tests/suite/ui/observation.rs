@@ -5,9 +5,9 @@
 
 use crossterm::event::KeyCode;
 use ralph_tui::protocol::event::{CheckPoint, CheckRun, CheckVerdict, Event, ObservedFile, Shown};
-use ralph_tui::ui::state::Overlay;
-use ralph_tui::ui::views::card::CardBody;
-use ralph_tui::ui::{State, Theme};
+use ralph_tui::screens::state::Overlay;
+use ralph_tui::screens::views::card::CardBody;
+use ralph_tui::screens::{State, Theme};
 use serde_json::json;
 
 use super::fixtures::*;
@@ -325,7 +325,7 @@ fn headless_says_each_check_on_one_sanitized_line() {
 
 #[test]
 fn a_replay_shows_the_engines_cards_as_the_live_run_did() {
-    use ralph_tui::tui::replay::{Player, Recording};
+    use ralph_tui::terminal::replay::{Player, Recording};
     use std::time::Duration;
     let mut live = observed_round();
     let mut events = vec![Event::RunStarted {

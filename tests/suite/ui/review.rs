@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crossterm::event::KeyCode;
 use ralph_tui::protocol::event::{Event, RoundOutcome, RunStatus};
-use ralph_tui::ui::state::{DiffSource, Effect, Loadable, Overlay};
-use ralph_tui::ui::{Msg, Theme};
+use ralph_tui::screens::state::{DiffSource, Effect, Loadable, Overlay};
+use ralph_tui::screens::{Msg, Theme};
 use ralph_tui::workspace::DiffModel;
 
 use super::fixtures::*;
@@ -222,7 +222,7 @@ fn after_a_commit_discard_offers_only_the_files_left_out() {
 
 #[test]
 fn the_selected_round_stays_in_view_however_many_rounds_there_are() {
-    use ralph_tui::ui::state::RoundChanges;
+    use ralph_tui::screens::state::RoundChanges;
     let mut state = finished(RunStatus::BudgetLimited, None);
     state.changes = (1..=20)
         .map(|round| RoundChanges {

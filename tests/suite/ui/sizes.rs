@@ -4,8 +4,8 @@
 
 use crossterm::event::KeyCode;
 use ralph_tui::protocol::event::RunStatus;
-use ralph_tui::ui::model::Pane;
-use ralph_tui::ui::{State, Theme};
+use ralph_tui::screens::model::Pane;
+use ralph_tui::screens::{State, Theme};
 
 use super::fixtures::*;
 

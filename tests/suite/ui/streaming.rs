@@ -4,7 +4,7 @@
 use crossterm::event::KeyCode;
 use proptest::prelude::*;
 use ralph_tui::protocol::event::{Event, RunStatus};
-use ralph_tui::ui::{State, Theme};
+use ralph_tui::screens::{State, Theme};
 use ratatui::layout::Rect;
 
 use super::fixtures::*;
@@ -127,8 +127,8 @@ fn stream_memory_stays_bounded() {
             );
         }
     }
-    assert!(state.transcript.bytes() <= ralph_tui::ui::transcript::MAX_BYTES);
-    assert!(state.transcript.len() <= ralph_tui::ui::transcript::MAX_LINES);
+    assert!(state.transcript.bytes() <= ralph_tui::screens::transcript::MAX_BYTES);
+    assert!(state.transcript.len() <= ralph_tui::screens::transcript::MAX_LINES);
     assert!(state.transcript.dropped() > 0);
     let text = screen(&mut state, 80, 24);
     assert!(text.contains("dropped"), "{text}");

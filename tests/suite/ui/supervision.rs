@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use crossterm::event::KeyCode;
 use ralph_tui::protocol::event::{Event, NoteSource, RunStatus};
-use ralph_tui::ui::model::{SentBack, WorktreeGone};
-use ralph_tui::ui::state::{Effect, Overlay, Phase};
-use ralph_tui::ui::{Msg, Theme};
+use ralph_tui::screens::model::{SentBack, WorktreeGone};
+use ralph_tui::screens::state::{Effect, Overlay, Phase};
+use ralph_tui::screens::{Msg, Theme};
 
 use super::fixtures::*;
 
-fn type_text(state: &mut ralph_tui::ui::State, text: &str) {
+fn type_text(state: &mut ralph_tui::screens::State, text: &str) {
     for c in text.chars() {
         press(state, KeyCode::Char(c));
     }
@@ -150,7 +150,7 @@ fn a_run_whose_worktree_is_gone_cannot_be_sent_back() {
 
 #[test]
 fn snapshot_a_stalled_runs_review_says_why_and_exits_7() {
-    use ralph_tui::ui::review::resume_command;
+    use ralph_tui::screens::review::resume_command;
     let mut state = finished(RunStatus::Stalled, None);
     let text = screen(&mut state, 80, 24);
     assert!(text.contains("stalled after"), "{text}");

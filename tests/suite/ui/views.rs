@@ -4,9 +4,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ralph_tui::protocol::event::RunStatus;
-use ralph_tui::ui::keys::{self, SECTIONS};
-use ralph_tui::ui::state::{Effect, Overlay};
-use ralph_tui::ui::Theme;
+use ralph_tui::screens::keys::{self, SECTIONS};
+use ralph_tui::screens::state::{Effect, Overlay};
+use ralph_tui::screens::Theme;
 
 use super::fixtures::*;
 use crate::suite::imports::{self, find_cycle};
@@ -106,14 +106,14 @@ fn the_help_scroll_is_clamped_in_sync_not_in_render() {
     let Some(Overlay::Help(help)) = state.overlay() else {
         panic!("help is open");
     };
-    let rows = ralph_tui::ui::views::help::all_lines(Theme::plain()).len();
-    let body = ralph_tui::ui::views::help::body(ratatui::layout::Rect::new(0, 0, 80, 24));
+    let rows = ralph_tui::screens::views::help::all_lines(Theme::plain()).len();
+    let body = ralph_tui::screens::views::help::body(ratatui::layout::Rect::new(0, 0, 80, 24));
     assert_eq!(help.scroll, rows - usize::from(body.height));
 }
 
 #[test]
-fn the_ui_modules_import_each_other_without_a_cycle() {
-    let graph = imports::scan().file_graph(&["ui".to_string()]);
+fn the_screens_modules_import_each_other_without_a_cycle() {
+    let graph = imports::scan().file_graph(&["screens".to_string()]);
     assert!(
         graph["state"].contains("overlay") && graph["help"].contains("keys"),
         "the import scan sees nothing: {graph:?}"

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use ralph_tui::config::Settings;
 use ralph_tui::protocol::event::{ChangedFile, Event, RunStatus, Stamped};
+use ralph_tui::screens::state::{CommitState, Loadable, Overlay};
+use ralph_tui::screens::{Phase, State, Theme};
+use ralph_tui::terminal::{event_loop, setup_of};
 use ralph_tui::tools::approval::DenyAll;
-use ralph_tui::tui::{event_loop, setup_of};
-use ralph_tui::ui::state::{CommitState, Loadable, Overlay};
-use ralph_tui::ui::{Phase, State, Theme};
 use ralph_tui::workspace::{Attribution, Workspace};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -297,7 +297,7 @@ fn file_tools_name_the_file_they_write_readers_write_nothing_and_commands_anythi
 #[test]
 fn the_changes_list_the_review_and_the_commit_dialog_set_outside_files_apart() {
     use ralph_tui::protocol::event::RoundOutcome;
-    use ralph_tui::ui::state::{DiffSource, Msg};
+    use ralph_tui::screens::state::{DiffSource, Msg};
     use ralph_tui::workspace::{DiffModel, FileDiff};
 
     use super::super::ui::fixtures::{changed, finish_round, finished, mid_run, press, screen};

@@ -124,7 +124,7 @@ fn a_run_that_makes_a_too_deep_tree_still_reports_its_other_changes_and_warns() 
 fn the_review_names_what_it_could_not_see_and_never_claims_no_changes() {
     use crossterm::event::KeyCode;
     use ralph_tui::protocol::event::RunStatus;
-    use ralph_tui::ui::state::{DiffSource, Msg};
+    use ralph_tui::screens::state::{DiffSource, Msg};
 
     use super::super::ui::fixtures::{finished, press, screen};
 
@@ -205,7 +205,7 @@ fn a_snapshot_that_fails_is_a_warning_and_the_round_is_not_reported_as_unchanged
 #[test]
 fn a_round_whose_changes_are_unknown_never_reads_as_no_changes() {
     use ralph_tui::protocol::event::{Event, RoundOutcome};
-    use ralph_tui::ui::Theme;
+    use ralph_tui::screens::Theme;
 
     use super::super::ui::fixtures::{mid_run, screen, send};
 

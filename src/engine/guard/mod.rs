@@ -1,0 +1,326 @@
+//! The round's own record of its tool calls, and the two checks the engine makes against it.
+//!
+//! - **The loop guard.** Small models repeat a call that already gave its answer (the same
+//!   `read_file` of a missing file, eight times in one turn). A call identical to an earlier
+//!   one of the round (same name, same arguments) with no file change since is not run
+//!   again: its result says so and repeats the earlier one. The third such call ends the
+//!   round's work: the engine begins the wrap-up (reason `repetition`).
+//! - **Claims against the record.** A `complete` report is refused, as a tool error the worker
+//!   can correct within its turns, when the round's log contradicts it: an evidence item
+//!   names a command whose last run in this round failed (or cites `COMMAND: exit code N`
+//!   for a command the round never ran, or that ended otherwise), or whose last run ran no
+//!   test (`Ran 0 tests` proves nothing), or says it printed what its last run did not print
+//!   ([`evidence`]); the round's last change to a file failed with nothing changed after it; or
+//!   the round called no tool at all.
+//!   Completion stays the worker's claim; the engine only refuses what its own log
+//!   contradicts.
+//! - **A blocker questioned once.** A `blocked` report filed while the round's last command
+//!   failed is sent back once a round, saying that a failing command is work to do; the same
+//!   claim made again stands.
+
+mod evidence;
+
+use serde_json::Value;
+
+use super::testrun::ran_no_test;
+use crate::chat::scan::clip;
+use crate::protocol::report::{Report, ReportStatus};
+use crate::protocol::tool::{EDIT_FILE, RUN_COMMAND, WRITE_FILE};
+use crate::text::tail_at_char_boundary;
+use crate::tools::ToolResult;
+use evidence::{cited_exit_code, names_command, normalize};
+
+/// The identical call that begins the wrap-up (the first ran, the second was refused).
+pub const REPEATS_BEFORE_WRAP_UP: u32 = 3;
+
+/// The most of a command's output a run keeps: its end, where test runners sum up.
+const KEPT_OUTPUT_BYTES: usize = 4 * 1024;
+/// The most of a command's output a refusal quotes (its end).
+const QUOTED_OUTPUT_BYTES: usize = 200;
+
+/// The tools that change a file by name.
+const FILE_TOOLS: [&str; 2] = [WRITE_FILE, EDIT_FILE];
+
+/// One distinct call of the round.
+#[derive(Debug)]
+struct SeenCall {
+    name: String,
+    arguments: String,
+    /// The file-change epoch right after it last ran.
+    epoch: u64,
+    result: ToolResult,
+    /// Identical calls since it last ran, that one included.
+    times: u32,
+}
+
+/// One run of a command: what ran and how it ended.
+#[derive(Debug, Clone)]
+struct CommandRun {
+    command: String,
+    ok: bool,
+    /// Its result's first line (`exit code 1`, a timeout, ...).
+    first_line: String,
+    /// What it printed (its result after the first line), the last [`KEPT_OUTPUT_BYTES`].
+    output: String,
+    /// Why its whole output shows a test run that ran no test, when it does.
+    ran_no_test: Option<&'static str>,
+}
+
+impl CommandRun {
+    /// Its result as the claims are read against: status line and output.
+    fn printed(&self) -> String {
+        format!("{}\n{}", self.first_line, self.output)
+    }
+
+    /// The end of its output, bounded, for a refusal to quote.
+    fn output_tail(&self) -> String {
+        let output = self.output.trim();
+        let tail = tail_at_char_boundary(output, QUOTED_OUTPUT_BYTES);
+        if tail.len() < output.len() {
+            format!("…{tail}")
+        } else {
+            tail.to_string()
+        }
+    }
+}
+
+/// What the loop guard says of a call about to run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Repeat {
+    /// Run it.
+    Fresh,
+    /// Do not run it: the result to give instead, and how many times the call has now been
+    /// made with nothing changed (2 or more).
+    Refused { result: ToolResult, times: u32 },
+}
+
+/// The calls of one round.
+#[derive(Debug, Default)]
+pub struct CallLog {
+    calls: Vec<SeenCall>,
+    /// Bumped whenever a call changes a file.
+    epoch: u64,
+    commands: Vec<CommandRun>,
+    /// Workspace tool calls made (the report excluded), run or refused.
+    tool_calls: u32,
+    /// The round's last file tool call, when it failed and no file changed after it.
+    failed_change: Option<String>,
+    /// A `blocked` report has been questioned once this round.
+    block_questioned: bool,
+}
+
+/// A call's arguments in one canonical text (keys sorted, as serde_json's map keeps them).
+fn canonical(arguments: &Value) -> String {
+    arguments.to_string()
+}
+
+impl CallLog {
+    /// Checks a workspace tool call before it runs (and counts it).
+    pub fn check(&mut self, name: &str, arguments: &Value) -> Repeat {
+        self.tool_calls = self.tool_calls.saturating_add(1);
+        let arguments = canonical(arguments);
+        let epoch = self.epoch;
+        let Some(seen) = self
+            .calls
+            .iter_mut()
+            .find(|c| c.name == name && c.arguments == arguments && c.epoch == epoch)
+        else {
+            return Repeat::Fresh;
+        };
+        seen.times = seen.times.saturating_add(1);
+        let earlier = &seen.result;
+        let output = if FILE_TOOLS.contains(&name) && earlier.ok {
+            // Small models write the same file again and again once it is right.
+            format!(
+                "not run again: this exact {name} call already succeeded in this round, so the file already has this content. Do not write it again: check the work (run the tests, or read the file back), then call ralph_report. Its result was:\n{}",
+                earlier.output
+            )
+        } else {
+            format!(
+                "not run again: this exact {name} call already ran in this round and no file has changed since. Do something different. Its result was:\n{}",
+                earlier.output
+            )
+        };
+        Repeat::Refused {
+            result: ToolResult { ok: false, output },
+            times: seen.times,
+        }
+    }
+
+    /// Records a call that ran: its result, and whether it changed a file (which lets every
+    /// earlier call run again).
+    pub fn record(&mut self, name: &str, arguments: &Value, result: &ToolResult, changed: bool) {
+        if changed {
+            self.epoch = self.epoch.saturating_add(1);
+            self.failed_change = None;
+        }
+        if FILE_TOOLS.contains(&name) && !result.ok {
+            let path = arguments.get("path").and_then(Value::as_str).unwrap_or("");
+            self.failed_change = Some(format!(
+                "{name} {}: {}",
+                clip(path, 120),
+                clip(result.output.lines().next().unwrap_or(""), 160)
+            ));
+        }
+        let arguments_text = canonical(arguments);
+        self.calls
+            .retain(|c| !(c.name == name && c.arguments == arguments_text));
+        self.calls.push(SeenCall {
+            name: name.to_string(),
+            arguments: arguments_text,
+            epoch: self.epoch,
+            result: result.clone(),
+            times: 1,
+        });
+        if name == RUN_COMMAND {
+            if let Some(command) = arguments.get("command").and_then(Value::as_str) {
+                let (first_line, output) = result
+                    .output
+                    .split_once('\n')
+                    .unwrap_or((result.output.as_str(), ""));
+                self.commands.push(CommandRun {
+                    command: normalize(command),
+                    ok: result.ok,
+                    first_line: first_line.trim_end_matches('\r').to_string(),
+                    output: tail_at_char_boundary(output, KEPT_OUTPUT_BYTES).to_string(),
+                    ran_no_test: ran_no_test(output),
+                });
+            }
+        }
+    }
+
+    /// Why the round's record contradicts `report`, if it does (only `complete` is checked).
+    pub fn contradiction(&self, report: &Report) -> Option<String> {
+        if report.status != ReportStatus::Complete {
+            return None;
+        }
+        if self.tool_calls == 0 {
+            return Some(
+                "status \"complete\" needs work checked in this round, and this round has called no tool: inspect the files and check the objective with the tools first".into(),
+            );
+        }
+        let failed = report.evidence.iter().find_map(|item| {
+            let run = self
+                .commands
+                .iter()
+                .rev()
+                .find(|run| names_command(item, &run.command))?;
+            (!run.ok).then(|| {
+                format!(
+                    "the evidence \"{}\" cites `{}`, but its last run in this round failed ({}): fix the cause and run it again, or report status \"continue\"",
+                    clip(item, 120),
+                    clip(&run.command, 120),
+                    clip(&run.first_line, 120),
+                )
+            })
+        });
+        failed
+            .or_else(|| {
+                report
+                    .evidence
+                    .iter()
+                    .find_map(|item| self.unfounded_exit_code(item))
+            })
+            .or_else(|| {
+                report
+                    .evidence
+                    .iter()
+                    .find_map(|item| self.unproven_output(item))
+            })
+            .or_else(|| {
+                self.failed_change.as_ref().map(|failure| {
+                    format!(
+                        "the round's last change to a file failed ({failure}) and no file changed after it: make the change, or report status \"continue\""
+                    )
+                })
+            })
+    }
+
+    /// Questions a `blocked` report once a round when the round's last command failed: small
+    /// models report a failing test as a blocker. The worker may report `blocked` again (then
+    /// it stands) or go on. `None` lets the report through.
+    pub fn question_block(&mut self, report: &Report) -> Option<String> {
+        if report.status != ReportStatus::Blocked || self.block_questioned {
+            return None;
+        }
+        let last = self.commands.last().filter(|run| !run.ok)?;
+        self.block_questioned = true;
+        Some(format!(
+            "a failing command is work to do, not a blocker: `{}` ended with \"{}\". Fix the cause and run it again, or report status \"continue\" with next_steps for the next round; only if no change in the repository can fix it, report \"blocked\" again",
+            clip(&last.command, 120),
+            clip(&last.first_line, 120),
+        ))
+    }
+
+    /// The run an evidence item's claims about output are read against: the round's last run
+    /// whose command, or one of the commands it chains (`a; b`), the item names, with the
+    /// name it goes by there (the longest).
+    fn cited_run(&self, item: &str) -> Option<(&CommandRun, String)> {
+        self.commands.iter().rev().find_map(|run| {
+            let mut names = evidence::chained(&run.command);
+            names.push(run.command.clone());
+            let named = names
+                .into_iter()
+                .filter(|name| names_command(item, name))
+                .max_by_key(String::len)?;
+            Some((run, named))
+        })
+    }
+
+    /// An evidence item citing a command whose last run ran no test, or saying it printed
+    /// what that run did not print.
+    fn unproven_output(&self, item: &str) -> Option<String> {
+        let (run, named) = self.cited_run(item)?;
+        if let Some(why) = run.ran_no_test {
+            let hint = if why.contains("unittest") {
+                " (python3 -m unittest discover -p '*test*.py' finds test_*.py and *_test.py alike)"
+            } else {
+                ""
+            };
+            return Some(format!(
+                "the evidence \"{}\" cites `{}`, but its last run in this round ran no test ({why}): a run that tests nothing proves nothing. Run a command that finds the tests{hint}; where the repository has no tests, cite how else you checked the work (a file you read back, a command's output); or report status \"continue\"",
+                clip(item, 120),
+                clip(&named, 120),
+            ));
+        }
+        let printed = run.printed();
+        let claim = evidence::output_claims(item, &named)
+            .into_iter()
+            .find(|claim| !claim.holds_in(&printed))?;
+        Some(format!(
+            "the evidence \"{}\" says `{}` printed \"{}\", but its last run in this round printed:\n{}\nCite what it printed, or fix the cause and run it again, or report status \"continue\"",
+            clip(item, 120),
+            clip(&named, 120),
+            clip(claim.text(), 120),
+            run.output_tail(),
+        ))
+    }
+
+    /// An evidence item written as `COMMAND: exit code N` (the shape the instructions
+    /// teach) whose command this round never ran, or whose last run ended otherwise.
+    fn unfounded_exit_code(&self, item: &str) -> Option<String> {
+        let (command, code) = cited_exit_code(item)?;
+        let last = self
+            .commands
+            .iter()
+            .rev()
+            .find(|run| run.command == command);
+        match last {
+            None => Some(format!(
+                "the evidence \"{}\" gives the exit code of `{}`, but this round did not run it: run it, or cite what this round did run",
+                clip(item, 120),
+                clip(&command, 120),
+            )),
+            Some(run) if run.first_line != format!("exit code {code}") => Some(format!(
+                "the evidence \"{}\" says `{}` exited with code {code}, but its last run in this round says \"{}\"",
+                clip(item, 120),
+                clip(&command, 120),
+                clip(&run.first_line, 120),
+            )),
+            Some(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
