@@ -470,6 +470,23 @@ fn any_prompt_bytes_tokenize_and_read_back_exactly() {
     assert!(vocab.is_eog(vocab.eos()));
 }
 
+/// The tokens the sampler bans (a logit bias of minus infinity, first in the chain) are the
+/// chat's structure and nothing else. (SmolLM2 does not write `<|im_start|>` even when asked
+/// to, so what the ban changes cannot be seen in its output: the 1.5B's report that filled
+/// with it is in the notes.)
+#[test]
+fn the_banned_structure_tokens_are_a_roles_start_not_a_turns_end() {
+    let _lock = exclusive();
+    let backend = load(&greedy());
+    let vocab = Vocab::of(backend.model());
+    let im_start = vocab.tokenize(b"<|im_start|>", false, true);
+    let im_end = vocab.tokenize(b"<|im_end|>", false, true);
+    // A role's start is structure; the turn's end is how a turn ends, and stays.
+    assert_eq!(backend.structure(), &im_start[..]);
+    assert!(vocab.is_eog(im_end[0]) && vocab.is_control(im_end[0]));
+    assert!(!vocab.is_control(vocab.tokenize(b"hello", false, true)[0]));
+}
+
 /// Runs `generate` while another thread cancels once `arm` fires; returns the stop reason,
 /// the generated tokens and how long after the cancel `generate` returned.
 fn cancel_when(

@@ -460,8 +460,13 @@ impl LlamaChild<'_> {
     ) -> Result<(StopReason, String), BackendError> {
         let backend = self.backend;
         let n_ctx = self.ctx.n_ctx() as usize;
-        let mut sampler =
-            TurnSampler::new(backend.model(), backend.settings(), self.seed(), grammar);
+        let mut sampler = TurnSampler::new(
+            backend.model(),
+            backend.settings(),
+            self.seed(),
+            grammar,
+            backend.structure(),
+        );
         let vocab = super::Vocab::of(backend.model());
         let format = backend.format();
         // A wrap-up turn ends with its first complete call: the report. So does any turn of a

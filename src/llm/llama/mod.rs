@@ -166,6 +166,8 @@ pub struct LlamaBackend {
     /// The last prompt evaluation's tokens a second (`f64` bits; 0: none yet), so a turn
     /// knows before its first batch whether its prompt is slow enough to report progress.
     prompt_rate: AtomicU64,
+    /// The chat's structure tokens ([`structure_tokens`]), which no turn samples.
+    structure: Vec<LlamaToken>,
 }
 
 impl std::fmt::Debug for LlamaBackend {
@@ -299,7 +301,7 @@ impl LlamaBackend {
             template = match prompter { Prompter::Jinja(_) => "jinja", Prompter::Builtin(_) => "llama.cpp built-in" },
             "llama backend ready"
         );
-        Ok(Self {
+        let mut backend = Self {
             runtime,
             model: llama_model,
             path: model.to_path_buf(),
@@ -313,7 +315,15 @@ impl LlamaBackend {
             abortable: true,
             prefix: PrefixCache::new(true),
             prompt_rate: AtomicU64::new(0),
-        })
+            structure: Vec::new(),
+        };
+        backend.structure = structure_tokens(&backend);
+        Ok(backend)
+    }
+
+    /// The control tokens no turn may sample ([`structure_tokens`]).
+    pub fn structure(&self) -> &[LlamaToken] {
+        &self.structure
     }
 
     /// The chat format this backend's output is parsed with.
@@ -552,6 +562,42 @@ impl LlamaBackend {
         let add_bos = vocab.should_add_bos() && !written;
         vocab.tokenize(prompt.as_bytes(), add_bos, true)
     }
+}
+
+/// The control tokens that build the chat's structure, read from the template's own rendering
+/// of a short conversation without tools: BOS and a role's start (`<|im_start|>`, Llama 3's
+/// header tokens). No turn samples one: the 1.5B, deep in a long JSON string, wrote
+/// `<|im_start|>` over and over and lost the round's report. The tokens that end a turn
+/// stay (they are how it ends), and a format's call markers are not among these, since the
+/// conversation has no tools.
+fn structure_tokens(backend: &LlamaBackend) -> Vec<LlamaToken> {
+    let probe = [
+        Message::new(Role::System, "s"),
+        Message::new(Role::User, "u"),
+        Message::new(Role::Assistant, "a"),
+        Message::new(Role::User, "v"),
+    ];
+    let text = match backend.render_prompt(crate::llm::Request::new(&probe, &[])) {
+        Ok(text) => text,
+        Err(e) => {
+            tracing::warn!("cannot read the chat's structure tokens ({e}); sampling all tokens");
+            return Vec::new();
+        }
+    };
+    let vocab = Vocab::of(&backend.model);
+    let mut found: Vec<LlamaToken> = backend
+        .tokenize(&text)
+        .into_iter()
+        .filter(|&t| vocab.is_control(t) && !vocab.is_eog(t))
+        .collect();
+    found.sort_by_key(|t| t.0);
+    found.dedup();
+    let names: Vec<String> = found
+        .iter()
+        .map(|&t| token_text(&backend.model, t))
+        .collect();
+    tracing::info!(tokens = ?names, "chat structure tokens, never sampled");
+    found
 }
 
 /// A special token's text (empty for a model without that token).

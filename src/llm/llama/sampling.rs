@@ -15,6 +15,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use llama_cpp_2::token::LlamaToken;
 
 use crate::llm::settings::InferenceSettings;
@@ -39,8 +40,22 @@ pub struct TurnSampler {
     pub resampled: u32,
 }
 
-fn chain(settings: &InferenceSettings, seed: u32) -> LlamaSampler {
+/// The sampling chain: `banned` tokens first (never chosen, whatever the settings), then the
+/// repeat penalty, then greedy or the top-k, top-p, min-p, temperature and seeded draw.
+fn chain(
+    settings: &InferenceSettings,
+    seed: u32,
+    n_vocab: i32,
+    banned: &[LlamaToken],
+) -> LlamaSampler {
     let mut stages = Vec::new();
+    if !banned.is_empty() {
+        let biases: Vec<LlamaLogitBias> = banned
+            .iter()
+            .map(|&t| LlamaLogitBias::new(t, f32::NEG_INFINITY))
+            .collect();
+        stages.push(LlamaSampler::logit_bias(n_vocab, &biases));
+    }
     if (settings.repeat_penalty - 1.0).abs() > f32::EPSILON && settings.repeat_penalty > 0.0 {
         stages.push(LlamaSampler::penalties(
             PENALTY_LAST_N,
@@ -68,13 +83,15 @@ fn chain(settings: &InferenceSettings, seed: u32) -> LlamaSampler {
 }
 
 impl TurnSampler {
-    /// Builds the chain and, when given, the grammar. A grammar llama.cpp cannot parse is
-    /// logged and dropped: the turn is then sampled unconstrained rather than failing.
+    /// Builds the chain, with `banned` never sampled, and, when given, the grammar. A grammar
+    /// llama.cpp cannot parse is logged and dropped: the turn is then sampled unconstrained
+    /// rather than failing.
     pub fn new(
         model: &LlamaModel,
         settings: &InferenceSettings,
         seed: u32,
         grammar: Option<&TurnGrammar>,
+        banned: &[LlamaToken],
     ) -> Self {
         let grammar = grammar.and_then(|g| {
             let built = match g {
@@ -92,7 +109,7 @@ impl TurnSampler {
             }
         });
         Self {
-            chain: chain(settings, seed),
+            chain: chain(settings, seed, model.n_vocab(), banned),
             grammar,
             candidates: Vec::new(),
             resampled: 0,

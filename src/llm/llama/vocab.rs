@@ -87,6 +87,26 @@ impl<'m> Vocab<'m> {
         unsafe { llama_cpp_sys_2::llama_vocab_is_eog(self.ptr(), token.0) }
     }
 
+    /// How many tokens the vocabulary has.
+    #[must_use]
+    pub fn n_tokens(self) -> i32 {
+        // SAFETY: as `bos`.
+        unsafe { llama_cpp_sys_2::llama_vocab_n_tokens(self.ptr()) }
+    }
+
+    /// Whether `token` is a control token: chat structure such as `<|im_start|>` or BOS, which
+    /// the model's text never holds. An id outside the vocabulary answers false.
+    #[must_use]
+    pub fn is_control(self, token: LlamaToken) -> bool {
+        if token.0 < 0 || token.0 >= self.n_tokens() {
+            return false;
+        }
+        // SAFETY: as `bos`; the id is inside the vocabulary (checked above), which
+        // `llama_vocab_get_attr` needs (it indexes the token table).
+        let attr = unsafe { llama_cpp_sys_2::llama_vocab_get_attr(self.ptr(), token.0) };
+        attr & llama_cpp_sys_2::LLAMA_TOKEN_ATTR_CONTROL != 0
+    }
+
     /// `text` as tokens: BOS/EOS added when `add_special` and the model wants them, special
     /// tokens' text read as those tokens when `parse_special`. Any bytes, NUL included.
     #[must_use]
