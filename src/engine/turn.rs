@@ -385,6 +385,9 @@ impl ChildTurns<'_, '_> {
             self.scope.cancel,
         );
         let refusal = (!run.verdict.is_pass()).then(|| super::check::refusal(&run));
+        if refusal.is_some() {
+            self.calls.check_refused(command, run.verdict.as_str());
+        }
         self.convo.rec.emit(Event::CheckFinished {
             round: self.scope.round,
             at: crate::protocol::event::CheckPoint::Claim,

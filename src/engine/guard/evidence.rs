@@ -264,6 +264,38 @@ fn mention_end(item: &str, named: &str) -> Option<usize> {
     None
 }
 
+/// Programs a command line starts with (or a `./` path): a quoted span that starts with one,
+/// then an argument, is a command an item may say prints something.
+const RUNNERS: &str =
+    "bash sh zsh python python3 node ruby perl php cargo go make npm npx pytest deno java";
+
+/// The quoted command lines of `item` (normalized) when it says something prints (an output
+/// verb anywhere in it): `fixed to print 'Hello, Ann!' when 'sh greet.sh Ann' is called`
+/// gives `sh greet.sh Ann`. A span is a command line when it starts with one of [`RUNNERS`]
+/// and an argument follows, or with a `./` path.
+pub(super) fn commands_said_to_print(item: &str) -> Vec<String> {
+    let item = normalize(item);
+    let lower = item.to_lowercase();
+    let says_prints = words(&lower).any(|w| OUTPUT_VERBS.split_whitespace().any(|v| v == w));
+    if !says_prints {
+        return Vec::new();
+    }
+    tokens(&item)
+        .into_iter()
+        .filter_map(|token| match token {
+            Token::Quote { text, .. } => Some(normalize(text)),
+            Token::Marker { .. } => None,
+        })
+        .filter(|span| {
+            let mut parts = span.split(' ');
+            let first = parts.next().unwrap_or("");
+            let argued = parts.next().is_some();
+            (RUNNERS.split_whitespace().any(|r| r == first) && argued)
+                || (first.starts_with("./") && first.len() > 2)
+        })
+        .collect()
+}
+
 /// `COMMAND: exit code N` (the command may be in backticks): the command, normalized, and N.
 pub(super) fn cited_exit_code(item: &str) -> Option<(String, i64)> {
     let (command, rest) = item.rsplit_once(':')?;

@@ -107,6 +107,8 @@ pub struct CallLog {
     failed_change: Option<String>,
     /// A `blocked` report has been questioned once this round.
     block_questioned: bool,
+    /// The repository's check refused a claim of this round: its command and verdict.
+    check_refusal: Option<(String, String)>,
 }
 
 /// A call's arguments in one canonical text (keys sorted, as serde_json's map keeps them).
@@ -120,6 +122,9 @@ impl CallLog {
         self.tool_calls = self.tool_calls.saturating_add(1);
         let arguments = canonical(arguments);
         let epoch = self.epoch;
+        if let Some(refused) = self.back_and_forth(name, &arguments) {
+            return refused;
+        }
         let Some(seen) = self
             .calls
             .iter_mut()
@@ -145,6 +150,31 @@ impl CallLog {
             result: ToolResult { ok: false, output },
             times: seen.times,
         }
+    }
+
+    /// A file change identical to one that already succeeded in this round, with files
+    /// changed after it: making it again goes back to an earlier version. The 1.5B edited
+    /// `$1` to `$2` and back twenty times in one round, each edit changing the file, so the
+    /// identical-call guard never saw a repeat. Refused like a repeat, and counted with it.
+    fn back_and_forth(&mut self, name: &str, arguments: &str) -> Option<Repeat> {
+        if !FILE_TOOLS.contains(&name) {
+            return None;
+        }
+        let epoch = self.epoch;
+        let seen = self.calls.iter_mut().find(|c| {
+            c.name == name && c.arguments == arguments && c.epoch < epoch && c.result.ok
+        })?;
+        seen.times = seen.times.saturating_add(1);
+        Some(Repeat::Refused {
+            result: ToolResult {
+                ok: false,
+                output: format!(
+                    "not run: this exact {name} call already succeeded earlier in this round, and files changed after it, so making it again goes back to an earlier version: you are going back and forth. Decide which version the objective needs by running it (or the tests), then keep that one and call ralph_report. Its result was:\n{}",
+                    seen.result.output
+                ),
+            },
+            times: seen.times,
+        })
     }
 
     /// Records a call that ran: its result, and whether it changed a file (which lets every
@@ -228,6 +258,12 @@ impl CallLog {
                     .find_map(|item| self.unproven_output(item))
             })
             .or_else(|| {
+                report
+                    .evidence
+                    .iter()
+                    .find_map(|item| self.unrun_printing_command(item))
+            })
+            .or_else(|| {
                 self.failed_change.as_ref().map(|failure| {
                     format!(
                         "the round's last change to a file failed ({failure}) and no file changed after it: make the change, or report status \"continue\""
@@ -243,13 +279,45 @@ impl CallLog {
         if report.status != ReportStatus::Blocked || self.block_questioned {
             return None;
         }
-        let last = self.commands.last().filter(|run| !run.ok)?;
+        let failing = self.failing_work()?;
         self.block_questioned = true;
         Some(format!(
-            "a failing command is work to do, not a blocker: `{}` ended with \"{}\". Fix the cause and run it again, or report status \"continue\" with next_steps for the next round; only if no change in the repository can fix it, report \"blocked\" again",
-            clip(&last.command, 120),
-            clip(&last.first_line, 120),
+            "{failing}. Fix the cause and run it again, or report status \"continue\" with next_steps for the next round; only if no change in the repository can fix it, report \"blocked\" again"
         ))
+    }
+
+    /// Records that the repository's check (`command`) refused a claim of this round with
+    /// `verdict`: a `blocked` report after it is questioned like one after a failing command.
+    pub fn check_refused(&mut self, command: &str, verdict: &str) {
+        self.check_refusal = Some((command.to_string(), verdict.to_string()));
+    }
+
+    /// What says the work is not done yet, though the worker may take it for a blocker: the
+    /// round's last command failed, or ran no test (the 1.5B wrote a doctest's function back
+    /// without its docstring, then reported the empty run as a blocker), or the repository's
+    /// check refused a claim.
+    fn failing_work(&self) -> Option<String> {
+        if let Some(last) = self.commands.last() {
+            if !last.ok {
+                return Some(format!(
+                    "a failing command is work to do, not a blocker: `{}` ended with \"{}\"",
+                    clip(&last.command, 120),
+                    clip(&last.first_line, 120),
+                ));
+            }
+            if let Some(why) = last.ran_no_test {
+                return Some(format!(
+                    "a test run that finds no test is work to do, not a blocker: `{}` ran no test ({why}), so the tests it should find are missing or were removed",
+                    clip(&last.command, 120),
+                ));
+            }
+        }
+        self.check_refusal.as_ref().map(|(command, verdict)| {
+            format!(
+                "a check that does not pass is work to do, not a blocker: the repository's check `{}` does not pass ({verdict})",
+                clip(command, 120),
+            )
+        })
     }
 
     /// The run an evidence item's claims about output are read against: the round's last run
@@ -293,6 +361,25 @@ impl CallLog {
             clip(&named, 120),
             clip(claim.text(), 120),
             run.output_tail(),
+        ))
+    }
+
+    /// An evidence item saying what a command line prints (`fixed to print 'Hello, Ann!' when
+    /// 'sh greet.sh Ann' is called`) when this round never ran it: the 1.5B claimed that
+    /// output having only read the file, and the script printed something else.
+    fn unrun_printing_command(&self, item: &str) -> Option<String> {
+        let command = evidence::commands_said_to_print(item)
+            .into_iter()
+            .find(|command| {
+                !self
+                    .commands
+                    .iter()
+                    .any(|run| run.command.contains(command))
+            })?;
+        Some(format!(
+            "the evidence \"{}\" says what `{}` prints, but this round never ran it: run it and cite what it prints, or report status \"continue\"",
+            clip(item, 120),
+            clip(&command, 120),
         ))
     }
 

@@ -413,3 +413,128 @@ fn a_write_repeated_after_it_succeeded_says_to_check_and_report() {
         Repeat::Fresh => panic!("the repeat ran"),
     }
 }
+
+#[test]
+fn an_edit_made_again_after_a_later_change_undid_it_is_refused_as_back_and_forth() {
+    // The 1.5B's round: $name -> $1, then $1 -> $2 and back, twenty times.
+    let mut log = CallLog::default();
+    let edit = |old: &str, new: &str| json!({"path": "greet.sh", "old": old, "new": new});
+    let apply = |log: &mut CallLog, args: &Value| -> Repeat {
+        let seen = log.check("edit_file", args);
+        if seen == Repeat::Fresh {
+            log.record("edit_file", args, &ok("replaced 1 occurrence(s)"), true);
+        }
+        seen
+    };
+    assert_eq!(apply(&mut log, &edit("$name", "$1")), Repeat::Fresh);
+    assert_eq!(apply(&mut log, &edit("$1", "$2")), Repeat::Fresh);
+    assert_eq!(apply(&mut log, &edit("$2", "$1")), Repeat::Fresh);
+    // $1 -> $2 again: the file goes back to what the second edit made.
+    match apply(&mut log, &edit("$1", "$2")) {
+        Repeat::Refused { result, times } => {
+            assert!(!result.ok);
+            assert!(
+                result.output.contains("going back and forth"),
+                "{}",
+                result.output
+            );
+            assert_eq!(times, 2);
+        }
+        fresh => panic!("{fresh:?}"),
+    }
+    // Made once more, it counts toward the wrap-up like any repeat.
+    match apply(&mut log, &edit("$1", "$2")) {
+        Repeat::Refused { times, .. } => assert_eq!(times, REPEATS_BEFORE_WRAP_UP),
+        fresh => panic!("{fresh:?}"),
+    }
+    // A command, or a file change that failed, is not a change to go back to.
+    let run = json!({"command": "sh greet.sh"});
+    log.check("run_command", &run);
+    log.record("run_command", &run, &ok("exit code 0\nHello, !"), false);
+    let missing = edit("nothing", "x");
+    log.check("edit_file", &missing);
+    log.record("edit_file", &missing, &failed("`old` not found"), false);
+    log.record("write_file", &json!({"path": "b"}), &ok("wrote b"), true);
+    assert_eq!(log.check("run_command", &run), Repeat::Fresh);
+    assert_eq!(log.check("edit_file", &missing), Repeat::Fresh);
+}
+
+#[test]
+fn evidence_of_what_a_command_prints_is_refused_when_the_round_never_ran_it() {
+    let mut log = CallLog::default();
+    let read = json!({"path": "greet.sh"});
+    log.check("read_file", &read);
+    log.record("read_file", &read, &ok("echo \"Hello, $1\""), false);
+    // The 1.5B's evidence, having only read the file.
+    let item = "read_file greet.sh: fixed to print 'Hello, Ann!' when 'sh greet.sh Ann' is called, and 'Hello, world!' when no argument is given.";
+    let why = log.contradiction(&complete(&[item])).unwrap();
+    assert!(
+        why.contains("says what `sh greet.sh Ann` prints, but this round never ran it"),
+        "{why}"
+    );
+    // Once it ran (here chained with the no-argument case), the claim is read as before.
+    let run = json!({"command": "sh greet.sh Ann; sh greet.sh"});
+    log.check("run_command", &run);
+    log.record(
+        "run_command",
+        &run,
+        &ok("exit code 0\nHello, Ann!\nHello, world!"),
+        false,
+    );
+    assert_eq!(log.contradiction(&complete(&[item])), None);
+    // Quoting a file, a function call or a command without saying it prints claims nothing.
+    for item in [
+        "read_file greet.sh: it now uses \"$1\"",
+        "the function 'slugify(\"A B\")' returns 'a-b'",
+        "'sh greet.sh Ann' is the way to call it",
+    ] {
+        let mut log = CallLog::default();
+        log.check("read_file", &read);
+        log.record("read_file", &read, &ok("x"), false);
+        assert_eq!(log.contradiction(&complete(&[item])), None, "{item}");
+    }
+}
+
+#[test]
+fn a_blocker_after_a_run_that_found_no_test_or_a_refusing_check_is_questioned_once() {
+    let blocked = Report {
+        status: ReportStatus::Blocked,
+        summary: "the file already has the correct content".into(),
+        evidence: vec![],
+        next_steps: vec![],
+        blocker: "the file already has the correct content".into(),
+    };
+    // The 1.5B wrote slugify back without its docstring; doctest then found nothing.
+    let mut log = CallLog::default();
+    let run = json!({"command": "python3 -m doctest -v textutil.py"});
+    log.check("run_command", &run);
+    log.record(
+        "run_command",
+        &run,
+        &ok("exit code 0\n2 items had no tests:\n0 tests in 2 items.\n0 passed and 0 failed.\nTest passed."),
+        false,
+    );
+    let why = log.question_block(&blocked).unwrap();
+    assert!(why.contains("ran no test"), "{why}");
+    assert!(why.contains("missing or were removed"), "{why}");
+    // Once a round: the same claim made again stands.
+    assert_eq!(log.question_block(&blocked), None);
+    // The check refusing a claim counts too, though the last command passed.
+    let mut log = CallLog::default();
+    let run = json!({"command": "cat stats.py"});
+    log.check("run_command", &run);
+    log.record(
+        "run_command",
+        &run,
+        &ok("exit code 0\ndef median(values):"),
+        false,
+    );
+    assert_eq!(log.question_block(&blocked), None);
+    let mut log = CallLog::default();
+    log.check_refused("python3 -m unittest", "failed");
+    let why = log.question_block(&blocked).unwrap();
+    assert!(
+        why.contains("`python3 -m unittest` does not pass (failed)"),
+        "{why}"
+    );
+}
