@@ -399,6 +399,7 @@ fn observed_round_starts(a: &Args) {
                 previous: None,
                 check: Some(&run),
                 changed: &changed,
+                run_patch: None,
                 text_budget: observe::text_budget(16384, 1024),
             })
         });

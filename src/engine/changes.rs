@@ -34,6 +34,8 @@ pub(super) struct RunChanges {
     round_listing: Option<Listing>,
     /// The last round's closing listing: the next round starts from it (one walk a round).
     last_listing: Option<Listing>,
+    /// The first round's opening snapshot: where this run's changes are counted from.
+    run_start: Option<Snapshot>,
 }
 
 /// `a, b, 3 more`: at most `NAMED` paths, the rest counted.
@@ -98,6 +100,9 @@ impl RunChanges {
     ) -> Option<Snapshot> {
         self.round_listing = Some(self.last_listing.take().unwrap_or_else(|| ws.listing()));
         let base = self.snapshot(ws, rec, round, "at the round's start")?;
+        if self.run_start.is_none() {
+            self.run_start = Some(base);
+        }
         if let Some(end) = self.last_end.take() {
             let between: Vec<String> = ws
                 .changed_paths(&end, &base)
@@ -117,6 +122,17 @@ impl RunChanges {
             }
         }
         Some(base)
+    }
+
+    /// What the run has changed from its first round's start to `now`, as a patch; `None`
+    /// when nothing has (the first round) or the diff cannot be read.
+    pub(super) fn run_patch(&self, ws: &Workspace, now: Option<Snapshot>) -> Option<String> {
+        let (start, now) = (self.run_start?, now?);
+        if start.tree == now.tree {
+            return None;
+        }
+        let diff = ws.diff(&start, &now).ok()?;
+        (!diff.patch.trim().is_empty()).then_some(diff.patch)
     }
 
     /// The snapshot before a tool call; pass it to `after_tool`.

@@ -31,6 +31,8 @@ const MAX_READ_BYTES: u64 = 256 * 1024;
 const MIN_HEAD_BYTES: usize = 400;
 /// Most bytes of the check's output in the observation.
 const CHECK_OUTPUT_BYTES: usize = 2048;
+/// Most bytes of the run's own diff in the observation (taken from the file texts' budget).
+const RUN_PATCH_BYTES: usize = 1536;
 
 /// What the observation is made from.
 #[derive(Debug, Clone, Copy)]
@@ -41,6 +43,9 @@ pub struct Inputs<'a> {
     pub check: Option<&'a CheckRun>,
     /// Files this run has changed so far (relative paths).
     pub changed: &'a BTreeSet<String>,
+    /// What the run has changed so far, as a patch from its first round's start to now
+    /// (`None` in the first round, or when nothing changed).
+    pub run_patch: Option<&'a str>,
     /// Most bytes of file text to show.
     pub text_budget: usize,
 }
@@ -110,9 +115,41 @@ pub fn observe(inputs: &Inputs<'_>) -> Observation {
             "\nThis repository has no test files: check your work by reading back what you changed (or by running it), not with a test command.\n",
         );
     }
-    texts(inputs, &files, &mut text, &mut out);
+    let patch_bytes = inputs
+        .run_patch
+        .map_or(0, |patch| run_patch_section(patch, &mut text));
+    texts(
+        inputs,
+        inputs.text_budget.saturating_sub(patch_bytes),
+        &files,
+        &mut text,
+        &mut out,
+    );
     out.text = text;
     out
+}
+
+/// The run's own changes so far, as a diff bounded at [`RUN_PATCH_BYTES`] (whole lines, the
+/// rest counted): a round that starts after the work is done sees that it was done, not only
+/// the files as they are. The bytes it took.
+fn run_patch_section(patch: &str, text: &mut String) -> usize {
+    if patch.trim().is_empty() {
+        return 0;
+    }
+    let shown = head_lines(patch, RUN_PATCH_BYTES);
+    let fence = fence_for([shown.as_str()]);
+    let start = text.len();
+    text.push_str(&format!(
+        "\nWhat this run has changed so far (a diff from where its first round started to now):\n{fence}diff\n{shown}"
+    ));
+    if shown.len() < patch.len() {
+        text.push_str(&format!(
+            "… ({} more bytes of diff; the files' current texts are below)\n",
+            patch.len() - shown.len()
+        ));
+    }
+    text.push_str(&format!("{fence}\n"));
+    text.len() - start
 }
 
 /// Walks the work tree with its ignore rules (tracked and untracked files that are not
@@ -227,7 +264,13 @@ fn check_section(check: &CheckRun, text: &mut String) {
 }
 
 /// The texts of the files that matter most, within the budget.
-fn texts(inputs: &Inputs<'_>, files: &[Found], text: &mut String, out: &mut Observation) {
+fn texts(
+    inputs: &Inputs<'_>,
+    budget: usize,
+    files: &[Found],
+    text: &mut String,
+    out: &mut Observation,
+) {
     let mut named_in = String::from(inputs.objective);
     if let Some(report) = inputs.previous {
         named_in.push('\n');
@@ -248,7 +291,7 @@ fn texts(inputs: &Inputs<'_>, files: &[Found], text: &mut String, out: &mut Obse
     };
     let mut order: Vec<&Found> = files.iter().filter(|f| f.text.is_some()).collect();
     order.sort_by_key(|f| (rank(f), f.bytes, f.path.clone()));
-    let mut left = inputs.text_budget;
+    let mut left = budget;
     let mut section = String::new();
     for file in order {
         let Some(body) = file.text.as_deref() else {
@@ -358,6 +401,7 @@ mod tests {
             previous: None,
             check: None,
             changed,
+            run_patch: None,
             text_budget: 8 * 1024,
         }
     }
@@ -427,6 +471,43 @@ mod tests {
         assert!(seen.text.contains("The check `python3 -m unittest` (run by ralph-tui at this round's start): RAN NO TEST (exit code 0, 1.2 s): unittest ran 0 tests"), "{}", seen.text);
         assert!(seen.text.contains("Ran 0 tests in 0.000s"));
         assert!(seen.text.contains("is not met while this check fails"));
+    }
+
+    #[test]
+    fn the_runs_own_diff_is_shown_bounded_and_paid_for_from_the_text_budget() {
+        let dir = repo(&[("guide.md", "Run it to receive mail.\n")]);
+        let changed = BTreeSet::new();
+        let patch = "diff --git a/guide.md b/guide.md\n--- a/guide.md\n+++ b/guide.md\n@@ -1 +1 @@\n-Run it to recieve mail.\n+Run it to receive mail.\n";
+        let mut input = inputs(dir.path(), "fix the typo in guide.md", &changed);
+        let plain = observe(&input);
+        assert!(!plain.text.contains("changed so far"), "{}", plain.text);
+        input.run_patch = Some(patch);
+        let seen = observe(&input);
+        let at = seen.text.find("What this run has changed so far").unwrap();
+        assert!(
+            seen.text[at..].contains(&format!("```diff\n{patch}```\n")),
+            "{}",
+            seen.text
+        );
+        // Before the file texts, which still show the file whole.
+        assert!(at < seen.text.find("File texts (current)").unwrap());
+        assert_eq!(seen.shown.len(), 1);
+        // A long diff is cut at a whole line and the rest counted; its bytes come off the
+        // file texts' budget, so the file that fitted beside a short one no longer does.
+        let long = format!("{patch}{}", "+more\n".repeat(1000));
+        input.run_patch = Some(long.as_str());
+        input.text_budget = RUN_PATCH_BYTES + 200;
+        let seen = observe(&input);
+        assert!(seen.text.contains("more bytes of diff"), "{}", seen.text);
+        assert!(
+            seen.text.len() < RUN_PATCH_BYTES + 1500,
+            "{}",
+            seen.text.len()
+        );
+        assert!(seen.shown.is_empty(), "{:?}", seen.shown);
+        // An empty patch is no section.
+        input.run_patch = Some("\n");
+        assert!(!observe(&input).text.contains("changed so far"));
     }
 
     #[test]

@@ -113,7 +113,18 @@ impl Engine<'_> {
         let tools = self.tools.registry.specs();
         let notes = self.take_notes(round);
         let check = self.round_check(round);
-        let observation = self.observation(round, previous, check.as_ref(), ctx_size, max_tokens);
+        let run_patch = self
+            .config
+            .observe
+            .then(|| self.changes.run_patch(&self.workspace, base))
+            .flatten();
+        let observation = self.observation(
+            round,
+            previous,
+            check.as_ref(),
+            run_patch.as_deref(),
+            (ctx_size, max_tokens),
+        );
         let (messages, prompt_json) = self.round_prompt(
             round,
             previous,
@@ -204,8 +215,8 @@ impl Engine<'_> {
         round: u32,
         previous: Option<&Report>,
         check: Option<&CheckRun>,
-        ctx_size: u32,
-        max_tokens: u32,
+        run_patch: Option<&str>,
+        (ctx_size, max_tokens): (u32, u32),
     ) -> Option<observe::Observation> {
         if !self.config.observe {
             return None;
@@ -217,6 +228,7 @@ impl Engine<'_> {
             previous,
             check,
             changed,
+            run_patch,
             text_budget: observe::text_budget(ctx_size, max_tokens),
         });
         tracing::info!(

@@ -121,6 +121,40 @@ fn the_observation_lists_files_shows_texts_and_the_check_after_the_fixed_prompt(
 }
 
 #[test]
+fn a_later_round_sees_what_the_run_has_changed_so_far_as_a_diff() {
+    let repo = failing_repo();
+    let run = run_script(
+        &repo,
+        vec![
+            turns(&[
+                write_file_call("calc.py", FIXED_ADD),
+                continue_report("fixed it"),
+            ]),
+            turns(&[continue_report("looked")]),
+        ],
+        &["--observe", "on", "-n", "2", "fix add() in calc.py"],
+    );
+    // Out of rounds with the work reported as not done: budget-limited.
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    // Round 1 starts before any change: no diff.
+    assert!(!user_message(&run, 1).contains("changed so far"));
+    // Round 2 sees round 1's change as the diff from where the run started.
+    let second = user_message(&run, 2);
+    let at = second
+        .find("What this run has changed so far")
+        .unwrap_or_else(|| panic!("{second}"));
+    let diff = &second[at..];
+    assert!(
+        diff.contains("-    return a - b\n+    return a + b"),
+        "{diff}"
+    );
+    assert!(
+        at < second.find("File texts (current)").unwrap(),
+        "{second}"
+    );
+}
+
+#[test]
 fn the_system_prompt_is_the_same_with_and_without_the_observation() {
     let repo = failing_repo();
     let rounds = || vec![turns(&[continue_report("looked")])];

@@ -169,6 +169,7 @@ fn look_at_a_sparse_file() {
         previous: None,
         check: None,
         changed: &changed,
+        run_patch: None,
         text_budget: 16 * 1024,
     });
     assert!(seen.text.contains("huge.bin"), "{}", seen.text);
