@@ -72,6 +72,12 @@ impl Tool for EditFile {
             )));
         }
         let text = String::from_utf8_lossy(&bytes);
+        if already_made(&text, old, new) {
+            return Err(ToolError::new(format!(
+                "'{}' already has `new` wherever `old` matches (the edit is already made: `old` is part of `new`); nothing changed. Do not make it again: check the work, then call ralph_report",
+                target.rel
+            )));
+        }
         let found = text.matches(old).count();
         if found != count {
             return Err(ToolError::new(mismatch(
@@ -94,6 +100,26 @@ impl Tool for EditFile {
             target.rel
         ))
     }
+}
+
+/// Whether every match of `old` in `text` lies inside an occurrence of `new`, which holds
+/// `old`: the edit was made already, and making it again would nest `new` inside itself (the
+/// 1.5B replaced `port = 80` with `port = 8080` once a round, and the file ended up with
+/// `port = 80808080808080`).
+fn already_made(text: &str, old: &str, new: &str) -> bool {
+    if old.is_empty() || !new.contains(old) {
+        return false;
+    }
+    let made: Vec<(usize, usize)> = text
+        .match_indices(new)
+        .map(|(at, m)| (at, at + m.len()))
+        .collect();
+    let mut matches = text.match_indices(old).peekable();
+    matches.peek().is_some()
+        && matches.all(|(at, m)| {
+            made.iter()
+                .any(|&(start, end)| at >= start && at + m.len() <= end)
+        })
 }
 
 /// Why replacing `old` with `new` cannot change anything, if it cannot.
@@ -361,6 +387,31 @@ mod tests {
             "{m}"
         );
         assert!(!m.contains("write_file"), "{m}");
+    }
+
+    #[test]
+    fn an_edit_already_made_is_not_made_again() {
+        // The 1.5B's round-after-round edit of a port.
+        assert!(already_made(
+            "[server]\nport = 8080\n",
+            "port = 80",
+            "port = 8080"
+        ));
+        assert!(already_made(
+            "x = greet(name)!\n",
+            "greet(name)",
+            "x = greet(name)!"
+        ));
+        // Not made yet, or made in one place and still to make in another.
+        assert!(!already_made("port = 80\n", "port = 80", "port = 8080"));
+        assert!(!already_made(
+            "port = 8080\nport = 80\n",
+            "port = 80",
+            "port = 8080"
+        ));
+        // `new` does not hold `old`: an ordinary edit.
+        assert!(!already_made("a = 1\n", "a = 1", "a = 2"));
+        assert!(!already_made("", "a", "ab"));
     }
 
     #[test]

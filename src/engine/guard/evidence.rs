@@ -296,6 +296,58 @@ pub(super) fn commands_said_to_print(item: &str) -> Vec<String> {
         .collect()
 }
 
+/// What `claim` says a file prints: the file names in it (words with an extension, as
+/// `greet.sh`) and the quoted spans after its first output verb
+/// (`Fixed greet.sh to print 'Hello, Ann!' when called with 'Ann'` gives `greet.sh` and
+/// `Hello, Ann!`, `Ann`). Empty when it has no output verb, no file name or no such span.
+pub(super) fn file_output_claims(claim: &str) -> (Vec<String>, Vec<String>) {
+    let claim = normalize(claim);
+    let tokens = tokens(&claim);
+    let verb_at = tokens.iter().find_map(|t| match *t {
+        Token::Marker { start, end } => {
+            let word = claim[start..end].to_lowercase();
+            OUTPUT_VERBS
+                .split_whitespace()
+                .any(|v| v == word)
+                .then_some(end)
+        }
+        Token::Quote { .. } => None,
+    });
+    let Some(verb_at) = verb_at else {
+        return (Vec::new(), Vec::new());
+    };
+    let quoted: Vec<String> = tokens
+        .iter()
+        .filter_map(|t| match *t {
+            Token::Quote { start, text } if start >= verb_at => Some(normalize(text)),
+            _ => None,
+        })
+        .filter(|q| !q.is_empty())
+        .collect();
+    let files: Vec<String> = claim
+        .split(|c: char| c.is_whitespace() || "'\"`“”‘’(),;:".contains(c))
+        .map(|w| w.trim_end_matches(['.', '!', '?']))
+        .filter(|w| is_file_name(w))
+        .map(str::to_string)
+        .collect();
+    (files, quoted)
+}
+
+/// Whether `word` looks like a file name: a name, a dot, then an extension of letters and
+/// digits (`greet.sh`, `src/app.py`), not a number (`2.5`).
+fn is_file_name(word: &str) -> bool {
+    let Some((stem, ext)) = word.rsplit_once('.') else {
+        return false;
+    };
+    !stem.is_empty()
+        && stem
+            .chars()
+            .all(|c| c.is_alphanumeric() || "_-/.".contains(c))
+        && (1..=5).contains(&ext.len())
+        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        && ext.chars().any(|c| c.is_ascii_alphabetic())
+}
+
 /// `COMMAND: exit code N` (the command may be in backticks): the command, normalized, and N.
 pub(super) fn cited_exit_code(item: &str) -> Option<(String, i64)> {
     let (command, rest) = item.rsplit_once(':')?;

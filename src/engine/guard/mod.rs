@@ -264,6 +264,11 @@ impl CallLog {
                     .find_map(|item| self.unrun_printing_command(item))
             })
             .or_else(|| {
+                std::iter::once(&report.summary)
+                    .chain(&report.evidence)
+                    .find_map(|claim| self.unproven_file_output(claim))
+            })
+            .or_else(|| {
                 self.failed_change.as_ref().map(|failure| {
                     format!(
                         "the round's last change to a file failed ({failure}) and no file changed after it: make the change, or report status \"continue\""
@@ -381,6 +386,36 @@ impl CallLog {
             clip(item, 120),
             clip(&command, 120),
         ))
+    }
+
+    /// A claim (the summary or an evidence item) that a file prints quoted text when the
+    /// round ran that file and no run of it printed the text: the 1.5B ran `sh greet.sh Ann`,
+    /// got `Hello, Ann`, and reported "Fixed greet.sh to print 'Hello, Ann!'". A quoted span
+    /// the command itself holds (its argument, `'Ann'`) claims nothing.
+    fn unproven_file_output(&self, claim: &str) -> Option<String> {
+        let (files, quoted) = evidence::file_output_claims(claim);
+        files.iter().find_map(|file| {
+            let file = file.trim_start_matches("./");
+            let runs: Vec<&CommandRun> = self
+                .commands
+                .iter()
+                .filter(|run| run.command.split(' ').any(|w| w.trim_start_matches("./") == file))
+                .collect();
+            let last = runs.last()?;
+            let unseen = quoted.iter().find(|text| {
+                !runs.iter().any(|run| run.command.contains(text.as_str()))
+                    && !runs
+                        .iter()
+                        .any(|run| evidence::Claim::Quoted((*text).clone()).holds_in(&run.printed()))
+            })?;
+            Some(format!(
+                "the report says {} prints \"{}\", but no run of it in this round printed that; `{}` printed:\n{}\nCite what it printed, or fix the cause and run it again, or report status \"continue\"",
+                clip(file, 120),
+                clip(unseen, 120),
+                clip(&last.command, 120),
+                last.output_tail(),
+            ))
+        })
     }
 
     /// An evidence item written as `COMMAND: exit code N` (the shape the instructions

@@ -538,3 +538,43 @@ fn a_blocker_after_a_run_that_found_no_test_or_a_refusing_check_is_questioned_on
         "{why}"
     );
 }
+
+#[test]
+fn a_report_that_a_file_prints_what_no_run_of_it_printed_is_refused() {
+    let mut log = CallLog::default();
+    let run = json!({"command": "sh greet.sh Ann"});
+    log.check("run_command", &run);
+    log.record("run_command", &run, &ok("exit code 0\nHello, Ann"), false);
+    // The 1.5B's report: its claim is in the summary, the evidence unverifiable.
+    let mut report = complete(&["read_file greet.sh: Hello, Ann."]);
+    report.summary = "Fixed greet.sh to print 'Hello, Ann!' when called with 'Ann'.".into();
+    let why = log.contradiction(&report).unwrap();
+    assert!(
+        why.contains("says greet.sh prints \"Hello, Ann!\", but no run of it"),
+        "{why}"
+    );
+    assert!(
+        why.contains("`sh greet.sh Ann` printed:\nHello, Ann"),
+        "{why}"
+    );
+    // What a run of it did print stands, whichever run printed it.
+    let bare = json!({"command": "sh greet.sh"});
+    log.check("run_command", &bare);
+    log.record(
+        "run_command",
+        &bare,
+        &ok("exit code 0\nHello, world!"),
+        false,
+    );
+    report.summary = "greet.sh prints 'Hello, Ann' and 'Hello, world!'".into();
+    assert_eq!(log.contradiction(&report), None);
+    // A file the round never ran, a number, or no output verb: nothing to read against.
+    for summary in [
+        "Fixed stats.py to print 'Hello, Ann!'",
+        "median now returns 2.5 for 'greet.sh'",
+        "greet.sh uses 'Hello, Ann!'",
+    ] {
+        report.summary = summary.into();
+        assert_eq!(log.contradiction(&report), None, "{summary}");
+    }
+}
