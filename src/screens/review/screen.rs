@@ -385,8 +385,9 @@ fn render_diff(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
 const REVIEW_KEYS: &HintSpec = &[
     (&[Action::Toggle], "choose"),
     (&[Action::Commit], "commit"),
-    (&[Action::RevertRound], "revert round"),
+    (&[Action::RevertRound], "revert"),
     (&[Action::Discard], "discard"),
+    (&[Action::SendBack], "send back"),
     (&[Action::Quit], "quit"),
     (&[Action::Help], "help"),
 ];

@@ -159,7 +159,8 @@ fn last_check(state: &State) -> Option<CheckVerdict> {
 }
 
 /// The run screen's keys on its status line: help, moving focus and what Enter opens in the
-/// focused pane, cancel; only help and cancel when the line is `short`.
+/// focused pane, cancel, a note to the next round; only help and cancel when the line is
+/// `short`.
 fn run_hints(focus: Pane, short: bool) -> Vec<Hint> {
     let at = [&keys::RUN, &keys::EVERYWHERE];
     if short {
@@ -181,6 +182,8 @@ fn run_hints(focus: Pane, short: bool) -> Vec<Hint> {
         spec.push((&[Action::Open], enter));
     }
     spec.push((&[Action::Back], "cancel"));
+    // Last, so a narrow line leaves it out before the others (help lists it).
+    spec.push((&[Action::Note], "note"));
     hints::of(&at, &spec, false)
 }
 

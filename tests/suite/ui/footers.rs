@@ -123,7 +123,7 @@ fn every_key_a_status_line_names_is_bound_there() {
     let text = screen(&mut state, 120, 40);
     let status = text.lines().last().unwrap().to_string();
     let names = named_keys(&status);
-    assert_eq!(names, ["space", "c", "u", "d", "q", "?"], "{status}");
+    assert_eq!(names, ["space", "c", "u", "d", "b", "q", "?"], "{status}");
     for name in &names {
         assert!(bound(&hints::AT_REVIEW, name), "{name} in `{status}`");
     }

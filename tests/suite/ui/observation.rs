@@ -389,7 +389,7 @@ fn a_wide_status_line_shows_the_last_checks_verdict_and_never_crowds_the_keys() 
         !full.contains("check failed"),
         "the keys come first: {full}"
     );
-    assert!(full.ends_with("Esc cancel"), "{full}");
+    assert!(full.ends_with("Esc cancel · n note"), "{full}");
     send(
         &mut state,
         Event::CheckFinished {
