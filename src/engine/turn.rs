@@ -315,10 +315,11 @@ impl ChildTurns<'_, '_> {
     fn handle_report_call(&mut self, arguments: &Value) -> Option<RoundEnd> {
         let round = self.scope.round;
         let checked = report::validate(arguments).and_then(|report| {
-            let refusal = self
-                .calls
-                .contradiction(&report)
-                .or_else(|| self.calls.question_block(&report));
+            let contradicted = self.calls.contradiction(&report);
+            if contradicted.is_some() {
+                self.calls.claim_refuted();
+            }
+            let refusal = contradicted.or_else(|| self.calls.question_block(&report));
             match refusal.or_else(|| self.check_claim(&report)) {
                 Some(reason) => Err(crate::protocol::report::Rejection(reason)),
                 None => Ok(report),

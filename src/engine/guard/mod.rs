@@ -109,6 +109,8 @@ pub struct CallLog {
     block_questioned: bool,
     /// The repository's check refused a claim of this round: its command and verdict.
     check_refusal: Option<(String, String)>,
+    /// The round's own record refuted a claim of this round ([`CallLog::contradiction`]).
+    claim_refuted: bool,
 }
 
 /// A call's arguments in one canonical text (keys sorted, as serde_json's map keeps them).
@@ -284,11 +286,28 @@ impl CallLog {
         if report.status != ReportStatus::Blocked || self.block_questioned {
             return None;
         }
-        let failing = self.failing_work()?;
-        self.block_questioned = true;
-        Some(format!(
-            "{failing}. Fix the cause and run it again, or report status \"continue\" with next_steps for the next round; only if no change in the repository can fix it, report \"blocked\" again"
-        ))
+        if let Some(failing) = self.failing_work() {
+            self.block_questioned = true;
+            return Some(format!(
+                "{failing}. Fix the cause and run it again, or report status \"continue\" with next_steps for the next round; only if no change in the repository can fix it, report \"blocked\" again"
+            ));
+        }
+        // The 1.5B reports the work it finds done as a blocker ("The port is already set to
+        // 8080"): that is a completion to check, not something in the way.
+        let done = format!("{} {}", report.blocker, report.summary).to_lowercase();
+        if done.contains("already") {
+            self.block_questioned = true;
+            return Some(
+                "a blocker is something in the way that no change in the repository can fix; work that is already done is not one. If the objective is met, check it (run it, or read the file back) and report status \"complete\" with that evidence; if something is still missing, do it, or report status \"continue\" with next_steps; only if something outside the repository stops you, report \"blocked\" again".into(),
+            );
+        }
+        None
+    }
+
+    /// Records that the round's record refuted a claim (the engine refused it as
+    /// [`CallLog::contradiction`] said): a `blocked` report after it is questioned once.
+    pub fn claim_refuted(&mut self) {
+        self.claim_refuted = true;
     }
 
     /// Records that the repository's check (`command`) refused a claim of this round with
@@ -317,11 +336,14 @@ impl CallLog {
                 ));
             }
         }
-        self.check_refusal.as_ref().map(|(command, verdict)| {
-            format!(
+        if let Some((command, verdict)) = &self.check_refusal {
+            return Some(format!(
                 "a check that does not pass is work to do, not a blocker: the repository's check `{}` does not pass ({verdict})",
                 clip(command, 120),
-            )
+            ));
+        }
+        self.claim_refuted.then(|| {
+            "a claim this round's own record refuted is work to do, not a blocker: make the work do what the claim said (the refusal quoted what the run printed)".to_string()
         })
     }
 

@@ -499,10 +499,10 @@ fn evidence_of_what_a_command_prints_is_refused_when_the_round_never_ran_it() {
 fn a_blocker_after_a_run_that_found_no_test_or_a_refusing_check_is_questioned_once() {
     let blocked = Report {
         status: ReportStatus::Blocked,
-        summary: "the file already has the correct content".into(),
+        summary: "the file has the correct content".into(),
         evidence: vec![],
         next_steps: vec![],
-        blocker: "the file already has the correct content".into(),
+        blocker: "the file has the correct content".into(),
     };
     // The 1.5B wrote slugify back without its docstring; doctest then found nothing.
     let mut log = CallLog::default();
@@ -577,4 +577,60 @@ fn a_report_that_a_file_prints_what_no_run_of_it_printed_is_refused() {
         report.summary = summary.into();
         assert_eq!(log.contradiction(&report), None, "{summary}");
     }
+}
+
+#[test]
+fn a_blocker_that_says_the_work_is_already_done_is_questioned_once() {
+    let blocked = |text: &str| Report {
+        status: ReportStatus::Blocked,
+        summary: text.into(),
+        evidence: vec!["read_file config/app.ini".into()],
+        next_steps: vec![],
+        blocker: text.into(),
+    };
+    let mut log = CallLog::default();
+    let read = json!({"path": "config/app.ini"});
+    log.check("read_file", &read);
+    log.record("read_file", &read, &ok("port = 8080"), false);
+    // The 1.5B's round 3, the port set two rounds earlier.
+    let why = log
+        .question_block(&blocked(
+            "The port is already set to 8080 in config/app.ini.",
+        ))
+        .unwrap();
+    assert!(why.contains("report status \"complete\""), "{why}");
+    assert_eq!(
+        log.question_block(&blocked("The port is already set.")),
+        None
+    );
+    // A blocker that is one stands.
+    let mut log = CallLog::default();
+    assert_eq!(
+        log.question_block(&blocked("cargo is not installed on this machine")),
+        None
+    );
+}
+
+#[test]
+fn a_blocker_after_a_refuted_claim_is_questioned_once() {
+    // The 1.5B's round: its claim refused (greet.sh printed `Hello, Ann`), then "blocked".
+    let mut log = CallLog::default();
+    let run = json!({"command": "sh greet.sh"});
+    log.check("run_command", &run);
+    log.record("run_command", &run, &ok("exit code 0\nHello,"), false);
+    let blocked = Report {
+        status: ReportStatus::Blocked,
+        summary: "the output changed".into(),
+        evidence: vec![],
+        next_steps: vec![],
+        blocker: "a change in the environment".into(),
+    };
+    assert_eq!(log.question_block(&blocked), None);
+    let mut log = CallLog::default();
+    log.check("run_command", &run);
+    log.record("run_command", &run, &ok("exit code 0\nHello,"), false);
+    log.claim_refuted();
+    let why = log.question_block(&blocked).unwrap();
+    assert!(why.contains("own record refuted"), "{why}");
+    assert_eq!(log.question_block(&blocked), None);
 }
