@@ -292,15 +292,6 @@ impl CallLog {
                 "{failing}. Fix the cause and run it again, or report status \"continue\" with next_steps for the next round; only if no change in the repository can fix it, report \"blocked\" again"
             ));
         }
-        // The 1.5B reports the work it finds done as a blocker ("The port is already set to
-        // 8080"): that is a completion to check, not something in the way.
-        let done = format!("{} {}", report.blocker, report.summary).to_lowercase();
-        if done.contains("already") {
-            self.block_questioned = true;
-            return Some(
-                "a blocker is something in the way that no change in the repository can fix; work that is already done is not one. If the objective is met, check it (run it, or read the file back) and report status \"complete\" with that evidence; if something is still missing, do it, or report status \"continue\" with next_steps; only if something outside the repository stops you, report \"blocked\" again".into(),
-            );
-        }
         None
     }
 

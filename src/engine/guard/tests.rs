@@ -580,38 +580,6 @@ fn a_report_that_a_file_prints_what_no_run_of_it_printed_is_refused() {
 }
 
 #[test]
-fn a_blocker_that_says_the_work_is_already_done_is_questioned_once() {
-    let blocked = |text: &str| Report {
-        status: ReportStatus::Blocked,
-        summary: text.into(),
-        evidence: vec!["read_file config/app.ini".into()],
-        next_steps: vec![],
-        blocker: text.into(),
-    };
-    let mut log = CallLog::default();
-    let read = json!({"path": "config/app.ini"});
-    log.check("read_file", &read);
-    log.record("read_file", &read, &ok("port = 8080"), false);
-    // The 1.5B's round 3, the port set two rounds earlier.
-    let why = log
-        .question_block(&blocked(
-            "The port is already set to 8080 in config/app.ini.",
-        ))
-        .unwrap();
-    assert!(why.contains("report status \"complete\""), "{why}");
-    assert_eq!(
-        log.question_block(&blocked("The port is already set.")),
-        None
-    );
-    // A blocker that is one stands.
-    let mut log = CallLog::default();
-    assert_eq!(
-        log.question_block(&blocked("cargo is not installed on this machine")),
-        None
-    );
-}
-
-#[test]
 fn a_blocker_after_a_refuted_claim_is_questioned_once() {
     // The 1.5B's round: its claim refused (greet.sh printed `Hello, Ann`), then "blocked".
     let mut log = CallLog::default();
