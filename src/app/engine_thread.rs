@@ -196,6 +196,42 @@ fn start_point(resume: Option<&Resume>) -> (StartAt, Vec<String>) {
     }
 }
 
+/// What a run starts from, found before its engine exists.
+struct Opening {
+    start: StartAt,
+    /// The run's opening warnings: a resumed run's, the person's uncommitted changes, the
+    /// sandbox the kernel lacks, a live watch that cannot start.
+    warnings: Vec<String>,
+    /// What the kernel's sandbox offers, in a sentence.
+    sandbox_note: String,
+    watch: Option<Box<dyn RoundWatch>>,
+}
+
+/// Where the run starts and the warnings it starts with, the sandbox probed and the live
+/// watch of `root` started when there is a listener.
+fn opening(
+    prepared: &Prepared,
+    policy: &ToolPolicy,
+    root: &Path,
+    live: Option<OnChange>,
+) -> Opening {
+    let (worktree, resume) = (prepared.worktree.as_ref(), prepared.resume.as_ref());
+    let (start, mut warnings) = start_point(resume);
+    warnings.extend(uncommitted_at_start(
+        worktree,
+        resume,
+        &prepared.settings.workspace,
+    ));
+    let sandbox_note = probe_sandbox(policy, &prepared.settings, &mut warnings);
+    let watch = live_watch(live, root, &mut warnings);
+    Opening {
+        start,
+        warnings,
+        sandbox_note,
+        watch,
+    }
+}
+
 /// The warning naming the person's uncommitted changes the run starts from (those a commit
 /// of a file the run changes would carry too); `None` when there are none. For a worktree
 /// run, they are those its snapshot took from the person's work tree; for a resumed run,
@@ -387,15 +423,12 @@ pub(super) fn run_on_this_thread(
     log.stop_run_on_failure(cancel.clone());
     let log_failure = log.failure();
     let policy = tool_policy(&prepared.settings);
-    let (worktree, resume) = (prepared.worktree.as_ref(), prepared.resume.as_ref());
-    let (start, mut warnings) = start_point(resume);
-    warnings.extend(uncommitted_at_start(
-        worktree,
-        resume,
-        &prepared.settings.workspace,
-    ));
-    let sandbox_note = probe_sandbox(&policy, &prepared.settings, &mut warnings);
-    let watch = live_watch(live, workspace.root(), &mut warnings);
+    let Opening {
+        start,
+        warnings,
+        sandbox_note,
+        watch,
+    } = opening(&prepared, &policy, workspace.root(), live);
     let config = run_config(
         &prepared,
         objective,
@@ -408,7 +441,7 @@ pub(super) fn run_on_this_thread(
     let (sink, hooks) = hooked_sink(
         &prepared.settings,
         &prepared.run_dir,
-        worktree,
+        prepared.worktree.as_ref(),
         &policy,
         sink,
     );

@@ -113,16 +113,11 @@ impl Engine<'_> {
         let tools = self.tools.registry.specs();
         let notes = self.take_notes(round);
         let check = self.round_check(round);
-        let run_patch = self
-            .config
-            .observe
-            .then(|| self.changes.run_patch(&self.workspace, base))
-            .flatten();
         let observation = self.observation(
             round,
             previous,
             check.as_ref(),
-            run_patch.as_deref(),
+            base,
             (ctx_size, max_tokens),
         );
         let (messages, prompt_json) = self.round_prompt(
@@ -209,18 +204,20 @@ impl Engine<'_> {
     }
 
     /// Round `round`'s observation of the workspace, when the run gives one: its file texts
-    /// within what the context leaves beside the fixed prompt, the turns and the report.
+    /// within what the context leaves beside the fixed prompt, the turns and the report, and
+    /// the run's diff from its start to `base`, the round's opening snapshot.
     fn observation(
         &self,
         round: u32,
         previous: Option<&Report>,
         check: Option<&CheckRun>,
-        run_patch: Option<&str>,
+        base: Option<Snapshot>,
         (ctx_size, max_tokens): (u32, u32),
     ) -> Option<observe::Observation> {
         if !self.config.observe {
             return None;
         }
+        let run_patch = self.changes.run_patch(&self.workspace, base);
         let changed = self.changes.worker_paths();
         let seen = observe::observe(&observe::Inputs {
             root: self.workspace.root(),
@@ -228,7 +225,7 @@ impl Engine<'_> {
             previous,
             check,
             changed,
-            run_patch,
+            run_patch: run_patch.as_deref(),
             text_budget: observe::text_budget(ctx_size, max_tokens),
         });
         tracing::info!(

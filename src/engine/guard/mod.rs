@@ -107,10 +107,9 @@ pub struct CallLog {
     failed_change: Option<String>,
     /// A `blocked` report has been questioned once this round.
     block_questioned: bool,
-    /// The repository's check refused a claim of this round: its command and verdict.
-    check_refusal: Option<(String, String)>,
-    /// The round's own record refuted a claim of this round ([`CallLog::contradiction`]).
-    claim_refuted: bool,
+    /// Why a claim of this round was refused (by the round's record or the repository's
+    /// check), said as a blocker filed after it is questioned; the latest refusal.
+    refused_claim: Option<String>,
 }
 
 /// A call's arguments in one canonical text (keys sorted, as serde_json's map keeps them).
@@ -298,19 +297,24 @@ impl CallLog {
     /// Records that the round's record refuted a claim (the engine refused it as
     /// [`CallLog::contradiction`] said): a `blocked` report after it is questioned once.
     pub fn claim_refuted(&mut self) {
-        self.claim_refuted = true;
+        self.refused_claim = Some(
+            "a claim this round's own record refuted is work to do, not a blocker: make the work do what the claim said (the refusal quoted what the run printed)".into(),
+        );
     }
 
     /// Records that the repository's check (`command`) refused a claim of this round with
     /// `verdict`: a `blocked` report after it is questioned like one after a failing command.
     pub fn check_refused(&mut self, command: &str, verdict: &str) {
-        self.check_refusal = Some((command.to_string(), verdict.to_string()));
+        self.refused_claim = Some(format!(
+            "a check that does not pass is work to do, not a blocker: the repository's check `{}` does not pass ({verdict})",
+            clip(command, 120),
+        ));
     }
 
     /// What says the work is not done yet, though the worker may take it for a blocker: the
     /// round's last command failed, or ran no test (the 1.5B wrote a doctest's function back
-    /// without its docstring, then reported the empty run as a blocker), or the repository's
-    /// check refused a claim.
+    /// without its docstring, then reported the empty run as a blocker), or a claim of the
+    /// round was refused.
     fn failing_work(&self) -> Option<String> {
         if let Some(last) = self.commands.last() {
             if !last.ok {
@@ -327,15 +331,7 @@ impl CallLog {
                 ));
             }
         }
-        if let Some((command, verdict)) = &self.check_refusal {
-            return Some(format!(
-                "a check that does not pass is work to do, not a blocker: the repository's check `{}` does not pass ({verdict})",
-                clip(command, 120),
-            ));
-        }
-        self.claim_refuted.then(|| {
-            "a claim this round's own record refuted is work to do, not a blocker: make the work do what the claim said (the refusal quoted what the run printed)".to_string()
-        })
+        self.refused_claim.clone()
     }
 
     /// The run an evidence item's claims about output are read against: the round's last run
