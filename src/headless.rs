@@ -137,6 +137,7 @@ fn finished(summary: &RunSummary, worktree: Option<&WorktreeInfo>) -> ExitCode {
 pub fn check_said(at: CheckPoint, check: &CheckRun) -> String {
     let what = match at {
         CheckPoint::RoundStart => "check",
+        CheckPoint::Change => "check after the change:",
         CheckPoint::Claim if check.verdict.is_pass() => "claim checked:",
         CheckPoint::Claim => "claim refused by the check:",
     };

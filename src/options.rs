@@ -187,6 +187,12 @@ options! {
     /// check refuses it); `auto` picks one from the repository, `off` runs none.
     #[arg(long, value_name = "CMD|auto|off", value_parser = CheckSetting::parse)]
     check: CheckSetting = CheckSetting::DEFAULT;
+    /// Also run the check after each of the worker's calls that changes files, and add its
+    /// result to the call's result (`--check-on-change=false` runs it only at the round's
+    /// start and on a claim).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true)]
+    #[arg(default_missing_value = "true")]
+    check_on_change: bool = true;
     /// Give each round an observation of the workspace after the fixed prompt (its files, the
     /// check's result, the texts that matter most): `on` or `off`.
     #[arg(long, value_name = "MODE")]

@@ -296,6 +296,7 @@ fn run_config(
         token_budget: options.token_budget,
         verify: options.verify.clone(),
         check,
+        check_on_change: options.check_on_change,
         observe: options.observe == crate::options::ObserveMode::On,
         stall_rounds: options.stall_rounds,
         round_timeout: options.round_timeout.map(std::time::Duration::from_secs),

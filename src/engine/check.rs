@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::testrun::ran_no_test;
+use crate::chat::listing::fence_for;
 use crate::protocol::event::{CheckRun, CheckVerdict};
 use crate::tools::confined::Root;
 use crate::tools::process::{run_captured, Captured};
@@ -87,6 +88,39 @@ pub fn run(
         wall_ms,
         output: failures_first(&output, OUTPUT_BYTES),
     }
+}
+
+/// The check's command, verdict, exit code and time (`when` says when ralph-tui ran it), then
+/// its output within `max_bytes`, failures first, and when it does not pass, that the
+/// objective is not met while it fails.
+pub fn describe(check: &CheckRun, when: &str, max_bytes: usize) -> String {
+    let exit = match check.exit_code {
+        Some(code) => format!("exit code {code}"),
+        None => "no exit code".to_string(),
+    };
+    let seconds = check.wall_ms as f64 / 1000.0;
+    let mut text = format!(
+        "The check `{}` (run by ralph-tui {when}): {} ({exit}, {seconds:.1} s)",
+        crate::text::sanitize_line(&check.command),
+        check.verdict.as_str().to_uppercase(),
+    );
+    if !check.note.is_empty() {
+        text.push_str(&format!(": {}", check.note));
+    }
+    text.push('\n');
+    let output = failures_first(&check.output, max_bytes);
+    if output.trim().is_empty() {
+        text.push_str("(no output)\n");
+    } else {
+        let fence = fence_for([output.as_str()]);
+        text.push_str(&format!("{fence}\n{}\n{fence}\n", output.trim_end()));
+    }
+    if !check.verdict.is_pass() {
+        text.push_str(
+            "The objective is not met while this check fails: fix what it reports, then run it again.\n",
+        );
+    }
+    text
 }
 
 /// Why a `complete` claim is refused when the check does not pass, quoting its output.

@@ -69,6 +69,9 @@ pub struct RunConfig {
     /// The repository's check command (`--check`, `auto` already resolved): run at each
     /// round's start and on a `complete` claim. `None`: no check.
     pub check: Option<String>,
+    /// Run the check after each worker call that changes files, its result added to the
+    /// call's (`--check-on-change`).
+    pub check_on_change: bool,
     /// Give each round the workspace observation after the fixed prompt (`--observe`).
     pub observe: bool,
     /// Rounds in a row that change nothing and say the same next steps before the run ends

@@ -109,7 +109,12 @@ pub fn observe(inputs: &Inputs<'_>) -> Observation {
     );
     listing(&files, walk_stopped, &mut text, &mut out);
     if let Some(check) = inputs.check {
-        check_section(check, &mut text);
+        text.push('\n');
+        text.push_str(&super::check::describe(
+            check,
+            "at this round's start",
+            CHECK_OUTPUT_BYTES,
+        ));
     } else if !files.iter().any(|f| looks_like_a_test(&f.path)) {
         text.push_str(
             "\nThis repository has no test files: check your work by reading back what you changed (or by running it), not with a test command.\n",
@@ -230,36 +235,6 @@ fn listing(files: &[Found], walk_stopped: bool, text: &mut String, out: &mut Obs
         text.push_str(&format!(
             "... and {more} more files (list_dir shows them)\n"
         ));
-    }
-}
-
-/// The check's command, verdict, exit code and time, and its output (failures first).
-fn check_section(check: &CheckRun, text: &mut String) {
-    let exit = match check.exit_code {
-        Some(code) => format!("exit code {code}"),
-        None => "no exit code".to_string(),
-    };
-    let seconds = check.wall_ms as f64 / 1000.0;
-    text.push_str(&format!(
-        "\nThe check `{}` (run by ralph-tui at this round's start): {} ({exit}, {seconds:.1} s)",
-        crate::text::sanitize_line(&check.command),
-        check.verdict.as_str().to_uppercase(),
-    ));
-    if !check.note.is_empty() {
-        text.push_str(&format!(": {}", check.note));
-    }
-    text.push('\n');
-    let output = super::check::failures_first(&check.output, CHECK_OUTPUT_BYTES);
-    if output.trim().is_empty() {
-        text.push_str("(no output)\n");
-    } else {
-        let fence = fence_for([output.as_str()]);
-        text.push_str(&format!("{fence}\n{}\n{fence}\n", output.trim_end()));
-    }
-    if !check.verdict.is_pass() {
-        text.push_str(
-            "The objective is not met while this check fails: fix what it reports, then run it again.\n",
-        );
     }
 }
 

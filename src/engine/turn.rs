@@ -38,6 +38,8 @@ use crate::workspace::Workspace;
 
 /// Why a round fails when generation stopped at a full context window.
 const CONTEXT_FILLED: &str = "the context window filled up before a valid report";
+/// Most bytes of the check's output added to the result of a call that changed files.
+const CHANGE_CHECK_BYTES: usize = 1024;
 
 /// Per-round totals for `round_finished`.
 #[derive(Default)]
@@ -397,6 +399,40 @@ impl ChildTurns<'_, '_> {
         refusal
     }
 
+    /// With `--check-on-change`, runs the check after a call that changed files (emitting
+    /// `check_finished`) and adds what it found to the call's `result`, so the worker sees
+    /// at once what its change did to the repository's tests.
+    fn check_change(&mut self, mut result: ToolResult) -> ToolResult {
+        let Some(command) = self
+            .config
+            .check
+            .as_deref()
+            .filter(|_| self.config.check_on_change)
+        else {
+            return result;
+        };
+        let run = super::check::run(
+            command,
+            self.workspace.root(),
+            &self.tools.policy,
+            &self.config.run_id,
+            self.scope.round,
+            self.scope.cancel,
+        );
+        result.output.push_str("\n\n");
+        result.output.push_str(&super::check::describe(
+            &run,
+            "after this change",
+            CHANGE_CHECK_BYTES,
+        ));
+        self.convo.rec.emit(Event::CheckFinished {
+            round: self.scope.round,
+            at: crate::protocol::event::CheckPoint::Change,
+            check: run,
+        });
+        result
+    }
+
     /// Runs a workspace tool (arguments over `MAX_ARGUMENT_BYTES` are refused unrun) and gives
     /// the child its outcome. What the call can change is recorded as the worker's: the files
     /// a file tool names, or whatever changed between snapshots taken around a command. A
@@ -448,7 +484,11 @@ impl ChildTurns<'_, '_> {
                 }
             };
             self.calls.record(name, arguments, &result, changed);
-            result
+            if changed && result.ok {
+                self.check_change(result)
+            } else {
+                result
+            }
         };
         let outcome = wrapup::fit_tool_result(&mut self.convo, child, name, outcome);
         self.convo.push_tool_result(name, outcome);

@@ -208,6 +208,9 @@ pub enum CheckPoint {
     RoundStart,
     /// On the worker's `complete` report: a failing check refuses the claim.
     Claim,
+    /// After a worker's tool call changed files (`--check-on-change`): its result is added to
+    /// the call's result, so the worker sees at once what its change did.
+    Change,
 }
 
 /// What the check's run says.

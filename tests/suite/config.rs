@@ -68,6 +68,12 @@ const CASES: &[Case] = &[
         &["--check", "auto"],
     ),
     case(
+        "check_on_change",
+        &["--check-on-change=false"],
+        "false",
+        &["--check-on-change"],
+    ),
+    case(
         "observe",
         &["--observe", "on"],
         "\"on\"",

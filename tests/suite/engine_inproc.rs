@@ -38,6 +38,7 @@ pub(super) fn config(max_rounds: u32) -> RunConfig {
         token_budget: None,
         verify: None,
         check: None,
+        check_on_change: true,
         observe: false,
         stall_rounds: 3,
         round_timeout: None,

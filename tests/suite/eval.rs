@@ -267,8 +267,8 @@ fn the_ralph_arm_runs_the_tasks_check_and_ralph_plain_runs_none() {
         );
         assert_eq!(c.observed_rounds, 1);
         assert_eq!(c.claims_refused, 1, "{r:?}");
-        // At the round's start, on the refused claim, on the accepted one.
-        assert_eq!(c.check_runs, 3, "{r:?}");
+        // At the round's start, after the write, on the refused claim, on the accepted one.
+        assert_eq!(c.check_runs, 4, "{r:?}");
         assert_eq!(
             (c.first_verdict.as_deref(), c.last_verdict.as_deref()),
             (Some("failed"), Some("passed"))

@@ -89,7 +89,8 @@ fn the_observation_lists_files_shows_texts_and_the_check_after_the_fixed_prompt(
     let second = user_message(&run, 2);
     assert!(!second.contains("<tool_call>"), "{second}");
 
-    // The check ran at each round's start and on the claim, and is logged with its time.
+    // The check ran at each round's start, after round 2's fix and on the claim, and is
+    // logged with its time.
     let checks = of_type(&run.events, "check_finished");
     let points: Vec<(u64, &str, &str)> = checks
         .iter()
@@ -106,6 +107,7 @@ fn the_observation_lists_files_shows_texts_and_the_check_after_the_fixed_prompt(
         [
             (1, "round_start", "failed"),
             (2, "round_start", "failed"),
+            (2, "change", "passed"),
             (2, "claim", "passed")
         ]
     );
@@ -203,6 +205,88 @@ fn a_failing_check_refuses_the_claim_quoting_its_output_and_the_round_goes_on() 
     assert!(reason.contains("-1 != 5"), "{reason}");
     assert_eq!(repo.read("calc.py"), FIXED_ADD);
     assert_eq!(last(&run.events)["status"], "complete");
+}
+
+#[test]
+fn a_change_is_checked_at_once_and_the_worker_sees_what_it_did() {
+    let still_wrong = "def add(a, b):\n    return a * b\n";
+    let script = || {
+        vec![turns(&[
+            write_file_call("calc.py", still_wrong),
+            write_file_call("calc.py", FIXED_ADD),
+            call("read_file", json!({"path": "calc.py"})),
+            report("continue", "fixed add", &[], &["run the tests"], ""),
+        ])]
+    };
+    let check = "python3 -m unittest discover -p '*_test.py'";
+    let on_repo = failing_repo();
+    let on = run_script(
+        &on_repo,
+        script(),
+        &["-n", "1", "--check", check, "fix add()"],
+    );
+    assert_eq!(code(&on.out), 4, "{}", stderr(&on));
+    let at = |run: &Run, at: &str| -> Vec<Value> {
+        of_type(&run.events, "check_finished")
+            .into_iter()
+            .filter(|c| c["at"] == at)
+            .cloned()
+            .collect()
+    };
+    let changes = at(&on, "change");
+    let verdicts: Vec<&Value> = changes.iter().map(|c| &c["check"]["verdict"]).collect();
+    assert_eq!(
+        verdicts,
+        [&json!("failed"), &json!("passed")],
+        "one run per change, none for the read"
+    );
+    let results: Vec<String> = of_type(&on.events, "tool_result")
+        .iter()
+        .map(|r| r["output"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        results[0].contains("(run by ralph-tui after this change): FAILED"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[0].contains("6 != 5"),
+        "the failure is quoted: {}",
+        results[0]
+    );
+    assert!(results[0].contains("The objective is not met while this check fails"));
+    assert!(
+        results[1].contains("(run by ralph-tui after this change): PASSED"),
+        "{}",
+        results[1]
+    );
+    assert!(
+        !results[2].contains("The check"),
+        "a read changes nothing: {}",
+        results[2]
+    );
+
+    let off_repo = failing_repo();
+    let off = run_script(
+        &off_repo,
+        script(),
+        &[
+            "-n",
+            "1",
+            "--check",
+            check,
+            "--check-on-change=false",
+            "fix add()",
+        ],
+    );
+    assert_eq!(code(&off.out), 4, "{}", stderr(&off));
+    assert!(at(&off, "change").is_empty());
+    assert_eq!(at(&off, "round_start").len(), 1);
+    let first = of_type(&off.events, "tool_result")[0]["output"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!first.contains("The check"), "{first}");
 }
 
 #[test]

@@ -133,6 +133,7 @@ impl Card {
             CardBody::Check(check) => {
                 let when = match check.at {
                     CheckPoint::RoundStart => "at the round's start",
+                    CheckPoint::Change => "after a change",
                     CheckPoint::Claim if check.refused() => "claim refused",
                     CheckPoint::Claim => "on the claim",
                 };

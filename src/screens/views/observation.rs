@@ -205,6 +205,9 @@ impl CheckCard {
         let when = match self.at {
             CheckPoint::RoundStart => "at the round's start; its result is in the observation",
             CheckPoint::Claim => "on the worker's `complete` claim; a failing check refuses it",
+            CheckPoint::Change => {
+                "after the worker's call changed files; its result was added to the call's"
+            }
         };
         let exit = run
             .exit_code
