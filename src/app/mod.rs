@@ -262,9 +262,12 @@ pub fn start_with_live(
     let notes = match &prepared.notes_file {
         Some(path) => NoteInbox::watching(path.clone()),
         None => NoteInbox::default(),
-    };
-    if let Some(note) = prepared.resume.as_ref().and_then(|r| r.note.clone()) {
-        notes.push(note);
+    }
+    .journaled(run_dir.join(crate::engine::notes::JOURNAL_FILE));
+    if let Some(resume) = &prepared.resume {
+        for note in resume.waiting.iter().chain(&resume.note) {
+            notes.push(note.clone());
+        }
     }
     let thread_cancel = cancel.clone();
     let thread_notes = notes.clone();

@@ -11,9 +11,15 @@
 //! `--notes FILE` a line appended to that file (read at each round's start, one note a
 //! line). The file lies outside the work tree, where the worker cannot write; it is opened
 //! without following a symlink and must stay a regular file.
+//!
+//! Every note is written down the moment it comes in, in the run directory's
+//! [`JOURNAL_FILE`], before any round is given it: a note sent while a round runs survives a
+//! cancel or a crash, and `--resume` gives the next round the notes no round was given. The
+//! run directory lies outside the work tree, and the sandbox lets the worker's commands write
+//! only the work tree and their scratch directory, so the worker cannot write a note.
 
 use std::collections::VecDeque;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -21,6 +27,10 @@ use crate::protocol::event::NoteSource;
 
 /// Most bytes one note may carry.
 pub const NOTE_MAX_BYTES: usize = 4 * 1024;
+
+/// The file in the run directory where each note is written down as it comes in (JSON Lines:
+/// `written_at`, `source`, `text`).
+pub const JOURNAL_FILE: &str = "notes.jsonl";
 
 /// Why a note is not sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,6 +61,14 @@ pub struct Note {
     /// When the person wrote it (RFC 3339, UTC, seconds).
     pub written_at: String,
     pub source: NoteSource,
+}
+
+/// One line of the [`JOURNAL_FILE`].
+#[derive(serde::Serialize, serde::Deserialize)]
+struct JournalLine {
+    written_at: String,
+    source: NoteSource,
+    text: String,
 }
 
 impl Note {
@@ -166,6 +184,8 @@ pub struct NoteInbox {
 struct Inner {
     waiting: VecDeque<Note>,
     file: Option<NotesFile>,
+    /// Where each note is written down as it comes in ([`JOURNAL_FILE`]).
+    journal: Option<PathBuf>,
 }
 
 /// What a round takes from the inbox: the notes, in the order they were written, and what
@@ -188,9 +208,18 @@ impl NoteInbox {
         inbox
     }
 
-    /// Puts a checked note in the inbox for the next round.
+    /// Writes each note down in `path` (the run directory's [`JOURNAL_FILE`]) as it comes in.
+    pub fn journaled(self, path: PathBuf) -> Self {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.journal = Some(path);
+        }
+        self
+    }
+
+    /// Puts a checked note in the inbox for the next round, written down first.
     pub fn push(&self, note: Note) {
         if let Ok(mut inner) = self.inner.lock() {
+            write_down(inner.journal.as_deref(), &note);
             inner.waiting.push_back(note);
         }
     }
@@ -198,9 +227,10 @@ impl NoteInbox {
     /// Everything waiting, oldest first: the inbox's own notes, then the file's new lines.
     pub fn take(&self) -> Taken {
         let mut taken = Taken::default();
-        let Ok(mut inner) = self.inner.lock() else {
+        let Ok(mut guard) = self.inner.lock() else {
             return taken;
         };
+        let inner = &mut *guard;
         taken.notes.extend(inner.waiting.drain(..));
         let Some(file) = inner.file.as_mut() else {
             return taken;
@@ -209,7 +239,11 @@ impl NoteInbox {
             Ok(lines) => {
                 for line in lines {
                     match check(&line) {
-                        Ok(text) => taken.notes.push(Note::now(text, NoteSource::File)),
+                        Ok(text) => {
+                            let note = Note::now(text, NoteSource::File);
+                            write_down(inner.journal.as_deref(), &note);
+                            taken.notes.push(note);
+                        }
                         Err(NoteRefusal::Empty) => {}
                         Err(refusal) => taken
                             .refused
@@ -221,6 +255,65 @@ impl NoteInbox {
         }
         taken
     }
+}
+
+/// Appends `note` to the journal at `path`, if any (never through a symlink); a journal that
+/// cannot be written is logged, and the note is still given.
+fn write_down(path: Option<&Path>, note: &Note) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(path) = path else {
+        return;
+    };
+    let line = JournalLine {
+        written_at: note.written_at.clone(),
+        source: note.source,
+        text: note.text.clone(),
+    };
+    let written = serde_json::to_string(&line)
+        .map_err(std::io::Error::from)
+        .and_then(|mut line| {
+            line.push('\n');
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+                .open(path)?
+                .write_all(line.as_bytes())
+        });
+    if let Err(e) = written {
+        tracing::warn!("cannot write the note down in {}: {e}", path.display());
+    }
+}
+
+/// The notes written down in run directory `dir` that none of its rounds was given (the run
+/// stopped first), oldest first: the journal's lines after as many as its log's `note`
+/// events (rounds are given notes in the order they were written down).
+pub fn not_given(dir: &Path) -> Vec<Note> {
+    use std::io::BufRead;
+    let Ok(journal) = std::fs::read_to_string(dir.join(JOURNAL_FILE)) else {
+        return Vec::new();
+    };
+    let given = std::fs::File::open(dir.join("events.jsonl")).map_or(0, |file| {
+        std::io::BufReader::new(file)
+            .lines()
+            .map_while(Result::ok)
+            .filter(|line| line.contains(r#""type":"note""#))
+            .filter(|line| {
+                serde_json::from_str::<serde_json::Value>(line)
+                    .is_ok_and(|event| event["type"] == "note")
+            })
+            .count()
+    });
+    journal
+        .lines()
+        .filter_map(|line| serde_json::from_str::<JournalLine>(line).ok())
+        .skip(given)
+        .map(|line| Note {
+            text: line.text,
+            written_at: line.written_at,
+            source: line.source,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -264,5 +357,51 @@ mod tests {
         assert_eq!(taken.refused.len(), 1, "{:?}", taken.refused);
         assert!(taken.refused[0].contains("5000 bytes"));
         assert_eq!(texts(taken), ["half done"]);
+    }
+
+    #[test]
+    fn each_note_is_written_down_as_it_comes_and_the_ones_never_given_are_found() {
+        let run = tempfile::tempdir().unwrap();
+        let notes = tempfile::tempdir().unwrap();
+        let file = notes.path().join("notes");
+        std::fs::write(&file, "").unwrap();
+        let inbox = NoteInbox::watching(file.clone()).journaled(run.path().join(JOURNAL_FILE));
+        inbox.push(Note::now("typed \u{1b}[2J".into(), NoteSource::Tui));
+        std::fs::write(&file, "from the file\n").unwrap();
+        let given = inbox.take();
+        assert_eq!(given.notes.len(), 2);
+        // The round that took them logged two `note` events; a third note came after.
+        let events = given
+            .notes
+            .iter()
+            .map(|n| {
+                format!(
+                    "{{\"t\":\"x\",\"type\":\"note\",\"round\":1,\"text\":{}}}\n",
+                    serde_json::json!(n.text)
+                )
+            })
+            .collect::<String>();
+        std::fs::write(run.path().join("events.jsonl"), events).unwrap();
+        inbox.push(Note::now("sent while round 2 ran".into(), NoteSource::Tui));
+
+        let journal = std::fs::read_to_string(run.path().join(JOURNAL_FILE)).unwrap();
+        let sources: Vec<serde_json::Value> = journal
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["source"].clone())
+            .collect();
+        assert_eq!(sources, ["tui", "file", "tui"]);
+        assert!(
+            journal.contains("typed \\u001b[2J"),
+            "kept verbatim: {journal}"
+        );
+
+        let left = not_given(run.path());
+        let texts: Vec<&str> = left.iter().map(|n| n.text.as_str()).collect();
+        assert_eq!(texts, ["sent while round 2 ran"]);
+        assert_eq!(left[0].source, NoteSource::Tui);
+        assert!(
+            not_given(notes.path()).is_empty(),
+            "no journal, nothing left"
+        );
     }
 }

@@ -51,7 +51,10 @@ pub struct Resume {
     pub worktree: Option<WorktreeInfo>,
     /// What the earlier parts of the run did, for a review of the whole run.
     pub earlier: Earlier,
-    /// The note its first round is given.
+    /// The notes the person sent the old run that none of its rounds was given (it stopped
+    /// first), from its run directory's journal: its first round is given them, oldest first.
+    pub waiting: Vec<Note>,
+    /// The note its first round is given, after `waiting`.
     pub note: Option<Note>,
 }
 
@@ -214,6 +217,7 @@ pub fn plan(
         warnings,
         worktree,
         earlier,
+        waiting: crate::engine::notes::not_given(&past.dir),
         note,
     };
     Ok((settings, resume))
