@@ -419,6 +419,8 @@ impl ChildTurns<'_, '_> {
             self.scope.round,
             self.scope.cancel,
         );
+        self.calls
+            .change_checked(command, run.verdict.is_pass(), run.verdict.as_str());
         result.output.push_str("\n\n");
         result.output.push_str(&super::check::describe(
             &run,

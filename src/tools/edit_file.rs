@@ -53,7 +53,10 @@ impl Tool for EditFile {
         let old = args::string(arguments, "old")?;
         let new = args::string(arguments, "new")?;
         let count = args::opt_u64(arguments, "count")?.map_or(1, args::to_usize);
-        no_change(old, new).map_or(Ok(()), |why| Err(ToolError::new(why)))?;
+        let same = no_change(old, new);
+        if old.is_empty() {
+            same.map_or(Ok(()), |why| Err(ToolError::new(why)))?;
+        }
         let target = args::path(arguments, ctx.root, Access::Write)?;
         let root = open_root(ctx.root)?;
         let bytes = root
@@ -72,6 +75,11 @@ impl Tool for EditFile {
             )));
         }
         let text = String::from_utf8_lossy(&bytes);
+        if let Some(why) = same {
+            return Err(ToolError::new(
+                already_there(&target.rel, &text, old).unwrap_or_else(|| why.to_string()),
+            ));
+        }
         if already_made(&text, old, new) {
             return Err(ToolError::new(format!(
                 "'{}' already has `new` wherever `old` matches (the edit is already made: `old` is part of `new`); nothing changed. Do not make it again: check the work, then call ralph_report",
@@ -130,6 +138,17 @@ fn no_change(old: &str, new: &str) -> Option<&'static str> {
     (old == new).then_some(
         "`old` and `new` are the same; nothing would change. To change the file, write it whole with write_file (path and the complete new content)",
     )
+}
+
+/// For an edit whose `old` equals `new`: that the file already holds that text, and where,
+/// when it does (the 1.5B, given a finished fix, wrote the fixed line as both `old` and `new`
+/// three times). `None` when the text is not in the file.
+fn already_there(rel: &str, text: &str, old: &str) -> Option<String> {
+    let at = text.find(old)?;
+    let line = text[..at].matches('\n').count() + 1;
+    Some(format!(
+        "'{rel}' already has this text (line {line}): `old` and `new` are the same, so nothing would change. If it is what the objective needs, that part is done: do not edit it again; check the work, then call ralph_report"
+    ))
 }
 
 fn mismatch(rel: &str, text: &str, old: &str, found: usize, count: usize) -> String {
@@ -423,5 +442,20 @@ mod tests {
         );
         assert!(no_change("", "x").unwrap().contains("empty"));
         assert_eq!(no_change("x = 1", "x = 2"), None);
+    }
+
+    #[test]
+    fn an_old_equal_to_new_that_the_file_holds_says_where_it_is() {
+        let text = "# Guide\n\nRun `sync` to receive mail.\n";
+        let why = already_there("docs/guide.md", text, "to receive mail").unwrap();
+        assert!(
+            why.contains("'docs/guide.md' already has this text (line 3)"),
+            "{why}"
+        );
+        assert!(why.contains("do not edit it again"), "{why}");
+        assert_eq!(
+            already_there("docs/guide.md", text, "to recieve mail"),
+            None
+        );
     }
 }

@@ -15,8 +15,8 @@
 //!   Completion stays the worker's claim; the engine only refuses what its own log
 //!   contradicts.
 //! - **A blocker questioned once.** A `blocked` report filed while the round's last command
-//!   failed is sent back once a round, saying that a failing command is work to do; the same
-//!   claim made again stands.
+//!   failed is sent back once a round, saying that a failing command is work to do (so is one
+//!   filed after a change the round never ran); the same claim made again stands.
 
 mod evidence;
 
@@ -105,6 +105,12 @@ pub struct CallLog {
     tool_calls: u32,
     /// The round's last file tool call, when it failed and no file changed after it.
     failed_change: Option<String>,
+    /// The file the round's last successful file tool call changed, when no command has run
+    /// since.
+    unrun_change: Option<String>,
+    /// What the repository's check said after the round's last change, when it did not pass
+    /// (`--check-on-change`).
+    failing_check: Option<String>,
     /// A `blocked` report has been questioned once this round.
     block_questioned: bool,
     /// Why a claim of this round was refused (by the round's record or the repository's
@@ -184,6 +190,13 @@ impl CallLog {
         if changed {
             self.epoch = self.epoch.saturating_add(1);
             self.failed_change = None;
+            if FILE_TOOLS.contains(&name) {
+                let path = arguments.get("path").and_then(Value::as_str).unwrap_or("");
+                self.unrun_change = Some(clip(path, 120).to_string());
+            }
+        }
+        if name == RUN_COMMAND {
+            self.unrun_change = None;
         }
         if FILE_TOOLS.contains(&name) && !result.ok {
             let path = arguments.get("path").and_then(Value::as_str).unwrap_or("");
@@ -311,11 +324,35 @@ impl CallLog {
         ));
     }
 
+    /// Records what the repository's check (`command`) said right after a change of this
+    /// round: a verdict other than a pass (`verdict`) makes a `blocked` report after it
+    /// questioned, until a later change's check passes.
+    pub fn change_checked(&mut self, command: &str, passed: bool, verdict: &str) {
+        self.failing_check = (!passed).then(|| {
+            format!(
+                "a check that fails after your change is work to do, not a blocker: the repository's check `{}` does not pass after this round's last change ({verdict}); its output is in that change's result",
+                clip(command, 120),
+            )
+        });
+    }
+
     /// What says the work is not done yet, though the worker may take it for a blocker: the
-    /// round's last command failed, or ran no test (the 1.5B wrote a doctest's function back
-    /// without its docstring, then reported the empty run as a blocker), or a claim of the
-    /// round was refused.
+    /// check failed after the round's last change (the 1.5B broke `stats.py`, then rewrote
+    /// the tests and called the failing result a blocker), the
+    /// round changed a file and ran nothing since (the 1.5B wrote `greet.sh` whole, then
+    /// reported that "the file already has the correct content" as a blocker, never running
+    /// it), the round's last command failed, or ran no test (the 1.5B wrote a doctest's
+    /// function back without its docstring, then reported the empty run as a blocker), or a
+    /// claim of the round was refused.
     fn failing_work(&self) -> Option<String> {
+        if let Some(failing) = &self.failing_check {
+            return Some(failing.clone());
+        }
+        if let Some(path) = &self.unrun_change {
+            return Some(format!(
+                "a change not yet run is work to check, not a blocker: this round changed {path} and ran no command since; run what it changed (or the tests) and read what it prints"
+            ));
+        }
         if let Some(last) = self.commands.last() {
             if !last.ok {
                 return Some(format!(

@@ -602,3 +602,69 @@ fn a_blocker_after_a_refuted_claim_is_questioned_once() {
     assert!(why.contains("own record refuted"), "{why}");
     assert_eq!(log.question_block(&blocked), None);
 }
+
+#[test]
+fn a_blocker_filed_after_a_change_that_was_never_run_is_questioned_once() {
+    let mut blocked = complete(&[]);
+    blocked.status = ReportStatus::Blocked;
+    blocked.blocker = "The file already has the correct content.".into();
+    let write = json!({"path": "greet.sh", "content": "echo \"Hello, $1\"\n"});
+    let mut log = CallLog::default();
+    log.check("write_file", &write);
+    log.record("write_file", &write, &ok("replaced 'greet.sh'"), true);
+    let why = log.question_block(&blocked).unwrap();
+    assert!(
+        why.contains("changed greet.sh and ran no command since"),
+        "{why}"
+    );
+    assert_eq!(log.question_block(&blocked), None, "said again, it stands");
+
+    // A command after the change leaves only what that command says.
+    let mut log = CallLog::default();
+    log.record("write_file", &write, &ok("replaced 'greet.sh'"), true);
+    let run = json!({"command": "sh greet.sh Ann"});
+    log.check("run_command", &run);
+    log.record("run_command", &run, &ok("exit code 0\nHello, Ann!"), false);
+    assert_eq!(log.question_block(&blocked), None);
+
+    // A failed write changed nothing: nothing was left unrun.
+    let mut log = CallLog::default();
+    log.record(
+        "write_file",
+        &write,
+        &failed("not written: outside the workspace"),
+        false,
+    );
+    assert_eq!(log.question_block(&blocked), None);
+}
+
+#[test]
+fn a_blocker_filed_while_the_check_fails_after_the_last_change_is_questioned() {
+    let mut blocked = complete(&[]);
+    blocked.status = ReportStatus::Blocked;
+    blocked.blocker = "The file already has the correct content.".into();
+    let write = json!({"path": "test_stats.py", "content": "import unittest\n"});
+    let mut log = CallLog::default();
+    log.record("write_file", &write, &ok("replaced 'test_stats.py'"), true);
+    log.change_checked("python3 -m unittest", false, "failed");
+    let why = log.question_block(&blocked).unwrap();
+    assert!(
+        why.contains("`python3 -m unittest` does not pass after this round's last change (failed)"),
+        "{why}"
+    );
+    // A later change the check passes clears it (what is left is the unrun change).
+    let mut log = CallLog::default();
+    log.record("write_file", &write, &ok("replaced 'test_stats.py'"), true);
+    log.change_checked("python3 -m unittest", false, "failed");
+    let run = json!({"command": "python3 -m unittest"});
+    log.record(
+        "run_command",
+        &run,
+        &ok("exit code 0\nRan 3 tests\nOK"),
+        false,
+    );
+    log.record("write_file", &write, &ok("replaced 'test_stats.py'"), true);
+    log.change_checked("python3 -m unittest", true, "passed");
+    let why = log.question_block(&blocked).unwrap();
+    assert!(why.contains("ran no command since"), "{why}");
+}
