@@ -9,7 +9,7 @@
 use crossterm::event::{KeyEvent, KeyEventKind};
 
 use super::keys::{self, Action};
-use super::model::{CommitState, Effect, Phase, FORCE_QUIT_AFTER};
+use super::model::{Effect, Phase, FORCE_QUIT_AFTER};
 use super::review::ReviewScreen;
 use super::run::RunScreen;
 use super::state::State;
@@ -174,14 +174,7 @@ impl State {
             Outcome::Notice(text) => self.notice = Some(text),
             Outcome::AskCancel => self.ask_cancel(),
             Outcome::Answer(_) => {}
-            Outcome::Commit(message) => {
-                self.close();
-                if let Some(review) = &mut self.review {
-                    review.commit = CommitState::Committing;
-                }
-                return vec![Effect::Commit(message)];
-            }
-            Outcome::RevertRound(round) => return vec![Effect::RevertRound(round)],
+            Outcome::Review(effect) => return self.review_asked(effect),
             Outcome::Note(text) => {
                 self.close();
                 return self.note_sent(text);
@@ -189,11 +182,6 @@ impl State {
             Outcome::SendBack(note, rounds) => {
                 self.close();
                 return self.send_back(note, rounds);
-            }
-            Outcome::Discard => {
-                self.close();
-                self.notice = Some("discarding the run's changes…".into());
-                return vec![Effect::Discard];
             }
         }
         Vec::new()

@@ -261,6 +261,47 @@ pub enum Msg {
     /// How far the model's load is, 0 to 1 (before `run_started`).
     ModelLoading(f32),
     DiffLoaded(DiffSource, Result<DiffModel, String>),
+    /// What a review action did (the review handles it: `screens/review/results.rs`).
+    Review(ReviewResult),
+    /// The review's send-back: the run goes on (its new directory and cap), or why not.
+    SentBack(Result<SentBack, String>),
+    /// The process was asked to stop (SIGTERM, SIGHUP): cancel and quit when the run ends.
+    Terminate,
+}
+
+/// A review action that changes the work tree or the repository: the event loop performs it
+/// off the loop (`terminal/event_loop/reviewing.rs`) and answers with a [`ReviewResult`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewEffect {
+    /// Commit with this message: the review's chosen files (all of them when every listed
+    /// file is chosen).
+    Commit(String),
+    /// Apply this round's patch in reverse, if it still applies cleanly.
+    RevertRound(u32),
+    /// Put the baseline back, after the person confirmed the list of what is lost.
+    Discard,
+    /// A worktree run's apply, or the removal of its worktree and branch.
+    Worktree(WorktreeAction),
+}
+
+impl ReviewEffect {
+    /// What became of this action when it is not performed, for `why` (a replay is
+    /// read-only).
+    pub fn refused(self, why: &str) -> ReviewResult {
+        let why = why.to_string();
+        match self {
+            Self::Commit(_) => ReviewResult::Committed(Err(why)),
+            Self::RevertRound(round) => ReviewResult::Reverted(round, Err(why)),
+            Self::Discard => ReviewResult::Discarded(Err(why)),
+            Self::Worktree(action) => ReviewResult::WorktreeDone(action, Err(why)),
+        }
+    }
+}
+
+/// What a [`ReviewEffect`] did, or why it did nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewResult {
+    /// The commit: its line (`abc1234567 on main (…)`).
     Committed(Result<String, String>),
     /// A round's revert: the paths it changed, or why nothing was changed.
     Reverted(u32, Result<Vec<String>, String>),
@@ -268,10 +309,6 @@ pub enum Msg {
     Discarded(Result<Vec<String>, String>),
     /// A worktree action (apply, discard) ended: what to tell the person.
     WorktreeDone(WorktreeAction, Result<String, String>),
-    /// The review's send-back: the run goes on (its new directory and cap), or why not.
-    SentBack(Result<SentBack, String>),
-    /// The process was asked to stop (SIGTERM, SIGHUP): cancel and quit when the run ends.
-    Terminate,
 }
 
 /// A run sent back to work from the review: where it goes on.
@@ -290,14 +327,9 @@ pub enum Effect {
     CancelRun,
     Answer(u64, ApprovalDecision),
     LoadDiff(DiffSource),
-    /// Commit with this message: the review's chosen files (all of them when every listed
-    /// file is chosen).
-    Commit(String),
-    /// Apply this round's patch in reverse, if it still applies cleanly.
-    RevertRound(u32),
-    /// Put the baseline back, after the person confirmed the list of what is lost.
-    Discard,
-    Worktree(WorktreeAction),
+    /// A review action on the work tree or the repository, performed off the loop; its
+    /// result comes back as [`Msg::Review`].
+    Review(ReviewEffect),
     /// Give this note (checked) to the running run's next round.
     Note(String),
     /// Resume the reviewed run with this note, its round cap raised by `rounds`.

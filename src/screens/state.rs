@@ -21,8 +21,8 @@ use super::kit::theme::Theme;
 use super::kit::wrap;
 pub use super::model::{
     Approval, ChangeRow, CommitState, DiffSource, Effect, Loadable, Msg, Pane, Phase, ReplayMark,
-    ReportEntry, Review, RoundChanges, SentBack, Setup, WorktreeAction, WorktreeGone,
-    FORCE_QUIT_AFTER,
+    ReportEntry, Review, ReviewEffect, ReviewResult, RoundChanges, SentBack, Setup, WorktreeAction,
+    WorktreeGone, FORCE_QUIT_AFTER,
 };
 use super::transcript::{LineKind, Transcript};
 use super::views::card::Card;
@@ -31,7 +31,6 @@ pub use super::views::overlay::Overlay;
 use super::views::view::{Ctx, View};
 use crate::error::ExitCode;
 use crate::protocol::event::WrapUpReason;
-use crate::text;
 use crate::workspace::DiffModel;
 
 /// The run's meters, as the header and the status line show them: tokens, rates, the
@@ -254,16 +253,7 @@ impl State {
                 self.diff_loaded(source, result);
                 Vec::new()
             }
-            Msg::Committed(result) => {
-                self.committed(result);
-                Vec::new()
-            }
-            Msg::Reverted(round, result) => self.reverted(round, result),
-            Msg::Discarded(result) => self.discarded(result),
-            Msg::WorktreeDone(action, result) => {
-                self.worktree_done(action, result);
-                Vec::new()
-            }
+            Msg::Review(result) => self.review_result(result),
             Msg::SentBack(result) => {
                 self.sent_back(result);
                 Vec::new()
@@ -383,119 +373,13 @@ impl State {
         }
     }
 
-    /// A commit's result: the review says it, and a worktree run's worktree is gone once
-    /// its changes are committed.
-    fn committed(&mut self, result: Result<String, String>) {
-        if let Some(review) = &mut self.review {
-            review.commit = match result {
-                Ok(id) => {
-                    self.notice = Some(format!("committed {id}"));
-                    if self.setup.worktree.is_some() {
-                        self.worktree.gone = Some(WorktreeGone::Committed);
-                    }
-                    CommitState::Done(id)
-                }
-                Err(e) => {
-                    self.notice = Some(format!("commit failed: {e}"));
-                    CommitState::Failed(e)
-                }
-            };
-        }
-    }
-
-    /// A discard's result, on the status line; the review's diff is read again.
-    fn discarded(&mut self, result: Result<Vec<String>, String>) -> Vec<Effect> {
-        self.notice = Some(match &result {
-            Ok(paths) => format!(
-                "discarded the run's changes: {} back as the run found them",
-                text::count(paths.len(), "file", "files")
-            ),
-            Err(e) => format!("discard failed: {e}"),
-        });
-        if let (Ok(paths), Some(review)) = (&result, self.review.as_mut()) {
-            review.emptied = Some(format!(
-                "you discarded the run's changes to {}: {}",
-                text::count(paths.len(), "file", "files"),
-                paths.join(", ")
-            ));
-        }
-        self.reload_review()
-    }
-
-    /// A worktree action's result, on the status line.
-    fn worktree_done(&mut self, action: WorktreeAction, result: Result<String, String>) {
-        match (action, &result) {
-            (WorktreeAction::Discard, Ok(_)) => {
-                self.worktree.gone = Some(WorktreeGone::Removed);
-                // Nothing of the run is left: no file is listed, so none is chosen.
-                if let Some(review) = self.review.as_mut() {
-                    review.diff = Loadable::Ready(DiffModel::default());
-                    review.file = 0;
-                    review.diff_scroll = 0;
-                }
-            }
-            (WorktreeAction::Apply, Ok(done)) if !done.starts_with("nothing") => {
-                self.worktree.applied = true;
-            }
-            _ => {}
-        }
-        self.notice = Some(match result {
-            Ok(done) => done,
-            Err(e) => format!("not done: {e}"),
-        });
-    }
-
-    /// A revert's result: shown in the revert question (or the status line when it was
-    /// closed); the review's diff is read again when something changed.
-    fn reverted(&mut self, round: u32, result: Result<Vec<String>, String>) -> Vec<Effect> {
-        let changed = result.is_ok();
-        if let (true, Some(review)) = (changed, self.review.as_mut()) {
-            review.reverted.insert(round);
-        }
-        let mut shown = false;
-        for overlay in &mut self.overlays {
-            if let Overlay::Revert(view) = overlay {
-                view.finished(round, result.clone());
-                shown = true;
-            }
-        }
-        if !shown {
-            self.notice = Some(match &result {
-                Ok(paths) => format!("round {round} reverted: {}", paths.join(", ")),
-                Err(e) => e.clone(),
-            });
-        }
-        if changed {
-            self.reload_review()
-        } else {
-            Vec::new()
-        }
-    }
-
-    /// Reads the review's diff again (after a revert or a discard changed the work tree);
-    /// until it comes, nothing can be committed from the old one.
-    fn reload_review(&mut self) -> Vec<Effect> {
-        match &mut self.review {
-            Some(review) => {
-                review.diff = Loadable::Loading;
-                vec![Effect::LoadDiff(DiffSource::Review)]
-            }
-            None => Vec::new(),
-        }
-    }
-
     fn diff_loaded(&mut self, source: DiffSource, result: Result<DiffModel, String>) {
         let mut loaded = match result {
             Ok(diff) => Loadable::Ready(diff),
             Err(e) => Loadable::Failed(e),
         };
         if source == DiffSource::Review {
-            if let Some(review) = &mut self.review {
-                if let Loadable::Ready(diff) = &mut loaded {
-                    choose_files(review, diff);
-                }
-                review.diff = loaded.clone();
-            }
+            self.review_diff_loaded(&mut loaded);
         }
         for overlay in &mut self.overlays {
             if let Overlay::Diff(view) = overlay {
@@ -637,24 +521,4 @@ impl State {
             overlay.sync(area, &ctx);
         }
     }
-}
-
-/// Files changed outside the run: marked in the diff (or in a round's list), listed after the
-/// run's own, and left out of the commit when first seen; so is a gitlink (a separate
-/// repository) and a file that holds the person's changes from before the run too. Which files are chosen is kept as the files left out, so the choices survive
-/// a reload after a revert or a discard.
-fn choose_files(review: &mut Review, diff: &mut DiffModel) {
-    for file in &mut diff.files {
-        file.outside_run |= review.outside.contains(&file.path);
-        if file.outside_run && review.outside.insert(file.path.clone()) {
-            review.left_out.insert(file.path.clone());
-        }
-        if file.gitlink && review.gitlinks.insert(file.path.clone()) {
-            review.left_out.insert(file.path.clone());
-        }
-        if file.yours_before && review.yours.insert(file.path.clone()) {
-            review.left_out.insert(file.path.clone());
-        }
-    }
-    diff.files.sort_by_key(|f| f.outside_run);
 }

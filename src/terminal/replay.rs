@@ -373,10 +373,7 @@ impl Player {
                     });
                     Msg::DiffLoaded(source, model)
                 }
-                Effect::Commit(_) => Msg::Committed(Err(READ_ONLY.into())),
-                Effect::RevertRound(round) => Msg::Reverted(round, Err(READ_ONLY.into())),
-                Effect::Discard => Msg::Discarded(Err(READ_ONLY.into())),
-                Effect::Worktree(action) => Msg::WorktreeDone(action, Err(READ_ONLY.into())),
+                Effect::Review(effect) => Msg::Review(effect.refused(READ_ONLY)),
                 Effect::Quit(_) => return Some(ExitCode::Complete),
                 Effect::StartRun(_)
                 | Effect::CancelRun

@@ -644,7 +644,7 @@ fn show_says_what_happened_at_the_review_in_place() {
 mod screens {
     use crossterm::event::KeyCode;
     use ralph_tui::protocol::event::RunStatus;
-    use ralph_tui::screens::model::WorktreeAction;
+    use ralph_tui::screens::model::{ReviewResult, WorktreeAction};
     use ralph_tui::screens::Msg;
 
     use crate::suite::ui::fixtures::*;
@@ -653,10 +653,10 @@ mod screens {
     fn snapshot_review_after_the_worktree_was_removed() {
         let mut state = finished(RunStatus::Complete, Some(verification(true)));
         state.setup.worktree = Some("ralph/20260101-090000-1a2b".into());
-        state.update(Msg::WorktreeDone(
+        state.update(Msg::Review(ReviewResult::WorktreeDone(
             WorktreeAction::Discard,
             Ok("removed the worktree and the branch ralph/20260101-090000-1a2b".into()),
-        ));
+        )));
         // A key that only looks clears the notice: the status line says what was removed.
         press(&mut state, KeyCode::Down);
         let text = screen(&mut state, 100, 30);
@@ -668,10 +668,10 @@ mod screens {
     fn after_x_x_nothing_is_listed_chosen_or_said_to_be_kept() {
         let mut state = finished(RunStatus::Complete, Some(verification(true)));
         state.setup.worktree = Some("ralph/20260101-090000-1a2b".into());
-        state.update(Msg::WorktreeDone(
+        state.update(Msg::Review(ReviewResult::WorktreeDone(
             WorktreeAction::Discard,
             Ok("removed the worktree and the branch ralph/20260101-090000-1a2b".into()),
-        ));
+        )));
         let text = screen(&mut state, 120, 40);
         assert!(!text.contains("[x]"), "{text}");
         assert!(text.contains("Changes (0) · 0 chosen"), "{text}");
@@ -684,7 +684,9 @@ mod screens {
     #[test]
     fn after_a_discard_the_pane_says_what_was_discarded() {
         let mut state = finished(RunStatus::Complete, Some(verification(true)));
-        let effects = state.update(Msg::Discarded(Ok(vec!["slug.py".into()])));
+        let effects = state.update(Msg::Review(ReviewResult::Discarded(Ok(vec![
+            "slug.py".into()
+        ]))));
         assert_eq!(
             effects,
             vec![ralph_tui::screens::model::Effect::LoadDiff(
@@ -709,7 +711,10 @@ mod screens {
         let mut state = finished(RunStatus::Complete, Some(verification(true)));
         let before = state.commit_message();
         assert!(before.starts_with("slugify is implemented"), "{before}");
-        state.update(Msg::Reverted(3, Ok(vec!["slug.py".into()])));
+        state.update(Msg::Review(ReviewResult::Reverted(
+            3,
+            Ok(vec!["slug.py".into()]),
+        )));
         let after = state.commit_message();
         assert!(!after.contains("slugify is implemented"), "{after}");
         // The newest report of a round still in the work tree: round 2's.
@@ -726,7 +731,10 @@ mod screens {
         );
         // A revert that failed reverts nothing.
         let mut state = finished(RunStatus::Complete, Some(verification(true)));
-        state.update(Msg::Reverted(3, Err("conflict".into())));
+        state.update(Msg::Review(ReviewResult::Reverted(
+            3,
+            Err("conflict".into()),
+        )));
         assert_eq!(state.commit_message(), before);
     }
 
@@ -754,9 +762,9 @@ mod screens {
             _ => panic!("no diff"),
         };
         review.left_out.insert(first);
-        state.update(Msg::Committed(Ok(
-            "0123456789 on main (1 file +3 −2)".into()
-        )));
+        state.update(Msg::Review(ReviewResult::Committed(Ok(
+            "0123456789 on main (1 file +3 −2)".into(),
+        ))));
         press(&mut state, KeyCode::Down);
         let text = screen(&mut state, 100, 30);
         assert!(text.contains("left out: d discard them"), "{text}");

@@ -18,7 +18,9 @@ mod views;
 
 use crossterm::event::KeyCode;
 use ralph_tui::protocol::event::{Event, RunStatus};
-use ralph_tui::screens::state::{Approval, DiffSource, Effect, Overlay, Pane};
+use ralph_tui::screens::state::{
+    Approval, DiffSource, Effect, Overlay, Pane, ReviewEffect, ReviewResult,
+};
 use ralph_tui::screens::views::report_detail::ReportDetail;
 use ralph_tui::screens::{Msg, State, Theme};
 use ralph_tui::tools::approval::ApprovalDecision;
@@ -267,10 +269,12 @@ fn snapshot_commit_editor_prefilled_from_the_report() {
     insta::assert_snapshot!("commit_editor_80x24", screen(&mut state, 80, 24));
     let effects = ctrl(&mut state, 's');
     assert_eq!(effects.len(), 1);
-    assert!(matches!(&effects[0], Effect::Commit(m) if m.starts_with("slugify is implemented")));
-    state.update(Msg::Committed(
-        Ok("0123abcd on main (2 files +5 −1)".into()),
-    ));
+    assert!(
+        matches!(&effects[0], Effect::Review(ReviewEffect::Commit(m)) if m.starts_with("slugify is implemented"))
+    );
+    state.update(Msg::Review(ReviewResult::Committed(Ok(
+        "0123abcd on main (2 files +5 −1)".into(),
+    ))));
     let text = screen(&mut state, 80, 24);
     assert!(text.contains("committed 0123abcd on main"), "{text}");
     press(&mut state, KeyCode::Char('c'));

@@ -544,7 +544,9 @@ fn a_killed_runs_branch_holds_its_finished_rounds_and_resume_goes_on_in_the_work
 mod review_keys {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     use ralph_tui::protocol::event::{Event, RunStatus};
-    use ralph_tui::screens::model::{Effect, Msg, Setup, WorktreeAction};
+    use ralph_tui::screens::model::{
+        Effect, Msg, ReviewEffect, ReviewResult, Setup, WorktreeAction,
+    };
     use ralph_tui::screens::state::State;
     use ralph_tui::screens::Theme;
 
@@ -589,7 +591,9 @@ mod review_keys {
         ));
         assert_eq!(
             press(&mut state, 'A'),
-            vec![Effect::Worktree(WorktreeAction::Apply)]
+            vec![Effect::Review(ReviewEffect::Worktree(
+                WorktreeAction::Apply
+            ))]
         );
         assert_eq!(press(&mut state, 'X'), vec![]);
         let asked = state.notice.clone().unwrap_or_default();
@@ -599,12 +603,14 @@ mod review_keys {
         assert_eq!(press(&mut state, 'X'), vec![]);
         assert_eq!(
             press(&mut state, 'X'),
-            vec![Effect::Worktree(WorktreeAction::Discard)]
+            vec![Effect::Review(ReviewEffect::Worktree(
+                WorktreeAction::Discard
+            ))]
         );
-        state.update(Msg::WorktreeDone(
+        state.update(Msg::Review(ReviewResult::WorktreeDone(
             WorktreeAction::Discard,
             Err("conflicts in a.txt".into()),
-        ));
+        )));
         assert_eq!(
             state.notice.as_deref(),
             Some("not done: conflicts in a.txt")

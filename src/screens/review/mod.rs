@@ -1,10 +1,12 @@
 //! The review screen, shown once the run is over, as one component: [`ReviewScreen`] draws
-//! it (`screen`) and answers its keys (`actions`), with the group of changes git does not
-//! show (`hidden`) and a worktree run's own actions (`worktree`) beside them. The views it
-//! opens (commit editor, revert and discard questions, diff, report) are in `views/`.
+//! it (`screen`), answers its keys (`actions`) and says what its actions did (`results`),
+//! with the group of changes git does not show (`hidden`) and a worktree run's own actions
+//! (`worktree`) beside them. The views it opens (commit editor, revert and discard
+//! questions, diff, report) are in `views/`.
 
 mod actions;
 pub mod hidden;
+mod results;
 pub mod screen;
 pub mod worktree;
 

@@ -11,7 +11,7 @@ use crossterm::event::KeyEvent;
 
 use crate::screens::hints::{self, HintSpec};
 use crate::screens::keys::{self, Action};
-use crate::screens::model::{Effect, Setup, WorktreeAction, WorktreeGone};
+use crate::screens::model::{Effect, ReviewEffect, Setup, WorktreeAction, WorktreeGone};
 use crate::screens::state::State;
 
 /// What the review says was removed, once the worktree and branch are gone.
@@ -48,11 +48,15 @@ pub fn on_key(state: &mut State, key: &KeyEvent) -> Option<Vec<Effect>> {
         }
         Action::ApplyWorktree => {
             state.notice = Some("applying the run's changes to your work tree…".into());
-            Some(vec![Effect::Worktree(WorktreeAction::Apply)])
+            Some(vec![Effect::Review(ReviewEffect::Worktree(
+                WorktreeAction::Apply,
+            ))])
         }
         Action::DiscardWorktree if armed => {
             state.notice = Some(format!("discarding the worktree and {branch}…"));
-            Some(vec![Effect::Worktree(WorktreeAction::Discard)])
+            Some(vec![Effect::Review(ReviewEffect::Worktree(
+                WorktreeAction::Discard,
+            ))])
         }
         Action::DiscardWorktree => {
             state.worktree.discard_armed = true;

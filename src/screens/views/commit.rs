@@ -14,6 +14,7 @@ use crate::screens::keys::{self, Action};
 use crate::screens::kit::draw::{modal, put_line};
 use crate::screens::kit::layout::popup;
 use crate::screens::kit::wrap;
+use crate::screens::model::ReviewEffect;
 
 /// The commit editor.
 #[derive(Debug, Clone)]
@@ -71,7 +72,7 @@ impl View for CommitEditor {
                 if message.is_empty() {
                     Outcome::Notice("the commit message is empty".into())
                 } else {
-                    Outcome::Commit(message)
+                    Outcome::Review(ReviewEffect::Commit(message))
                 }
             }
             Some(Action::Back | Action::Interrupt) => Outcome::Close,

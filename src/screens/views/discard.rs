@@ -12,6 +12,7 @@ use crate::screens::keys::{self, Action};
 use crate::screens::kit::draw::{draw_lines, footer_lines, modal};
 use crate::screens::kit::layout::popup;
 use crate::screens::kit::wrap;
+use crate::screens::model::ReviewEffect;
 
 /// One file that would be lost.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +35,7 @@ pub struct DiscardQuestion {
 impl View for DiscardQuestion {
     fn handle_key(&mut self, key: &KeyEvent, _ctx: &Ctx) -> Outcome {
         match keys::action(&[&keys::DISCARD, &keys::EVERYWHERE], key) {
-            Some(Action::Yes) => Outcome::Discard,
+            Some(Action::Yes) => Outcome::Review(ReviewEffect::Discard),
             Some(Action::No | Action::Back) => Outcome::Close,
             Some(Action::Help) => Outcome::OpenHelp,
             _ => Outcome::Stay,

@@ -12,6 +12,7 @@ use crate::screens::keys::{self, Action};
 use crate::screens::kit::draw::{draw_lines, footer_lines, modal};
 use crate::screens::kit::layout::popup;
 use crate::screens::kit::wrap;
+use crate::screens::model::ReviewEffect;
 
 /// Where the question is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,7 +124,7 @@ impl View for RevertQuestion {
             (RevertStep::Choosing, Some(Action::Yes)) => match self.rounds.get(self.sel) {
                 Some((round, _)) => {
                     self.step = RevertStep::Reverting(*round);
-                    Outcome::RevertRound(*round)
+                    Outcome::Review(ReviewEffect::RevertRound(*round))
                 }
                 None => Outcome::Close,
             },

@@ -10,7 +10,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
 use crate::screens::kit::theme::Theme;
-use crate::screens::model::ReportEntry;
+use crate::screens::model::{ReportEntry, ReviewEffect};
 use crate::tools::approval::ApprovalDecision;
 
 /// The read-only part of the state a view may look at.
@@ -41,12 +41,9 @@ pub enum Outcome {
     OpenHelp,
     /// The cancel question was answered yes.
     ConfirmCancel,
-    /// Commit the run's changes with this message (the view closes).
-    Commit(String),
-    /// Revert this round (the view stays open to show the result).
-    RevertRound(u32),
-    /// The discard was confirmed (the view closes).
-    Discard,
+    /// A review action the person asked for or confirmed: a commit's and a discard's view
+    /// closes, a revert's stays open to show the result (`screens/review/results.rs`).
+    Review(ReviewEffect),
     /// Tell the person something on the status line; the view stays open.
     Notice(String),
     /// The waiting approval was answered (it leaves the queue).

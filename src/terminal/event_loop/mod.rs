@@ -34,7 +34,7 @@ mod sending_back;
 mod session;
 
 pub use reviewing::farewell;
-use reviewing::{chosen_paths, kept, left_out_of_commit};
+use reviewing::kept;
 use session::Session;
 
 /// Most engine messages handled between two looks at the terminal.
@@ -198,10 +198,7 @@ impl Driver {
                 }
             }
             Effect::LoadDiff(source) => self.load_diff(source),
-            Effect::Commit(message) => self.commit(message, chosen_paths(state)),
-            Effect::RevertRound(round) => self.revert(round),
-            Effect::Discard => self.discard(left_out_of_commit(state)),
-            Effect::Worktree(action) => self.worktree(action, state),
+            Effect::Review(effect) => self.review_effect(effect, state),
             Effect::Note(text) => self.note(text),
             Effect::SendBack { note, rounds } => return self.send_back(note, rounds),
             Effect::Quit(code) => {

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use super::{Done, Driver, Run};
 use crate::protocol::event::RunStatus;
 use crate::runs::review;
-use crate::screens::model::{WorktreeAction, WorktreeGone};
+use crate::screens::model::{ReviewEffect, ReviewResult, WorktreeAction, WorktreeGone};
 use crate::screens::review::resume_command;
 use crate::screens::state::{CommitState, Loadable, Msg, Phase, State};
 use crate::terminal::failure::{review_error, workspace_error};
@@ -22,6 +22,16 @@ use crate::text::count;
 use crate::workspace::{DiffModel, DiscardPlan, Snapshot, Workspace, WorktreeInfo};
 
 impl Driver {
+    /// Performs a review action off the loop; what it did comes back as `Msg::Review`.
+    pub(super) fn review_effect(&self, effect: ReviewEffect, state: &State) {
+        match effect {
+            ReviewEffect::Commit(message) => self.commit(message, chosen_paths(state)),
+            ReviewEffect::RevertRound(round) => self.revert(round),
+            ReviewEffect::Discard => self.discard(left_out_of_commit(state)),
+            ReviewEffect::Worktree(action) => self.worktree(action, state),
+        }
+    }
+
     /// The review's workspace and the tree its changes are counted from: the run's, or the
     /// person's once a worktree run's commit moved the changes there.
     pub(super) fn review_place(&self, run: &Run) -> (PathBuf, Snapshot) {
@@ -36,9 +46,11 @@ impl Driver {
 
     pub(super) fn commit(&self, message: String, chosen: Option<Chosen>) {
         let (Some(run), Some(last)) = (&self.run, self.reviewed) else {
-            let _ = self.done_tx.send(Done::Msg(Msg::Committed(Err(
-                "the run's changes are not known yet".into(),
-            ))));
+            let _ = self
+                .done_tx
+                .send(Done::Msg(Msg::Review(ReviewResult::Committed(Err(
+                    "the run's changes are not known yet".into(),
+                )))));
             return;
         };
         let done = self.done_tx.clone();
@@ -81,17 +93,19 @@ impl Driver {
             if let Ok(commit) = &result {
                 review::record(&run_dir, "committed", commit);
             }
-            let _ = done.send(Done::Msg(Msg::Committed(result)));
+            let _ = done.send(Done::Msg(Msg::Review(ReviewResult::Committed(result))));
         });
     }
 
     /// Reverts one round from its `diff.patch` in the run log, off the loop.
     pub(super) fn revert(&self, round: u32) {
         let Some(run) = &self.run else {
-            let _ = self.done_tx.send(Done::Msg(Msg::Reverted(
-                round,
-                Err("no run to revert a round of".into()),
-            )));
+            let _ = self
+                .done_tx
+                .send(Done::Msg(Msg::Review(ReviewResult::Reverted(
+                    round,
+                    Err("no run to revert a round of".into()),
+                ))));
             return;
         };
         let done = self.done_tx.clone();
@@ -114,7 +128,9 @@ impl Driver {
                 let detail = format!("round {round}: {}", paths.join(", "));
                 review::record(&run_dir, "reverted", &detail);
             }
-            let _ = done.send(Done::Msg(Msg::Reverted(round, result)));
+            let _ = done.send(Done::Msg(Msg::Review(ReviewResult::Reverted(
+                round, result,
+            ))));
         });
     }
 
@@ -123,9 +139,11 @@ impl Driver {
     /// refused rather than discarded unseen.
     pub(super) fn discard(&self, only: Option<BTreeSet<String>>) {
         let (Some(run), Some(current)) = (&self.run, self.reviewed) else {
-            let _ = self.done_tx.send(Done::Msg(Msg::Discarded(Err(
-                "the run's changes are not known yet".into(),
-            ))));
+            let _ = self
+                .done_tx
+                .send(Done::Msg(Msg::Review(ReviewResult::Discarded(Err(
+                    "the run's changes are not known yet".into(),
+                )))));
             return;
         };
         let done = self.done_tx.clone();
@@ -147,7 +165,7 @@ impl Driver {
                 );
                 review::record(&run_dir, "discarded", &detail);
             }
-            let _ = done.send(Done::Msg(Msg::Discarded(result)));
+            let _ = done.send(Done::Msg(Msg::Review(ReviewResult::Discarded(result))));
         });
     }
     /// Applies a worktree run's changes to the person's work tree, or discards its worktree.
@@ -160,10 +178,10 @@ impl Driver {
         let done = self.done_tx.clone();
         let shown = match (action, self.reviewed) {
             (WorktreeAction::Apply, None) => {
-                let _ = done.send(Done::Msg(Msg::WorktreeDone(
+                let _ = done.send(Done::Msg(Msg::Review(ReviewResult::WorktreeDone(
                     action,
                     Err("the run's changes are still being read: press A again in a moment".into()),
-                )));
+                ))));
                 return;
             }
             (_, reviewed) => reviewed,
@@ -198,7 +216,9 @@ impl Driver {
                 let detail = detail.strip_prefix(&format!("{word} ")).unwrap_or(detail);
                 review::record(run_dir, word, detail);
             }
-            let _ = done.send(Done::Msg(Msg::WorktreeDone(action, result)));
+            let _ = done.send(Done::Msg(Msg::Review(ReviewResult::WorktreeDone(
+                action, result,
+            ))));
         });
     }
 }
@@ -211,7 +231,7 @@ pub(super) struct Chosen {
 }
 
 /// What the review chose, `None` before there is a review.
-pub(super) fn chosen_paths(state: &State) -> Option<Chosen> {
+fn chosen_paths(state: &State) -> Option<Chosen> {
     let review = state.review.as_ref()?;
     let Loadable::Ready(diff) = &review.diff else {
         return None;
@@ -265,7 +285,7 @@ pub(super) fn kept(state: &State, worktree: Option<&WorktreeInfo>) -> Option<Str
 
 /// After a commit, the listed files left out of it (what a discard may still take back);
 /// `None` before a commit, when a discard takes all the run's changes.
-pub(super) fn left_out_of_commit(state: &State) -> Option<BTreeSet<String>> {
+fn left_out_of_commit(state: &State) -> Option<BTreeSet<String>> {
     let review = state.review.as_ref()?;
     if !matches!(review.commit, CommitState::Done(_)) {
         return None;

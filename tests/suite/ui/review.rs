@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use crossterm::event::KeyCode;
 use ralph_tui::protocol::event::{Event, RoundOutcome, RunStatus};
-use ralph_tui::screens::state::{DiffSource, Effect, Loadable, Overlay};
+use ralph_tui::screens::state::{
+    DiffSource, Effect, Loadable, Overlay, ReviewEffect, ReviewResult,
+};
 use ralph_tui::screens::{Msg, Theme};
 use ralph_tui::workspace::DiffModel;
 
@@ -52,7 +54,10 @@ fn space_leaves_a_file_out_and_the_commit_takes_only_the_chosen() {
         editor.note
     );
     let effects = ctrl(&mut state, 's');
-    assert!(matches!(&effects[..], [Effect::Commit(_)]), "{effects:?}");
+    assert!(
+        matches!(&effects[..], [Effect::Review(ReviewEffect::Commit(_))]),
+        "{effects:?}"
+    );
 
     // Nothing chosen: nothing to commit, said so.
     let mut state = finished(RunStatus::Complete, None);
@@ -139,10 +144,10 @@ fn revert_asks_which_round_then_shows_the_conflict_or_the_result() {
 
     assert_eq!(
         press(&mut state, KeyCode::Enter),
-        vec![Effect::RevertRound(2)]
+        vec![Effect::Review(ReviewEffect::RevertRound(2))]
     );
     let refused = "round 2 cannot be reverted: slug.py hunk 1 at line 5. Nothing was changed";
-    let effects = state.update(Msg::Reverted(2, Err(refused.into())));
+    let effects = state.update(Msg::Review(ReviewResult::Reverted(2, Err(refused.into()))));
     assert!(effects.is_empty(), "nothing changed, nothing to read again");
     let text = screen(&mut state, 80, 24);
     assert!(text.contains("slug.py hunk 1 at line 5"), "{text}");
@@ -153,9 +158,12 @@ fn revert_asks_which_round_then_shows_the_conflict_or_the_result() {
     press(&mut state, KeyCode::Char('u'));
     assert_eq!(
         press(&mut state, KeyCode::Char('y')),
-        vec![Effect::RevertRound(3)]
+        vec![Effect::Review(ReviewEffect::RevertRound(3))]
     );
-    let effects = state.update(Msg::Reverted(3, Ok(vec!["slug.py".into()])));
+    let effects = state.update(Msg::Review(ReviewResult::Reverted(
+        3,
+        Ok(vec!["slug.py".into()]),
+    )));
     assert_eq!(effects, vec![Effect::LoadDiff(DiffSource::Review)]);
     assert_eq!(state.review.as_ref().unwrap().diff, Loadable::Loading);
     let text = screen(&mut state, 80, 24);
@@ -182,12 +190,15 @@ fn discard_lists_what_is_lost_and_asks_before_doing_it() {
     assert!(state.overlay().is_none(), "no keeps the changes");
 
     press(&mut state, KeyCode::Char('d'));
-    assert_eq!(press(&mut state, KeyCode::Char('y')), vec![Effect::Discard]);
+    assert_eq!(
+        press(&mut state, KeyCode::Char('y')),
+        vec![Effect::Review(ReviewEffect::Discard)]
+    );
     assert!(state.overlay().is_none());
-    let effects = state.update(Msg::Discarded(Ok(vec![
+    let effects = state.update(Msg::Review(ReviewResult::Discarded(Ok(vec![
         "NOTES.md".into(),
         "slug.py".into(),
-    ])));
+    ]))));
     assert_eq!(effects, vec![Effect::LoadDiff(DiffSource::Review)]);
     assert!(
         state.notice.as_deref().unwrap().contains("2 files"),
@@ -201,7 +212,9 @@ fn after_a_commit_discard_offers_only_the_files_left_out() {
     let mut state = finished(RunStatus::Complete, None);
     press(&mut state, KeyCode::Char('c'));
     ctrl(&mut state, 's');
-    state.update(Msg::Committed(Ok("abc1234567 on main".into())));
+    state.update(Msg::Review(ReviewResult::Committed(Ok(
+        "abc1234567 on main".into(),
+    ))));
     assert!(press(&mut state, KeyCode::Char('d')).is_empty());
     assert!(state.overlay().is_none());
     let notice = state.notice.clone().unwrap();
@@ -212,7 +225,9 @@ fn after_a_commit_discard_offers_only_the_files_left_out() {
     press(&mut state, KeyCode::Char(' '));
     press(&mut state, KeyCode::Char('c'));
     ctrl(&mut state, 's');
-    state.update(Msg::Committed(Ok("abc1234567 on main".into())));
+    state.update(Msg::Review(ReviewResult::Committed(Ok(
+        "abc1234567 on main".into(),
+    ))));
     press(&mut state, KeyCode::Char('d'));
     match state.overlay() {
         Some(Overlay::Discard(question)) => assert_eq!(question.files.len(), 1),

@@ -5,7 +5,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ralph_tui::protocol::event::RunStatus;
 use ralph_tui::screens::keys::{self, SECTIONS};
-use ralph_tui::screens::state::{Effect, Overlay};
+use ralph_tui::screens::state::{Effect, Overlay, ReviewEffect};
 use ralph_tui::screens::Theme;
 
 use super::fixtures::*;
@@ -82,7 +82,7 @@ fn help_opens_above_the_commit_editor_and_closing_it_returns_to_the_message() {
         "the typed text stays"
     );
     let effects = ctrl(&mut state, 's');
-    assert!(matches!(&effects[..], [Effect::Commit(m)] if m.ends_with('X')));
+    assert!(matches!(&effects[..], [Effect::Review(ReviewEffect::Commit(m))] if m.ends_with('X')));
     assert!(state.overlay().is_none());
 }
 
