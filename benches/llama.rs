@@ -18,6 +18,8 @@
 //! minutes, so figures measured minutes apart do not make a ratio. `--pairs N` (6 by default)
 //! sets how many; `--speed-only` measures these two figures and nothing else, and
 //! `--observed-only` the demo's round start with and without the observation alone.
+//! `--busy` adds the busy-machine pair (`--busy-only`: it alone): generation idle against
+//! beside a busy process, with the cores as threads and with one fewer.
 //!
 //! `--draft-model PATH` adds speculative decoding measured on llama.cpp directly, the
 //! `--model` as its target (`speculative`): greedy generation speed with and without the
@@ -43,7 +45,7 @@ use std::time::{Duration, Instant};
 
 use ralph_tui::config::Dirs;
 use ralph_tui::engine::prompt::RoundPrompt;
-use ralph_tui::llm::llama::LlamaBackend;
+use ralph_tui::llm::llama::{LlamaBackend, TurnStats};
 use ralph_tui::llm::settings::InferenceSettings;
 use ralph_tui::llm::{Child, Request};
 use ralph_tui::protocol::message::{Message, Role};
@@ -68,6 +70,10 @@ struct Args {
     speed_only: bool,
     /// `--observed-only`: the demo's round start with and without the observation alone.
     observed_only: bool,
+    /// `--busy`: also the busy-machine pair (generation idle against beside a busy process,
+    /// for each thread count); `--busy-only`: that pair alone.
+    busy: bool,
+    busy_only: bool,
     /// Alternating plain / drafted runs per draft length.
     reps: usize,
     /// Prompt and generation runs, each paired with a llama-bench run (`--pairs N`).
@@ -98,6 +104,8 @@ fn args() -> Args {
         speculative_only: false,
         speed_only: false,
         observed_only: false,
+        busy: false,
+        busy_only: false,
         reps: 3,
         pairs: 6,
         draft_lengths: vec![2, 4, 6],
@@ -117,6 +125,8 @@ fn args() -> Args {
             "--speculative-only" => out.speculative_only = true,
             "--speed-only" => out.speed_only = true,
             "--observed-only" => out.observed_only = true,
+            "--busy" => out.busy = true,
+            "--busy-only" => out.busy_only = true,
             "--baseline" => out.baseline = Some(PathBuf::from(value())),
             "--reps" => out.reps = value().parse().expect("--reps N"),
             "--pairs" => out.pairs = value().parse().expect("--pairs N"),
@@ -563,6 +573,24 @@ fn prompt_speed(a: &Args, backend: &LlamaBackend) -> f64 {
     median(round_prompt_ms)
 }
 
+/// One generation by a fresh child of `backend` (round `round`) on `messages`: its figures.
+fn generate_once(
+    backend: &LlamaBackend,
+    messages: &[Message],
+    round: u32,
+    cancel: &CancellationToken,
+) -> TurnStats {
+    let mut child = backend.child(round).unwrap();
+    let request = Request {
+        messages,
+        tools: &[],
+        report_only: false,
+        max_tokens: None,
+    };
+    child.generate(request, &mut |_| {}, cancel).unwrap();
+    child.last_stats()
+}
+
 /// Generation throughput with the abort callback (as runs have it), alternating with the
 /// same generation without it and with llama-bench's.
 fn generation_speed(a: &Args) {
@@ -580,15 +608,7 @@ fn generation_speed(a: &Args) {
             .with_abort_callback(abortable)
     });
     let rate = |backend: &LlamaBackend, round: u32| {
-        let mut child = backend.child(round).unwrap();
-        let request = Request {
-            messages: &story,
-            tools: &[],
-            report_only: false,
-            max_tokens: None,
-        };
-        child.generate(request, &mut |_| {}, &cancel).unwrap();
-        let s = child.last_stats();
+        let s = generate_once(backend, &story, round, &cancel);
         f64::from(s.generated_tokens) / s.generation_time.as_secs_f64()
     };
     let mut tg = Paired::default();
@@ -614,6 +634,73 @@ fn generation_speed(a: &Args) {
         median(callback),
         a.pairs.max(1)
     );
+}
+
+/// Tokens each run of the busy-machine pair reads and generates: beside a busy process a
+/// token can take seconds, so the runs are short.
+const BUSY_PROMPT_TOKENS: usize = 192;
+const BUSY_GEN_TOKENS: u32 = 24;
+
+/// The busy-machine pair: prompt and generation speed idle against beside a busy process (a
+/// shell spinning on one core, as a build's compiler would), for the machine's cores as
+/// threads (ralph-tui's default) and for one fewer. llama.cpp's threads meet at a barrier
+/// after every operation, so one thread that the busy process descheduled holds up the
+/// others. Runs alternate idle and busy; medians of `--reps` pairs.
+fn busy_machine(a: &Args) {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let cores = i32::try_from(cores).unwrap_or(2);
+    let counts: Vec<i32> = if cores > 1 {
+        vec![cores, cores - 1]
+    } else {
+        vec![1]
+    };
+    let cancel = CancellationToken::new();
+    println!(
+        "busy machine: a {BUSY_PROMPT_TOKENS}-token prompt and {BUSY_GEN_TOKENS} generated tokens, idle against beside one busy process ({cores} cores; median of {} alternating pairs)",
+        a.reps.max(1)
+    );
+    for threads in counts {
+        let s = InferenceSettings {
+            threads,
+            ..settings(a, BUSY_GEN_TOKENS)
+        };
+        let backend = LlamaBackend::load(&a.model, &s, None)
+            .unwrap()
+            .with_prefix_cache(false);
+        let prompt = long_prompt(&backend, BUSY_PROMPT_TOKENS);
+        let rates = |round: u32| {
+            let s = generate_once(&backend, &prompt, round, &cancel);
+            (
+                f64::from(s.evaluated_tokens) / s.prompt_time.as_secs_f64(),
+                f64::from(s.generated_tokens) / s.generation_time.as_secs_f64(),
+            )
+        };
+        let (mut idle, mut busy) = (Vec::new(), Vec::new());
+        for round in (1u32..).take(a.reps.max(1)) {
+            idle.push(rates(round));
+            let mut spinner = Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap();
+            busy.push(rates(round));
+            let _ = spinner.kill();
+            let _ = spinner.wait();
+        }
+        let prompt_of = |v: &[(f64, f64)]| median(v.iter().map(|r| r.0).collect());
+        let gen_of = |v: &[(f64, f64)]| median(v.iter().map(|r| r.1).collect());
+        let (pi, pb, gi, gb) = (
+            prompt_of(&idle),
+            prompt_of(&busy),
+            gen_of(&idle),
+            gen_of(&busy),
+        );
+        println!(
+            "  threads {threads}: prompt idle {pi:7.1} · busy {pb:7.1} tok/s ({:.2}x) | generation idle {gi:7.1} · busy {gb:7.1} tok/s ({:.2}x)",
+            pb / pi.max(f64::MIN_POSITIVE),
+            gb / gi.max(f64::MIN_POSITIVE)
+        );
+    }
 }
 
 /// A fresh context per round against reloading the model per round, beside a typical
@@ -717,6 +804,10 @@ fn main() {
         observed_round_starts(&a);
         return;
     }
+    if a.busy_only {
+        busy_machine(&a);
+        return;
+    }
     let started = Instant::now();
     let backend = LlamaBackend::load(&a.model, &settings(&a, 1), None).unwrap();
     let load = started.elapsed();
@@ -734,4 +825,7 @@ fn main() {
     fresh_against_reload(&a, &backend, typical_prompt_ms);
     drop(backend);
     memory_across_rounds(&a);
+    if a.busy {
+        busy_machine(&a);
+    }
 }
