@@ -63,23 +63,7 @@ impl State {
                 round,
                 name,
                 arguments,
-            } => {
-                self.meters.tool_running = Some(name.clone());
-                let line = card::header(&name, &arguments);
-                let folded = card::argument_lines(&name, &arguments);
-                let call = Call {
-                    name,
-                    arguments,
-                    result: None,
-                };
-                self.push_card(
-                    round,
-                    LineKind::ToolCall,
-                    &line,
-                    &folded,
-                    CardBody::Call(call),
-                );
-            }
+            } => self.tool_call(round, name, arguments),
             Event::ToolResult {
                 name, ok, output, ..
             } => {
@@ -89,19 +73,7 @@ impl State {
             }
             Event::WrapUp { round, reason } => self.wrap_up(round, reason),
             Event::CheckFinished { round, at, check } => self.check_finished(round, at, check),
-            Event::RoundObserved {
-                round,
-                files_listed,
-                files_unlisted,
-                shown,
-                check,
-                text,
-            } => {
-                let seen = Observation::new(files_listed, files_unlisted, shown, check, &text);
-                let (line, folded) = seen.lines();
-                let body = CardBody::Observed(seen);
-                self.push_card(round, LineKind::ToolCall, &line, &folded, body);
-            }
+            Event::RoundObserved { .. } => self.round_observed(event),
             Event::Note { .. } => self.note_given(event),
             Event::ReportRejected { round, reason } => self.report_rejected(round, reason),
             Event::ReportAccepted { round, report } => self.report_accepted(round, report),
@@ -122,6 +94,44 @@ impl State {
             Event::RunFinished { .. } => return self.run_finished(event),
         }
         Vec::new()
+    }
+
+    /// `tool_call` (not the report's): the call becomes a card, and the meters say it runs.
+    fn tool_call(&mut self, round: u32, name: String, arguments: serde_json::Value) {
+        self.meters.tool_running = Some(name.clone());
+        let line = card::header(&name, &arguments);
+        let folded = card::argument_lines(&name, &arguments);
+        let call = Call {
+            name,
+            arguments,
+            result: None,
+        };
+        self.push_card(
+            round,
+            LineKind::ToolCall,
+            &line,
+            &folded,
+            CardBody::Call(call),
+        );
+    }
+
+    /// `round_observed`: what the round's child was given becomes a card.
+    fn round_observed(&mut self, event: Event) {
+        let Event::RoundObserved {
+            round,
+            files_listed,
+            files_unlisted,
+            shown,
+            check,
+            text,
+        } = event
+        else {
+            return;
+        };
+        let seen = Observation::new(files_listed, files_unlisted, shown, check, &text);
+        let (line, folded) = seen.lines();
+        let body = CardBody::Observed(seen);
+        self.push_card(round, LineKind::ToolCall, &line, &folded, body);
     }
 
     /// `note`: the person's note, as the round was given it, becomes a card.

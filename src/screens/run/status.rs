@@ -4,6 +4,7 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use crate::protocol::event::CheckVerdict;
@@ -23,40 +24,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let short = area.width < FULL_WIDTH;
     let size = u64::from(state.setup.ctx_size.max(1));
     let (used, exact) = state.context_used();
-    let gen = if state.meters.turn_streaming {
-        Some(state.meters.tokens_per_s)
-    } else {
-        state.meters.gen_per_s
-    };
-    // While a prompt is read, its rate so far; once the turn ended, the turn's.
-    let prompt_rate = state
-        .meters
-        .prompt_gauge
-        .as_ref()
-        .and_then(PromptGauge::rate)
-        .or(state.meters.prompt_per_s);
-    let rate = |r: Option<f64>| match r {
-        None => "–".to_string(),
-        Some(r) if short && r >= 100.0 => format!("{r:.0}"),
-        Some(r) => format!("{r:.1}"),
-    };
-    let mut spans = if short {
-        vec![
-            Span::styled(format!(" gen {}", rate(gen)), theme.bold()),
-            Span::styled(
-                format!(" · prompt {} tok/s", rate(prompt_rate)),
-                theme.text(),
-            ),
-        ]
-    } else {
-        vec![
-            Span::styled(format!(" gen {} tok/s", rate(gen)), theme.bold()),
-            Span::styled(
-                format!(" · prompt {} tok/s", rate(prompt_rate)),
-                theme.text(),
-            ),
-        ]
-    };
+    let mut spans = rates(state, short);
     spans.extend(round_time(state, short));
     spans.push(Span::styled(" │ ctx ", theme.dim()));
     spans.extend(meter(state, used, size, if short { 4 } else { 8 }));
@@ -69,24 +37,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     spans.push(Span::styled("│ ", theme.dim()));
     let used_width: usize = spans.iter().map(Span::width).sum();
     let mut room = usize::from(area.width).saturating_sub(used_width);
-    let (text, style) = if let Some(notice) = &state.notice {
-        (notice.clone(), theme.warning())
-    } else if let Some(busy) = busy_line(state) {
-        (busy, theme.warning())
-    } else if state.cancelling() {
-        (
-            "cancelling… the run stops at the next token".to_string(),
-            theme.warning(),
-        )
-    } else if state.replay.is_some() {
-        // A replay cannot cancel anything: its own keys instead.
-        (hints::fit(&replay_hints(), room), theme.key())
-    } else {
-        (
-            hints::fit(&run_hints(state.cursors.focus, short), room),
-            theme.key(),
-        )
-    };
+    let (text, style) = said(state, room, short);
     // The last check's verdict, where it leaves the hints or the notice their whole width.
     if let Some(verdict) = last_check(state) {
         let said = format!("check {}", verdict.as_str());
@@ -104,6 +55,61 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     }
     spans.push(Span::styled(wrap::truncate(&text, room), style));
     put_line(buf, area, 0, &Line::from(spans));
+}
+
+/// The generation and prompt rates: the streaming turn's live rate, else the last turn's;
+/// while a prompt is read, its rate so far. A short line drops the first `tok/s` and the
+/// decimals of a rate over 100.
+fn rates(state: &State, short: bool) -> Vec<Span<'static>> {
+    let theme = state.theme;
+    let gen = if state.meters.turn_streaming {
+        Some(state.meters.tokens_per_s)
+    } else {
+        state.meters.gen_per_s
+    };
+    let prompt_rate = state
+        .meters
+        .prompt_gauge
+        .as_ref()
+        .and_then(PromptGauge::rate)
+        .or(state.meters.prompt_per_s);
+    let rate = |r: Option<f64>| match r {
+        None => "–".to_string(),
+        Some(r) if short && r >= 100.0 => format!("{r:.0}"),
+        Some(r) => format!("{r:.1}"),
+    };
+    let unit = if short { "" } else { " tok/s" };
+    vec![
+        Span::styled(format!(" gen {}{unit}", rate(gen)), theme.bold()),
+        Span::styled(
+            format!(" · prompt {} tok/s", rate(prompt_rate)),
+            theme.text(),
+        ),
+    ]
+}
+
+/// What the rest of the line says, in `room` columns: a notice, that the machine is busy,
+/// that the run is cancelling, else the keys (a replay's own).
+fn said(state: &State, room: usize, short: bool) -> (String, Style) {
+    let theme = state.theme;
+    if let Some(notice) = &state.notice {
+        (notice.clone(), theme.warning())
+    } else if let Some(busy) = busy_line(state) {
+        (busy, theme.warning())
+    } else if state.cancelling() {
+        (
+            "cancelling… the run stops at the next token".to_string(),
+            theme.warning(),
+        )
+    } else if state.replay.is_some() {
+        // A replay cannot cancel anything: its own keys instead.
+        (hints::fit(&replay_hints(), room), theme.key())
+    } else {
+        (
+            hints::fit(&run_hints(state.cursors.focus, short), room),
+            theme.key(),
+        )
+    }
 }
 
 /// How long a turn streams before its live rate is compared with the run's best.
