@@ -465,8 +465,16 @@ pub(super) fn run_on_this_thread(
     if let Some(watch) = watch {
         engine = engine.with_watch(watch);
     }
-    let mut summary = engine.run_from(start);
-    // Hooks never change the outcome; the run only waits for them (each one bounded).
+    finish(engine.run_from(start), hooks, &log_failure)
+}
+
+/// The run's outcome once its engine ended: after its hooks (which never change it; the run
+/// only waits for them, each one bounded), or an error when the run log could not be written.
+fn finish(
+    mut summary: RunSummary,
+    hooks: Option<crate::hooks::HookRunner>,
+    log_failure: &crate::engine::runlog::Failure,
+) -> Result<RunSummary, StartError> {
     if let Some(hooks) = hooks {
         summary.hook_warnings = hooks.finish();
     }

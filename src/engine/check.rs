@@ -94,10 +94,7 @@ pub fn run(
 /// its output within `max_bytes`, failures first, and when it does not pass, that the
 /// objective is not met while it fails.
 pub fn describe(check: &CheckRun, when: &str, max_bytes: usize) -> String {
-    let exit = match check.exit_code {
-        Some(code) => format!("exit code {code}"),
-        None => "no exit code".to_string(),
-    };
+    let exit = exit_words(check);
     let seconds = check.wall_ms as f64 / 1000.0;
     let mut text = format!(
         "The check `{}` (run by ralph-tui {when}): {} ({exit}, {seconds:.1} s)",
@@ -123,12 +120,17 @@ pub fn describe(check: &CheckRun, when: &str, max_bytes: usize) -> String {
     text
 }
 
+/// How the run ended, in the worker's words: `exit code 1`, or `no exit code`.
+fn exit_words(run: &CheckRun) -> String {
+    run.exit_code.map_or_else(
+        || "no exit code".to_string(),
+        |code| format!("exit code {code}"),
+    )
+}
+
 /// Why a `complete` claim is refused when the check does not pass, quoting its output.
 pub fn refusal(run: &CheckRun) -> String {
-    let exit = match run.exit_code {
-        Some(code) => format!("exit code {code}"),
-        None => "no exit code".into(),
-    };
+    let exit = exit_words(run);
     let note = if run.note.is_empty() {
         String::new()
     } else {

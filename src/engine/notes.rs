@@ -286,24 +286,12 @@ fn write_down(path: Option<&Path>, note: &Note) {
 }
 
 /// The notes written down in run directory `dir` that none of its rounds was given (the run
-/// stopped first), oldest first: the journal's lines after as many as its log's `note`
-/// events (rounds are given notes in the order they were written down).
-pub fn not_given(dir: &Path) -> Vec<Note> {
-    use std::io::BufRead;
+/// stopped first), oldest first: the journal's lines after the first `given` (the run's
+/// `note` events; rounds are given notes in the order they were written down).
+pub fn not_given(dir: &Path, given: usize) -> Vec<Note> {
     let Ok(journal) = std::fs::read_to_string(dir.join(JOURNAL_FILE)) else {
         return Vec::new();
     };
-    let given = std::fs::File::open(dir.join("events.jsonl")).map_or(0, |file| {
-        std::io::BufReader::new(file)
-            .lines()
-            .map_while(Result::ok)
-            .filter(|line| line.contains(r#""type":"note""#))
-            .filter(|line| {
-                serde_json::from_str::<serde_json::Value>(line)
-                    .is_ok_and(|event| event["type"] == "note")
-            })
-            .count()
-    });
     journal
         .lines()
         .filter_map(|line| serde_json::from_str::<JournalLine>(line).ok())
@@ -370,18 +358,7 @@ mod tests {
         std::fs::write(&file, "from the file\n").unwrap();
         let given = inbox.take();
         assert_eq!(given.notes.len(), 2);
-        // The round that took them logged two `note` events; a third note came after.
-        let events = given
-            .notes
-            .iter()
-            .map(|n| {
-                format!(
-                    "{{\"t\":\"x\",\"type\":\"note\",\"round\":1,\"text\":{}}}\n",
-                    serde_json::json!(n.text)
-                )
-            })
-            .collect::<String>();
-        std::fs::write(run.path().join("events.jsonl"), events).unwrap();
+        // The round that took them was given two; a third note came after.
         inbox.push(Note::now("sent while round 2 ran".into(), NoteSource::Tui));
 
         let journal = std::fs::read_to_string(run.path().join(JOURNAL_FILE)).unwrap();
@@ -395,12 +372,12 @@ mod tests {
             "kept verbatim: {journal}"
         );
 
-        let left = not_given(run.path());
+        let left = not_given(run.path(), given.notes.len());
         let texts: Vec<&str> = left.iter().map(|n| n.text.as_str()).collect();
         assert_eq!(texts, ["sent while round 2 ran"]);
         assert_eq!(left[0].source, NoteSource::Tui);
         assert!(
-            not_given(notes.path()).is_empty(),
+            not_given(notes.path(), 0).is_empty(),
             "no journal, nothing left"
         );
     }

@@ -29,7 +29,7 @@ use super::{prompt, report, Engine, RoundEnd, RunConfig, Toolbox};
 use super::{MAX_ARGUMENT_BYTES, MAX_REPORT_ATTEMPTS};
 use crate::chat::ParsedCall;
 use crate::llm::{BackendError, Child, Generation, Output, Request, StopReason};
-use crate::protocol::event::{Event, WrapUpReason};
+use crate::protocol::event::{CheckPoint, CheckRun, Event, WrapUpReason};
 use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::process::ProcessTracker;
@@ -379,6 +379,17 @@ impl ChildTurns<'_, '_> {
         if report.status != crate::protocol::report::ReportStatus::Complete {
             return None;
         }
+        let run = self.run_check(command, CheckPoint::Claim);
+        let refusal = (!run.verdict.is_pass()).then(|| super::check::refusal(&run));
+        if refusal.is_some() {
+            self.calls.check_refused(command, run.verdict.as_str());
+        }
+        refusal
+    }
+
+    /// Runs the check `command` in the worker's sandbox, as this round's check `at` that point,
+    /// and emits `check_finished`.
+    fn run_check(&mut self, command: &str, at: CheckPoint) -> CheckRun {
         let run = super::check::run(
             command,
             self.workspace.root(),
@@ -387,16 +398,12 @@ impl ChildTurns<'_, '_> {
             self.scope.round,
             self.scope.cancel,
         );
-        let refusal = (!run.verdict.is_pass()).then(|| super::check::refusal(&run));
-        if refusal.is_some() {
-            self.calls.check_refused(command, run.verdict.as_str());
-        }
         self.convo.rec.emit(Event::CheckFinished {
             round: self.scope.round,
-            at: crate::protocol::event::CheckPoint::Claim,
-            check: run,
+            at,
+            check: run.clone(),
         });
-        refusal
+        run
     }
 
     /// With `--check-on-change`, runs the check after a call that changed files (emitting
@@ -411,27 +418,14 @@ impl ChildTurns<'_, '_> {
         else {
             return result;
         };
-        let run = super::check::run(
-            command,
-            self.workspace.root(),
-            &self.tools.policy,
-            &self.config.run_id,
-            self.scope.round,
-            self.scope.cancel,
-        );
-        self.calls
-            .change_checked(command, run.verdict.is_pass(), run.verdict.as_str());
+        let run = self.run_check(command, CheckPoint::Change);
+        self.calls.change_checked(command, &run);
         result.output.push_str("\n\n");
         result.output.push_str(&super::check::describe(
             &run,
             "after this change",
             CHANGE_CHECK_BYTES,
         ));
-        self.convo.rec.emit(Event::CheckFinished {
-            round: self.scope.round,
-            at: crate::protocol::event::CheckPoint::Change,
-            check: run,
-        });
         result
     }
 

@@ -83,6 +83,8 @@ pub struct PastRun {
     pub last_round: u32,
     /// Its last valid report: the last one it accepted, else the one it was resumed with.
     pub last_valid: Option<Report>,
+    /// The person's notes its rounds were given (its `note` events).
+    pub notes_given: usize,
 }
 
 /// What `events.jsonl` says, for a run whose `run.json` may have no end.
@@ -91,6 +93,7 @@ struct EventFacts {
     last_round: u32,
     last_accepted: Option<Report>,
     finished: Option<(RunStatus, u32, Option<Report>)>,
+    notes_given: usize,
 }
 
 fn read_events(path: &Path) -> EventFacts {
@@ -110,6 +113,7 @@ fn read_events(path: &Path) -> EventFacts {
         match stamped.event {
             Event::RoundStarted { round, .. } => facts.last_round = facts.last_round.max(round),
             Event::ReportAccepted { report, .. } => facts.last_accepted = Some(report),
+            Event::Note { .. } => facts.notes_given += 1,
             Event::RunFinished {
                 status,
                 rounds_started,
@@ -147,6 +151,7 @@ impl PastRun {
             last_valid: finished_report
                 .or(facts.last_accepted)
                 .or_else(|| record.info.resumed_report.clone()),
+            notes_given: facts.notes_given,
             record,
         })
     }

@@ -217,7 +217,7 @@ pub fn plan(
         warnings,
         worktree,
         earlier,
-        waiting: crate::engine::notes::not_given(&past.dir),
+        waiting: crate::engine::notes::not_given(&past.dir, past.notes_given),
         note,
     };
     Ok((settings, resume))
@@ -452,6 +452,7 @@ mod tests {
             status: None,
             last_round: 1,
             last_valid: None,
+            notes_given: 0,
         }
     }
 

@@ -53,9 +53,11 @@ impl Tool for EditFile {
         let old = args::string(arguments, "old")?;
         let new = args::string(arguments, "new")?;
         let count = args::opt_u64(arguments, "count")?.map_or(1, args::to_usize);
+        // An empty `old` is refused before the file is read; `old` equal to `new` once it is,
+        // to say whether the file holds that text already.
         let same = no_change(old, new);
-        if old.is_empty() {
-            same.map_or(Ok(()), |why| Err(ToolError::new(why)))?;
+        if let Some(why) = same.filter(|_| old.is_empty()) {
+            return Err(ToolError::new(why));
         }
         let target = args::path(arguments, ctx.root, Access::Write)?;
         let root = open_root(ctx.root)?;
@@ -82,7 +84,7 @@ impl Tool for EditFile {
         }
         if already_made(&text, old, new) {
             return Err(ToolError::new(format!(
-                "'{}' already has `new` wherever `old` matches (the edit is already made: `old` is part of `new`); nothing changed. Do not make it again: check the work, then call ralph_report",
+                "{ALREADY_IN_PLACE}'{}' already has `new` wherever `old` matches (the edit is already made: `old` is part of `new`); nothing changed. Do not make it again: check the work, then call ralph_report",
                 target.rel
             )));
         }
@@ -140,6 +142,11 @@ fn no_change(old: &str, new: &str) -> Option<&'static str> {
     )
 }
 
+/// How the result of an edit that found the file already as it asked begins: nothing
+/// changed, and nothing failed (the round's record does not count it as a failed change).
+/// It comes before the path, which the worker chose.
+pub const ALREADY_IN_PLACE: &str = "already in place: ";
+
 /// For an edit whose `old` equals `new`: that the file already holds that text, and where,
 /// when it does (the 1.5B, given a finished fix, wrote the fixed line as both `old` and `new`
 /// three times). `None` when the text is not in the file.
@@ -147,7 +154,7 @@ fn already_there(rel: &str, text: &str, old: &str) -> Option<String> {
     let at = text.find(old)?;
     let line = text[..at].matches('\n').count() + 1;
     Some(format!(
-        "'{rel}' already has this text (line {line}): `old` and `new` are the same, so nothing would change. If it is what the objective needs, that part is done: do not edit it again; check the work, then call ralph_report"
+        "{ALREADY_IN_PLACE}'{rel}' already has this text (line {line}): `old` and `new` are the same, so nothing would change. If it is what the objective needs, that part is done: do not edit it again; check the work, then call ralph_report"
     ))
 }
 
@@ -448,6 +455,7 @@ mod tests {
     fn an_old_equal_to_new_that_the_file_holds_says_where_it_is() {
         let text = "# Guide\n\nRun `sync` to receive mail.\n";
         let why = already_there("docs/guide.md", text, "to receive mail").unwrap();
+        assert!(why.starts_with(ALREADY_IN_PLACE), "{why}");
         assert!(
             why.contains("'docs/guide.md' already has this text (line 3)"),
             "{why}"

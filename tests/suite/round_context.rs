@@ -265,6 +265,13 @@ fn a_change_is_checked_at_once_and_the_worker_sees_what_it_did() {
         "a read changes nothing: {}",
         results[2]
     );
+    assert!(
+        stderr(&on).contains(
+            "round 1: check after the change: `python3 -m unittest discover -p '*_test.py'` failed"
+        ),
+        "{}",
+        stderr(&on)
+    );
 
     let off_repo = failing_repo();
     let off = run_script(

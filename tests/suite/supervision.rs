@@ -175,6 +175,15 @@ fn run_in(home: &Path, repo: &Path, rounds: Vec<Value>, extra: &[&str]) -> (Stri
     (id, code(&out))
 }
 
+/// The run directory a run's `run_started` names.
+fn run_dir_in(events: &[Value]) -> PathBuf {
+    PathBuf::from(
+        of_type(events, "run_started")[0]["run_dir"]
+            .as_str()
+            .unwrap(),
+    )
+}
+
 fn run_dir_of(home: &Path, id: &str) -> PathBuf {
     home.join("data/ralph-tui/runs").join(id)
 }
@@ -221,11 +230,7 @@ fn a_stalled_run_resumes_only_with_a_note_which_its_next_round_is_given() {
     // Kept verbatim in the log, escaped on its way out.
     assert_eq!(notes[0]["text"], note);
     assert!(!String::from_utf8_lossy(&out.stdout).contains('\u{1b}'));
-    let dir = PathBuf::from(
-        of_type(&events, "run_started")[0]["run_dir"]
-            .as_str()
-            .unwrap(),
-    );
+    let dir = run_dir_in(&events);
     let user = user_message(&dir, 4);
     let marked = user
         .find("A note from the person supervising this run, written ")
@@ -519,16 +524,14 @@ fn a_note_no_round_was_given_before_the_run_stopped_reaches_the_resumed_runs_fir
     assert_eq!(notes[0]["text"], "look at parser.py");
     assert_eq!(notes[0]["source"], "tui");
     assert_eq!(notes[0]["written_at"], "2026-12-04T21:00:00Z");
-    let dir = PathBuf::from(
-        of_type(&events, "run_started")[0]["run_dir"]
-            .as_str()
-            .unwrap(),
-    );
+    let dir = run_dir_in(&events);
     assert!(user_message(&dir, 2).contains("look at parser.py"));
     // The resumed run wrote it down in its own journal, and its log says it was given.
     let journal = std::fs::read_to_string(dir.join("notes.jsonl")).unwrap();
     assert!(journal.contains("look at parser.py"), "{journal}");
-    assert!(ralph_tui::engine::notes::not_given(&dir).is_empty());
+    let resumed = ralph_tui::runs::PastRun::load(&dir).unwrap();
+    assert_eq!(resumed.notes_given, 1);
+    assert!(ralph_tui::engine::notes::not_given(&dir, resumed.notes_given).is_empty());
     // The old run's directory is only read.
     assert_eq!(
         std::fs::read_to_string(old.join("notes.jsonl")).unwrap(),

@@ -24,9 +24,11 @@ use serde_json::Value;
 
 use super::testrun::ran_no_test;
 use crate::chat::scan::clip;
+use crate::protocol::event::CheckRun;
 use crate::protocol::report::{Report, ReportStatus};
 use crate::protocol::tool::{EDIT_FILE, RUN_COMMAND, WRITE_FILE};
 use crate::text::tail_at_char_boundary;
+use crate::tools::edit_file::ALREADY_IN_PLACE;
 use crate::tools::ToolResult;
 use evidence::{cited_exit_code, names_command, normalize};
 
@@ -103,7 +105,8 @@ pub struct CallLog {
     commands: Vec<CommandRun>,
     /// Workspace tool calls made (the report excluded), run or refused.
     tool_calls: u32,
-    /// The round's last file tool call, when it failed and no file changed after it.
+    /// The round's last file tool call, when it failed and no file changed after it (an edit
+    /// that found the file already as asked did not fail).
     failed_change: Option<String>,
     /// The file the round's last successful file tool call changed, when no command has run
     /// since.
@@ -187,19 +190,19 @@ impl CallLog {
     /// Records a call that ran: its result, and whether it changed a file (which lets every
     /// earlier call run again).
     pub fn record(&mut self, name: &str, arguments: &Value, result: &ToolResult, changed: bool) {
+        let file_tool = FILE_TOOLS.contains(&name);
+        let path = arguments.get("path").and_then(Value::as_str).unwrap_or("");
         if changed {
             self.epoch = self.epoch.saturating_add(1);
             self.failed_change = None;
-            if FILE_TOOLS.contains(&name) {
-                let path = arguments.get("path").and_then(Value::as_str).unwrap_or("");
+            if file_tool {
                 self.unrun_change = Some(clip(path, 120).to_string());
             }
         }
         if name == RUN_COMMAND {
             self.unrun_change = None;
         }
-        if FILE_TOOLS.contains(&name) && !result.ok {
-            let path = arguments.get("path").and_then(Value::as_str).unwrap_or("");
+        if file_tool && !result.ok && !result.output.starts_with(ALREADY_IN_PLACE) {
             self.failed_change = Some(format!(
                 "{name} {}: {}",
                 clip(path, 120),
@@ -298,13 +301,11 @@ impl CallLog {
         if report.status != ReportStatus::Blocked || self.block_questioned {
             return None;
         }
-        if let Some(failing) = self.failing_work() {
-            self.block_questioned = true;
-            return Some(format!(
-                "{failing}. Fix the cause and run it again, or report status \"continue\" with next_steps for the next round; only if no change in the repository can fix it, report \"blocked\" again"
-            ));
-        }
-        None
+        let failing = self.failing_work()?;
+        self.block_questioned = true;
+        Some(format!(
+            "{failing}. Fix the cause and run it again, or report status \"continue\" with next_steps for the next round; only if no change in the repository can fix it, report \"blocked\" again"
+        ))
     }
 
     /// Records that the round's record refuted a claim (the engine refused it as
@@ -324,14 +325,15 @@ impl CallLog {
         ));
     }
 
-    /// Records what the repository's check (`command`) said right after a change of this
-    /// round: a verdict other than a pass (`verdict`) makes a `blocked` report after it
-    /// questioned, until a later change's check passes.
-    pub fn change_checked(&mut self, command: &str, passed: bool, verdict: &str) {
-        self.failing_check = (!passed).then(|| {
+    /// Records what the repository's check (`command`) found right after a change of this
+    /// round (`run`): one that did not pass makes a `blocked` report after it questioned,
+    /// until a later change's check passes.
+    pub fn change_checked(&mut self, command: &str, run: &CheckRun) {
+        self.failing_check = (!run.verdict.is_pass()).then(|| {
             format!(
-                "a check that fails after your change is work to do, not a blocker: the repository's check `{}` does not pass after this round's last change ({verdict}); its output is in that change's result",
+                "a check that fails after your change is work to do, not a blocker: the repository's check `{}` does not pass after this round's last change ({}); its output is in that change's result",
                 clip(command, 120),
+                run.verdict.as_str(),
             )
         });
     }

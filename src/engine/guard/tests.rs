@@ -2,6 +2,7 @@
 //! call as small models made them.
 
 use super::*;
+use crate::protocol::event::CheckVerdict;
 use serde_json::json;
 
 fn ok(output: &str) -> ToolResult {
@@ -646,7 +647,7 @@ fn a_blocker_filed_while_the_check_fails_after_the_last_change_is_questioned() {
     let write = json!({"path": "test_stats.py", "content": "import unittest\n"});
     let mut log = CallLog::default();
     log.record("write_file", &write, &ok("replaced 'test_stats.py'"), true);
-    log.change_checked("python3 -m unittest", false, "failed");
+    log.change_checked("python3 -m unittest", &check_run(CheckVerdict::Failed));
     let why = log.question_block(&blocked).unwrap();
     assert!(
         why.contains("`python3 -m unittest` does not pass after this round's last change (failed)"),
@@ -655,7 +656,7 @@ fn a_blocker_filed_while_the_check_fails_after_the_last_change_is_questioned() {
     // A later change the check passes clears it (what is left is the unrun change).
     let mut log = CallLog::default();
     log.record("write_file", &write, &ok("replaced 'test_stats.py'"), true);
-    log.change_checked("python3 -m unittest", false, "failed");
+    log.change_checked("python3 -m unittest", &check_run(CheckVerdict::Failed));
     let run = json!({"command": "python3 -m unittest"});
     log.record(
         "run_command",
@@ -664,7 +665,48 @@ fn a_blocker_filed_while_the_check_fails_after_the_last_change_is_questioned() {
         false,
     );
     log.record("write_file", &write, &ok("replaced 'test_stats.py'"), true);
-    log.change_checked("python3 -m unittest", true, "passed");
+    log.change_checked("python3 -m unittest", &check_run(CheckVerdict::Passed));
     let why = log.question_block(&blocked).unwrap();
     assert!(why.contains("ran no command since"), "{why}");
+}
+
+/// A run of the check `python3 -m unittest` that ended with `verdict`.
+fn check_run(verdict: CheckVerdict) -> CheckRun {
+    CheckRun {
+        command: "python3 -m unittest".into(),
+        exit_code: Some(i32::from(verdict != CheckVerdict::Passed)),
+        verdict,
+        note: String::new(),
+        wall_ms: 100,
+        output: String::new(),
+    }
+}
+
+#[test]
+fn an_edit_that_finds_the_file_already_as_asked_is_no_failed_change() {
+    let mut log = CallLog::default();
+    let write = json!({"path": "greet.sh", "content": "echo \"Hello, $1!\"\n"});
+    log.check("write_file", &write);
+    log.record("write_file", &write, &ok("replaced 'greet.sh'"), true);
+    let run = json!({"command": "sh greet.sh Ann"});
+    log.check("run_command", &run);
+    log.record("run_command", &run, &ok("exit code 0\nHello, Ann!"), false);
+    let same = json!({"path": "greet.sh", "old": "Hello, $1!", "new": "Hello, $1!"});
+    let in_place = format!("{ALREADY_IN_PLACE}'greet.sh' already has this text (line 1)");
+    log.check("edit_file", &same);
+    log.record("edit_file", &same, &failed(&in_place), false);
+    let report = complete(&["sh greet.sh Ann printed Hello, Ann!"]);
+    assert_eq!(log.contradiction(&report), None);
+    // A path that looks like the marker is still a failed change.
+    let spoof = json!({"path": "already in place: x", "old": "a", "new": "b"});
+    log.record(
+        "edit_file",
+        &spoof,
+        &failed("'already in place: x' not found"),
+        false,
+    );
+    assert!(log
+        .contradiction(&report)
+        .unwrap()
+        .contains("last change to a file failed"));
 }

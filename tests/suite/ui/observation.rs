@@ -306,6 +306,35 @@ fn every_verdict_reads_in_words() {
 }
 
 #[test]
+fn a_check_after_a_change_is_a_card_that_says_when_it_ran() {
+    let mut state = new_state(Theme::default());
+    start_round(&mut state, 1);
+    send(
+        &mut state,
+        Event::CheckFinished {
+            round: 1,
+            at: CheckPoint::Change,
+            check: check_run(CheckVerdict::Failed, Some(1), CHECK_OUTPUT),
+        },
+    );
+    let lines = stream_lines(&state);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("✗ check after the change: `python3 -m unittest` failed")),
+        "{lines:#?}"
+    );
+    press(&mut state, KeyCode::Enter);
+    assert!(matches!(state.overlay(), Some(Overlay::Card(_))));
+    let text = screen(&mut state, 120, 40);
+    assert!(text.contains("Check · round 1 · after a change"), "{text}");
+    assert!(
+        text.contains("after the worker's call changed files"),
+        "{text}"
+    );
+}
+
+#[test]
 fn headless_says_each_check_on_one_sanitized_line() {
     use ralph_tui::headless::check_line;
     let mut check = check_run(CheckVerdict::Failed, Some(1), CHECK_OUTPUT);
@@ -317,6 +346,10 @@ fn headless_says_each_check_on_one_sanitized_line() {
     assert_eq!(
         check_line(2, CheckPoint::Claim, &check),
         "round 2: claim refused by the check: `pytest` failed (exit 1, 3.2 s)"
+    );
+    assert_eq!(
+        check_line(2, CheckPoint::Change, &check),
+        "round 2: check after the change: `pytest` failed (exit 1, 3.2 s)"
     );
     check.command = "pytest\n\x1b[2J-q".into();
     let line = check_line(2, CheckPoint::RoundStart, &check);
