@@ -111,6 +111,9 @@ pub struct CallLog {
     /// The file the round's last successful file tool call changed, when no command has run
     /// since.
     unrun_change: Option<String>,
+    /// The file of the round's last edit that found it already as asked, when nothing ran or
+    /// changed after it: a `complete` then rests on nothing shown.
+    in_place: Option<String>,
     /// What the repository's check said after the round's last change, when it did not pass
     /// (`--check-on-change`).
     failing_check: Option<String>,
@@ -202,7 +205,13 @@ impl CallLog {
         if name == RUN_COMMAND {
             self.unrun_change = None;
         }
-        if file_tool && !result.ok && !result.output.starts_with(ALREADY_IN_PLACE) {
+        if changed || name == RUN_COMMAND {
+            self.in_place = None;
+        }
+        let in_place = file_tool && !result.ok && result.output.starts_with(ALREADY_IN_PLACE);
+        if in_place {
+            self.in_place = Some(clip(path, 120).to_string());
+        } else if file_tool && !result.ok {
             self.failed_change = Some(format!(
                 "{name} {}: {}",
                 clip(path, 120),
@@ -289,6 +298,13 @@ impl CallLog {
                 self.failed_change.as_ref().map(|failure| {
                     format!(
                         "the round's last change to a file failed ({failure}) and no file changed after it: make the change, or report status \"continue\""
+                    )
+                })
+            })
+            .or_else(|| {
+                self.in_place.as_ref().map(|path| {
+                    format!(
+                        "the round's last edit of {path} changed nothing (the file already held it) and nothing ran after it: run what the objective names and cite what it printed, or report status \"continue\""
                     )
                 })
             })

@@ -696,6 +696,21 @@ fn an_edit_that_finds_the_file_already_as_asked_is_no_failed_change() {
     log.check("edit_file", &same);
     log.record("edit_file", &same, &failed(&in_place), false);
     let report = complete(&["sh greet.sh Ann printed Hello, Ann!"]);
+    // Not a failed change; but a claim needs something shown after it.
+    let why = log.contradiction(&report).unwrap();
+    assert!(
+        why.contains("last edit of greet.sh changed nothing"),
+        "{why}"
+    );
+    assert!(!why.contains("failed"), "{why}");
+    let again = json!({"command": "sh greet.sh Ann; sh greet.sh"});
+    log.check("run_command", &again);
+    log.record(
+        "run_command",
+        &again,
+        &ok("exit code 0\nHello, Ann!\nHello, world!"),
+        false,
+    );
     assert_eq!(log.contradiction(&report), None);
     // A path that looks like the marker is still a failed change.
     let spoof = json!({"path": "already in place: x", "old": "a", "new": "b"});
