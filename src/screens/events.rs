@@ -319,7 +319,7 @@ impl State {
         self.transcript
             .push_line(LineKind::Notice, &format!("! {message}"));
         // After the run's end (a failed `on_finish` hook): the review shows it too.
-        if let Some(review) = &mut self.review {
+        if let Some(review) = &mut self.review.shown {
             self.notice = Some(format!("warning: {message}"));
             review.warnings.push(message.clone());
         }
@@ -411,7 +411,7 @@ impl State {
             .filter(|f| f.outside_run)
             .map(|f| f.path.clone())
             .collect();
-        self.review = Some(Review {
+        self.review.shown = Some(Review {
             status,
             rounds_started,
             report,
@@ -576,59 +576,5 @@ impl State {
             }
         }
         rows
-    }
-
-    /// The report the commit describes: the run's last, unless the review reverted the
-    /// round that made it, then the newest accepted report of a round still in the work.
-    fn described_report(&self) -> Option<&Report> {
-        let review = self.review.as_ref()?;
-        let latest = review.report.as_ref().or(review.last_valid.as_ref());
-        if review.reverted.is_empty() {
-            return latest;
-        }
-        self.reports.iter().rev().find_map(|entry| match entry {
-            ReportEntry::Accepted { round, report } if !review.reverted.contains(round) => {
-                Some(report)
-            }
-            _ => None,
-        })
-    }
-
-    /// The text the commit editor starts with: the worker's summary and evidence (of a
-    /// round the review did not revert), and what the review reverted.
-    pub fn commit_message(&self) -> String {
-        let review = self.review.as_ref();
-        let report = self.described_report();
-        let mut message = match report {
-            Some(report) => report.summary.clone(),
-            None => {
-                let first = self.objective.lines().next().unwrap_or("");
-                format!("ralph-tui run: {}", wrap::truncate(first, 60))
-            }
-        };
-        if let Some(report) = report.filter(|r| !r.evidence.is_empty()) {
-            message
-                .push_str("\n\nEvidence, as the worker reported it (not independently verified):");
-            for item in &report.evidence {
-                message.push_str("\n- ");
-                message.push_str(item);
-            }
-        }
-        if let Some(review) = review {
-            message.push_str(&format!(
-                "\n\nralph-tui run {}: {} after {}.",
-                self.run_id,
-                review.status.as_str(),
-                crate::text::count(review.rounds_started as usize, "round", "rounds")
-            ));
-            if !review.reverted.is_empty() {
-                let rounds: Vec<String> = review.reverted.iter().map(u32::to_string).collect();
-                message.push_str(&format!(
-                    " Reverted in the review: round {}.",
-                    rounds.join(", ")
-                ));
-            }
-        }
-        message
     }
 }

@@ -9,7 +9,7 @@ use ratatui::widgets::Widget;
 use super::editor;
 use super::kit::draw::put_line;
 use super::model::Phase;
-use super::review::ReviewScreen;
+use super::run::header;
 use super::run::RunScreen;
 use super::state::State;
 use super::views::approval::ApprovalQuestion;
@@ -30,7 +30,13 @@ impl Widget for &State {
         match self.phase {
             Phase::Editing => editor::render(self, area, buf),
             Phase::Running => RunScreen.render(self, area, buf),
-            Phase::Finished => ReviewScreen.render(self, area, buf),
+            Phase::Finished => {
+                if self.review.shown.is_some() {
+                    header::render(self, self.review.areas.header, buf);
+                }
+                let shared = self.review_shared();
+                self.review.render(&shared, self.notice.as_deref(), buf);
+            }
         }
         let ctx = self.view_ctx();
         let is_question = |o: &&Overlay| matches!(o, Overlay::ConfirmCancel);

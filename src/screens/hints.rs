@@ -3,7 +3,7 @@
 //! keys it shows are the chords those actions have in that place. So what a footer says is
 //! what the handlers dispatch on, and help, footers and dispatch cannot drift.
 
-use super::keys::{Action, Section, EVERYWHERE, REVIEW, WORKTREE};
+use super::keys::{Action, Section, EVERYWHERE, REPLAY, REVIEW, RUN, WORKTREE};
 
 /// One item of a footer or a status line: keys, then what they do there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,4 +108,19 @@ pub fn text(hints: &[Hint]) -> String {
         .map(Hint::to_string)
         .collect::<Vec<_>>()
         .join(" · ")
+}
+
+/// The keys a replay offers, in place of the live run's.
+const REPLAY_KEYS: &HintSpec = &[
+    (&[Action::PlayPause], "pause"),
+    (&[Action::Step], "step"),
+    (&[Action::PreviousRound, Action::NextRound], "round"),
+    (&[Action::Quit], "leave"),
+    (&[Action::Help], "help"),
+];
+
+/// The replay's keys, for its status lines.
+pub fn replay_hints() -> Vec<Hint> {
+    let at = [&REPLAY, &RUN, &EVERYWHERE];
+    of(&at, REPLAY_KEYS, false)
 }

@@ -10,7 +10,6 @@ use crossterm::event::{KeyEvent, KeyEventKind};
 
 use super::keys::{self, Action};
 use super::model::{Effect, Phase, FORCE_QUIT_AFTER};
-use super::review::ReviewScreen;
 use super::run::RunScreen;
 use super::state::State;
 use super::transcript::LineKind;
@@ -174,7 +173,10 @@ impl State {
             Outcome::Notice(text) => self.notice = Some(text),
             Outcome::AskCancel => self.ask_cancel(),
             Outcome::Answer(_) => {}
-            Outcome::Review(effect) => return self.review_asked(effect),
+            Outcome::Review(effect) => {
+                let (screen, lent) = self.review_and_lent();
+                return screen.asked(effect, lent);
+            }
             Outcome::Note(text) => {
                 self.close();
                 return self.note_sent(text);
@@ -198,6 +200,7 @@ impl State {
             }
             return self.overlay_key(&key);
         }
-        ReviewScreen.handle_key(self, &key)
+        let (screen, lent) = self.review_and_lent();
+        screen.handle_key(&key, lent)
     }
 }

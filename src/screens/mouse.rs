@@ -52,15 +52,15 @@ impl State {
                     self.cursors.objective_scroll.saturating_add_signed(delta);
             }
             Phase::Finished => {
-                let diff_area = self.areas.review.diff;
-                if let Some(review) = &mut self.review {
+                let diff_area = self.review.areas.diff;
+                if let Some(review) = &mut self.review.shown {
                     if diff_area.contains(at) {
                         review.diff_scroll = if up {
                             review.diff_scroll.saturating_sub(STEP)
                         } else {
                             review.diff_scroll + STEP
                         };
-                    } else if self.areas.review.files.contains(at) {
+                    } else if self.review.areas.files.contains(at) {
                         review.file = if up {
                             review.file.saturating_sub(1)
                         } else {

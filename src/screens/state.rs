@@ -15,8 +15,8 @@ use std::time::Duration;
 use ratatui::layout::Rect;
 use tui_textarea::TextArea;
 
-use super::kit::layout::{self, ReviewAreas, RunAreas};
-use super::kit::scroll::{self, keep_visible};
+use super::kit::layout::{self, RunAreas};
+use super::kit::scroll::keep_visible;
 use super::kit::theme::Theme;
 use super::kit::wrap;
 pub use super::model::{
@@ -24,9 +24,9 @@ pub use super::model::{
     ReportEntry, Review, ReviewEffect, ReviewResult, RoundChanges, SentBack, Setup, WorktreeAction,
     WorktreeGone, FORCE_QUIT_AFTER,
 };
+use super::review::{Lent, ReviewScreen, Shared};
 use super::transcript::{LineKind, Transcript};
 use super::views::card::Card;
-use super::views::diff;
 pub use super::views::overlay::Overlay;
 use super::views::view::{Ctx, View};
 use crate::error::ExitCode;
@@ -83,8 +83,6 @@ pub struct Cursors {
     pub change_sel: usize,
     pub change_offset: usize,
     pub objective_scroll: usize,
-    /// The first row the review's file list shows.
-    pub review_offset: usize,
 }
 
 /// The objective editor: the text, what is wrong with it, and whether Esc was pressed once.
@@ -96,24 +94,12 @@ pub struct ObjectiveEditor {
     pub quit_armed: bool,
 }
 
-/// The review of a worktree run (`--worktree`): the discard asked once, and what is gone.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct WorktreeReview {
-    /// X was pressed once; a second X discards.
-    pub discard_armed: bool,
-    /// The worktree and branch are gone (committed, or removed with `X X`).
-    pub gone: Option<WorktreeGone>,
-    /// `A` applied the run's changes to the person's work tree (the branch is kept).
-    pub applied: bool,
-}
-
-/// Where things were drawn at the last sync: the whole screen, the run screen's panes, the
-/// review's.
+/// Where things were drawn at the last sync: the whole screen and the run screen's panes (the
+/// review's are its own).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Areas {
     pub screen: Rect,
     pub run: RunAreas,
-    pub review: ReviewAreas,
 }
 
 #[derive(Debug, Clone)]
@@ -151,10 +137,9 @@ pub struct State {
     asked: std::collections::BTreeSet<u64>,
     pub cancel_requested: Option<Duration>,
     pub quit_when_finished: bool,
-    pub review: Option<Review>,
+    /// The review screen's own state: the review once the run is over, and what it did.
+    pub review: ReviewScreen,
     pub notice: Option<String>,
-    /// A worktree run's review: its worktree and branch.
-    pub worktree: WorktreeReview,
     /// Set when the screens show a replay, not a live run.
     pub replay: Option<ReplayMark>,
     /// Where the screens and panes were at the last sync (for render and the mouse).
@@ -201,9 +186,8 @@ impl State {
             asked: std::collections::BTreeSet::new(),
             cancel_requested: None,
             quit_when_finished: false,
-            review: None,
+            review: ReviewScreen::default(),
             notice: None,
-            worktree: WorktreeReview::default(),
             replay: None,
             areas: Areas::default(),
         }
@@ -253,7 +237,10 @@ impl State {
                 self.diff_loaded(source, result);
                 Vec::new()
             }
-            Msg::Review(result) => self.review_result(result),
+            Msg::Review(result) => {
+                let (screen, lent) = self.review_and_lent();
+                screen.result(result, lent)
+            }
             Msg::SentBack(result) => {
                 self.sent_back(result);
                 Vec::new()
@@ -271,10 +258,7 @@ impl State {
 
     /// The exit code if the program ended now.
     pub fn exit_code(&self) -> ExitCode {
-        match &self.review {
-            Some(review) => ExitCode::of_run(review.status, review.verification.as_ref()),
-            None => ExitCode::Cancelled,
-        }
+        self.review.exit_code()
     }
 
     pub fn elapsed(&self) -> Duration {
@@ -379,7 +363,7 @@ impl State {
             Err(e) => Loadable::Failed(e),
         };
         if source == DiffSource::Review {
-            self.review_diff_loaded(&mut loaded);
+            self.review.diff_loaded(&mut loaded);
         }
         for overlay in &mut self.overlays {
             if let Overlay::Diff(view) = overlay {
@@ -395,6 +379,38 @@ impl State {
             screen: self.areas.screen,
             reports: &self.reports,
             run_dir: &self.setup.run_dir,
+        }
+    }
+
+    /// The review screen, with what its handlers may change of the shared state.
+    pub(super) fn review_and_lent(&mut self) -> (&mut ReviewScreen, Lent<'_>) {
+        let shared = Shared {
+            theme: self.theme,
+            setup: &self.setup,
+            run_id: &self.run_id,
+            objective: &self.objective,
+            reports: &self.reports,
+            changes: &self.changes,
+            replay: self.replay.is_some(),
+        };
+        let lent = Lent {
+            notice: &mut self.notice,
+            overlays: &mut self.overlays,
+            shared,
+        };
+        (&mut self.review, lent)
+    }
+
+    /// What the review reads of the state the screens share.
+    pub fn review_shared(&self) -> Shared<'_> {
+        Shared {
+            theme: self.theme,
+            setup: &self.setup,
+            run_id: &self.run_id,
+            objective: &self.objective,
+            reports: &self.reports,
+            changes: &self.changes,
+            replay: self.replay.is_some(),
         }
     }
 
@@ -445,7 +461,7 @@ impl State {
             Phase::Running => self.sync_run(area),
             Phase::Finished => {
                 self.sync_run(area);
-                self.sync_review(area);
+                self.review.sync(area, self.notice.as_deref());
             }
         }
         self.sync_overlay(area);
@@ -482,37 +498,6 @@ impl State {
             self.cursors.change_sel,
             changes_height,
         );
-    }
-
-    /// The rows the review's status line needs: a notice wraps (at most
-    /// [`layout::MAX_STATUS_ROWS`]); everything else says its keys in one.
-    fn review_status_rows(&self, width: u16) -> u16 {
-        let Some(notice) = &self.notice else {
-            return 1;
-        };
-        let rows = wrap::rows(notice, usize::from(width.saturating_sub(1))).len();
-        u16::try_from(rows)
-            .unwrap_or(u16::MAX)
-            .clamp(1, layout::MAX_STATUS_ROWS)
-    }
-
-    fn sync_review(&mut self, area: Rect) {
-        let areas = layout::review_areas(area, self.review_status_rows(area.width));
-        self.areas.review = areas;
-        let files_height = usize::from(layout::inner(areas.files).height).max(1);
-        let diff_inner = layout::inner(areas.diff);
-        let Some(review) = &mut self.review else {
-            return;
-        };
-        if let Loadable::Ready(diff) = &review.diff {
-            review.file = review.file.min(diff.files.len().saturating_sub(1));
-            let rows = diff::file_rows(diff.files.get(review.file), diff_inner.width);
-            review.diff_scroll = scroll::clamp(review.diff_scroll, rows, diff_inner.height);
-            let files_width = usize::from(layout::inner(areas.files).width);
-            let row = review.row_of(review.file, diff::gitlink_note(files_width).len());
-            self.cursors.review_offset =
-                keep_visible(self.cursors.review_offset, row, files_height);
-        }
     }
 
     fn sync_overlay(&mut self, area: Rect) {

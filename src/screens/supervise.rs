@@ -4,7 +4,7 @@
 //! unless there is nowhere for the note to go (a replay, a run being cancelled, a worktree
 //! that is gone), which the status line says instead.
 
-use super::model::{CommitState, Effect, Pane, Phase, SentBack, WorktreeGone};
+use super::model::{Effect, Pane, Phase, SentBack};
 use super::state::State;
 use super::transcript::LineKind;
 use super::views::note::NoteEditor;
@@ -41,45 +41,9 @@ impl State {
         vec![Effect::Note(text)]
     }
 
-    /// Why the reviewed run cannot be sent back now, if it cannot.
-    fn cannot_send_back(&self) -> Option<String> {
-        let review = self.review.as_ref()?;
-        if self.replay.is_some() {
-            return Some("replay: read-only, it cannot be sent back".into());
-        }
-        if let Some(gone) = self.worktree.gone {
-            let how = match gone {
-                WorktreeGone::Removed => "was removed",
-                WorktreeGone::Committed => "was removed when its changes were committed",
-            };
-            return Some(format!(
-                "the run's worktree {how}: there is nothing left to send back to work"
-            ));
-        }
-        if review.commit == CommitState::Committing {
-            return Some("committing…".into());
-        }
-        (review.rounds_started >= crate::options::RoundCount::CEILING).then(|| {
-            "the run has started 64 rounds, the most a run may have: it cannot go on".into()
-        })
-    }
-
-    /// `b` at the review: the send-back editor, or why the run cannot go back to work.
-    pub(super) fn open_send_back(&mut self) {
-        if let Some(why) = self.cannot_send_back() {
-            self.notice = Some(why);
-            return;
-        }
-        let Some(review) = &self.review else {
-            return;
-        };
-        let editor = NoteEditor::sending_back(review.rounds_started, self.setup.max_rounds);
-        self.open(Overlay::Note(Box::new(editor)));
-    }
-
     /// The send-back editor's answer: the run resumes with the note.
     pub(super) fn send_back(&mut self, note: String, rounds: u32) -> Vec<Effect> {
-        if let Some(why) = self.cannot_send_back() {
+        if let Some(why) = self.review.cannot_send_back(self.replay.is_some()) {
             self.notice = Some(why);
             return Vec::new();
         }
@@ -100,12 +64,11 @@ impl State {
             }
         };
         self.phase = Phase::Running;
-        self.review = None;
+        self.review = super::review::ReviewScreen::default();
         self.overlays.clear();
         self.run_ended = None;
         self.cancel_requested = None;
         self.quit_when_finished = false;
-        self.worktree = super::state::WorktreeReview::default();
         self.cursors.focus = Pane::Stream;
         self.setup.max_rounds = back.max_rounds;
         self.setup.run_dir = back.run_dir;

@@ -512,5 +512,5 @@ pub fn run(dir: &Path, speed: f64) -> ExitCode {
 
 /// Whether the state shows the finished run's review.
 pub fn in_review(state: &State) -> bool {
-    state.phase == Phase::Finished && state.review.is_some()
+    state.phase == Phase::Finished && state.review.shown.is_some()
 }

@@ -340,10 +340,10 @@ fn live_review(repo: &Path, tmp: &Path) -> (String, PathBuf) {
         state,
         prepared,
         &mut |state| {
-            let loaded = state
-                .review
-                .as_ref()
-                .is_some_and(|r| matches!(r.diff, ralph_tui::screens::state::Loadable::Ready(_)));
+            let loaded =
+                state.review.shown.as_ref().is_some_and(|r| {
+                    matches!(r.diff, ralph_tui::screens::state::Loadable::Ready(_))
+                });
             if loaded && !quit_sent {
                 let mut shown = state.clone();
                 review = Some(render(&mut shown));

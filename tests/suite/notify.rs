@@ -72,7 +72,7 @@ fn notified(focus: TermEvent) -> String {
         state,
         prepared,
         &mut |state| {
-            if state.review.is_some() && !quit_sent {
+            if state.review.shown.is_some() && !quit_sent {
                 quit_sent = true;
                 let q = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
                 keys.unbounded_send(Ok(TermEvent::Key(q))).unwrap();

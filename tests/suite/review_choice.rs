@@ -95,7 +95,7 @@ fn a_nested_repository_chosen_explicitly_is_committed_as_a_gitlink() {
     // Space on it, then the commit: keys are taken in the order they come.
     let choose = Step {
         keys: vec![ch('j'), ch(' ')],
-        until: Box::new(|s| s.review.as_ref().is_some_and(|r| r.file == 1)),
+        until: Box::new(|s| s.review.shown.as_ref().is_some_and(|r| r.file == 1)),
     };
     session_of(
         &repo,
@@ -134,7 +134,12 @@ fn every_changed_file_is_listed_and_the_commit_takes_only_the_chosen() {
     };
     let leave_out_the_last = Step {
         keys,
-        until: Box::new(|s| s.review.as_ref().is_some_and(|r| !r.left_out.is_empty())),
+        until: Box::new(|s| {
+            s.review
+                .shown
+                .as_ref()
+                .is_some_and(|r| !r.left_out.is_empty())
+        }),
     };
     let s = session_of(
         &repo,

@@ -40,6 +40,7 @@ fn ctrl(c: char) -> KeyEvent {
 pub(super) fn ready(state: &State) -> bool {
     state
         .review
+        .shown
         .as_ref()
         .is_some_and(|r| matches!(r.diff, Loadable::Ready(_)))
 }
@@ -52,7 +53,7 @@ fn notice_starts(state: &State, start: &str) -> bool {
 }
 
 pub(super) fn files_listed(state: &State) -> Vec<String> {
-    match state.review.as_ref().map(|r| &r.diff) {
+    match state.review.shown.as_ref().map(|r| &r.diff) {
         Some(Loadable::Ready(diff)) => diff.files.iter().map(|f| f.path.clone()).collect(),
         _ => Vec::new(),
     }
@@ -106,6 +107,7 @@ pub(super) fn commit() -> Step {
         keys: vec![ch('c'), ctrl('s')],
         until: Box::new(|s| {
             s.review
+                .shown
                 .as_ref()
                 .is_some_and(|r| matches!(r.commit, CommitState::Done(_) | CommitState::Failed(_)))
         }),
@@ -216,7 +218,7 @@ pub(super) fn session_of(
                 notices.push(n.clone());
             }
         }
-        if let Some(review) = &state.review {
+        if let Some(review) = &state.review.shown {
             warnings.clone_from(&review.warnings);
         }
         if state.phase != Phase::Finished || (at == 0 && !sent && !ready(state)) {
@@ -497,7 +499,7 @@ fn toggle(index: usize) -> Step {
     Step {
         keys,
         until: Box::new(|s| {
-            s.review.as_ref().is_some_and(|r| {
+            s.review.shown.as_ref().is_some_and(|r| {
                 r.left_out.len() == 1 && files_listed(s).contains(&"notes.txt".to_string())
             })
         }),
@@ -572,6 +574,7 @@ fn a_failing_on_finish_hook_is_shown_in_the_review() {
             keys: Vec::new(),
             until: Box::new(|s| {
                 s.review
+                    .shown
                     .as_ref()
                     .is_some_and(|r| r.warnings.iter().any(|w| w.contains("on_finish")))
             }),
@@ -677,7 +680,7 @@ mod screens {
         assert!(text.contains("Changes (0) · 0 chosen"), "{text}");
         assert!(!text.contains("the run changed no files"), "{text}");
         assert!(text.contains("nothing of the run is left"), "{text}");
-        let review = state.review.as_ref().unwrap();
+        let review = state.review.shown.as_ref().unwrap();
         assert_eq!(review.listed_left_out(), 0);
     }
 
@@ -709,13 +712,13 @@ mod screens {
     #[test]
     fn after_reverting_the_last_round_the_commit_message_describes_what_is_left() {
         let mut state = finished(RunStatus::Complete, Some(verification(true)));
-        let before = state.commit_message();
+        let before = state.review.commit_message(&state.review_shared());
         assert!(before.starts_with("slugify is implemented"), "{before}");
         state.update(Msg::Review(ReviewResult::Reverted(
             3,
             Ok(vec!["slug.py".into()]),
         )));
-        let after = state.commit_message();
+        let after = state.review.commit_message(&state.review_shared());
         assert!(!after.contains("slugify is implemented"), "{after}");
         // The newest report of a round still in the work tree: round 2's.
         let round_two = match state.reports.iter().rev().find(|e| e.round() == 2) {
@@ -735,14 +738,15 @@ mod screens {
             3,
             Err("conflict".into()),
         )));
-        assert_eq!(state.commit_message(), before);
+        assert_eq!(state.review.commit_message(&state.review_shared()), before);
     }
 
     #[test]
     fn a_cancelled_runs_exit_line_has_the_resume_command_the_review_showed() {
         let state = finished(RunStatus::Cancelled, None);
-        let review = state.review.as_ref().unwrap();
-        let command = ralph_tui::screens::review::resume_command(&state, review).unwrap();
+        let review = state.review.shown.as_ref().unwrap();
+        let command =
+            ralph_tui::screens::review::resume_command(&state.review_shared(), review).unwrap();
         let line = ralph_tui::terminal::event_loop::farewell(&state, None);
         assert!(
             line.contains(&format!("continue it with `{command}`")),
@@ -756,7 +760,7 @@ mod screens {
     #[test]
     fn snapshot_review_after_a_commit_that_left_a_file_out() {
         let mut state = finished(RunStatus::Complete, Some(verification(true)));
-        let review = state.review.as_mut().unwrap();
+        let review = state.review.shown.as_mut().unwrap();
         let first = match &review.diff {
             ralph_tui::screens::model::Loadable::Ready(d) => d.files[0].path.clone(),
             _ => panic!("no diff"),
@@ -794,11 +798,11 @@ mod screens {
         let line = ralph_tui::terminal::event_loop::farewell(&state, None);
         assert!(line.contains("verify passed (exit 0)"), "{line}");
         assert!(!line.contains("not independently verified"), "{line}");
-        let review = ralph_tui::screens::review::outcome_text(state.review.as_ref().unwrap());
+        let review = ralph_tui::screens::review::outcome_text(state.review.shown.as_ref().unwrap());
         let claim = review.split_once(": ").unwrap().1;
         assert!(line.contains(claim), "{line} / {review}");
         // Without --verify the claim still says it is not verified.
-        state.review.as_mut().unwrap().verification = None;
+        state.review.shown.as_mut().unwrap().verification = None;
         let line = ralph_tui::terminal::event_loop::farewell(&state, None);
         assert!(line.contains("not independently verified"), "{line}");
     }

@@ -218,7 +218,9 @@ fn snapshot_review_of_a_worktree_run() {
 #[test]
 fn review_names_the_exact_command_that_resumes_the_run() {
     use ralph_tui::screens::review::resume_command;
-    let command = |state: &State| resume_command(state, state.review.as_ref().unwrap());
+    let command = |state: &State| {
+        resume_command(&state.review_shared(), state.review.shown.as_ref().unwrap())
+    };
     for status in [
         RunStatus::Cancelled,
         RunStatus::RoundFailed,
@@ -236,7 +238,7 @@ fn review_names_the_exact_command_that_resumes_the_run() {
     }
     // At its cap the run needs a higher one; a run outside the data dir goes by directory.
     let mut state = finished(RunStatus::BudgetLimited, None);
-    state.review.as_mut().unwrap().rounds_started = 8;
+    state.review.shown.as_mut().unwrap().rounds_started = 8;
     assert_eq!(
         command(&state).as_deref(),
         Some("ralph-tui --resume 20260101-090000-1a2b -n 16")
@@ -246,7 +248,7 @@ fn review_names_the_exact_command_that_resumes_the_run() {
         command(&state).as_deref(),
         Some("ralph-tui --resume 'logs/my run' -n 16")
     );
-    state.review.as_mut().unwrap().rounds_started = 64;
+    state.review.shown.as_mut().unwrap().rounds_started = 64;
     assert_eq!(command(&state), None, "64 rounds is the ceiling");
 }
 

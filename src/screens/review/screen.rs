@@ -19,9 +19,9 @@ use crate::screens::keys::Action;
 use crate::screens::kit::draw::{draw_lines, pane_block, put_line};
 use crate::screens::kit::theme::Theme;
 use crate::screens::kit::wrap;
-use crate::screens::model::{CommitState, Loadable, Review};
-use crate::screens::run::header;
-use crate::screens::state::State;
+use crate::screens::model::{CommitState, Loadable, Review, WorktreeGone};
+
+use super::{ReviewScreen, Shared};
 use crate::screens::views::diff;
 use crate::screens::views::report_detail;
 use crate::text::sanitize_line;
@@ -41,7 +41,7 @@ pub fn outcome_text(review: &Review) -> String {
 /// The command that continues this run, for the outcomes `--resume` takes: by run id when the
 /// run directory is the default one (`…/runs/<run id>`), else by directory. A run that stopped
 /// at its round cap needs a higher one (`-n`), up to the ceiling of 64.
-pub fn resume_command(state: &State, review: &Review) -> Option<String> {
+pub fn resume_command(shared: &Shared, review: &Review) -> Option<String> {
     let resumable = matches!(
         review.status,
         RunStatus::Cancelled
@@ -49,21 +49,21 @@ pub fn resume_command(state: &State, review: &Review) -> Option<String> {
             | RunStatus::BudgetLimited
             | RunStatus::Stalled
     );
-    if !resumable || state.run_id.is_empty() || review.rounds_started >= RoundCount::CEILING {
+    if !resumable || shared.run_id.is_empty() || review.rounds_started >= RoundCount::CEILING {
         return None;
     }
-    let dir = std::path::Path::new(&state.setup.run_dir);
-    let by_id = dir.file_name().is_some_and(|n| n == state.run_id.as_str())
+    let dir = std::path::Path::new(&shared.setup.run_dir);
+    let by_id = dir.file_name().is_some_and(|n| n == shared.run_id)
         && dir
             .parent()
             .and_then(std::path::Path::file_name)
             .is_some_and(|n| n == "runs");
     let run = if by_id {
-        state.run_id.clone()
+        shared.run_id.to_string()
     } else {
-        format!("'{}'", state.setup.run_dir.replace('\'', "'\\''"))
+        format!("'{}'", shared.setup.run_dir.replace('\'', "'\\''"))
     };
-    let cap = state.setup.max_rounds;
+    let cap = shared.setup.max_rounds;
     let raise = if review.rounds_started >= cap {
         format!(" -n {}", cap.saturating_mul(2).min(RoundCount::CEILING))
     } else {
@@ -78,10 +78,10 @@ pub fn resume_command(state: &State, review: &Review) -> Option<String> {
     Some(format!("ralph-tui --resume {run}{raise}{note}"))
 }
 
-fn render_outcome(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
-    let theme = state.theme;
+fn render_outcome(state: &Draw, review: &Review, area: Rect, buf: &mut Buffer) {
+    let theme = state.shared.theme;
     let mut block = pane_block(theme, " Outcome ".to_string(), false);
-    if let Some(command) = resume_command(state, review) {
+    if let Some(command) = resume_command(state.shared, review) {
         let room = usize::from(area.width.saturating_sub(4));
         block = block.title_bottom(Line::styled(
             wrap::truncate(&format!(" to continue: {command} "), room),
@@ -134,14 +134,14 @@ fn render_report(theme: Theme, review: &Review, area: Rect, buf: &mut Buffer) {
     draw_lines(&lines, inner, buf);
 }
 
-fn render_verification(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
-    let theme = state.theme;
+fn render_verification(state: &Draw, review: &Review, area: Rect, buf: &mut Buffer) {
+    let theme = state.shared.theme;
     let block = pane_block(theme, " Verification (--verify) ".to_string(), false);
     let inner = block.inner(area);
     block.render(area, buf);
     let width = usize::from(inner.width);
     let mut lines = Vec::new();
-    match (&review.verification, &state.setup.verify) {
+    match (&review.verification, &state.shared.setup.verify) {
         (Some(v), _) => {
             lines.push(Line::raw(wrap::truncate(
                 &format!("$ {}", v.command),
@@ -185,8 +185,8 @@ fn render_verification(state: &State, review: &Review, area: Rect, buf: &mut Buf
     draw_lines(&lines, inner, buf);
 }
 
-fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
-    let theme = state.theme;
+fn render_files(state: &Draw, review: &Review, area: Rect, buf: &mut Buffer) {
+    let theme = state.shared.theme;
     let title = match &review.diff {
         Loadable::Ready(d) => {
             let chosen = review.chosen().len();
@@ -220,7 +220,7 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
         ..inner
     };
     let height = usize::from(inner.height);
-    let offset = state.cursors.review_offset;
+    let offset = state.review.offset;
     let rows = file_rows(theme, review, model, width, offset..offset + height);
     for (row, line) in rows.iter().enumerate() {
         put_line(buf, inner, row, line);
@@ -229,8 +229,8 @@ fn render_files(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
 
 /// The notes above the file list: directories git could not look into, no changes at all,
 /// a worktree that is gone.
-fn file_notes(state: &State, model: &DiffModel, width: usize) -> Vec<Line<'static>> {
-    let theme = state.theme;
+fn file_notes(state: &Draw, model: &DiffModel, width: usize) -> Vec<Line<'static>> {
+    let theme = state.shared.theme;
     let mut notes = Vec::new();
     if !model.unseen.is_empty() {
         let text = format!(
@@ -243,7 +243,11 @@ fn file_notes(state: &State, model: &DiffModel, width: usize) -> Vec<Line<'stati
                 .map(|r| Line::styled(r.to_string(), theme.warning())),
         );
     }
-    let emptied = state.review.as_ref().and_then(|r| r.emptied.as_deref());
+    let emptied = state
+        .review
+        .shown
+        .as_ref()
+        .and_then(|r| r.emptied.as_deref());
     if model.files.is_empty() && model.unseen.is_empty() && model.hidden.is_empty() {
         match emptied {
             // What the review took away, not "no change": the run did change them.
@@ -252,11 +256,11 @@ fn file_notes(state: &State, model: &DiffModel, width: usize) -> Vec<Line<'stati
                     .into_iter()
                     .map(|r| Line::styled(r.to_string(), theme.dim())),
             ),
-            None if state.worktree.gone.is_some() => {}
+            None if state.review.worktree.gone.is_some() => {}
             None => notes.push(Line::styled("the run changed no files", theme.dim())),
         }
     }
-    if let Some(gone) = super::worktree::gone_text(state) {
+    if let Some(gone) = state.review.gone_text(state.shared.setup) {
         notes.extend(
             wrap::rows(&gone, width)
                 .into_iter()
@@ -350,8 +354,8 @@ fn file_row(
     }
 }
 
-fn render_diff(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
-    let theme = state.theme;
+fn render_diff(state: &Draw, review: &Review, area: Rect, buf: &mut Buffer) {
+    let theme = state.shared.theme;
     let title = match &review.diff {
         Loadable::Ready(d) => match d.files.get(review.file) {
             Some(f) if f.yours_before => format!(
@@ -407,11 +411,11 @@ const FAILED_KEYS: &HintSpec = &[(&[Action::Commit], "retry"), (&[Action::Quit],
 /// Once `X X` removed a worktree run's worktree and branch: only quitting is offered.
 pub const REMOVED_KEYS: &HintSpec = &[(&[Action::Quit], "quit"), (&[Action::Help], "help")];
 
-fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
-    let theme = state.theme;
-    let removed = state.worktree.gone == Some(crate::screens::model::WorktreeGone::Removed);
-    let (text, style) = if let Some(notice) = &state.notice {
-        (notice.clone(), theme.warning())
+fn render_status(state: &Draw, review: &Review, area: Rect, buf: &mut Buffer) {
+    let theme = state.shared.theme;
+    let removed = state.review.worktree.gone == Some(WorktreeGone::Removed);
+    let (text, style) = if let Some(notice) = state.notice {
+        (notice.to_string(), theme.warning())
     } else if removed {
         (
             format!(
@@ -446,18 +450,18 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
                 ),
                 theme.error(),
             ),
-            CommitState::NotYet if state.replay.is_some() => (
+            CommitState::NotYet if state.shared.replay => (
                 format!(
                     "read-only: nothing to commit · {}",
                     hints::fit(
-                        &crate::screens::run::status::replay_hints(),
+                        &hints::replay_hints(),
                         usize::from(area.width).saturating_sub(32)
                     )
                 ),
                 theme.key(),
             ),
             CommitState::NotYet => (
-                super::worktree::hint(&state.setup)
+                super::worktree::hint(state.shared.setup)
                     .unwrap_or_else(|| hints::said(&AT_REVIEW, REVIEW_KEYS)),
                 theme.key(),
             ),
@@ -478,14 +482,28 @@ fn render_status(state: &State, review: &Review, area: Rect, buf: &mut Buffer) {
     }
 }
 
-pub fn render(state: &State, _area: Rect, buf: &mut Buffer) {
-    let Some(review) = &state.review else {
+/// What the review's drawing reads: the screen itself, what it shares with the run
+/// screen, and the status line's notice.
+struct Draw<'a> {
+    review: &'a ReviewScreen,
+    shared: &'a Shared<'a>,
+    notice: Option<&'a str>,
+}
+
+/// Draws the review in the panes placed at the last sync, below the run's header (drawn
+/// by the frame).
+pub fn render(review: &ReviewScreen, shared: &Shared, notice: Option<&str>, buf: &mut Buffer) {
+    let state = &Draw {
+        review,
+        shared,
+        notice,
+    };
+    let Some(review) = &state.review.shown else {
         return;
     };
-    let areas = state.areas.review;
-    header::render(state, areas.header, buf);
+    let areas = state.review.areas;
     render_outcome(state, review, areas.outcome, buf);
-    render_report(state.theme, review, areas.report, buf);
+    render_report(state.shared.theme, review, areas.report, buf);
     render_verification(state, review, areas.verification, buf);
     render_files(state, review, areas.files, buf);
     render_diff(state, review, areas.diff, buf);

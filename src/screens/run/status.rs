@@ -8,7 +8,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use crate::protocol::event::CheckVerdict;
-use crate::screens::hints::{self, Hint, HintSpec};
+use crate::screens::hints::{self, Hint};
 use crate::screens::keys::{self, Action};
 use crate::screens::kit::draw::{bar, compact, put_line};
 use crate::screens::kit::wrap;
@@ -103,7 +103,7 @@ fn said(state: &State, room: usize, short: bool) -> (String, Style) {
         )
     } else if state.replay.is_some() {
         // A replay cannot cancel anything: its own keys instead.
-        (hints::fit(&replay_hints(), room), theme.key())
+        (hints::fit(&hints::replay_hints(), room), theme.key())
     } else {
         (
             hints::fit(&run_hints(state.cursors.focus, short), room),
@@ -191,21 +191,6 @@ fn run_hints(focus: Pane, short: bool) -> Vec<Hint> {
     // Last, so a narrow line leaves it out before the others (help lists it).
     spec.push((&[Action::Note], "note"));
     hints::of(&at, &spec, false)
-}
-
-/// The keys a replay offers, in place of the live run's.
-const REPLAY_KEYS: &HintSpec = &[
-    (&[Action::PlayPause], "pause"),
-    (&[Action::Step], "step"),
-    (&[Action::PreviousRound, Action::NextRound], "round"),
-    (&[Action::Quit], "leave"),
-    (&[Action::Help], "help"),
-];
-
-/// The replay's keys, for its status lines.
-pub fn replay_hints() -> Vec<Hint> {
-    let at = [&keys::REPLAY, &keys::RUN, &keys::EVERYWHERE];
-    hints::of(&at, REPLAY_KEYS, false)
 }
 
 /// The context meter: the used fraction, and a `┊` in the cell where the report reserve

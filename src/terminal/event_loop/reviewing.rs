@@ -232,7 +232,7 @@ pub(super) struct Chosen {
 
 /// What the review chose, `None` before there is a review.
 fn chosen_paths(state: &State) -> Option<Chosen> {
-    let review = state.review.as_ref()?;
+    let review = state.review.shown.as_ref()?;
     let Loadable::Ready(diff) = &review.diff else {
         return None;
     };
@@ -261,8 +261,8 @@ fn to_take(chosen: Option<Chosen>) -> BTreeSet<String> {
 /// is there, else the run's changes still uncommitted in the work tree; `None` when nothing
 /// is left (or there was no review).
 pub(super) fn kept(state: &State, worktree: Option<&WorktreeInfo>) -> Option<String> {
-    let review = state.review.as_ref()?;
-    match (worktree, state.worktree.gone) {
+    let review = state.review.shown.as_ref()?;
+    match (worktree, state.review.worktree.gone) {
         (Some(info), None) => return Some(format!("the branch {} and its worktree", info.branch)),
         // `X X` removed the run's work: nothing of it is kept anywhere.
         (Some(_), Some(WorktreeGone::Removed)) => return None,
@@ -286,7 +286,7 @@ pub(super) fn kept(state: &State, worktree: Option<&WorktreeInfo>) -> Option<Str
 /// After a commit, the listed files left out of it (what a discard may still take back);
 /// `None` before a commit, when a discard takes all the run's changes.
 fn left_out_of_commit(state: &State) -> Option<BTreeSet<String>> {
-    let review = state.review.as_ref()?;
+    let review = state.review.shown.as_ref()?;
     if !matches!(review.commit, CommitState::Done(_)) {
         return None;
     }
@@ -297,7 +297,7 @@ fn left_out_of_commit(state: &State) -> Option<BTreeSet<String>> {
 /// The line the person reads after the UI is gone; a worktree run's says what became of its
 /// worktree and branch, and for a kept branch how to get its work later.
 pub fn farewell(state: &State, worktree: Option<&WorktreeInfo>) -> String {
-    match (&state.review, state.phase) {
+    match (&state.review.shown, state.phase) {
         (Some(review), _) => {
             let mut line = format!(
                 "{} after {}: {}; run log: {}",
@@ -312,12 +312,14 @@ pub fn farewell(state: &State, worktree: Option<&WorktreeInfo>) -> String {
             }
             // The command the review showed, for a run that can go on (a worktree run's
             // kept branch says it below).
-            if let (None, Some(command)) = (worktree, resume_command(state, review)) {
+            if let (None, Some(command)) =
+                (worktree, resume_command(&state.review_shared(), review))
+            {
                 line.push_str(&format!("; continue it with `{command}`"));
             }
             if let Some(info) = worktree {
                 let branch = &info.branch;
-                line.push_str(&match state.worktree.gone {
+                line.push_str(&match state.review.worktree.gone {
                     Some(WorktreeGone::Removed) => {
                         format!("; the worktree and the branch {branch} were removed")
                     }
@@ -327,7 +329,7 @@ pub fn farewell(state: &State, worktree: Option<&WorktreeInfo>) -> String {
                     ),
                     // Applied: the changes are in the person's work tree already, and applying
                     // the branch again would apply them twice.
-                    None if state.worktree.applied => format!(
+                    None if state.review.worktree.applied => format!(
                         "; the run's changes were applied to your work tree (index untouched); \
                          the branch {branch} is kept: remove it with `ralph-tui runs --prune {}`",
                         info.run_id()

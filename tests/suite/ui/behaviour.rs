@@ -313,7 +313,7 @@ fn the_review_shows_the_runs_warnings() {
             verification: None,
         },
     );
-    let review = state.review.as_ref().unwrap();
+    let review = state.review.shown.as_ref().unwrap();
     assert_eq!(review.warnings.len(), 1);
     let text = screen(&mut state, 120, 40);
     let in_report_pane = text

@@ -486,7 +486,7 @@ fn the_outcome_sentence_tells_claim_and_verify() {
     let error = Theme::default().error().fg;
     for (verify, sentence, contradicted) in cases {
         let mut state = finished(RunStatus::Complete, verify.clone());
-        let review = state.review.clone().unwrap();
+        let review = state.review.shown.clone().unwrap();
         assert_eq!(ralph_tui::screens::review::outcome_text(&review), sentence);
         let buf = draw(&mut state, 120, 40);
         let fg = buf[(1, 2)].fg;

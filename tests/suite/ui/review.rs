@@ -17,7 +17,7 @@ use super::fixtures::*;
 #[test]
 fn space_leaves_a_file_out_and_the_commit_takes_only_the_chosen() {
     let mut state = finished(RunStatus::Complete, Some(verification(true)));
-    let review = state.review.as_ref().unwrap();
+    let review = state.review.shown.as_ref().unwrap();
     assert_eq!(
         review.chosen(),
         vec![("slug.py", None), ("NOTES.md", None)],
@@ -27,7 +27,7 @@ fn space_leaves_a_file_out_and_the_commit_takes_only_the_chosen() {
 
     press(&mut state, KeyCode::Down);
     assert!(press(&mut state, KeyCode::Char(' ')).is_empty());
-    let review = state.review.as_ref().unwrap();
+    let review = state.review.shown.as_ref().unwrap();
     assert_eq!(review.chosen(), vec![("slug.py", None)]);
     assert!(!review.all_chosen());
     let small = screen(&mut state, 80, 24);
@@ -96,7 +96,7 @@ fn files_changed_outside_the_run_are_listed_apart_and_never_chosen_by_default() 
         DiffSource::Review,
         Ok(DiffModel::from_patch(PATCH).unwrap()),
     ));
-    let review = state.review.as_ref().unwrap();
+    let review = state.review.shown.as_ref().unwrap();
     let Loadable::Ready(diff) = &review.diff else {
         panic!("no diff");
     };
@@ -117,14 +117,14 @@ fn files_changed_outside_the_run_are_listed_apart_and_never_chosen_by_default() 
     press(&mut state, KeyCode::Down);
     press(&mut state, KeyCode::Char(' '));
     assert_eq!(
-        state.review.as_ref().unwrap().chosen(),
+        state.review.shown.as_ref().unwrap().chosen(),
         vec![("NOTES.md", None), ("slug.py", None)]
     );
     state.update(Msg::DiffLoaded(
         DiffSource::Review,
         Ok(DiffModel::from_patch(PATCH).unwrap()),
     ));
-    assert!(state.review.as_ref().unwrap().all_chosen());
+    assert!(state.review.shown.as_ref().unwrap().all_chosen());
 }
 
 #[test]
@@ -165,7 +165,7 @@ fn revert_asks_which_round_then_shows_the_conflict_or_the_result() {
         Ok(vec!["slug.py".into()]),
     )));
     assert_eq!(effects, vec![Effect::LoadDiff(DiffSource::Review)]);
-    assert_eq!(state.review.as_ref().unwrap().diff, Loadable::Loading);
+    assert_eq!(state.review.shown.as_ref().unwrap().diff, Loadable::Loading);
     let text = screen(&mut state, 80, 24);
     assert!(text.contains("Round 3 reverted"), "{text}");
     insta::assert_snapshot!("revert_done_80x24", text);
@@ -304,7 +304,7 @@ fn snapshot_review_with_a_nested_repository_the_run_made() {
         ..DiffModel::default()
     };
     state.update(Msg::DiffLoaded(DiffSource::Review, Ok(model)));
-    let review = state.review.as_ref().unwrap();
+    let review = state.review.shown.as_ref().unwrap();
     assert_eq!(review.chosen(), vec![("slug.py", None)]);
     let text = screen(&mut state, 120, 40);
     assert!(text.contains("Changes (2) · 1 chosen"), "{text}");
@@ -325,7 +325,7 @@ fn snapshot_review_with_a_nested_repository_the_run_made() {
     // Space on it chooses it; only then does the commit take it.
     press(&mut state, KeyCode::Down);
     press(&mut state, KeyCode::Char(' '));
-    let review = state.review.as_ref().unwrap();
+    let review = state.review.shown.as_ref().unwrap();
     assert_eq!(
         review.chosen(),
         vec![("slug.py", None), ("lib/vendored", None)]
@@ -336,7 +336,12 @@ fn snapshot_review_with_a_nested_repository_the_run_made() {
         _ => panic!("no diff"),
     };
     state.update(Msg::DiffLoaded(DiffSource::Review, Ok(reloaded)));
-    assert!(state.review.as_ref().unwrap().is_chosen("lib/vendored"));
+    assert!(state
+        .review
+        .shown
+        .as_ref()
+        .unwrap()
+        .is_chosen("lib/vendored"));
 }
 
 /// 601 files: the count says so, the last is reached by moving down and shown selected, and
@@ -373,7 +378,7 @@ fn every_file_of_a_long_list_is_reached_and_chosen_one_by_one() {
         text.contains("Diff since the run started · zz/evil.sh"),
         "{text}"
     );
-    let review = state.review.as_ref().unwrap();
+    let review = state.review.shown.as_ref().unwrap();
     let chosen = review.chosen();
     assert_eq!(chosen.len(), 600);
     assert!(chosen.iter().all(|(path, _)| *path != "zz/evil.sh"));

@@ -115,7 +115,7 @@ fn snapshot_send_back_editor_at_the_review() {
         max_rounds: 12,
     })));
     assert_eq!(state.phase, Phase::Running);
-    assert!(state.review.is_none());
+    assert!(state.review.shown.is_none());
     assert_eq!(state.setup.max_rounds, 12);
     let text = screen(&mut state, 80, 24);
     assert!(
@@ -128,12 +128,12 @@ fn snapshot_send_back_editor_at_the_review() {
 fn a_run_whose_worktree_is_gone_cannot_be_sent_back() {
     let mut state = finished(RunStatus::Complete, Some(verification(true)));
     state.setup.worktree = Some("ralph/20260101-090000-1a2b".into());
-    state.worktree.gone = Some(WorktreeGone::Committed);
+    state.review.worktree.gone = Some(WorktreeGone::Committed);
     assert!(press(&mut state, KeyCode::Char('b')).is_empty());
     assert!(state.overlay().is_none());
     let notice = state.notice.clone().unwrap();
     assert!(notice.contains("worktree was removed"), "{notice}");
-    state.worktree.gone = Some(WorktreeGone::Removed);
+    state.review.worktree.gone = Some(WorktreeGone::Removed);
     press(&mut state, KeyCode::Char('b'));
     assert!(state.overlay().is_none());
     assert!(state.notice.as_deref().unwrap().contains("were removed"));
@@ -156,7 +156,8 @@ fn snapshot_a_stalled_runs_review_says_why_and_exits_7() {
     assert!(text.contains("stalled after"), "{text}");
     assert!(text.contains("changed no file"), "{text}");
     insta::assert_snapshot!("review_stalled_80x24", text);
-    let command = resume_command(&state, state.review.as_ref().unwrap()).unwrap();
+    let command =
+        resume_command(&state.review_shared(), state.review.shown.as_ref().unwrap()).unwrap();
     assert!(command.ends_with("--note \"…\""), "{command}");
     assert_eq!(
         press(&mut state, KeyCode::Char('q')),

@@ -224,7 +224,7 @@ fn commit_at_review_leaves_a_file_edited_outside_the_run_uncommitted() {
                 edited = true;
                 std::fs::write(root.join("user.txt"), "mine, edited during the run\n").unwrap();
             }
-            let Some(review) = &state.review else {
+            let Some(review) = &state.review.shown else {
                 return;
             };
             if !asked && matches!(review.diff, Loadable::Ready(_)) {
