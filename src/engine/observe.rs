@@ -153,9 +153,14 @@ fn run_patch_section(patch: &str, text: &mut String) -> usize {
             patch.len() - shown.len()
         ));
     }
-    text.push_str(&format!("{fence}\n"));
+    text.push_str(&format!("{fence}\n{RUN_PATCH_CLOSE}\n"));
     text.len() - start
 }
+
+/// After the run's own diff: the 1.5B, shown a file an earlier round had already fixed,
+/// made the fix again from the objective's words (an `old` text no longer there) and
+/// reported `continue`, round after round.
+pub const RUN_PATCH_CLOSE: &str = "This diff is work that earlier rounds of this run already did. If it already does what the objective asks, do not make it again: check it (read it back, or run it) and report complete. Otherwise change only what is still missing.";
 
 /// Walks the work tree with its ignore rules (tracked and untracked files that are not
 /// ignored), reading the text of each regular file small enough; whether the walk stopped
@@ -460,10 +465,11 @@ mod tests {
         let seen = observe(&input);
         let at = seen.text.find("What this run has changed so far").unwrap();
         assert!(
-            seen.text[at..].contains(&format!("```diff\n{patch}```\n")),
+            seen.text[at..].contains(&format!("```diff\n{patch}```\n{RUN_PATCH_CLOSE}\n")),
             "{}",
             seen.text
         );
+        assert!(!plain.text.contains(RUN_PATCH_CLOSE), "{}", plain.text);
         // Before the file texts, which still show the file whole.
         assert!(at < seen.text.find("File texts (current)").unwrap());
         assert_eq!(seen.shown.len(), 1);

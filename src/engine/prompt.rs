@@ -40,7 +40,7 @@ that no change in this repository can fix).
   Your report is the only thing the next round will know about this one.";
 
 /// The line after an observation: it replaces the inspection the fixed text asks for.
-const OBSERVATION_CLOSE: &str = "\n\nThe files above are as they are now: you need not list or read them again. Make the change in your first turns, then verify it. To change a small file, write it whole the way the files are shown above: its path alone on a line, then every line of the new file in a ``` block.";
+const OBSERVATION_CLOSE: &str = "\n\nThe files above are as they are now: you need not list or read them again. Make what the objective still needs in your first turns, then verify it. To change a small file, write it whole the way the files are shown above: its path alone on a line, then every line of the new file in a ``` block.";
 
 /// Reads the workspace's `AGENTS.md` the way the file tools read: beneath the root, no
 /// symlink followed, a regular file only, opened without blocking, and never more than

@@ -40,6 +40,9 @@ use crate::workspace::Workspace;
 const CONTEXT_FILLED: &str = "the context window filled up before a valid report";
 /// Most bytes of the check's output added to the result of a call that changed files.
 const CHANGE_CHECK_BYTES: usize = 1024;
+/// The answer to a `blocked` report the engine turned into `continue`
+/// ([`CallLog::overruled_block`]): the call itself, in the record, keeps what the worker wrote.
+const OVERRULED_BLOCK: &str = "report accepted as status \"continue\", not \"blocked\": this round refused a claim of its own work, so what the refusal named is work for the next round, not a blocker; the round ends here";
 
 /// Per-round totals for `round_finished`.
 #[derive(Default)]
@@ -317,23 +320,26 @@ impl ChildTurns<'_, '_> {
     fn handle_report_call(&mut self, arguments: &Value) -> Option<RoundEnd> {
         let round = self.scope.round;
         let checked = report::validate(arguments).and_then(|report| {
+            if let Some(goes_on) = self.calls.overruled_block(&report) {
+                return Ok((goes_on, OVERRULED_BLOCK));
+            }
             let contradicted = self.calls.contradiction(&report);
-            if contradicted.is_some() {
-                self.calls.claim_refuted();
+            if let Some(reason) = &contradicted {
+                self.calls.claim_refuted(reason);
             }
             let refusal = contradicted.or_else(|| self.calls.question_block(&report));
             match refusal.or_else(|| self.check_claim(&report)) {
                 Some(reason) => Err(crate::protocol::report::Rejection(reason)),
-                None => Ok(report),
+                None => Ok((report, "report accepted; the round ends here")),
             }
         });
         match checked {
-            Ok(report) => {
+            Ok((report, output)) => {
                 self.convo.emit_tool_result(
                     REPORT_TOOL,
                     &ToolResult {
                         ok: true,
-                        output: "report accepted; the round ends here".into(),
+                        output: output.into(),
                     },
                 );
                 self.convo.rec.emit(Event::ReportAccepted {

@@ -19,6 +19,7 @@ use super::confined::Refusal;
 use super::path::{open_root, Access};
 use super::read_file::{is_binary, refused, MAX_FILE_BYTES};
 use super::write_file::{allow_workspace_change, written};
+use super::ALREADY_IN_PLACE;
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 use crate::protocol::tool::EDIT_FILE;
 
@@ -141,11 +142,6 @@ fn no_change(old: &str, new: &str) -> Option<&'static str> {
         "`old` and `new` are the same; nothing would change. To change the file, write it whole with write_file (path and the complete new content)",
     )
 }
-
-/// How the result of an edit that found the file already as it asked begins: nothing
-/// changed, and nothing failed (the round's record does not count it as a failed change).
-/// It comes before the path, which the worker chose.
-pub const ALREADY_IN_PLACE: &str = "already in place: ";
 
 /// For an edit whose `old` equals `new`: that the file already holds that text, and where,
 /// when it does (the 1.5B, given a finished fix, wrote the fixed line as both `old` and `new`

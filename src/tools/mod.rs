@@ -40,6 +40,11 @@ use process::ProcessTracker;
 
 /// The recursive tool a child may never call.
 pub const RECURSIVE_TOOL: &str = "ralph";
+/// How the result of a file tool's call that found the file already as it asked begins
+/// (an edit whose text is already there, a write of the content the file has): nothing
+/// changed, and nothing failed (the round's record does not count it as a failed change).
+/// It comes before the path, which the worker chose.
+pub const ALREADY_IN_PLACE: &str = "already in place: ";
 /// Most bytes of a tool's output that go back to the child.
 pub const DEFAULT_OUTPUT_CAP: usize = 16 * 1024;
 

@@ -13,6 +13,7 @@ use super::approval::authorize_in;
 use super::args;
 use super::confined::{Opened, Refusal};
 use super::path::{open_root, Access};
+use super::ALREADY_IN_PLACE;
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 use crate::protocol::tool::WRITE_FILE;
@@ -46,12 +47,26 @@ impl Tool for WriteFile {
         let target = args::path(arguments, ctx.root, Access::Write)?;
         let given = args::string(arguments, "content")?;
         let (content, stray) = without_stray_fence(given);
+        if let Some(echo) = echoed_result(content) {
+            return Err(ToolError::new(format!(
+                "nothing written: the content starts with `{}`, which is what ralph-tui answered an earlier call, not a line of '{}'. Write the file's own lines: its whole new content",
+                crate::text::clip(echo, 120),
+                target.rel
+            )));
+        }
         let root = open_root(ctx.root)?;
         let (existed, before) = match root.open_read(&target.path) {
             Ok(Opened::File { file, len }) => {
                 let before = super::confined::read_bounded(file, len, COMPARED_BYTES)
                     .ok()
                     .and_then(|bytes| String::from_utf8(bytes).ok());
+                if before.as_deref() == Some(content) {
+                    return Err(ToolError::new(format!(
+                        "{ALREADY_IN_PLACE}'{}' already has exactly this content ({} lines); nothing changed. If it is what the objective needs, that part is done: do not write it again; check the work, then call ralph_report",
+                        target.rel,
+                        content.lines().count()
+                    )));
+                }
                 (true, before)
             }
             Ok(Opened::Dir(_)) | Err(Refusal::Directory) => {
@@ -116,6 +131,28 @@ fn without_stray_fence(content: &str) -> (&str, Option<&str>) {
         return (content, None);
     }
     (&content[..start], Some(last.trim()))
+}
+
+/// The first line of `content` when it is one of ralph-tui's own answers to a file tool
+/// (`replaced 'guide.md' (392 bytes, 16 lines)`, `replaced 3 occurrence(s) in 'guide.md'`,
+/// `not run again: …`): the 1.5B, its write answered, wrote that answer as the file's next
+/// content, and then built on it, until the file held nothing of its own.
+fn echoed_result(content: &str) -> Option<&str> {
+    let first = content.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let wrote = (first.starts_with("replaced '") || first.starts_with("created '"))
+        && first.contains(" bytes, ")
+        && first.contains(" lines)");
+    let edited = first.starts_with("replaced ") && first.contains(" occurrence(s) in '");
+    let refused = [
+        "not run again: ",
+        "no match for `old` in '",
+        "`old` matches ",
+        ALREADY_IN_PLACE,
+        "nothing written: ",
+    ]
+    .iter()
+    .any(|own| first.starts_with(own));
+    (wrote || edited || refused).then_some(first)
 }
 
 /// Most bytes of a replaced file compared with its new content.
@@ -213,7 +250,30 @@ pub(crate) fn allow_workspace_change(
 
 #[cfg(test)]
 mod tests {
-    use super::{dropped_definitions, without_stray_fence};
+    use super::{dropped_definitions, echoed_result, without_stray_fence};
+
+    #[test]
+    fn content_that_starts_with_a_file_tools_answer_is_taken_for_an_echo() {
+        // As the 1.5B wrote them, after a write and an edit were answered.
+        for echo in [
+            "replaced 'docs/guide.md' (392 bytes, 16 lines)",
+            "replaced 'docs/guide.md' (44 bytes, 1 lines)\n\n# Mailbox user guide\n",
+            "\ncreated 'hello.txt' (14 bytes, 1 lines)",
+            "replaced 3 occurrence(s) in 'docs/guide.md'",
+            "not run again: this exact write_file call already succeeded",
+        ] {
+            assert!(echoed_result(echo).is_some(), "{echo}");
+        }
+        // A file's own lines, even about replacing things, are written.
+        for own in [
+            "# Mailbox user guide\n",
+            "replaced the old parser (see CHANGES)\n",
+            "created 'x' by hand\n",
+            "",
+        ] {
+            assert_eq!(echoed_result(own), None, "{own}");
+        }
+    }
 
     #[test]
     fn a_fence_that_ends_a_file_and_closes_no_block_is_left_out() {

@@ -203,6 +203,58 @@ fn a_complete_report_citing_a_failed_command_is_refused_with_its_exit_code() {
     assert_eq!(accepted[0]["report"]["status"], "continue");
 }
 
+/// 04-shell-greet, seed 3: the claim refused by what the run printed, the 1.5B filed the
+/// refusal as its blocker. The round ends with `continue` and the refusal as its next step,
+/// so the run goes on (here it has no round left: budget-limited, not blocked).
+#[test]
+fn a_blocker_filed_after_a_refused_claim_goes_on_as_continue() {
+    let repo = TempRepo::new();
+    repo.write("greet.sh", "echo \"Hello, $1\"\n");
+    let blocked = report(
+        "blocked",
+        "greet.sh greets",
+        &[],
+        &[],
+        "the report says greet.sh prints 'Hello, Ann!', but no run of it printed that",
+    );
+    let run = run_round(
+        &repo,
+        &[
+            call("run_command", json!({"command": "sh greet.sh Ann"})),
+            report(
+                "complete",
+                "greet.sh greets",
+                &["`sh greet.sh Ann` printed \"Hello, Ann!\""],
+                &[],
+                "",
+            ),
+            blocked,
+        ],
+        4,
+    );
+    assert!(rejected_once(&run).contains("Hello, Ann"));
+    let accepted = of_type(&run.events, "report_accepted");
+    let report = &accepted[0]["report"];
+    assert_eq!(report["status"], "continue");
+    assert_eq!(report["blocker"], "");
+    let step = report["next_steps"][0].as_str().unwrap();
+    assert!(
+        step.starts_with("a claim was refused:") && step.contains("Hello, Ann"),
+        "{step}"
+    );
+    let answers: Vec<_> = of_type(&run.events, "tool_result")
+        .into_iter()
+        .filter(|e| e["name"] == "ralph_report" && e["ok"] == true)
+        .collect();
+    assert!(
+        answers[0]["output"]
+            .as_str()
+            .unwrap()
+            .starts_with("report accepted as status \"continue\", not \"blocked\""),
+        "{answers:?}"
+    );
+}
+
 #[test]
 fn a_complete_report_whose_command_passed_is_accepted() {
     let repo = TempRepo::new();

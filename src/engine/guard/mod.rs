@@ -16,7 +16,8 @@
 //!   contradicts.
 //! - **A blocker questioned once.** A `blocked` report filed while the round's last command
 //!   failed is sent back once a round, saying that a failing command is work to do (so is one
-//!   filed after a change the round never ran); the same claim made again stands.
+//!   filed after a change the round never ran); the same claim made again stands, unless
+//!   the round refused one of its own claims first ([`CallLog::overruled_block`]).
 
 mod evidence;
 
@@ -25,11 +26,13 @@ use serde_json::Value;
 use super::testrun::ran_no_test;
 use crate::chat::scan::clip;
 use crate::protocol::event::CheckRun;
-use crate::protocol::report::{Report, ReportStatus};
+use crate::protocol::report::{
+    check_rules, Report, ReportStatus, REPORT_ITEMS_MAX, REPORT_ITEM_MAX,
+};
 use crate::protocol::tool::{EDIT_FILE, RUN_COMMAND, WRITE_FILE};
 use crate::text::tail_at_char_boundary;
-use crate::tools::edit_file::ALREADY_IN_PLACE;
 use crate::tools::ToolResult;
+use crate::tools::ALREADY_IN_PLACE;
 use evidence::{cited_exit_code, names_command, normalize};
 
 /// The identical call that begins the wrap-up (the first ran, the second was refused).
@@ -122,6 +125,9 @@ pub struct CallLog {
     /// Why a claim of this round was refused (by the round's record or the repository's
     /// check), said as a blocker filed after it is questioned; the latest refusal.
     refused_claim: Option<String>,
+    /// What the round's latest refusal of a claim said (the record's contradiction, quoting
+    /// what the run printed, or the check's verdict): the next step of a block overruled.
+    refusal: Option<String>,
 }
 
 /// A call's arguments in one canonical text (keys sorted, as serde_json's map keeps them).
@@ -324,9 +330,37 @@ impl CallLog {
         ))
     }
 
+    /// A `blocked` report filed after this round refused one of its claims, as the report
+    /// the round ends with instead: status `continue`, the refusal its first next step. The
+    /// worker claimed the work done, its record or the check showed otherwise, and then it
+    /// filed that refusal as a blocker (the 1.5B, in 04-shell-greet, wrote "the report says
+    /// greet.sh prints 'Hello, Ann!', but no run of it printed that" as its blocker, and the
+    /// run ended with two rounds left and a one-character fix to make). What a refusal names
+    /// is work in the repository, so the next round, fresh and with the workspace in view,
+    /// takes it up. `None` leaves the report as it is.
+    pub fn overruled_block(&self, report: &Report) -> Option<Report> {
+        if report.status != ReportStatus::Blocked {
+            return None;
+        }
+        let refusal = self.refusal.as_deref()?;
+        let step = refusal.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut next_steps = vec![clip(&step, REPORT_ITEM_MAX - 1)];
+        next_steps.extend(report.next_steps.iter().cloned());
+        next_steps.truncate(REPORT_ITEMS_MAX);
+        let goes_on = Report {
+            status: ReportStatus::Continue,
+            summary: report.summary.clone(),
+            evidence: report.evidence.clone(),
+            next_steps,
+            blocker: String::new(),
+        };
+        check_rules(&goes_on).is_ok().then_some(goes_on)
+    }
+
     /// Records that the round's record refuted a claim (the engine refused it as
     /// [`CallLog::contradiction`] said): a `blocked` report after it is questioned once.
-    pub fn claim_refuted(&mut self) {
+    pub fn claim_refuted(&mut self, reason: &str) {
+        self.refusal = Some(format!("a claim was refused: {reason}"));
         self.refused_claim = Some(
             "a claim this round's own record refuted is work to do, not a blocker: make the work do what the claim said (the refusal quoted what the run printed)".into(),
         );
@@ -335,6 +369,10 @@ impl CallLog {
     /// Records that the repository's check (`command`) refused a claim of this round with
     /// `verdict`: a `blocked` report after it is questioned like one after a failing command.
     pub fn check_refused(&mut self, command: &str, verdict: &str) {
+        self.refusal = Some(format!(
+            "make the repository's check `{}` pass (it did not: {verdict})",
+            clip(command, 120),
+        ));
         self.refused_claim = Some(format!(
             "a check that does not pass is work to do, not a blocker: the repository's check `{}` does not pass ({verdict})",
             clip(command, 120),

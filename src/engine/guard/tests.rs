@@ -598,10 +598,54 @@ fn a_blocker_after_a_refuted_claim_is_questioned_once() {
     let mut log = CallLog::default();
     log.check("run_command", &run);
     log.record("run_command", &run, &ok("exit code 0\nHello,"), false);
-    log.claim_refuted();
+    log.claim_refuted("the report says greet.sh prints \"Hello, Ann!\"");
     let why = log.question_block(&blocked).unwrap();
     assert!(why.contains("own record refuted"), "{why}");
     assert_eq!(log.question_block(&blocked), None);
+}
+
+#[test]
+fn a_blocker_filed_after_a_refused_claim_goes_on_as_continue_with_the_refusal_next() {
+    // 04-shell-greet, seed 3: blocked (questioned), complete (refused: the run printed
+    // `Hello, Ann`), then the refusal itself filed as the blocker.
+    let blocked = Report {
+        status: ReportStatus::Blocked,
+        summary: "greet.sh prints the greeting".into(),
+        evidence: vec!["read_file greet.sh: Hello, Ann!".into()],
+        next_steps: vec![],
+        blocker: "The report says greet.sh prints 'Hello, Ann!', but no run of it in this round printed that.".into(),
+    };
+    let mut log = CallLog::default();
+    assert_eq!(log.overruled_block(&blocked), None, "nothing was refused");
+    let reason = "the report says greet.sh prints \"Hello, Ann!\", but no run of it in this round printed that; `sh greet.sh Ann` printed:\nHello, Ann\nCite what it printed, or fix the cause and run it again";
+    log.claim_refuted(reason);
+    let goes_on = log.overruled_block(&blocked).unwrap();
+    assert_eq!(goes_on.status, ReportStatus::Continue);
+    assert_eq!(goes_on.blocker, "");
+    assert_eq!(goes_on.summary, blocked.summary);
+    assert_eq!(goes_on.evidence, blocked.evidence);
+    let step = &goes_on.next_steps[0];
+    assert!(
+        step.starts_with("a claim was refused: the report says greet.sh prints")
+            && step.contains("printed: Hello, Ann")
+            && step.chars().count() <= crate::protocol::report::REPORT_ITEM_MAX,
+        "{step}"
+    );
+    crate::protocol::report::check_rules(&goes_on).unwrap();
+    // Only a block: a continue or complete report is left as it is.
+    let mut other = goes_on.clone();
+    assert_eq!(log.overruled_block(&other), None);
+    other.status = ReportStatus::Complete;
+    assert_eq!(log.overruled_block(&other), None);
+
+    // The check's refusal: its command is the next step.
+    let mut log = CallLog::default();
+    log.check_refused("python3 -m unittest", "failed");
+    let goes_on = log.overruled_block(&blocked).unwrap();
+    assert_eq!(
+        goes_on.next_steps,
+        ["make the repository's check `python3 -m unittest` pass (it did not: failed)"]
+    );
 }
 
 #[test]

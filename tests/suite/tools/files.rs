@@ -221,6 +221,35 @@ fn write_file_creates_parents_inside_the_workspace() {
     assert!(out.contains("directory"), "{out}");
 }
 
+/// The 1.5B, its write answered `replaced 'docs/guide.md' (392 bytes, 16 lines)`, wrote that
+/// answer as the file's next content (seed 3 of the evals, 02-fix-typo): such a write is
+/// refused and the file keeps its lines. A write of the content the file already has changes
+/// nothing and says the part is done, in the words the guard reads as no failed change.
+#[test]
+fn a_write_of_a_tools_answer_or_of_the_same_content_changes_nothing() {
+    let bench = Bench::new();
+    let guide = "# Guide\n\nReceive the mail.\n";
+    let out = bench.ok("write_file", json!({"path": "guide.md", "content": guide}));
+    let out = bench.err("write_file", json!({"path": "guide.md", "content": out}));
+    assert!(out.starts_with("nothing written:"), "{out}");
+    assert!(
+        out.contains("created 'guide.md' (27 bytes, 3 lines)"),
+        "{out}"
+    );
+    let echoed = "replaced 'guide.md' (27 bytes, 3 lines)\n\n# Guide\n";
+    let out = bench.err("write_file", json!({"path": "guide.md", "content": echoed}));
+    assert!(out.starts_with("nothing written:"), "{out}");
+    assert_eq!(bench.repo.read("guide.md"), guide);
+
+    let out = bench.err("write_file", json!({"path": "guide.md", "content": guide}));
+    assert!(
+        out.starts_with(ralph_tui::tools::ALREADY_IN_PLACE)
+            && out.contains("already has exactly this content (3 lines)"),
+        "{out}"
+    );
+    assert_eq!(bench.repo.read("guide.md"), guide);
+}
+
 /// A write that runs out of space (a 64 KiB tmpfs inside the workspace) fails and leaves the
 /// old file whole, with no temporary file beside it; the same for `edit_file`. Skipped, with
 /// a message, where this process may not mount.
