@@ -205,7 +205,8 @@ impl Engine<'_> {
 
     /// Round `round`'s observation of the workspace, when the run gives one: its file texts
     /// within what the context leaves beside the fixed prompt, the turns and the report, and
-    /// the run's diff from its start to `base`, the round's opening snapshot.
+    /// the run's diff from its start to `base`, the round's opening snapshot; secret values
+    /// masked as in every tool's result.
     fn observation(
         &self,
         round: u32,
@@ -219,7 +220,7 @@ impl Engine<'_> {
         }
         let run_patch = self.changes.run_patch(&self.workspace, base);
         let changed = self.changes.worker_paths();
-        let seen = observe::observe(&observe::Inputs {
+        let mut seen = observe::observe(&observe::Inputs {
             root: self.workspace.root(),
             objective: &self.config.objective,
             previous,
@@ -228,6 +229,9 @@ impl Engine<'_> {
             run_patch: run_patch.as_deref(),
             text_budget: observe::text_budget(ctx_size, max_tokens),
         });
+        // What the worker would get masked from read_file (a `.env`'s key, say) is masked
+        // here too: the observation is file text the worker reads without a call.
+        seen.text = self.tools.policy.secrets.mask(&seen.text);
         tracing::info!(
             "round {round}: observation of {} bytes, {} file(s) shown",
             seen.text.len(),

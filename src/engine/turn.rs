@@ -42,7 +42,7 @@ const CONTEXT_FILLED: &str = "the context window filled up before a valid report
 const CHANGE_CHECK_BYTES: usize = 1024;
 /// The answer to a `blocked` report the engine turned into `continue`
 /// ([`CallLog::overruled_block`]): the call itself, in the record, keeps what the worker wrote.
-const OVERRULED_BLOCK: &str = "report accepted as status \"continue\", not \"blocked\": this round refused a claim of its own work, so what the refusal named is work for the next round, not a blocker; the round ends here";
+const OVERRULED_BLOCK: &str = "report accepted as status \"continue\", not \"blocked\": what this round's own work left undone (a claim refused, or the check failing after its change) is work for the next round, not a blocker; the round ends here";
 
 /// Per-round totals for `round_finished`.
 #[derive(Default)]

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use super::args;
 use super::confined::Refusal;
+use super::nearest::nearest;
 use super::path::{open_root, Access};
 use super::read_file::{is_binary, refused, MAX_FILE_BYTES};
 use super::write_file::{allow_workspace_change, written};
@@ -145,12 +146,14 @@ fn no_change(old: &str, new: &str) -> Option<&'static str> {
 
 /// For an edit whose `old` equals `new`: that the file already holds that text, and where,
 /// when it does (the 1.5B, given a finished fix, wrote the fixed line as both `old` and `new`
-/// three times). `None` when the text is not in the file.
+/// three times), and what to put in `new` when the line must still change (seed 1, 02: it
+/// also wrote the unfixed line as both, and took "that part is done" for a fix two rounds
+/// running). `None` when the text is not in the file.
 fn already_there(rel: &str, text: &str, old: &str) -> Option<String> {
     let at = text.find(old)?;
     let line = text[..at].matches('\n').count() + 1;
     Some(format!(
-        "{ALREADY_IN_PLACE}'{rel}' already has this text (line {line}): `old` and `new` are the same, so nothing would change. If it is what the objective needs, that part is done: do not edit it again; check the work, then call ralph_report"
+        "{ALREADY_IN_PLACE}'{rel}' already has this text (line {line}): `old` and `new` are the same, so nothing would change. If line {line} must change, give in `new` the text as it must read after the change. If it already reads as the objective needs, that part is done: do not edit it again; check the work, then call ralph_report"
     ))
 }
 
@@ -169,15 +172,6 @@ const WHOLE_FILE_LINES: usize = 150;
 const SHOWN_LINES: usize = 12;
 /// Each shown line is clipped to this many characters.
 const SHOWN_LINE_CHARS: usize = 160;
-/// The most line pairs compared when looking for the nearest text (file lines times `old`
-/// lines); a long `old` in a long file is matched by its first lines.
-const COMPARED_PAIRS: usize = 400_000;
-/// The most file lines searched.
-const SEARCHED_LINES: usize = 20_000;
-/// Each line is compared by its first this many characters.
-const COMPARED_CHARS: usize = 200;
-/// Below this mean similarity a window is not shown as what was meant.
-const NEAREST_MIN_SCORE: f64 = 0.4;
 
 /// No match: says so, points out CRLF endings or surrounding whitespace, and shows the lines
 /// of the file nearest to `old` (with a note when they differ from it only in whitespace).
@@ -235,107 +229,6 @@ fn not_found(rel: &str, text: &str, old: &str, count: usize) -> String {
         message.push_str("Copy `old` exactly from the file, whitespace and indentation included.");
     }
     message
-}
-
-/// The window of file lines most like `old`.
-#[derive(Debug, PartialEq)]
-struct Nearest {
-    /// 0-based index of its first line.
-    start: usize,
-    /// Its length in lines (`old`'s, or what is left of the file).
-    len: usize,
-    /// Mean line similarity, 0 to 1.
-    score: f64,
-    /// 0-based indices of its lines equal to `old`'s line only once whitespace is ignored.
-    whitespace_only: Vec<usize>,
-}
-
-/// The window of `lines` as long as `old` whose lines are most alike to `old`'s, line by
-/// line (ties go to the first); `None` when none is alike enough.
-fn nearest(lines: &[&str], old: &str) -> Option<Nearest> {
-    let wanted: Vec<&str> = old.lines().collect();
-    if wanted.is_empty() || lines.is_empty() {
-        return None;
-    }
-    let searched = &lines[..lines.len().min(SEARCHED_LINES)];
-    let compared = wanted.len().min((COMPARED_PAIRS / searched.len()).max(1));
-    let old_grams: Vec<LineGrams> = wanted[..compared]
-        .iter()
-        .map(|l| LineGrams::of(l))
-        .collect();
-    let file_grams: Vec<LineGrams> = searched.iter().map(|l| LineGrams::of(l)).collect();
-    let windows = searched.len().saturating_sub(compared) + 1;
-    let mut best: Option<(usize, f64)> = None;
-    for start in 0..windows {
-        let total: f64 = old_grams
-            .iter()
-            .zip(&file_grams[start..])
-            .map(|(a, b)| a.similarity(b))
-            .sum();
-        let score = total / compared as f64;
-        if best.is_none_or(|(_, s)| score > s) {
-            best = Some((start, score));
-        }
-    }
-    let (start, score) = best.filter(|(_, s)| *s >= NEAREST_MIN_SCORE)?;
-    let len = wanted.len().min(lines.len() - start);
-    let whitespace_only = (start..start + len)
-        .filter(|&i| {
-            let want = wanted[i - start];
-            lines[i] != want && normalized(lines[i]) == normalized(want)
-        })
-        .collect();
-    Some(Nearest {
-        start,
-        len,
-        score,
-        whitespace_only,
-    })
-}
-
-/// Whitespace runs as one space, trimmed.
-fn normalized(line: &str) -> String {
-    line.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A line's whitespace-normalized text and its character bigrams, sorted, for comparing.
-struct LineGrams {
-    text: String,
-    grams: Vec<(char, char)>,
-}
-
-impl LineGrams {
-    fn of(line: &str) -> Self {
-        let text: String = normalized(line).chars().take(COMPARED_CHARS).collect();
-        let chars: Vec<char> = text.chars().collect();
-        let mut grams: Vec<(char, char)> = chars.windows(2).map(|w| (w[0], w[1])).collect();
-        grams.sort_unstable();
-        Self { text, grams }
-    }
-
-    /// 1 for lines equal but for whitespace, else the Dice coefficient of their bigrams.
-    fn similarity(&self, other: &Self) -> f64 {
-        if self.text == other.text {
-            return 1.0;
-        }
-        let total = self.grams.len() + other.grams.len();
-        if total == 0 {
-            return 0.0;
-        }
-        let (mut i, mut j, mut shared) = (0, 0, 0usize);
-        while i < self.grams.len() && j < other.grams.len() {
-            match self.grams[i].cmp(&other.grams[j]) {
-                std::cmp::Ordering::Less => i += 1,
-                std::cmp::Ordering::Greater => j += 1,
-                std::cmp::Ordering::Equal => {
-                    shared += 1;
-                    i += 1;
-                    j += 1;
-                }
-            }
-        }
-        (2 * shared) as f64 / total as f64
-    }
 }
 
 #[cfg(test)]
@@ -457,6 +350,8 @@ mod tests {
             "{why}"
         );
         assert!(why.contains("do not edit it again"), "{why}");
+        let change = why.find("If line 3 must change, give in `new`").unwrap();
+        assert!(change < why.find("that part is done").unwrap(), "{why}");
         assert_eq!(
             already_there("docs/guide.md", text, "to recieve mail"),
             None

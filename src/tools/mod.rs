@@ -13,6 +13,7 @@ pub mod edit_file;
 pub mod list_dir;
 mod mounts;
 mod namespace;
+mod nearest;
 pub mod path;
 mod privileges;
 pub mod process;

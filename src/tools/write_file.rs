@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::approval::authorize_in;
 use super::args;
 use super::confined::{Opened, Refusal};
+use super::nearest::nearest;
 use super::path::{open_root, Access};
 use super::ALREADY_IN_PLACE;
 use super::{Tool, ToolContext, ToolError, ToolSpec};
@@ -66,6 +67,12 @@ impl Tool for WriteFile {
                         target.rel,
                         content.lines().count()
                     )));
+                }
+                if let Some(part) = before
+                    .as_deref()
+                    .and_then(|b| part_for_whole(&target.rel, b, content))
+                {
+                    return Err(ToolError::new(part));
                 }
                 (true, before)
             }
@@ -153,6 +160,52 @@ fn echoed_result(content: &str) -> Option<&str> {
     .iter()
     .any(|own| first.starts_with(own));
     (wrote || edited || refused).then_some(first)
+}
+
+/// A replaced file of fewer lines than this is never taken to be cut down to one part.
+const PART_MIN_LINES: usize = 6;
+/// New content of at most this share of the file's lines may be a part of it.
+const PART_MAX_SHARE: usize = 4;
+/// New content this alike to a window of the file, line by line, is that window rewritten.
+const PART_MIN_SCORE: f64 = 0.8;
+
+/// Why a write of `content` over `before` is refused as one part of the file written as if it
+/// were the whole: `before` has at least [`PART_MIN_LINES`] lines, `content` at most a
+/// [`PART_MAX_SHARE`]th of them, and its lines are at least [`PART_MIN_SCORE`] alike to a
+/// window of the file's. The 1.5B, its edit of a line refused, wrote that one line as the
+/// whole of a 16-line guide (seed 1, 02), and the other 15 were gone. The answer shows the
+/// window, so the worker can make it an `edit_file` of exactly those lines.
+fn part_for_whole(rel: &str, before: &str, content: &str) -> Option<String> {
+    let file: Vec<&str> = before.lines().collect();
+    let given = content.lines().count();
+    let blank = content.lines().all(|l| l.trim().is_empty());
+    if file.len() < PART_MIN_LINES || blank || given * PART_MAX_SHARE > file.len() {
+        return None;
+    }
+    let near = nearest(&file, content.trim_matches('\n')).filter(|n| n.score >= PART_MIN_SCORE)?;
+    let last = near.start + near.len;
+    let span = if near.len == 1 {
+        format!("line {last}")
+    } else {
+        format!("lines {}-{last}", near.start + 1)
+    };
+    let shown: String = file[near.start..last]
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            format!(
+                "{:>5} | {}\n",
+                near.start + i + 1,
+                crate::text::clip(line, 160)
+            )
+        })
+        .collect();
+    Some(format!(
+        "nothing written: write_file replaces the whole file, and this content is {} line(s) where '{rel}' has {}: it reads like {span} of the file ({:.0}% alike), so the other lines would be lost. The file's {span}:\n{shown}To change only that, call edit_file with `old` copied from these lines and `new` as they must read; to replace the file, give its whole new content",
+        given,
+        file.len(),
+        near.score * 100.0
+    ))
 }
 
 /// Most bytes of a replaced file compared with its new content.
@@ -250,7 +303,7 @@ pub(crate) fn allow_workspace_change(
 
 #[cfg(test)]
 mod tests {
-    use super::{dropped_definitions, echoed_result, without_stray_fence};
+    use super::{dropped_definitions, echoed_result, part_for_whole, without_stray_fence};
 
     #[test]
     fn content_that_starts_with_a_file_tools_answer_is_taken_for_an_echo() {
@@ -273,6 +326,41 @@ mod tests {
         ] {
             assert_eq!(echoed_result(own), None, "{own}");
         }
+    }
+
+    #[test]
+    fn one_part_of_a_file_written_as_its_whole_is_refused() {
+        // Seed 1, 02: line 5 of the 16-line guide, fixed, written as the whole file.
+        let guide = "# Mailbox user guide\n\n## Getting started\n\nRun `mailbox sync` to recieve new messages. The first sync can take a while.\n\n## Filters\n\nFilters sort messages as you recieve them.\n\n    from:*@example.com -> Work\n\n## Notifications\n\nYou can choose to recieve a notification.\nTurn them off with `mailbox notify off`.\n";
+        let line = "Run `mailbox sync` to receive new messages. The first sync can take a while.";
+        let why = part_for_whole("docs/guide.md", guide, line).unwrap();
+        assert!(why.starts_with("nothing written: "), "{why}");
+        assert!(
+            why.contains(
+                "this content is 1 line(s) where 'docs/guide.md' has 16: it reads like line 5"
+            ),
+            "{why}"
+        );
+        assert!(
+            why.contains("    5 | Run `mailbox sync` to recieve new messages.")
+                && why.contains("call edit_file"),
+            "{why}"
+        );
+        // Two lines of it are a part too, shown as a window.
+        let two = "## Filters\n\nFilters sort messages as you receive them.\n";
+        let why = part_for_whole("docs/guide.md", guide, two).unwrap();
+        assert!(why.contains("lines 7-9"), "{why}");
+        // A new, short file that is not like any part of the old one is a replacement.
+        assert_eq!(
+            part_for_whole("docs/guide.md", guide, "Moved to the wiki.\n"),
+            None
+        );
+        // Content of more than a quarter of the lines, or a file too short to be cut down,
+        // is written as given.
+        let half: String = guide.lines().take(8).map(|l| format!("{l}\n")).collect();
+        assert_eq!(part_for_whole("docs/guide.md", guide, &half), None);
+        assert_eq!(part_for_whole("a.txt", "one\ntwo\nthree\n", "one\n"), None);
+        assert_eq!(part_for_whole("docs/guide.md", guide, "\n\n"), None);
     }
 
     #[test]

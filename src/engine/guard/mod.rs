@@ -120,6 +120,8 @@ pub struct CallLog {
     /// What the repository's check said after the round's last change, when it did not pass
     /// (`--check-on-change`).
     failing_check: Option<String>,
+    /// The next step a block overruled after that failing check takes: make the check pass.
+    broken_check: Option<String>,
     /// A `blocked` report has been questioned once this round.
     block_questioned: bool,
     /// Why a claim of this round was refused (by the round's record or the repository's
@@ -337,12 +339,18 @@ impl CallLog {
     /// greet.sh prints 'Hello, Ann!', but no run of it printed that" as its blocker, and the
     /// run ended with two rounds left and a one-character fix to make). What a refusal names
     /// is work in the repository, so the next round, fresh and with the workspace in view,
-    /// takes it up. `None` leaves the report as it is.
+    /// takes it up. So does a block filed again, after it was questioned, while the check
+    /// still fails after the round's own last change (the 1.5B, in 06-py-median, seed 1, wrote
+    /// `median`'s body onto its `def` line, called the indentation error it made a blocker
+    /// twice, and the run ended in round 1 of 4). `None` leaves the report as it is.
     pub fn overruled_block(&self, report: &Report) -> Option<Report> {
         if report.status != ReportStatus::Blocked {
             return None;
         }
-        let refusal = self.refusal.as_deref()?;
+        let broken = self
+            .block_questioned
+            .then_some(self.broken_check.as_deref());
+        let refusal = self.refusal.as_deref().or(broken.flatten())?;
         let step = refusal.split_whitespace().collect::<Vec<_>>().join(" ");
         let mut next_steps = vec![clip(&step, REPORT_ITEM_MAX - 1)];
         next_steps.extend(report.next_steps.iter().cloned());
@@ -383,6 +391,13 @@ impl CallLog {
     /// round (`run`): one that did not pass makes a `blocked` report after it questioned,
     /// until a later change's check passes.
     pub fn change_checked(&mut self, command: &str, run: &CheckRun) {
+        self.broken_check = (!run.verdict.is_pass()).then(|| {
+            format!(
+                "make the repository's check `{}` pass: it did not after the last round's change ({}); the observation shows its output",
+                clip(command, 120),
+                run.verdict.as_str(),
+            )
+        });
         self.failing_check = (!run.verdict.is_pass()).then(|| {
             format!(
                 "a check that fails after your change is work to do, not a blocker: the repository's check `{}` does not pass after this round's last change ({}); its output is in that change's result",

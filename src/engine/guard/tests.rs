@@ -714,6 +714,37 @@ fn a_blocker_filed_while_the_check_fails_after_the_last_change_is_questioned() {
     assert!(why.contains("ran no command since"), "{why}");
 }
 
+#[test]
+fn a_blocker_filed_again_while_the_rounds_own_change_fails_the_check_goes_on() {
+    // 06-py-median, seed 1: the body written onto the `def` line, the check failing after
+    // it, and the indentation error it made filed as the blocker twice.
+    let mut blocked = complete(&[]);
+    blocked.status = ReportStatus::Blocked;
+    blocked.blocker = "test_stats cannot be imported: an indentation error in stats.py.".into();
+    let edit = json!({"path": "stats.py", "old": "def median(values):", "new": "def median(values):    return 0"});
+    let mut log = CallLog::default();
+    log.record(
+        "edit_file",
+        &edit,
+        &ok("replaced 1 occurrence(s) in 'stats.py'"),
+        true,
+    );
+    log.change_checked("python3 -m unittest", &check_run(CheckVerdict::Failed));
+    // The first block is questioned, not overruled: the worker may still fix it this round.
+    assert_eq!(log.overruled_block(&blocked), None);
+    assert!(log.question_block(&blocked).is_some());
+    let goes_on = log.overruled_block(&blocked).unwrap();
+    assert_eq!(goes_on.status, ReportStatus::Continue);
+    assert_eq!(
+        goes_on.next_steps,
+        ["make the repository's check `python3 -m unittest` pass: it did not after the last round's change (failed); the observation shows its output"]
+    );
+    crate::protocol::report::check_rules(&goes_on).unwrap();
+    // A later change the check passes leaves a block filed after it alone.
+    log.change_checked("python3 -m unittest", &check_run(CheckVerdict::Passed));
+    assert_eq!(log.overruled_block(&blocked), None);
+}
+
 /// A run of the check `python3 -m unittest` that ended with `verdict`.
 fn check_run(verdict: CheckVerdict) -> CheckRun {
     CheckRun {

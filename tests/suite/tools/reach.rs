@@ -265,6 +265,9 @@ fn the_api_key_reaches_no_command_and_no_file_of_the_run_dir() {
         "SERVER_KEY",
         "--verify",
         "echo verify=$SERVER_KEY; cat .env",
+        // The observation shows `.env` whole: the key is masked there as in read_file's.
+        "--observe",
+        "on",
     ];
     let support = sandbox::probe_with(Path::new(BIN));
     if support.check(SandboxMode::WorkspaceWrite, false).is_err() {
