@@ -496,7 +496,7 @@ pub enum CheckSetting {
 
 impl CheckSetting {
     /// The default (chosen from the evals: see `evals/README.md`).
-    pub const DEFAULT: Self = Self::Off;
+    pub const DEFAULT: Self = Self::Auto;
 
     /// Parses `off`, `auto` or a command line (not empty).
     pub fn parse(raw: &str) -> Result<Self, String> {
@@ -543,7 +543,7 @@ pub enum ObserveMode {
 
 impl ObserveMode {
     /// The default (chosen from the evals: see `evals/README.md`).
-    pub const DEFAULT: Self = Self::Off;
+    pub const DEFAULT: Self = Self::On;
 }
 
 /// Which backend generates the child's turns: `llama`, `openai:URL` or `script:FILE`.

@@ -285,7 +285,13 @@ fn run_config(
     sandbox_support: String,
 ) -> RunConfig {
     let options = &prepared.settings.options;
-    let check = resolve_check(&options.check, workspace.root(), &mut warnings);
+    // A resumed run's recorded `auto` was the default as often as not: only the person's own
+    // word for it this time (command line or config file) makes its pick a warning.
+    let asked = matches!(
+        prepared.settings.sources.get("check"),
+        Some(crate::config::Source::CommandLine | crate::config::Source::ConfigFile)
+    );
+    let check = resolve_check(&options.check, asked, workspace.root(), &mut warnings);
     let (source, source_sha) = model_source(&prepared.backend, &prepared.settings.dirs.cache);
     let settings = recorded_settings(&prepared.settings, &prepared.backend, &info, &source);
     RunConfig {
@@ -317,33 +323,38 @@ fn run_config(
     }
 }
 
-/// The check command `--check` names: `auto` is looked for in the repository at `root`, and
-/// what it picked (or that it found none) is said in a warning.
+/// The check command `--check` names: `auto` is looked for in the repository at `root`.
+/// What it picked, or that it found none, is a warning when the person asked for `auto`; as
+/// the default it is only logged (the observation names the check every round).
 fn resolve_check(
     setting: &crate::options::CheckSetting,
+    asked: bool,
     root: &std::path::Path,
     warnings: &mut Vec<String>,
 ) -> Option<String> {
     use crate::options::CheckSetting;
-    match setting {
-        CheckSetting::Off => None,
-        CheckSetting::Command(command) => Some(command.clone()),
+    let (check, said) = match setting {
+        CheckSetting::Off => return None,
+        CheckSetting::Command(command) => return Some(command.clone()),
         CheckSetting::Auto => match crate::engine::check::auto(root) {
-            Some(picked) => {
-                warnings.push(format!(
+            Some(picked) => (
+                Some(picked.command.clone()),
+                format!(
                     "check: `{}` (picked by --check auto: {})",
                     picked.command, picked.because
-                ));
-                Some(picked.command)
-            }
-            None => {
-                warnings.push(
-                    "check: --check auto found no test or build command in the repository; the rounds run without a check (give one with --check CMD)".into(),
-                );
-                None
-            }
+                ),
+            ),
+            None => (
+                None,
+                "check: --check auto found no test or build command in the repository; the rounds run without a check (give one with --check CMD)".to_string(),
+            ),
         },
+    };
+    tracing::info!("{said}");
+    if asked {
+        warnings.push(said);
     }
+    check
 }
 
 /// A backend loaded for the run, with its facts, the chat format its turns are parsed with

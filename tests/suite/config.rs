@@ -65,7 +65,7 @@ const CASES: &[Case] = &[
         "check",
         &["--check", "python3 -m unittest"],
         "\"python3 -m unittest\"",
-        &["--check", "auto"],
+        &["--check", "off"],
     ),
     case(
         "check_on_change",
@@ -75,9 +75,9 @@ const CASES: &[Case] = &[
     ),
     case(
         "observe",
-        &["--observe", "on"],
-        "\"on\"",
         &["--observe", "off"],
+        "\"off\"",
+        &["--observe", "on"],
     ),
     case(
         "sandbox",

@@ -1183,8 +1183,10 @@ fn the_default_coder_models_fenced_calls_are_executed() {
         &repo,
         &run_dir,
         &model,
+        // Without the observation: with notes.txt in view the model answers from it with no
+        // call, and this is about the calls it writes.
         &format!(
-            "-n 1 --max-turns 3 --max-tokens 96 --ctx-size 2048 --temperature 0 --seed 1 --threads {}",
+            "-n 1 --max-turns 3 --max-tokens 96 --ctx-size 2048 --temperature 0 --seed 1 --observe off --threads {}",
             cores()
         ),
         "Read notes.txt and report the launch code it holds.",

@@ -85,6 +85,7 @@ fn expected_messages(
     round: u32,
     max: u32,
     previous: &Report,
+    observation: Option<&str>,
 ) -> Value {
     let format = ralph_tui::chat::by_name("hermes").unwrap();
     let tools = Registry::standard().specs();
@@ -97,7 +98,7 @@ fn expected_messages(
         previous: Some(previous),
         agents: agents.as_deref(),
         tool_instructions: &instructions,
-        observation: None,
+        observation,
         notes: &[],
     }
     .messages();
@@ -136,9 +137,13 @@ fn assert_resumed(
     let prompt = read_json(&new_dir.join(format!("rounds/{round:02}/prompt.json")));
     assert_eq!(prompt["round"], round);
     let previous = report_of(old.1, 1);
+    // The observation (on by default) is the workspace as the round found it: exactly what
+    // `round_observed` says the child was given.
+    let observed = of_type(events, "round_observed");
+    let observation = observed.first().map(|o| o["text"].as_str().unwrap());
     assert_eq!(
         prompt["messages"],
-        expected_messages(repo, "obj", round, 8, &previous)
+        expected_messages(repo, "obj", round, 8, &previous, observation)
     );
     assert_eq!(last(events)["last_valid_report"]["summary"], "all done");
     assert_eq!(&contents(old.1), before, "the old run directory changed");

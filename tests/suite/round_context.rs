@@ -161,7 +161,11 @@ fn the_system_prompt_is_the_same_with_and_without_the_observation() {
     let repo = failing_repo();
     let rounds = || vec![turns(&[continue_report("looked")])];
     let on = run_script(&repo, rounds(), &["-n", "1", "--observe", "on", "x"]);
-    let off = run_script(&repo, rounds(), &["-n", "1", "--observe", "off", "x"]);
+    let off = run_script(
+        &repo,
+        rounds(),
+        &["-n", "1", "--observe", "off", "--check", "off", "x"],
+    );
     assert_eq!(code(&on.out), 4, "{}", stderr(&on));
     assert_eq!(code(&off.out), 4, "{}", stderr(&off));
     assert_eq!(
@@ -327,19 +331,31 @@ fn a_check_that_ran_no_test_is_not_a_pass() {
     assert!(reason.contains("ran no test"), "{reason}");
 }
 
+/// What `--check auto` picks in [`failing_repo`].
+const AUTO_PICKED: &str = "python3 -m unittest discover -s . -p '*_test.py'";
+
+/// A repository with no test or build command in it.
+fn nothing_to_test() -> TempRepo {
+    let bare = TempRepo::new();
+    bare.write("notes.txt", "nothing to test\n");
+    bare.commit_all("start");
+    bare
+}
+
+/// A one-round run whose worker only reports that it looked.
+fn one_look(repo: &TempRepo, args: &[&str]) -> Run {
+    run_script(repo, vec![turns(&[continue_report("looked")])], args)
+}
+
 #[test]
 fn check_auto_says_what_it_picked_and_when_it_finds_none() {
     let repo = failing_repo();
-    let run = run_script(
-        &repo,
-        vec![turns(&[continue_report("looked")])],
-        &["-n", "1", "--check", "auto", "x"],
-    );
+    let run = one_look(&repo, &["-n", "1", "--check", "auto", "x"]);
     let warnings: Vec<&str> = of_type(&run.events, "warning")
         .iter()
         .map(|w| w["message"].as_str().unwrap())
         .collect();
-    let picked = "python3 -m unittest discover -s . -p '*_test.py'";
+    let picked = AUTO_PICKED;
     assert!(
         warnings
             .iter()
@@ -351,14 +367,8 @@ fn check_auto_says_what_it_picked_and_when_it_finds_none() {
         picked
     );
 
-    let bare = TempRepo::new();
-    bare.write("notes.txt", "nothing to test\n");
-    bare.commit_all("start");
-    let run = run_script(
-        &bare,
-        vec![turns(&[continue_report("looked")])],
-        &["-n", "1", "--check", "auto", "x"],
-    );
+    let bare = nothing_to_test();
+    let run = one_look(&bare, &["-n", "1", "--check", "auto", "x"]);
     let warnings: Vec<String> = of_type(&run.events, "warning")
         .iter()
         .map(|w| w["message"].as_str().unwrap().to_string())
@@ -370,6 +380,42 @@ fn check_auto_says_what_it_picked_and_when_it_finds_none() {
         "{warnings:?}"
     );
     assert!(of_type(&run.events, "check_finished").is_empty());
+}
+
+#[test]
+fn by_default_the_round_is_observed_and_the_found_check_runs_without_a_warning() {
+    let repo = failing_repo();
+    let run = one_look(&repo, &["-n", "1", "x"]);
+    let picked = AUTO_PICKED;
+    assert_eq!(
+        of_type(&run.events, "check_finished")[0]["check"]["command"],
+        picked
+    );
+    let observed = of_type(&run.events, "round_observed");
+    assert_eq!(observed.len(), 1);
+    assert!(
+        observed[0]["text"].as_str().unwrap().contains(picked),
+        "{}",
+        observed[0]["text"]
+    );
+    // The default's pick is the run log's, not a warning: the observation names the check.
+    assert!(
+        of_type(&run.events, "warning")
+            .iter()
+            .all(|w| !w["message"].as_str().unwrap().starts_with("check:")),
+        "{:?}",
+        of_type(&run.events, "warning")
+    );
+    // And a repository with nothing to test runs without a check, quietly.
+    let bare = nothing_to_test();
+    let run = one_look(&bare, &["-n", "1", "x"]);
+    assert!(of_type(&run.events, "check_finished").is_empty());
+    assert!(
+        of_type(&run.events, "warning").is_empty(),
+        "{:?}",
+        run.events
+    );
+    assert_eq!(of_type(&run.events, "round_observed").len(), 1);
 }
 
 #[test]
