@@ -62,8 +62,13 @@ impl Swapper {
             while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
                 if started() {
                     std::fs::rename(&dir, dir.with_extension("aside")).unwrap();
-                    std::os::unix::fs::symlink(&outside, &dir).unwrap();
-                    return true;
+                    // The review may make `dir` again between the two steps (it writes a
+                    // file there): then it won the race, and nothing is swapped.
+                    return match std::os::unix::fs::symlink(&outside, &dir) {
+                        Ok(()) => true,
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
+                        Err(e) => panic!("cannot swap in the symlink: {e}"),
+                    };
                 }
                 std::hint::spin_loop();
             }
