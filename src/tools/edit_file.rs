@@ -10,7 +10,9 @@
 //! they write whole files reliably. So an `old` equal to `new` is refused pointing to
 //! `write_file`, and an `old` not found is answered with the lines of the file nearest to it
 //! (the window of lines most alike, line by line, with their numbers, bounded), saying when
-//! they differ from it only in whitespace.
+//! they differ from it only in whitespace. An `old` that is only a block's first line (a
+//! `def …:` line), with `new` that line and a body, is refused showing the block: made as
+//! asked, the new body would go in above the old one, which would stay.
 
 use serde_json::{json, Value};
 
@@ -100,6 +102,9 @@ impl Tool for EditFile {
                 count,
             )));
         }
+        if let Some(why) = header_only(&target.rel, &text, old, new).filter(|_| found == 1) {
+            return Err(ToolError::new(why));
+        }
         allow_workspace_change(
             ctx,
             format!("edit_file {} ({count} replacement(s))", target.rel),
@@ -154,6 +159,70 @@ fn already_there(rel: &str, text: &str, old: &str) -> Option<String> {
     let line = text[..at].matches('\n').count() + 1;
     Some(format!(
         "{ALREADY_IN_PLACE}'{rel}' already has this text (line {line}): `old` and `new` are the same, so nothing would change. If line {line} must change, give in `new` the text as it must read after the change. If it already reads as the objective needs, that part is done: do not edit it again; check the work, then call ralph_report"
+    ))
+}
+
+/// The most lines of a block the answer to a header-only edit shows.
+const BLOCK_LINES: usize = 40;
+
+/// Why an edit whose `old` is only the first line of a block (a `def …:` or `fn … {` line
+/// with an indented body under it) and whose `new` is that line with lines under it is
+/// refused: made as asked, the new lines go in ahead of the block's own, which all stay. The
+/// 1.5B did this to replace a function (seed 1, 05, twice: the docstring ended up below the
+/// new code and the doctest ran no test; 06, three times: `median` kept its old `return`
+/// under the new one). The answer shows the block, to copy whole as `old`. `None` for any
+/// other edit.
+fn header_only(rel: &str, text: &str, old: &str, new: &str) -> Option<String> {
+    let header = old.trim_end_matches('\n');
+    let opens = header.trim_end().ends_with(':') || header.trim_end().ends_with('{');
+    let added = new.strip_prefix(header)?.trim_start_matches('\r');
+    if header.contains('\n') || !opens || !added.starts_with('\n') || added.trim().is_empty() {
+        return None;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let first = text[..text.find(old)?].matches('\n').count();
+    if lines.get(first)?.trim() != header.trim() {
+        return None;
+    }
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    let depth = indent(lines[first]);
+    let mut last = first;
+    for (i, line) in lines.iter().enumerate().skip(first + 1) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if indent(line) > depth {
+            last = i;
+            continue;
+        }
+        if indent(line) == depth && line.trim_start().starts_with('}') {
+            last = i;
+        }
+        break;
+    }
+    if last == first {
+        return None;
+    }
+    let shown: String = lines[first..=last]
+        .iter()
+        .enumerate()
+        .take(BLOCK_LINES)
+        .map(|(i, line)| {
+            format!(
+                "{:>5} | {}\n",
+                first + i + 1,
+                crate::text::clip(line, SHOWN_LINE_CHARS)
+            )
+        })
+        .collect();
+    let more = (last + 1 - first)
+        .checked_sub(BLOCK_LINES)
+        .filter(|&n| n > 0)
+        .map_or(String::new(), |n| format!("  ... ({n} more lines)\n"));
+    Some(format!(
+        "nothing changed: `old` is only the first line of the block at lines {}-{} of '{rel}', and `new` adds lines under it, so they would go in ahead of the block's own lines, which would all stay. The block:\n{shown}{more}To replace it, give as `old` the whole block copied from these lines and as `new` all of it as it must read; to add lines inside it, give as `old` the line they go after and as `new` that line followed by them",
+        first + 1,
+        last + 1
     ))
 }
 
@@ -234,6 +303,79 @@ fn not_found(rel: &str, text: &str, old: &str, count: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_blocks_first_line_given_with_a_new_body_under_it_is_refused_showing_the_block() {
+        // Seed 1, 06: `old` the `def` line, `new` it with a body; made, the old body stays.
+        let stats = "\"\"\"Tiny statistics helpers.\"\"\"\n\n\ndef mean(values):\n    return sum(values) / len(values)\n\n\ndef median(values):\n    \"\"\"The middle value.\"\"\"\n    ordered = sorted(values)\n    middle = len(ordered) // 2\n    return ordered[middle]\n";
+        let new = "def median(values):\n    ordered = sorted(values)\n    return ordered[len(ordered) // 2]";
+        let why = header_only("stats.py", stats, "def median(values):", new).unwrap();
+        assert!(
+            why.starts_with(
+                "nothing changed: `old` is only the first line of the block at lines 8-12 of 'stats.py'"
+            ),
+            "{why}"
+        );
+        assert!(
+            why.contains("    8 | def median(values):")
+                && why.contains("   12 |     return ordered[middle]")
+                && !why.contains("mean"),
+            "{why}"
+        );
+        // A brace block's closing line is part of it.
+        let rust = "fn leap(y: u32) -> bool {\n    todo!()\n}\n\nfn main() {}\n";
+        let why = header_only(
+            "src/lib.rs",
+            rust,
+            "fn leap(y: u32) -> bool {",
+            "fn leap(y: u32) -> bool {\n    y % 4 == 0\n",
+        )
+        .unwrap();
+        assert!(why.contains("lines 1-3 of 'src/lib.rs'"), "{why}");
+        // Any other edit is left to the usual rules: a line that opens no block, a header
+        // with nothing under it, a `new` that does not start with `old` or adds nothing, and
+        // an `old` of several lines.
+        assert_eq!(
+            header_only(
+                "stats.py",
+                stats,
+                "    middle = len(ordered) // 2",
+                "    middle = len(ordered) // 2\n    x = 1"
+            ),
+            None
+        );
+        assert_eq!(
+            header_only("a.py", "class A:\n", "class A:", "class A:\n    pass"),
+            None
+        );
+        assert_eq!(
+            header_only(
+                "stats.py",
+                stats,
+                "def median(values):",
+                "def middle(values):\n    pass"
+            ),
+            None
+        );
+        assert_eq!(
+            header_only(
+                "stats.py",
+                stats,
+                "def median(values):",
+                "def median(values):\n"
+            ),
+            None
+        );
+        assert_eq!(
+            header_only(
+                "stats.py",
+                stats,
+                "def median(values):\n    \"\"\"The middle value.\"\"\"",
+                "def median(values):\n    \"\"\"The middle.\"\"\"\n    x = 1"
+            ),
+            None
+        );
+    }
 
     #[test]
     fn mismatch_messages_say_how_many() {
