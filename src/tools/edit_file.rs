@@ -335,46 +335,32 @@ mod tests {
         // Any other edit is left to the usual rules: a line that opens no block, a header
         // with nothing under it, a `new` that does not start with `old` or adds nothing, and
         // an `old` of several lines.
-        assert_eq!(
-            header_only(
-                "stats.py",
+        let others = [
+            (
                 stats,
                 "    middle = len(ordered) // 2",
-                "    middle = len(ordered) // 2\n    x = 1"
+                "    middle = len(ordered) // 2\n    x = 1",
             ),
-            None
-        );
-        assert_eq!(
-            header_only("a.py", "class A:\n", "class A:", "class A:\n    pass"),
-            None
-        );
-        assert_eq!(
-            header_only(
-                "stats.py",
+            ("class A:\n", "class A:", "class A:\n    pass"),
+            (
                 stats,
                 "def median(values):",
-                "def middle(values):\n    pass"
+                "def middle(values):\n    pass",
             ),
-            None
-        );
-        assert_eq!(
-            header_only(
-                "stats.py",
-                stats,
-                "def median(values):",
-                "def median(values):\n"
-            ),
-            None
-        );
-        assert_eq!(
-            header_only(
-                "stats.py",
+            (stats, "def median(values):", "def median(values):\n"),
+            (
                 stats,
                 "def median(values):\n    \"\"\"The middle value.\"\"\"",
-                "def median(values):\n    \"\"\"The middle.\"\"\"\n    x = 1"
+                "def median(values):\n    \"\"\"The middle.\"\"\"\n    x = 1",
             ),
-            None
-        );
+        ];
+        for (text, old, new) in others {
+            assert_eq!(
+                header_only("a.py", text, old, new),
+                None,
+                "{old:?} -> {new:?}"
+            );
+        }
     }
 
     #[test]
