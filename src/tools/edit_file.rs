@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::args;
 use super::confined::Refusal;
-use super::nearest::nearest;
+use super::nearest::{nearest, numbered};
 use super::path::{open_root, Access};
 use super::read_file::{is_binary, refused, MAX_FILE_BYTES};
 use super::write_file::{allow_workspace_change, written};
@@ -203,26 +203,9 @@ fn header_only(rel: &str, text: &str, old: &str, new: &str) -> Option<String> {
     if last == first {
         return None;
     }
-    let shown: String = lines[first..=last]
-        .iter()
-        .enumerate()
-        .take(BLOCK_LINES)
-        .map(|(i, line)| {
-            format!(
-                "{:>5} | {}\n",
-                first + i + 1,
-                crate::text::clip(line, SHOWN_LINE_CHARS)
-            )
-        })
-        .collect();
-    let more = (last + 1 - first)
-        .checked_sub(BLOCK_LINES)
-        .filter(|&n| n > 0)
-        .map_or(String::new(), |n| format!("  ... ({n} more lines)\n"));
+    let (span, shown) = numbered(&lines, first, last + 1 - first, BLOCK_LINES);
     Some(format!(
-        "nothing changed: `old` is only the first line of the block at lines {}-{} of '{rel}', and `new` adds lines under it, so they would go in ahead of the block's own lines, which would all stay. The block:\n{shown}{more}To replace it, give as `old` the whole block copied from these lines and as `new` all of it as it must read; to add lines inside it, give as `old` the line they go after and as `new` that line followed by them",
-        first + 1,
-        last + 1
+        "nothing changed: `old` is only the first line of the block at {span} of '{rel}', and `new` adds lines under it, so they would go in ahead of the block's own lines, which would all stay. The block:\n{shown}To replace it, give as `old` the whole block copied from these lines and as `new` all of it as it must read; to add lines inside it, give as `old` the line they go after and as `new` that line followed by them"
     ))
 }
 
@@ -239,8 +222,6 @@ fn mismatch(rel: &str, text: &str, old: &str, found: usize, count: usize) -> Str
 const WHOLE_FILE_LINES: usize = 150;
 /// The most lines of the file the nearest text shows.
 const SHOWN_LINES: usize = 12;
-/// Each shown line is clipped to this many characters.
-const SHOWN_LINE_CHARS: usize = 160;
 
 /// No match: says so, points out CRLF endings or surrounding whitespace, and shows the lines
 /// of the file nearest to `old` (with a note when they differ from it only in whitespace).
@@ -255,26 +236,11 @@ fn not_found(rel: &str, text: &str, old: &str, count: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     match nearest(&lines, old) {
         Some(near) => {
-            let last = near.start + near.len;
-            let span = if near.len == 1 {
-                format!("line {last}")
-            } else {
-                format!("lines {}-{last}", near.start + 1)
-            };
+            let (span, shown) = numbered(&lines, near.start, near.len, SHOWN_LINES);
             message.push_str(&format!(
-                "\nThe nearest text in the file, {span} ({:.0}% alike):\n",
+                "\nThe nearest text in the file, {span} ({:.0}% alike):\n{shown}",
                 near.score * 100.0
             ));
-            for (i, line) in lines[near.start..last].iter().enumerate().take(SHOWN_LINES) {
-                message.push_str(&format!(
-                    "{:>5} | {}\n",
-                    near.start + i + 1,
-                    crate::text::clip(line, SHOWN_LINE_CHARS)
-                ));
-            }
-            if near.len > SHOWN_LINES {
-                message.push_str(&format!("  ... ({} more lines)\n", near.len - SHOWN_LINES));
-            }
             if !near.whitespace_only.is_empty() {
                 let numbers: Vec<String> = near
                     .whitespace_only
@@ -323,7 +289,7 @@ mod tests {
             "{why}"
         );
         // A brace block's closing line is part of it.
-        let rust = "fn leap(y: u32) -> bool {\n    todo!()\n}\n\nfn main() {}\n";
+        let rust = "fn leap(y: u32) -> bool {\n    y % 400 == 0\n}\n\nfn main() {}\n";
         let why = header_only(
             "src/lib.rs",
             rust,

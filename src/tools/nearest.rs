@@ -11,6 +11,35 @@ const SEARCHED_LINES: usize = 20_000;
 const COMPARED_CHARS: usize = 200;
 /// Below this mean similarity a window is not shown as what was meant.
 const NEAREST_MIN_SCORE: f64 = 0.4;
+/// Each shown line is clipped to this many characters.
+const SHOWN_LINE_CHARS: usize = 160;
+
+/// `lines[start..start + len]` as a worker is shown them: how to name them (`line 5`,
+/// `lines 7-9`) and each with its number, at most `max` of them, then how many more there are.
+pub(super) fn numbered(lines: &[&str], start: usize, len: usize, max: usize) -> (String, String) {
+    let last = start + len;
+    let span = if len == 1 {
+        format!("line {last}")
+    } else {
+        format!("lines {}-{last}", start + 1)
+    };
+    let mut shown: String = lines[start..last]
+        .iter()
+        .enumerate()
+        .take(max)
+        .map(|(i, line)| {
+            format!(
+                "{:>5} | {}\n",
+                start + i + 1,
+                crate::text::clip(line, SHOWN_LINE_CHARS)
+            )
+        })
+        .collect();
+    if len > max {
+        shown.push_str(&format!("  ... ({} more lines)\n", len - max));
+    }
+    (span, shown)
+}
 
 /// The window of file lines most like `old`.
 #[derive(Debug, PartialEq)]

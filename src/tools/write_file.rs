@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::approval::authorize_in;
 use super::args;
 use super::confined::{Opened, Refusal};
-use super::nearest::nearest;
+use super::nearest::{nearest, numbered};
 use super::path::{open_root, Access};
 use super::ALREADY_IN_PLACE;
 use super::{Tool, ToolContext, ToolError, ToolSpec};
@@ -183,23 +183,7 @@ fn part_for_whole(rel: &str, before: &str, content: &str) -> Option<String> {
         return None;
     }
     let near = nearest(&file, content.trim_matches('\n')).filter(|n| n.score >= PART_MIN_SCORE)?;
-    let last = near.start + near.len;
-    let span = if near.len == 1 {
-        format!("line {last}")
-    } else {
-        format!("lines {}-{last}", near.start + 1)
-    };
-    let shown: String = file[near.start..last]
-        .iter()
-        .enumerate()
-        .map(|(i, line)| {
-            format!(
-                "{:>5} | {}\n",
-                near.start + i + 1,
-                crate::text::clip(line, 160)
-            )
-        })
-        .collect();
+    let (span, shown) = numbered(&file, near.start, near.len, file.len());
     Some(format!(
         "nothing written: write_file replaces the whole file, and this content is {} line(s) where '{rel}' has {}: it reads like {span} of the file ({:.0}% alike), so the other lines would be lost. The file's {span}:\n{shown}To change only that, call edit_file with `old` copied from these lines and `new` as they must read; to replace the file, give its whole new content",
         given,

@@ -117,11 +117,9 @@ pub struct CallLog {
     /// The file of the round's last edit that found it already as asked, when nothing ran or
     /// changed after it: a `complete` then rests on nothing shown.
     in_place: Option<String>,
-    /// What the repository's check said after the round's last change, when it did not pass
-    /// (`--check-on-change`).
-    failing_check: Option<String>,
-    /// The next step a block overruled after that failing check takes: make the check pass.
-    broken_check: Option<String>,
+    /// The repository's check (its command, clipped) and its verdict after the round's last
+    /// change, when it did not pass (`--check-on-change`).
+    failing_check: Option<(String, &'static str)>,
     /// A `blocked` report has been questioned once this round.
     block_questioned: bool,
     /// Why a claim of this round was refused (by the round's record or the repository's
@@ -348,9 +346,15 @@ impl CallLog {
             return None;
         }
         let broken = self
-            .block_questioned
-            .then_some(self.broken_check.as_deref());
-        let refusal = self.refusal.as_deref().or(broken.flatten())?;
+            .failing_check
+            .as_ref()
+            .filter(|_| self.block_questioned)
+            .map(|(command, verdict)| {
+                format!(
+                    "make the repository's check `{command}` pass: it did not after the last round's change ({verdict}); the observation shows its output"
+                )
+            });
+        let refusal = self.refusal.clone().or(broken)?;
         let step = refusal.split_whitespace().collect::<Vec<_>>().join(" ");
         let mut next_steps = vec![clip(&step, REPORT_ITEM_MAX - 1)];
         next_steps.extend(report.next_steps.iter().cloned());
@@ -391,20 +395,8 @@ impl CallLog {
     /// round (`run`): one that did not pass makes a `blocked` report after it questioned,
     /// until a later change's check passes.
     pub fn change_checked(&mut self, command: &str, run: &CheckRun) {
-        self.broken_check = (!run.verdict.is_pass()).then(|| {
-            format!(
-                "make the repository's check `{}` pass: it did not after the last round's change ({}); the observation shows its output",
-                clip(command, 120),
-                run.verdict.as_str(),
-            )
-        });
-        self.failing_check = (!run.verdict.is_pass()).then(|| {
-            format!(
-                "a check that fails after your change is work to do, not a blocker: the repository's check `{}` does not pass after this round's last change ({}); its output is in that change's result",
-                clip(command, 120),
-                run.verdict.as_str(),
-            )
-        });
+        self.failing_check =
+            (!run.verdict.is_pass()).then(|| (clip(command, 120), run.verdict.as_str()));
     }
 
     /// What says the work is not done yet, though the worker may take it for a blocker: the
@@ -416,8 +408,10 @@ impl CallLog {
     /// function back without its docstring, then reported the empty run as a blocker), or a
     /// claim of the round was refused.
     fn failing_work(&self) -> Option<String> {
-        if let Some(failing) = &self.failing_check {
-            return Some(failing.clone());
+        if let Some((command, verdict)) = &self.failing_check {
+            return Some(format!(
+                "a check that fails after your change is work to do, not a blocker: the repository's check `{command}` does not pass after this round's last change ({verdict}); its output is in that change's result"
+            ));
         }
         if let Some(path) = &self.unrun_change {
             return Some(format!(
