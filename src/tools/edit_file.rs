@@ -105,11 +105,14 @@ impl Tool for EditFile {
         if let Some(why) = header_only(&target.rel, &text, old, new).filter(|_| found == 1) {
             return Err(ToolError::new(why));
         }
+        let updated = text.replacen(old, new, count);
+        if let Some(broken) = super::syntax::refusal(ctx, &target.rel, Some(&text), &updated) {
+            return Err(ToolError::new(broken));
+        }
         allow_workspace_change(
             ctx,
             format!("edit_file {} ({count} replacement(s))", target.rel),
         )?;
-        let updated = text.replacen(old, new, count);
         root.write(&target.path, updated.as_bytes())
             .map_err(|e| written(&target.rel, &e))?;
         Ok(format!(
@@ -166,17 +169,23 @@ fn already_there(rel: &str, text: &str, old: &str) -> Option<String> {
 const BLOCK_LINES: usize = 40;
 
 /// Why an edit whose `old` is only the first line of a block (a `def …:` or `fn … {` line
-/// with an indented body under it) and whose `new` is that line with lines under it is
-/// refused: made as asked, the new lines go in ahead of the block's own, which all stay. The
-/// 1.5B did this to replace a function (seed 1, 05, twice: the docstring ended up below the
-/// new code and the doctest ran no test; 06, three times: `median` kept its old `return`
-/// under the new one). The answer shows the block, to copy whole as `old`. `None` for any
-/// other edit.
+/// with an indented body under it) and whose `new` is that line with a body, under it or
+/// after it on the same line, is refused: made as asked, the new body goes in ahead of the
+/// block's own, which all stays. The 1.5B did this to replace a function (seed 1, 05, twice:
+/// the docstring ended up below the new code and the doctest ran no test; 06, three times:
+/// `median` kept its old `return` under the new one), and wrote the body on the `def` line
+/// itself (06 and 08 at b315e69: `def median(values):    return …` above the old body, an
+/// IndentationError). The answer shows the block, to copy whole as `old`. `None` for any
+/// other edit, a comment added after the header included.
 fn header_only(rel: &str, text: &str, old: &str, new: &str) -> Option<String> {
     let header = old.trim_end_matches('\n');
     let opens = header.trim_end().ends_with(':') || header.trim_end().ends_with('{');
     let added = new.strip_prefix(header)?.trim_start_matches('\r');
-    if header.contains('\n') || !opens || !added.starts_with('\n') || added.trim().is_empty() {
+    let same_line = !added.starts_with('\n');
+    let comment = ["#", "//"]
+        .iter()
+        .any(|c| added.trim_start().starts_with(c));
+    if header.contains('\n') || !opens || added.trim().is_empty() || (same_line && comment) {
         return None;
     }
     let lines: Vec<&str> = text.lines().collect();
@@ -204,8 +213,13 @@ fn header_only(rel: &str, text: &str, old: &str, new: &str) -> Option<String> {
         return None;
     }
     let (span, shown) = numbered(&lines, first, last + 1 - first, BLOCK_LINES);
+    let adds = if same_line {
+        "puts a body after it on the same line, so that body would go in ahead of the block's own lines, which would all stay under it"
+    } else {
+        "adds lines under it, so they would go in ahead of the block's own lines, which would all stay"
+    };
     Some(format!(
-        "nothing changed: `old` is only the first line of the block at {span} of '{rel}', and `new` adds lines under it, so they would go in ahead of the block's own lines, which would all stay. The block:\n{shown}To replace it, give as `old` the whole block copied from these lines and as `new` all of it as it must read; to add lines inside it, give as `old` the line they go after and as `new` that line followed by them"
+        "nothing changed: `old` is only the first line of the block at {span} of '{rel}', and `new` {adds}. The block:\n{shown}To replace it, give as `old` the whole block copied from these lines and as `new` all of it as it must read; to add lines inside it, give as `old` the line they go after and as `new` that line followed by them"
     ))
 }
 
@@ -298,6 +312,19 @@ mod tests {
         )
         .unwrap();
         assert!(why.contains("lines 1-3 of 'src/lib.rs'"), "{why}");
+        // The body written on the header's own line (06 and 08 at b315e69): made, the old
+        // body would sit indented under a one-line def.
+        let why = header_only(
+            "stats.py",
+            stats,
+            "def median(values):",
+            "def median(values):    return sorted(values)[len(values) // 2]",
+        )
+        .unwrap();
+        assert!(
+            why.contains("lines 8-12 of 'stats.py'") && why.contains("on the same line"),
+            "{why}"
+        );
         // Any other edit is left to the usual rules: a line that opens no block, a header
         // with nothing under it, a `new` that does not start with `old` or adds nothing, and
         // an `old` of several lines.
@@ -314,6 +341,11 @@ mod tests {
                 "def middle(values):\n    pass",
             ),
             (stats, "def median(values):", "def median(values):\n"),
+            (
+                stats,
+                "def median(values):",
+                "def median(values):  # the middle",
+            ),
             (
                 stats,
                 "def median(values):\n    \"\"\"The middle value.\"\"\"",

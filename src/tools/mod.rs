@@ -25,6 +25,7 @@ pub mod secrets;
 mod setup_failure;
 pub mod supervisor;
 pub mod survivors;
+mod syntax;
 pub(crate) mod walk;
 pub mod write_file;
 

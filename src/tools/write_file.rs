@@ -85,6 +85,14 @@ impl Tool for WriteFile {
             Err(Refusal::NotFound) => (false, None),
             Err(e) => return Err(e.about(&target.rel)),
         };
+        // A file too large to compare, or not UTF-8, is not known to parse now: not gated.
+        if !existed || before.is_some() {
+            if let Some(broken) =
+                super::syntax::refusal(ctx, &target.rel, before.as_deref(), content)
+            {
+                return Err(ToolError::new(broken));
+            }
+        }
         allow_workspace_change(
             ctx,
             format!(

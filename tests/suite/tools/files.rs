@@ -323,6 +323,113 @@ fn edit_file_needs_the_exact_match_count() {
     assert!(out.contains("write_file"), "{out}");
 }
 
+/// A bench whose commands run: in the sandbox where this kernel gives it, else with it off.
+fn bench_that_runs() -> Bench {
+    let bench = Bench::new();
+    if bench.sandbox_available().is_ok() {
+        return bench;
+    }
+    Bench::with(SandboxMode::Off, ApprovalPolicy::Auto, false)
+}
+
+#[test]
+fn a_change_that_breaks_the_syntax_of_a_file_that_parses_is_refused_and_the_file_kept() {
+    let bench = bench_that_runs();
+    let stats = "def mean(values):\n    return sum(values) / len(values)\n\n\ndef median(values):\n    \"\"\"The middle value.\"\"\"\n    ordered = sorted(values)\n    return ordered[len(ordered) // 2]\n";
+    bench.repo.write("stats.py", stats);
+    // Seed 1, 06 at b315e69, as a whole file: the body on the `def` line, the old one under.
+    let broken = stats.replace(
+        "def median(values):\n",
+        "def median(values):    return sorted(values)[0]\n",
+    );
+    let out = bench.err("write_file", json!({"path": "stats.py", "content": broken}));
+    assert!(
+        out.starts_with("nothing written: with this change 'stats.py' would not parse as Python, and it parses now: IndentationError: unexpected indent at line 6.\nIts lines 3-8 would read:\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    5 | def median(values):    return sorted(values)[0]\n"),
+        "{out}"
+    );
+    // An edit that would break it is refused the same way.
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "stats.py", "old": "    ordered = sorted(values)\n", "new": "  ordered = sorted(values)\n"}),
+    );
+    assert!(
+        out.contains("would not parse as Python") && out.contains("at line 7"),
+        "{out}"
+    );
+    assert_eq!(bench.repo.read("stats.py"), stats);
+    // A change that keeps it parsing goes ahead, and so does any change to a file that did
+    // not parse before it (the change may be a step toward fixing it).
+    bench.ok(
+        "edit_file",
+        json!({"path": "stats.py", "old": "[len(ordered) // 2]", "new": "[len(ordered) // 2 - 1]"}),
+    );
+    bench.repo.write("old.py", "def f(:\n");
+    bench.ok(
+        "write_file",
+        json!({"path": "old.py", "content": "def f(:\n    pass\n"}),
+    );
+    // A new file is gated too.
+    let out = bench.err(
+        "write_file",
+        json!({"path": "new.py", "content": "x = (\n"}),
+    );
+    assert!(
+        out.contains("'new.py' would not parse as Python: "),
+        "{out}"
+    );
+    assert!(!out.contains("parses now"), "{out}");
+}
+
+#[test]
+fn shell_json_and_toml_are_gated_and_other_files_are_not() {
+    let bench = bench_that_runs();
+    bench
+        .repo
+        .write("greet.sh", "#!/bin/sh\necho \"Hello, $1!\"\n");
+    let out = bench.err(
+        "write_file",
+        json!({"path": "greet.sh", "content": "#!/bin/sh\nif [ -z \"$1\" ]; then\n  echo 'Hello, world!'\n"}),
+    );
+    assert!(
+        out.contains("'greet.sh' would not parse as shell, and it parses now: "),
+        "{out}"
+    );
+    assert!(out.contains("    2 | if [ -z \"$1\" ]; then"), "{out}");
+    bench.repo.write("config.json", "{\"port\": 80}\n");
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "config.json", "old": "80", "new": "8080,"}),
+    );
+    assert!(
+        out.contains("'config.json' would not parse as JSON, and it parses now: "),
+        "{out}"
+    );
+    bench.repo.write("app.toml", "[server]\nport = 80\n");
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "app.toml", "old": "port = 80", "new": "port = = 8080"}),
+    );
+    assert!(
+        out.contains("'app.toml' would not parse as TOML, and it parses now: ")
+            && out.contains("at line 2"),
+        "{out}"
+    );
+    bench.ok(
+        "edit_file",
+        json!({"path": "app.toml", "old": "80", "new": "8080"}),
+    );
+    assert_eq!(bench.repo.read("app.toml"), "[server]\nport = 8080\n");
+    // A language the gate does not parse is written as given.
+    bench.ok(
+        "write_file",
+        json!({"path": "notes.md", "content": "def f(:\n"}),
+    );
+}
+
 #[test]
 fn read_only_runs_refuse_file_changes_unless_the_person_approves() {
     let bench = Bench::with(SandboxMode::ReadOnly, ApprovalPolicy::Auto, false);
