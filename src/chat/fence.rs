@@ -12,10 +12,11 @@
 use serde_json::{json, Value};
 
 use super::bare::{first_candidate, is_full_call_object, looks_like_call, scan_bare};
+use super::definition::definition_at;
 use super::listing::{listing_at, Found};
 use super::scan::{self, json_extent_until, malformed, with_hint, TurnBuilder};
 use super::ParsedCall;
-use crate::protocol::tool::WRITE_FILE;
+use crate::protocol::tool::{REPLACE_DEFINITION, WRITE_FILE};
 
 /// What opens and closes a Markdown code block.
 pub(crate) const FENCE: &str = "```";
@@ -179,6 +180,21 @@ pub(crate) fn scan_loose_with(text: &str, turn: &mut TurnBuilder, hint: &str, st
     while let Some(i) = text.get(at..).and_then(|t| t.find(FENCE)) {
         let start = at + i;
         let block = read_block(&text[start..]);
+        // One function written out after a sentence announcing it replaces that function,
+        // also where the sentence names its file (`the corrected `median` in `stats.py``):
+        // written as the whole file, the block would drop the file's other lines.
+        let definition = match block {
+            Block::Prose { .. } => definition_at(text, start).filter(|d| d.from >= prose_from),
+            _ => None,
+        };
+        if let Some(definition) = definition {
+            scan_bare(&text[prose_from..definition.from], turn, hint, strict);
+            let arguments = json!({"name": definition.name, "content": definition.content});
+            turn.call(ParsedCall::call(REPLACE_DEFINITION, arguments), true);
+            at = definition.end;
+            prose_from = definition.end;
+            continue;
+        }
         // A file written whole in prose (its path on the line before the fence) is a
         // write_file call; a call in a fence after a path line stays a call.
         let found = match block {
@@ -263,6 +279,47 @@ mod tests {
         );
         assert_eq!(t.calls, list_then_read());
         assert_eq!(t.content, "");
+    }
+
+    #[test]
+    fn a_function_announced_and_written_out_is_a_call_that_replaces_its_definition() {
+        let text = "The bug is in the even case. Here's the corrected `median` function:\n\n```python\ndef median(values):\n    return 2\n```\n\nThen:\n```json\n{\"name\": \"run_command\", \"arguments\": {\"command\": \"make test\"}}\n```";
+        let (t, settled) = loose(text);
+        assert_eq!(
+            t.calls,
+            [
+                ParsedCall::call(
+                    REPLACE_DEFINITION,
+                    json!({"name": "median", "content": "def median(values):\n    return 2\n"})
+                ),
+                ParsedCall::call("run_command", json!({"command": "make test"})),
+            ]
+        );
+        assert_eq!(
+            t.content,
+            "The bug is in the even case. Here's the corrected `median` function:\nThen:"
+        );
+        assert_eq!(settled, 2);
+        // The same block after a sentence that shows the code as it is stays prose.
+        let shown = text.replace("Here's the corrected", "Here's the current");
+        assert_eq!(loose(&shown).0.calls.len(), 1);
+        // Named with its file, it is still the one function, not the whole file.
+        let named = text.replace("function:", "function in `stats.py`:");
+        let calls = loose(&named).0.calls;
+        assert!(
+            matches!(&calls[0], ParsedCall::Call { name, .. } if name == REPLACE_DEFINITION),
+            "{calls:?}"
+        );
+        // A file announced as a file is written whole.
+        let file = text.replace(
+            "the corrected `median` function:",
+            "the updated `stats.py` file:",
+        );
+        let calls = loose(&file).0.calls;
+        assert!(
+            matches!(&calls[0], ParsedCall::Call { name, .. } if name == WRITE_FILE),
+            "{calls:?}"
+        );
     }
 
     #[test]

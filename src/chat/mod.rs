@@ -9,6 +9,7 @@
 
 mod bare;
 pub mod deepseek;
+pub(crate) mod definition;
 pub mod dsml;
 mod family;
 mod fence;

@@ -90,6 +90,11 @@ pub fn run(
     }
 }
 
+/// Whether the run ran at least one test (so that a later run of none lost them).
+pub fn ran_tests(run: &CheckRun) -> bool {
+    run.verdict != CheckVerdict::NoTests && super::testrun::ran_some_test(&run.output)
+}
+
 /// The check's command, verdict, exit code and time (`when` says when ralph-tui ran it), then
 /// its output within `max_bytes`, failures first, and when it does not pass, that the
 /// objective is not met while it fails.

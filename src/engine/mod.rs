@@ -30,6 +30,7 @@ mod round;
 mod stall;
 pub mod testrun;
 mod turn;
+mod undo;
 pub mod wrapup;
 
 use std::path::PathBuf;

@@ -129,6 +129,7 @@ impl Engine<'_> {
         );
         self.log_round_start(round, &prompt_json, base);
         let largest_whole = observation.as_ref().map_or(0, |o| o.largest_whole);
+        let tests_ran = check.as_ref().is_some_and(check::ran_tests);
         let opening = opening_events(round, notes, check, observation);
 
         let git_before = GitFingerprint::take(self.workspace.root());
@@ -148,6 +149,7 @@ impl Engine<'_> {
             round_tmp: &round_tmp,
             cancel: &round_cancel,
             opening,
+            tests_ran,
         };
         let mut tally = RoundTally::default();
         let timer = self.config.round_timeout.map(|limit| {

@@ -51,6 +51,23 @@ pub fn ran_no_test(output: &str) -> Option<&'static str> {
     None
 }
 
+/// Whether `output` shows a test run that ran at least one test, in the closing or counting
+/// lines of the common runners (`Ran 3 tests`, `running 2 tests`, `collected 4 items`,
+/// `2 tests in 2 items.`, go's `--- PASS`). Output that has none of them says no.
+pub fn ran_some_test(output: &str) -> bool {
+    output.lines().map(str::trim).any(|line| {
+        let counted =
+            |prefix: &str, suffix: &str| count_between(line, prefix, suffix).is_some_and(|n| n > 0);
+        counted("Ran ", " test")
+            || counted("running ", " test")
+            || counted("collected ", " item")
+            || (counted("", " tests in ") && line.ends_with("items."))
+            || counted("***Test Failed*** ", " failure")
+            || line.starts_with("--- PASS")
+            || line.starts_with("--- FAIL")
+    })
+}
+
 /// The number in `line` when it is `PREFIX<N><SUFFIX>...` (`Ran 3 tests in 0.01s`).
 fn count_between(line: &str, prefix: &str, suffix: &str) -> Option<u64> {
     let rest = line.strip_prefix(prefix)?;
@@ -80,6 +97,29 @@ mod tests {
         for (output, runner) in cases {
             let why = ran_no_test(output).unwrap_or_else(|| panic!("{runner}: {output}"));
             assert!(why.contains(runner.split(' ').next().unwrap()), "{why}");
+        }
+    }
+
+    #[test]
+    fn runs_that_ran_a_test_are_told_from_runs_that_ran_none() {
+        for output in [
+            "..F\n----------------------------------------------------------------------\nRan 3 tests in 0.001s\n\nFAILED (failures=1)\n",
+            "running 2 tests\ntest a ... FAILED\n",
+            "collected 4 items\n\ntest_x.py ..F.\n",
+            "Trying:\n    f()\n2 tests in 2 items.\n1 passed and 1 failed.\n",
+            "**********\n1 items had failures:\n***Test Failed*** 2 failures.\n",
+            "=== RUN   TestA\n--- FAIL: TestA (0.00s)\n",
+        ] {
+            assert!(ran_some_test(output), "{output}");
+        }
+        for output in [
+            "Ran 0 tests in 0.000s\n\nOK\n",
+            "running 0 tests\n\ntest result: ok. 0 passed\n",
+            "error[E0425]: cannot find value `x`\n",
+            "Hello, world!\n",
+            "",
+        ] {
+            assert!(!ran_some_test(output), "{output}");
         }
     }
 

@@ -24,12 +24,13 @@ use super::changes::RunChanges;
 use super::conversation::Conversation;
 use super::guard::{CallLog, Repeat, REPEATS_BEFORE_WRAP_UP};
 use super::record::Recorder;
+use super::undo::Saved;
 use super::wrapup::{self, WrapUpWatch};
 use super::{prompt, report, Engine, RoundEnd, RunConfig, Toolbox};
 use super::{MAX_ARGUMENT_BYTES, MAX_REPORT_ATTEMPTS};
 use crate::chat::ParsedCall;
 use crate::llm::{BackendError, Child, Generation, Output, Request, StopReason};
-use crate::protocol::event::{CheckPoint, CheckRun, Event, WrapUpReason};
+use crate::protocol::event::{CheckPoint, CheckRun, CheckVerdict, Event, WrapUpReason};
 use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::process::ProcessTracker;
@@ -68,6 +69,8 @@ pub(super) struct RoundScope<'r> {
     pub(super) cancel: &'r CancellationToken,
     /// Events said right after `round_started`: the check's run and the observation.
     pub(super) opening: Vec<Event>,
+    /// Whether the check at the round's start ran a test.
+    pub(super) tests_ran: bool,
 }
 
 impl Engine<'_> {
@@ -108,6 +111,7 @@ impl Engine<'_> {
             },
             calls: CallLog::default(),
             tally,
+            tests_ran: scope.tests_ran,
         };
         turns.run(child.as_mut())
     }
@@ -131,6 +135,8 @@ struct ChildTurns<'t, 'a> {
     /// The round's calls so far (the loop guard and the claims check read it).
     calls: CallLog,
     tally: &'t mut RoundTally,
+    /// Whether the check's latest run this round ran a test.
+    tests_ran: bool,
 }
 
 impl ChildTurns<'_, '_> {
@@ -414,8 +420,15 @@ impl ChildTurns<'_, '_> {
 
     /// With `--check-on-change`, runs the check after a call that changed files (emitting
     /// `check_finished`) and adds what it found to the call's `result`, so the worker sees
-    /// at once what its change did to the repository's tests.
-    fn check_change(&mut self, mut result: ToolResult) -> ToolResult {
+    /// at once what its change did to the repository's tests. A file tool's change after
+    /// which the check ran no test, where before it ran some, is put back (`saved`: the files
+    /// as they were) and answered as a failed call: it removed the tests or what runs them.
+    fn check_change(
+        &mut self,
+        mut result: ToolResult,
+        call: (&str, &Value),
+        saved: Option<Saved>,
+    ) -> ToolResult {
         let Some(command) = self
             .config
             .check
@@ -425,6 +438,16 @@ impl ChildTurns<'_, '_> {
             return result;
         };
         let run = self.run_check(command, CheckPoint::Change);
+        // Python 3.12's unittest exits 5 when it ran no test: its words say so either way.
+        let lost_tests = self.tests_ran
+            && (run.verdict == CheckVerdict::NoTests
+                || super::testrun::ran_no_test(&run.output).is_some());
+        if let Some(saved) = saved.filter(|_| lost_tests) {
+            if saved.restore(self.workspace.root()).is_ok() {
+                return self.undone(result, call, &saved, command, &run);
+            }
+        }
+        self.tests_ran = super::check::ran_tests(&run);
         self.calls.change_checked(command, &run);
         result.output.push_str("\n\n");
         result.output.push_str(&super::check::describe(
@@ -433,6 +456,37 @@ impl ChildTurns<'_, '_> {
             CHANGE_CHECK_BYTES,
         ));
         result
+    }
+
+    /// The answer to a change that was put back because the check ran no test after it: the
+    /// call's own answer, why it was undone, and the files it touched, now as they were. The
+    /// call is recorded again as a failed change of those files.
+    fn undone(
+        &mut self,
+        result: ToolResult,
+        (name, arguments): (&str, &Value),
+        saved: &Saved,
+        command: &str,
+        run: &CheckRun,
+    ) -> ToolResult {
+        let what = if run.note.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", run.note)
+        };
+        let undone = ToolResult {
+            ok: false,
+            output: format!(
+                "undone: {}; but after it the check `{}` ran no test{what}, where before it ran some, so the change removed the tests or what runs them. {} is back as it was before this call. Keep every test and the lines around them as they are, and change only the code they test",
+                result.output.lines().next().unwrap_or_default(),
+                crate::text::sanitize_line(command),
+                saved.names()
+            ),
+        };
+        self.changes
+            .wrote(self.workspace, &saved.paths(self.workspace.root()));
+        self.calls.record(name, arguments, &undone, true);
+        undone
     }
 
     /// Runs a workspace tool (arguments over `MAX_ARGUMENT_BYTES` are refused unrun) and gives
@@ -454,6 +508,11 @@ impl ChildTurns<'_, '_> {
                 .tools
                 .registry
                 .writes(name, arguments, self.workspace.root());
+            // What a file tool is about to replace, to put back if the change loses the tests.
+            let saved = match &writes {
+                Writes::Files(files) if self.tests_ran => Saved::take(self.workspace.root(), files),
+                _ => None,
+            };
             let before = (writes == Writes::Anything)
                 .then(|| {
                     self.changes
@@ -487,7 +546,7 @@ impl ChildTurns<'_, '_> {
             };
             self.calls.record(name, arguments, &result, changed);
             if changed && result.ok {
-                self.check_change(result)
+                self.check_change(result, (name, arguments), saved)
             } else {
                 result
             }

@@ -18,6 +18,10 @@ pub const SEARCH: &str = "search";
 pub const EDIT_FILE: &str = "edit_file";
 /// The name of the tool that runs a shell command in the sandbox.
 pub const RUN_COMMAND: &str = "run_command";
+/// The name of the internal tool a function written out in a turn's prose is a call of: it
+/// puts that function in place of the one definition of its name in the workspace. It is
+/// never offered to the model.
+pub const REPLACE_DEFINITION: &str = "replace_definition";
 
 /// What a model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

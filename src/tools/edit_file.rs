@@ -193,22 +193,7 @@ fn header_only(rel: &str, text: &str, old: &str, new: &str) -> Option<String> {
     if lines.get(first)?.trim() != header.trim() {
         return None;
     }
-    let indent = |line: &str| line.len() - line.trim_start().len();
-    let depth = indent(lines[first]);
-    let mut last = first;
-    for (i, line) in lines.iter().enumerate().skip(first + 1) {
-        if line.trim().is_empty() {
-            continue;
-        }
-        if indent(line) > depth {
-            last = i;
-            continue;
-        }
-        if indent(line) == depth && line.trim_start().starts_with('}') {
-            last = i;
-        }
-        break;
-    }
+    let last = super::blocks::block_end(&lines, first);
     if last == first {
         return None;
     }

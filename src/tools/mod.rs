@@ -8,7 +8,9 @@
 
 pub mod approval;
 mod args;
+pub(crate) mod blocks;
 pub mod confined;
+mod definition;
 pub mod edit_file;
 pub mod list_dir;
 mod mounts;
@@ -131,6 +133,11 @@ pub trait Tool: Send + Sync {
     fn writes(&self, _arguments: &Value, _root: &Path) -> Writes {
         Writes::Anything
     }
+    /// Whether the model is told about the tool; an internal one (what a turn's prose is
+    /// read as) runs when called but is not offered.
+    fn listed(&self) -> bool {
+        true
+    }
 }
 
 /// What a tool call can change in the work tree.
@@ -205,6 +212,7 @@ impl Registry {
             Box::new(write_file::WriteFile),
             Box::new(edit_file::EditFile),
             Box::new(run_command::RunCommand),
+            Box::new(definition::ReplaceDefinition),
         ])
     }
 
@@ -212,6 +220,7 @@ impl Registry {
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools
             .iter()
+            .filter(|t| t.tool.listed())
             .map(|t| t.spec.clone())
             .chain(std::iter::once(report_spec()))
             .collect()
@@ -234,7 +243,12 @@ impl Registry {
             );
         }
         let Some(entry) = self.tools.iter().find(|t| t.spec.name == name) else {
-            let known: Vec<&str> = self.tools.iter().map(|t| t.spec.name.as_str()).collect();
+            let known: Vec<&str> = self
+                .tools
+                .iter()
+                .filter(|t| t.tool.listed())
+                .map(|t| t.spec.name.as_str())
+                .collect();
             return fail(format!(
                 "unknown tool '{name}'; the tools are: {}, {REPORT_TOOL}",
                 known.join(", ")

@@ -68,10 +68,10 @@ impl Tool for WriteFile {
                         content.lines().count()
                     )));
                 }
-                if let Some(part) = before
-                    .as_deref()
-                    .and_then(|b| part_for_whole(&target.rel, b, content))
-                {
+                if let Some(part) = before.as_deref().and_then(|b| {
+                    part_for_whole(&target.rel, b, content)
+                        .or_else(|| loses_every_definition(&target.rel, b, content))
+                }) {
                     return Err(ToolError::new(part));
                 }
                 (true, before)
@@ -223,20 +223,50 @@ fn dropped_definitions(before: &str, after: &str) -> Option<String> {
     if gone.is_empty() {
         return None;
     }
-    let named: Vec<String> = gone
+    Some(format!(
+        ". The new content no longer defines {}, which the file had. If that was not meant, write the whole file again with them",
+        named(&gone)
+    ))
+}
+
+/// At most [`NAMED_DROPS`] definitions in backticks, then how many more there are:
+/// `` `def a`, `def b` and 3 more ``.
+fn named(definitions: &[impl AsRef<str>]) -> String {
+    let shown: Vec<String> = definitions
         .iter()
         .take(NAMED_DROPS)
-        .map(|line| format!("`{}`", crate::text::clip(line, 80)))
+        .map(|d| format!("`{}`", crate::text::clip(d.as_ref(), 80)))
         .collect();
-    let more = gone.len().saturating_sub(NAMED_DROPS);
-    let more = if more > 0 {
-        format!(" and {more} more")
+    let more = definitions.len().saturating_sub(NAMED_DROPS);
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
     } else {
-        String::new()
-    };
+        shown.join(", ")
+    }
+}
+
+/// Why a content that defines nothing is not written over a file that defines something:
+/// written whole it would lose every definition (seed 1 at 133b4c6, 08: the 1.5B wrote the
+/// one line `total: 14.60` over a 20-line `report.py` holding two functions; 07: four
+/// numbered lines over `src/lib.rs`). `None` when the content defines something too.
+fn loses_every_definition(rel: &str, before: &str, after: &str) -> Option<String> {
+    if after.lines().any(|l| definition(l).is_some()) {
+        return None;
+    }
+    let mut defined: Vec<String> = Vec::new();
+    for key in before.lines().filter_map(definition) {
+        if !defined.contains(&key) {
+            defined.push(key);
+        }
+    }
+    if defined.is_empty() {
+        return None;
+    }
     Some(format!(
-        ". The new content no longer defines {}{more}, which the file had. If that was not meant, write the whole file again with them",
-        named.join(", ")
+        "nothing written: '{rel}' ({} lines) defines {}, and this content ({} lines) defines nothing, so written whole it would lose them all. write_file replaces the whole file: give every line of the file as it must read, with the change made, or change one part with edit_file",
+        before.lines().count(),
+        named(&defined),
+        after.lines().count()
     ))
 }
 
@@ -295,7 +325,26 @@ pub(crate) fn allow_workspace_change(
 
 #[cfg(test)]
 mod tests {
-    use super::{dropped_definitions, echoed_result, part_for_whole, without_stray_fence};
+    use super::{
+        dropped_definitions, echoed_result, loses_every_definition, part_for_whole,
+        without_stray_fence,
+    };
+
+    #[test]
+    fn content_that_defines_nothing_is_not_written_over_a_file_of_definitions() {
+        let report = "\"\"\"Reports.\"\"\"\n\n\ndef format_cents(cents):\n    return f\"{cents // 100}.{cents % 100:02d}\"\n\n\ndef stock_report(store):\n    return \"total\"\n";
+        let why = loses_every_definition("inventory/report.py", report, "total: 14.60").unwrap();
+        assert_eq!(
+            why,
+            "nothing written: 'inventory/report.py' (9 lines) defines `def format_cents`, `def stock_report`, and this content (1 lines) defines nothing, so written whole it would lose them all. write_file replaces the whole file: give every line of the file as it must read, with the change made, or change one part with edit_file"
+        );
+        // A content that defines something, or a file that defined nothing, is written.
+        assert_eq!(
+            loses_every_definition("r.py", report, "def stock_report(store):\n    return 1\n"),
+            None
+        );
+        assert_eq!(loses_every_definition("notes.md", "# Notes\n", "x\n"), None);
+    }
 
     #[test]
     fn content_that_starts_with_a_file_tools_answer_is_taken_for_an_echo() {

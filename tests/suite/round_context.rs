@@ -301,6 +301,141 @@ fn a_change_is_checked_at_once_and_the_worker_sees_what_it_did() {
 }
 
 #[test]
+fn a_function_written_out_in_prose_replaces_its_definition_and_is_checked() {
+    // Seed 1, 06 at b315e69: the 1.5B wrote the fixed function after a sentence announcing
+    // it, in eight turns over three rounds, and the fix was never made.
+    let repo = TempRepo::new();
+    let calc = "\"\"\"Calc.\"\"\"\n\n\ndef add(a, b):\n    \"\"\"Sum.\"\"\"\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
+    repo.write("calc.py", calc);
+    repo.write(
+        "calc_test.py",
+        "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    );
+    repo.commit_all("start");
+    let fixed = "def add(a, b):\n    \"\"\"Sum.\"\"\"\n    return a + b\n";
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            format!("The test fails because `add` subtracts. Here's the corrected `add` function:\n\n```python\n{fixed}```\n\nThis makes the test pass."),
+            "Here's the corrected `mul` function:\n```python\ndef mul(a, b):\n    return a * b\n```".to_string(),
+            report("continue", "fixed add", &[], &["run the tests"], ""),
+        ])],
+        &[
+            "-n",
+            "1",
+            "--check",
+            "python3 -m unittest discover -p '*_test.py'",
+            "fix add()",
+        ],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    assert_eq!(
+        repo.read("calc.py"),
+        calc.replace("return a - b\n\n\ndef sub", "return a + b\n\n\ndef sub"),
+        "only add's lines changed"
+    );
+    let calls = of_type(&run.events, "tool_call");
+    assert_eq!(calls[0]["name"], "replace_definition");
+    assert_eq!(
+        calls[0]["arguments"],
+        json!({"name": "add", "content": fixed})
+    );
+    let results: Vec<String> = of_type(&run.events, "tool_result")
+        .iter()
+        .map(|r| r["output"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        results[0].starts_with(
+            "put your answer's `add` in place of the one at lines 4-6 of 'calc.py' (replaced 1 occurrence(s) in 'calc.py')"
+        ),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[0].contains("(run by ralph-tui after this change): PASSED"),
+        "the change is checked like an edit: {}",
+        results[0]
+    );
+    assert!(
+        results[1].starts_with(
+            "nothing changed: your answer shows a new `mul`, but no source file here defines `mul`"
+        ),
+        "{}",
+        results[1]
+    );
+    // The run's changes are the worker's, as for any file tool.
+    let changed = of_type(&run.events, "workspace_changed");
+    assert!(
+        changed.iter().any(|c| c["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["path"] == "calc.py")),
+        "{changed:?}"
+    );
+}
+
+#[test]
+fn a_change_after_which_the_check_runs_no_test_is_put_back() {
+    // Seed 1, 05 and 07: the 1.5B wrote the file whole without its doctests (or its
+    // `#[cfg(test)]` module), and the check then ran no test.
+    let repo = TempRepo::new();
+    let doubled = "def double(x):\n    \"\"\"Twice x.\n\n    >>> double(2)\n    4\n    \"\"\"\n    return x * 3\n";
+    repo.write("twice.py", doubled);
+    repo.commit_all("start");
+    let kept = doubled.replace("x * 3", "x * 2");
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            write_file_call("twice.py", "def double(x):\n    return x * 2\n"),
+            write_file_call("twice.py", &kept),
+            report("continue", "fixed double", &[], &["run the doctest"], ""),
+        ])],
+        &[
+            "-n",
+            "1",
+            "--check",
+            "python3 -m doctest -v twice.py",
+            "fix double()",
+        ],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    let results: Vec<(bool, String)> = of_type(&run.events, "tool_result")
+        .iter()
+        .map(|r| {
+            (
+                r["ok"].as_bool().unwrap(),
+                r["output"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(!results[0].0, "{results:?}");
+    assert!(
+        results[0].1.starts_with("undone: replaced 'twice.py' (32 bytes, 2 lines); but after it the check `python3 -m doctest -v twice.py` ran no test (doctest ran 0 tests: a run that tests nothing is not a pass), where before it ran some, so the change removed the tests or what runs them. 'twice.py' is back as it was before this call."),
+        "{}",
+        results[0].1
+    );
+    // The file was put back, so the second write (which keeps the doctest) replaced it.
+    assert!(results[1].0, "{results:?}");
+    assert!(
+        results[1]
+            .1
+            .contains("(run by ralph-tui after this change): PASSED"),
+        "{}",
+        results[1].1
+    );
+    assert_eq!(repo.read("twice.py"), kept);
+    let verdicts: Vec<Value> = of_type(&run.events, "check_finished")
+        .iter()
+        .map(|c| c["check"]["verdict"].clone())
+        .collect();
+    assert_eq!(
+        verdicts,
+        [json!("failed"), json!("no_tests"), json!("passed")]
+    );
+}
+
+#[test]
 fn a_check_that_ran_no_test_is_not_a_pass() {
     let repo = failing_repo();
     // The unittest default pattern misses `calc_test.py`: exit 0, `Ran 0 tests`.

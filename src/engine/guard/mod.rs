@@ -29,7 +29,7 @@ use crate::protocol::event::CheckRun;
 use crate::protocol::report::{
     check_rules, Report, ReportStatus, REPORT_ITEMS_MAX, REPORT_ITEM_MAX,
 };
-use crate::protocol::tool::{EDIT_FILE, RUN_COMMAND, WRITE_FILE};
+use crate::protocol::tool::{EDIT_FILE, REPLACE_DEFINITION, RUN_COMMAND, WRITE_FILE};
 use crate::text::tail_at_char_boundary;
 use crate::tools::ToolResult;
 use crate::tools::ALREADY_IN_PLACE;
@@ -44,7 +44,7 @@ const KEPT_OUTPUT_BYTES: usize = 4 * 1024;
 const QUOTED_OUTPUT_BYTES: usize = 200;
 
 /// The tools that change a file by name.
-const FILE_TOOLS: [&str; 2] = [WRITE_FILE, EDIT_FILE];
+const FILE_TOOLS: [&str; 3] = [WRITE_FILE, EDIT_FILE, REPLACE_DEFINITION];
 
 /// One distinct call of the round.
 #[derive(Debug)]
@@ -200,7 +200,12 @@ impl CallLog {
     /// earlier call run again).
     pub fn record(&mut self, name: &str, arguments: &Value, result: &ToolResult, changed: bool) {
         let file_tool = FILE_TOOLS.contains(&name);
-        let path = arguments.get("path").and_then(Value::as_str).unwrap_or("");
+        // A definition replaced from prose names its function, not its file.
+        let path = arguments
+            .get("path")
+            .or_else(|| arguments.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
         if changed {
             self.epoch = self.epoch.saturating_add(1);
             self.failed_change = None;

@@ -15,7 +15,9 @@ use serde_json::Value;
 use super::observation::{CheckCard, Observation};
 use super::view::{Ctx, Outcome, View};
 use crate::protocol::event::CheckPoint;
-use crate::protocol::tool::{EDIT_FILE, LIST_DIR, READ_FILE, RUN_COMMAND, SEARCH, WRITE_FILE};
+use crate::protocol::tool::{
+    EDIT_FILE, LIST_DIR, READ_FILE, REPLACE_DEFINITION, RUN_COMMAND, SEARCH, WRITE_FILE,
+};
 use crate::screens::hints::{self, HintSpec};
 use crate::screens::keys::{self, Action};
 use crate::screens::kit::draw::{draw_lines, modal};
@@ -189,6 +191,13 @@ pub fn header(name: &str, args: &Value) -> String {
             None => path.to_string(),
         }),
         (LIST_DIR, Some(path)) => Some(path.to_string()),
+        (REPLACE_DEFINITION, _) => str_arg(args, "name").map(|name| {
+            let content = str_arg(args, "content").unwrap_or("");
+            format!(
+                "{name} · {}",
+                plural(content.lines().count(), "line", "lines")
+            )
+        }),
         (RUN_COMMAND, _) => str_arg(args, "command").map(|c| {
             let lines = c.lines().count();
             if lines > 1 {
@@ -227,7 +236,9 @@ pub fn header(name: &str, args: &Value) -> String {
 pub fn argument_lines(name: &str, args: &Value) -> Vec<String> {
     let text = |key| str_arg(args, key).unwrap_or("");
     match name {
-        WRITE_FILE => text("content").lines().map(|l| format!("  {l}")).collect(),
+        WRITE_FILE | REPLACE_DEFINITION => {
+            text("content").lines().map(|l| format!("  {l}")).collect()
+        }
         EDIT_FILE => {
             let old = text("old").lines().map(|l| format!("  - {l}"));
             let new = text("new").lines().map(|l| format!("  + {l}"));

@@ -1,0 +1,93 @@
+//! Blocks of code as the file tools see them: the line that defines a name (`def median(`,
+//! `pub fn leap(`, `function slugify(`), a line's indentation, and where the block a line
+//! opens ends (the later lines indented deeper, and a closing brace level with it). Shared by
+//! `edit_file`'s block answer, the `replace_definition` tool and the reading of a function
+//! written out in prose. Pure functions.
+
+/// The name a definition line defines (`def median(values):` → `median`), for the line's
+/// language: Python (`def`, `async def`, `class`), Rust (`fn` with its qualifiers) or
+/// JavaScript (`function`).
+pub(crate) fn defined_name(line: &str) -> Option<&str> {
+    const OPENERS: [&str; 12] = [
+        "async def ",
+        "def ",
+        "class ",
+        "pub(crate) async fn ",
+        "pub(crate) fn ",
+        "pub async fn ",
+        "pub fn ",
+        "async fn ",
+        "fn ",
+        "export function ",
+        "async function ",
+        "function ",
+    ];
+    let trimmed = line.trim_start();
+    let rest = OPENERS.iter().find_map(|o| trimmed.strip_prefix(o))?;
+    let len = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    let name = &rest[..len];
+    let after = rest[len..].trim_start();
+    (!name.is_empty()
+        && (after.starts_with('(') || after.starts_with(':') || after.starts_with('<')))
+    .then_some(name)
+}
+
+/// A line's indentation, in bytes of leading whitespace.
+pub(crate) fn indent(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+/// The last line (0-based) of the block that opens at `lines[first]`: the later lines
+/// indented deeper than it (blank lines between them included), and a closing brace level
+/// with it; `first` when nothing is under it.
+pub(crate) fn block_end(lines: &[&str], first: usize) -> usize {
+    let depth = indent(lines[first]);
+    let mut last = first;
+    for (i, line) in lines.iter().enumerate().skip(first + 1) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if indent(line) > depth {
+            last = i;
+            continue;
+        }
+        if indent(line) == depth && line.trim_start().starts_with('}') {
+            last = i;
+        }
+        break;
+    }
+    last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definition_lines_name_what_they_define() {
+        for (line, name) in [
+            ("def median(values):", Some("median")),
+            ("    async def fetch(self):", Some("fetch")),
+            ("class Store:", Some("Store")),
+            ("class Item(Base):", Some("Item")),
+            ("pub fn leap<T>(y: T) -> bool {", Some("leap")),
+            ("export function slugify(text) {", Some("slugify")),
+            ("define(x)", None),
+            ("def (x):", None),
+            ("fn", None),
+        ] {
+            assert_eq!(defined_name(line), name, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_block_ends_at_its_last_deeper_line_or_its_closing_brace() {
+        let python = ["def f():", "    a = 1", "", "    return a", "", "x = f()"];
+        assert_eq!(block_end(&python, 0), 3);
+        let rust = ["fn f() {", "    1", "}", "fn g() {}"];
+        assert_eq!(block_end(&rust, 0), 2);
+        assert_eq!(block_end(&["def f():", "x = 1"], 0), 0);
+    }
+}
