@@ -61,6 +61,27 @@ pub(crate) fn block_end(lines: &[&str], first: usize) -> usize {
     last
 }
 
+/// `content` without its final newlines, each line moved from the block's indentation
+/// (`from`) to the definition's (`to`).
+pub(crate) fn reindented(content: &str, to: usize, from: usize) -> String {
+    let pad = " ".repeat(to.saturating_sub(from));
+    content
+        .trim_end_matches(['\n', '\r'])
+        .lines()
+        .map(|line| {
+            if line.trim().is_empty() {
+                String::new()
+            } else if to >= from {
+                format!("{pad}{line}")
+            } else {
+                let strip = (from - to).min(indent(line));
+                line[strip..].to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +110,18 @@ mod tests {
         let rust = ["fn f() {", "    1", "}", "fn g() {}"];
         assert_eq!(block_end(&rust, 0), 2);
         assert_eq!(block_end(&["def f():", "x = 1"], 0), 0);
+    }
+
+    #[test]
+    fn a_block_takes_the_indentation_of_the_definition_it_replaces() {
+        let block = "def size(self):\n    return 2\n\n    # done\n";
+        assert_eq!(
+            reindented(block, 4, 0),
+            "    def size(self):\n        return 2\n\n        # done"
+        );
+        assert_eq!(
+            reindented("    def f():\n        pass\n", 0, 4),
+            "def f():\n    pass"
+        );
     }
 }

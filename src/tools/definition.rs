@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::blocks::{block_end, defined_name, indent};
+use super::blocks::{block_end, defined_name, indent, reindented};
 use super::edit_file::EditFile;
 use super::path::{display_rel, resolve, Access};
 use super::read_file::is_binary;
@@ -193,27 +193,6 @@ fn definitions(text: &str, name: &str) -> Vec<(usize, usize)> {
     out
 }
 
-/// `content` without its final newlines, each line moved from the block's indentation
-/// (`from`) to the definition's (`to`).
-fn reindented(content: &str, to: usize, from: usize) -> String {
-    let pad = " ".repeat(to.saturating_sub(from));
-    content
-        .trim_end_matches(['\n', '\r'])
-        .lines()
-        .map(|line| {
-            if line.trim().is_empty() {
-                String::new()
-            } else if to >= from {
-                format!("{pad}{line}")
-            } else {
-                let strip = (from - to).min(indent(line));
-                line[strip..].to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,18 +205,5 @@ mod tests {
         assert_eq!(definitions(text, "missing"), []);
         let rust = "pub fn leap(y: u32) -> bool {\n    y % 4 == 0\n}\n\nfn main() {}\n";
         assert_eq!(definitions(rust, "leap"), [(0, 2)]);
-    }
-
-    #[test]
-    fn a_block_takes_the_indentation_of_the_definition_it_replaces() {
-        let block = "def size(self):\n    return 2\n\n    # done\n";
-        assert_eq!(
-            reindented(block, 4, 0),
-            "    def size(self):\n        return 2\n\n        # done"
-        );
-        assert_eq!(
-            reindented("    def f():\n        pass\n", 0, 4),
-            "def f():\n    pass"
-        );
     }
 }

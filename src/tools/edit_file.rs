@@ -105,7 +105,11 @@ impl Tool for EditFile {
         if let Some(why) = header_only(&target.rel, &text, old, new).filter(|_| found == 1) {
             return Err(ToolError::new(why));
         }
-        let updated = text.replacen(old, new, count);
+        let whole = whole_block(&text, old, new).filter(|_| found == 1);
+        let updated = match &whole {
+            Some(block) => text.replacen(&block.old, &block.new, 1),
+            None => text.replacen(old, new, count),
+        };
         if let Some(broken) = super::syntax::refusal(ctx, &target.rel, Some(&text), &updated) {
             return Err(ToolError::new(broken));
         }
@@ -115,11 +119,64 @@ impl Tool for EditFile {
         )?;
         root.write(&target.path, updated.as_bytes())
             .map_err(|e| written(&target.rel, &e))?;
-        Ok(format!(
-            "replaced {count} occurrence(s) in '{}'",
-            target.rel
-        ))
+        Ok(match whole {
+            Some(block) => format!(
+                "replaced the whole block at {} of '{}': `new` starts with `{}`, the line that opens the block `old` is in, so it was taken for the whole of it",
+                block.span,
+                target.rel,
+                crate::text::clip(&block.header, 80)
+            ),
+            None => format!("replaced {count} occurrence(s) in '{}'", target.rel),
+        })
     }
+}
+
+/// An edit read as the replacement of the whole block its `old` is in.
+#[derive(Debug, PartialEq, Eq)]
+struct WholeBlock {
+    /// The block's text in the file, and what replaces it.
+    old: String,
+    new: String,
+    /// Its lines (`lines 4-5`) and first line.
+    span: String,
+    header: String,
+}
+
+/// The whole block an edit means, when `old` lies inside the body of a definition (`raise
+/// NotImplementedError` under `def slugify(text):`) and `new` starts with that same
+/// definition's line: made as asked, the new definition would be nested inside the old one.
+/// The 1.5B wrote the demo's fix so (`new` the whole function, `old` its one-line body),
+/// three rounds running. `None` for any other edit.
+fn whole_block(text: &str, old: &str, new: &str) -> Option<WholeBlock> {
+    use super::blocks::{block_end, defined_name, indent, reindented};
+    let new_first = new.lines().find(|l| !l.trim().is_empty())?;
+    let name = defined_name(new_first)?;
+    let old_first = old.lines().find(|l| !l.trim().is_empty())?;
+    if defined_name(old_first) == Some(name) {
+        return None;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let at = text[..text.find(old)?].matches('\n').count();
+    let old_last = at + old.trim_end_matches('\n').matches('\n').count();
+    // The nearest line above `old` that is less indented: the line opening its block.
+    let depth = indent(lines.get(at)?);
+    let header = (0..at)
+        .rev()
+        .find(|&i| !lines[i].trim().is_empty() && indent(lines[i]) < depth)?;
+    if defined_name(lines[header]) != Some(name) || block_end(&lines, header) < old_last {
+        return None;
+    }
+    let last = block_end(&lines, header);
+    let with_endings: Vec<&str> = text.split_inclusive('\n').collect();
+    let block = with_endings[header..=last].concat();
+    let block = block.trim_end_matches(['\n', '\r']).to_string();
+    let (span, _) = super::nearest::numbered(&lines, header, last + 1 - header, 0);
+    Some(WholeBlock {
+        old: block,
+        new: reindented(new, indent(lines[header]), indent(new_first)),
+        span,
+        header: lines[header].trim().to_string(),
+    })
 }
 
 /// Whether every match of `old` in `text` lies inside an occurrence of `new`, which holds
@@ -343,6 +400,45 @@ mod tests {
                 None,
                 "{old:?} -> {new:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_new_definition_given_for_its_own_body_replaces_the_whole_block() {
+        // The demo at 4bc40ff, seed 1, round 2, as the 1.5B wrote it.
+        let slug = "\"\"\"Turn titles into URL slugs.\"\"\"\n\n\ndef slugify(text):\n    raise NotImplementedError\n";
+        let new = "def slugify(text):\n    return text.lower().replace(' ', '-')";
+        let block = whole_block(slug, "raise NotImplementedError", new).unwrap();
+        assert_eq!(
+            block,
+            WholeBlock {
+                old: "def slugify(text):\n    raise NotImplementedError".into(),
+                new: new.into(),
+                span: "lines 4-5".into(),
+                header: "def slugify(text):".into(),
+            }
+        );
+        // A method keeps its indentation.
+        let class = "class A:\n    def size(self):\n        return 1\n\n    def other(self):\n        pass\n";
+        let block =
+            whole_block(class, "        return 1", "def size(self):\n    return 2").unwrap();
+        assert_eq!(block.old, "    def size(self):\n        return 1");
+        assert_eq!(block.new, "    def size(self):\n        return 2");
+        // Another name, a `new` that is not a definition, or an `old` that is the definition
+        // line itself are left to the usual rules.
+        for (old, new) in [
+            (
+                "raise NotImplementedError",
+                "def other(text):\n    return text",
+            ),
+            ("raise NotImplementedError", "return text.lower()"),
+            ("def slugify(text):\n    raise NotImplementedError", new),
+            (
+                "\"\"\"Turn titles into URL slugs.\"\"\"",
+                "def slugify(text):\n    pass",
+            ),
+        ] {
+            assert_eq!(whole_block(slug, old, new), None, "{old:?}");
         }
     }
 

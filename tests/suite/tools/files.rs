@@ -385,6 +385,27 @@ fn a_change_that_breaks_the_syntax_of_a_file_that_parses_is_refused_and_the_file
 }
 
 #[test]
+fn a_whole_function_given_for_its_body_replaces_the_function() {
+    // The demo, seed 1 at 4bc40ff: `old` the stub's body, `new` the whole function; made as
+    // asked it nested a second `def slugify` inside the first, three rounds running.
+    let bench = bench_that_runs();
+    let slug = "\"\"\"Turn titles into URL slugs.\"\"\"\n\n\ndef slugify(text):\n    raise NotImplementedError\n";
+    bench.repo.write("slug.py", slug);
+    let out = bench.ok(
+        "edit_file",
+        json!({"path": "slug.py", "old": "raise NotImplementedError", "new": "def slugify(text):\n    return text.lower().replace(' ', '-')"}),
+    );
+    assert_eq!(
+        out,
+        "replaced the whole block at lines 4-5 of 'slug.py': `new` starts with `def slugify(text):`, the line that opens the block `old` is in, so it was taken for the whole of it"
+    );
+    assert_eq!(
+        bench.repo.read("slug.py"),
+        "\"\"\"Turn titles into URL slugs.\"\"\"\n\n\ndef slugify(text):\n    return text.lower().replace(' ', '-')\n"
+    );
+}
+
+#[test]
 fn shell_json_and_toml_are_gated_and_other_files_are_not() {
     let bench = bench_that_runs();
     bench
