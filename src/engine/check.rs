@@ -95,14 +95,15 @@ pub fn ran_tests(run: &CheckRun) -> bool {
     run.verdict != CheckVerdict::NoTests && super::testrun::ran_some_test(&run.output)
 }
 
-/// The check's command, verdict, exit code and time (`when` says when ralph-tui ran it), then
-/// its output within `max_bytes`, failures first, and when it does not pass, that the
-/// objective is not met while it fails.
+/// The check's command, verdict and exit code (`when` says when ralph-tui ran it), then its
+/// output within `max_bytes`, failures first, and when it does not pass, that the objective
+/// is not met while it fails. This is the worker's text, so it leaves out the check's time
+/// (the person sees it on the card and in the log): a time in the prompt made two runs of
+/// the same seed and build differ from their first token on (`0.1 s` against `0.2 s`).
 pub fn describe(check: &CheckRun, when: &str, max_bytes: usize) -> String {
     let exit = exit_words(check);
-    let seconds = check.wall_ms as f64 / 1000.0;
     let mut text = format!(
-        "The check `{}` (run by ralph-tui {when}): {} ({exit}, {seconds:.1} s)",
+        "The check `{}` (run by ralph-tui {when}): {} ({exit})",
         crate::text::sanitize_line(&check.command),
         check.verdict.as_str().to_uppercase(),
     );

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::blocks::{block_end, defined_name, indent, reindented};
+use super::blocks::{block_end, defined_name, indent, reindented, with_docstring};
 use super::edit_file::EditFile;
 use super::path::{display_rel, resolve, Access};
 use super::read_file::is_binary;
@@ -138,7 +138,10 @@ fn located(arguments: &Value, root: &Path) -> Result<Located, ToolError> {
             let lines: Vec<&str> = text.split_inclusive('\n').collect();
             let old = lines[*first..=*last].concat();
             let old = old.trim_end_matches(['\n', '\r']).to_string();
-            let new = reindented(content, indent(lines[*first]), indent(header));
+            let new = with_docstring(
+                &old,
+                &reindented(content, indent(lines[*first]), indent(header)),
+            );
             Ok(Located {
                 rel: rel.clone(),
                 path: path.clone(),

@@ -148,7 +148,7 @@ struct WholeBlock {
 /// The 1.5B wrote the demo's fix so (`new` the whole function, `old` its one-line body),
 /// three rounds running. `None` for any other edit.
 fn whole_block(text: &str, old: &str, new: &str) -> Option<WholeBlock> {
-    use super::blocks::{block_end, defined_name, indent, reindented};
+    use super::blocks::{block_end, defined_name, indent, reindented, with_docstring};
     let new_first = new.lines().find(|l| !l.trim().is_empty())?;
     let name = defined_name(new_first)?;
     let old_first = old.lines().find(|l| !l.trim().is_empty())?;
@@ -171,9 +171,13 @@ fn whole_block(text: &str, old: &str, new: &str) -> Option<WholeBlock> {
     let block = with_endings[header..=last].concat();
     let block = block.trim_end_matches(['\n', '\r']).to_string();
     let (span, _) = super::nearest::numbered(&lines, header, last + 1 - header, 0);
+    let new = with_docstring(
+        &block,
+        &reindented(new, indent(lines[header]), indent(new_first)),
+    );
     Some(WholeBlock {
         old: block,
-        new: reindented(new, indent(lines[header]), indent(new_first)),
+        new,
         span,
         header: lines[header].trim().to_string(),
     })

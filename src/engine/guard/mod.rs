@@ -504,10 +504,12 @@ impl CallLog {
         ))
     }
 
-    /// A claim (the summary or an evidence item) that a file prints quoted text when the
-    /// round ran that file and no run of it printed the text: the 1.5B ran `sh greet.sh Ann`,
-    /// got `Hello, Ann`, and reported "Fixed greet.sh to print 'Hello, Ann!'". A quoted span
-    /// the command itself holds (its argument, `'Ann'`) claims nothing.
+    /// A claim (the summary or an evidence item) that a file prints quoted text when no run
+    /// of that file in the round printed the text: the 1.5B ran `sh greet.sh Ann`, got
+    /// `Hello, Ann`, and reported "Fixed greet.sh to print 'Hello, Ann!'"; on seed 2 it edited
+    /// `greet.sh` and claimed what it prints without running it at all (a false completion:
+    /// the script printed `Hello, Ann!` whatever the name). A quoted span the command itself
+    /// holds (its argument, `'Ann'`) claims nothing.
     fn unproven_file_output(&self, claim: &str) -> Option<String> {
         let (files, quoted) = evidence::file_output_claims(claim);
         files.iter().find_map(|file| {
@@ -517,7 +519,16 @@ impl CallLog {
                 .iter()
                 .filter(|run| run.command.split(' ').any(|w| w.trim_start_matches("./") == file))
                 .collect();
-            let last = runs.last()?;
+            let Some(last) = runs.last() else {
+                return quoted.first().map(|text| {
+                    format!(
+                        "the report says {} prints \"{}\", but this round never ran {}: run it and cite what it prints, or report status \"continue\"",
+                        clip(file, 120),
+                        clip(text, 120),
+                        clip(file, 120),
+                    )
+                });
+            };
             let unseen = quoted.iter().find(|text| {
                 !runs.iter().any(|run| run.command.contains(text.as_str()))
                     && !runs

@@ -569,9 +569,15 @@ fn a_report_that_a_file_prints_what_no_run_of_it_printed_is_refused() {
     );
     report.summary = "greet.sh prints 'Hello, Ann' and 'Hello, world!'".into();
     assert_eq!(log.contradiction(&report), None);
-    // A file the round never ran, a number, or no output verb: nothing to read against.
+    // A file the round never ran is run first (seed 2 at f46daa9: greet.sh edited, then
+    // claimed, never run: a false completion).
+    report.summary = "Fixed stats.py to print 'Hello, Ann!'".into();
+    assert_eq!(
+        log.contradiction(&report).as_deref(),
+        Some("the report says stats.py prints \"Hello, Ann!\", but this round never ran stats.py: run it and cite what it prints, or report status \"continue\"")
+    );
+    // A number, or no output verb: nothing to read against.
     for summary in [
-        "Fixed stats.py to print 'Hello, Ann!'",
         "median now returns 2.5 for 'greet.sh'",
         "greet.sh uses 'Hello, Ann!'",
     ] {

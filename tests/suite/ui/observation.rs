@@ -32,7 +32,7 @@ AGENTS.md (40 lines)
 slug.py (2 lines)
 test_slug.py (7 lines)
 
-The check `python3 -m unittest` (run by ralph-tui at this round's start): FAILED (exit code 1, 3.2 s)
+The check `python3 -m unittest` (run by ralph-tui at this round's start): FAILED (exit code 1)
 ```
 FAIL: test_words (test_slug.SlugTest.test_words)
 AssertionError: 'A b' != 'a-b'
