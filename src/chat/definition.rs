@@ -12,6 +12,7 @@
 //! sentence gives in backticks or which it calls a function, method or class. Pure
 //! functions, no I/O.
 
+use super::listing::{closes, NOT_A_WRITE};
 use crate::tools::blocks::{defined_name, indent};
 
 /// A definition found in a turn's prose.
@@ -26,18 +27,9 @@ pub(crate) struct Definition {
     pub(crate) end: usize,
 }
 
-/// Words that say a block shows what the code holds now, not what it is to become.
-const NOT_A_CHANGE: [&str; 9] = [
-    "current",
-    "original",
-    "existing",
-    "before",
-    "contains",
-    "looks like",
-    "output",
-    "error",
-    "traceback",
-];
+/// Words that say a block shows the code as it is, beyond the ones a listing's sentence has
+/// ([`NOT_A_WRITE`]).
+const NOT_A_CHANGE: [&str; 1] = ["looks like"];
 /// Words by which a sentence calls what follows a definition.
 const DEFINITION_WORDS: [&str; 4] = ["function", "method", "class", "definition"];
 
@@ -77,8 +69,7 @@ fn closing(text: &str, fence_end: usize, ticks: usize) -> Option<(usize, usize)>
     while at < text.len() {
         let start = at + 1;
         let stop = text[start..].find('\n').map_or(text.len(), |i| start + i);
-        let line = text[start..stop].trim();
-        if line.len() >= ticks && line.chars().all(|c| c == '`') {
+        if closes(&text[start..stop], ticks) {
             return Some((start, stop));
         }
         at = stop;
@@ -96,7 +87,11 @@ fn announces(line: &str, name: &str) -> bool {
     let sentence = line.rsplit(". ").next().unwrap_or(line);
     let said: String = sentence.split('`').step_by(2).collect::<Vec<_>>().join(" ");
     let said = said.to_lowercase();
-    if NOT_A_CHANGE.iter().any(|w| said.contains(w)) {
+    if NOT_A_WRITE
+        .iter()
+        .chain(&NOT_A_CHANGE)
+        .any(|w| said.contains(w))
+    {
         return false;
     }
     let ticked = sentence

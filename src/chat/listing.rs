@@ -157,7 +157,7 @@ fn opening_fence(line: &str) -> Option<(usize, &str)> {
 
 /// Whether `line` closes a block opened with `ticks` backticks: backticks alone, at least as
 /// many.
-fn closes(line: &str, ticks: usize) -> bool {
+pub(super) fn closes(line: &str, ticks: usize) -> bool {
     let t = line.trim();
     t.len() >= ticks && t.chars().all(|c| c == '`')
 }
@@ -250,7 +250,7 @@ pub(crate) fn listing_at(text: &str, fence: usize) -> Option<Found> {
 
 /// Words that say a block shows what a file holds now, or a command's output, rather than
 /// the file as it is to be written.
-const NOT_A_WRITE: [&str; 8] = [
+pub(super) const NOT_A_WRITE: [&str; 8] = [
     "current",
     "original",
     "existing",

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::testrun::ran_no_test;
+use super::testrun::ran_no_test as ran_no_test_in;
 use crate::chat::listing::fence_for;
 use crate::protocol::event::{CheckRun, CheckVerdict};
 use crate::tools::confined::Root;
@@ -92,7 +92,14 @@ pub fn run(
 
 /// Whether the run ran at least one test (so that a later run of none lost them).
 pub fn ran_tests(run: &CheckRun) -> bool {
-    run.verdict != CheckVerdict::NoTests && super::testrun::ran_some_test(&run.output)
+    !ran_no_test(run) && super::testrun::ran_some_test(&run.output)
+}
+
+/// Whether the run ran no test, whatever its exit code: the verdict says so for a run that
+/// exited 0, the runner's words for one that did not (Python 3.12's unittest exits 5 when it
+/// ran no test).
+pub fn ran_no_test(run: &CheckRun) -> bool {
+    run.verdict == CheckVerdict::NoTests || ran_no_test_in(&run.output).is_some()
 }
 
 /// The check's command, verdict and exit code (`when` says when ralph-tui ran it), then its
@@ -174,7 +181,7 @@ fn judge(captured: &Captured, output: &str, timeout: Duration) -> (CheckVerdict,
                 crate::chat::scan::clip(output.trim(), 200),
             )
         }
-        Some(0) => match ran_no_test(output) {
+        Some(0) => match ran_no_test_in(output) {
             Some(why) => (
                 CheckVerdict::NoTests,
                 format!("{why}: a run that tests nothing is not a pass"),
@@ -387,6 +394,33 @@ mod tests {
             std::fs::write(path, text).unwrap();
         }
         dir
+    }
+
+    fn finished(verdict: CheckVerdict, exit_code: i32, output: &str) -> CheckRun {
+        CheckRun {
+            command: "python3 -m unittest".into(),
+            exit_code: Some(exit_code),
+            verdict,
+            note: String::new(),
+            wall_ms: 100,
+            output: output.into(),
+        }
+    }
+
+    #[test]
+    fn a_run_of_no_test_is_told_whatever_its_exit_code() {
+        let none = "\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nNO TESTS RAN\n";
+        // Python 3.11 exits 0 (the verdict says so), 3.12 exits 5 (only its words do).
+        assert!(ran_no_test(&finished(CheckVerdict::NoTests, 0, none)));
+        assert!(ran_no_test(&finished(CheckVerdict::Failed, 5, none)));
+        assert!(!ran_tests(&finished(CheckVerdict::Failed, 5, none)));
+        let some = "..F\n----------------------------------------------------------------------\nRan 3 tests in 0.001s\n\nFAILED (failures=1)\n";
+        assert!(!ran_no_test(&finished(CheckVerdict::Failed, 1, some)));
+        assert!(ran_tests(&finished(CheckVerdict::Failed, 1, some)));
+        // A build that failed before any test ran neither ran tests nor reported none.
+        let broken = "error[E0425]: cannot find value `x` in this scope\n";
+        assert!(!ran_no_test(&finished(CheckVerdict::Failed, 101, broken)));
+        assert!(!ran_tests(&finished(CheckVerdict::Failed, 101, broken)));
     }
 
     fn picked(files: &[(&str, &str)]) -> Option<String> {

@@ -160,14 +160,7 @@ impl Engine<'_> {
         let end = self.timed(end, timer);
         processes.kill_all();
         let _ = std::fs::remove_dir_all(&round_tmp);
-        let git_after = GitFingerprint::take(self.workspace.root());
-        if let Some(message) = git_before.warning(&git_after, round) {
-            self.rec.emit(Event::Warning { message });
-        }
-        self.rec.log.end_round();
-        if let Some(watch) = &self.watch {
-            watch.round_ended();
-        }
+        self.close_round(round, &git_before);
 
         // A failure while cancelling is the cancel's doing; an accepted report stays accepted.
         let end = match end {
@@ -176,6 +169,19 @@ impl Engine<'_> {
         };
         self.record_round_end(round, &end, base, &tally, started);
         end
+    }
+
+    /// After the round's processes are gone: a warning when the round moved git's own state
+    /// (`git_before`: as it started), the round's log closed, the stall watch told.
+    fn close_round(&mut self, round: u32, git_before: &GitFingerprint) {
+        let git_after = GitFingerprint::take(self.workspace.root());
+        if let Some(message) = git_before.warning(&git_after, round) {
+            self.rec.emit(Event::Warning { message });
+        }
+        self.rec.log.end_round();
+        if let Some(watch) = &self.watch {
+            watch.round_ended();
+        }
     }
 
     /// How the round ended once its timer is stopped: past its limit, a round that did not

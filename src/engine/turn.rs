@@ -30,7 +30,7 @@ use super::{prompt, report, Engine, RoundEnd, RunConfig, Toolbox};
 use super::{MAX_ARGUMENT_BYTES, MAX_REPORT_ATTEMPTS};
 use crate::chat::ParsedCall;
 use crate::llm::{BackendError, Child, Generation, Output, Request, StopReason};
-use crate::protocol::event::{CheckPoint, CheckRun, CheckVerdict, Event, WrapUpReason};
+use crate::protocol::event::{CheckPoint, CheckRun, Event, WrapUpReason};
 use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::process::ProcessTracker;
@@ -438,10 +438,7 @@ impl ChildTurns<'_, '_> {
             return result;
         };
         let run = self.run_check(command, CheckPoint::Change);
-        // Python 3.12's unittest exits 5 when it ran no test: its words say so either way.
-        let lost_tests = self.tests_ran
-            && (run.verdict == CheckVerdict::NoTests
-                || super::testrun::ran_no_test(&run.output).is_some());
+        let lost_tests = self.tests_ran && super::check::ran_no_test(&run);
         if let Some(saved) = saved.filter(|_| lost_tests) {
             if saved.restore(self.workspace.root()).is_ok() {
                 return self.undone(result, call, &saved, command, &run);
@@ -509,8 +506,11 @@ impl ChildTurns<'_, '_> {
                 .registry
                 .writes(name, arguments, self.workspace.root());
             // What a file tool is about to replace, to put back if the change loses the tests.
+            let checked = self.config.check_on_change && self.config.check.is_some();
             let saved = match &writes {
-                Writes::Files(files) if self.tests_ran => Saved::take(self.workspace.root(), files),
+                Writes::Files(files) if checked && self.tests_ran => {
+                    Saved::take(self.workspace.root(), files)
+                }
                 _ => None,
             };
             let before = (writes == Writes::Anything)

@@ -163,10 +163,10 @@ fn whole_block(text: &str, old: &str, new: &str) -> Option<WholeBlock> {
     let header = (0..at)
         .rev()
         .find(|&i| !lines[i].trim().is_empty() && indent(lines[i]) < depth)?;
-    if defined_name(lines[header]) != Some(name) || block_end(&lines, header) < old_last {
+    let last = block_end(&lines, header);
+    if defined_name(lines[header]) != Some(name) || last < old_last {
         return None;
     }
-    let last = block_end(&lines, header);
     let with_endings: Vec<&str> = text.split_inclusive('\n').collect();
     let block = with_endings[header..=last].concat();
     let block = block.trim_end_matches(['\n', '\r']).to_string();

@@ -56,35 +56,13 @@ impl Tool for WriteFile {
             )));
         }
         let root = open_root(ctx.root)?;
-        let (existed, before) = match root.open_read(&target.path) {
-            Ok(Opened::File { file, len }) => {
-                let before = super::confined::read_bounded(file, len, COMPARED_BYTES)
-                    .ok()
-                    .and_then(|bytes| String::from_utf8(bytes).ok());
-                if before.as_deref() == Some(content) {
-                    return Err(ToolError::new(format!(
-                        "{ALREADY_IN_PLACE}'{}' already has exactly this content ({} lines); nothing changed. If it is what the objective needs, that part is done: do not write it again; check the work, then call ralph_report",
-                        target.rel,
-                        content.lines().count()
-                    )));
-                }
-                if let Some(part) = before.as_deref().and_then(|b| {
-                    part_for_whole(&target.rel, b, content)
-                        .or_else(|| loses_every_definition(&target.rel, b, content))
-                }) {
-                    return Err(ToolError::new(part));
-                }
-                (true, before)
-            }
-            Ok(Opened::Dir(_)) | Err(Refusal::Directory) => {
-                return Err(ToolError::new(format!(
-                    "'{}' is a directory; give a file path",
-                    target.rel
-                )))
-            }
-            Err(Refusal::NotFound) => (false, None),
-            Err(e) => return Err(e.about(&target.rel)),
-        };
+        let (existed, before) = current(&root, &target)?;
+        if let Some(why) = before
+            .as_deref()
+            .and_then(|b| refused_over(&target.rel, b, content))
+        {
+            return Err(ToolError::new(why));
+        }
         // A file too large to compare, or not UTF-8, is not known to parse now: not gated.
         if !existed || before.is_some() {
             if let Some(broken) =
@@ -126,6 +104,40 @@ impl Tool for WriteFile {
         }
         Ok(out)
     }
+}
+
+/// Whether the file `target` exists, and its text when it is UTF-8 within
+/// [`COMPARED_BYTES`] (what a new content is compared with).
+fn current(
+    root: &super::confined::Root,
+    target: &super::path::Resolved,
+) -> Result<(bool, Option<String>), ToolError> {
+    match root.open_read(&target.path) {
+        Ok(Opened::File { file, len }) => Ok((
+            true,
+            super::confined::read_bounded(file, len, COMPARED_BYTES)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok()),
+        )),
+        Ok(Opened::Dir(_)) | Err(Refusal::Directory) => Err(ToolError::new(format!(
+            "'{}' is a directory; give a file path",
+            target.rel
+        ))),
+        Err(Refusal::NotFound) => Ok((false, None)),
+        Err(e) => Err(e.about(&target.rel)),
+    }
+}
+
+/// Why `content` is not written over `before`, the file's text: it is that text already, one
+/// part of it, or it defines nothing where the file defines something.
+fn refused_over(rel: &str, before: &str, content: &str) -> Option<String> {
+    if before == content {
+        return Some(format!(
+            "{ALREADY_IN_PLACE}'{rel}' already has exactly this content ({} lines); nothing changed. If it is what the objective needs, that part is done: do not write it again; check the work, then call ralph_report",
+            content.lines().count()
+        ));
+    }
+    part_for_whole(rel, before, content).or_else(|| loses_every_definition(rel, before, content))
 }
 
 /// `content` without a fence line that ends it and closes no block in it (the 1.5B wrote a
