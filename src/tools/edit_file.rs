@@ -4,7 +4,9 @@
 //! checked before a byte is read, and written back through the same confined open as
 //! `write_file`. `old` must occur exactly `count` times (default 1), compared byte for byte; any other
 //! number of matches changes nothing and says how many there were, so the child can widen
-//! `old` or fix `count`. Same confinement and read-only rule as `write_file`.
+//! `old` or fix `count`, except that a single word with no `count` whose every match stands
+//! as a whole word is replaced at all of them (a misspelling, a name). Same confinement and
+//! read-only rule as `write_file`.
 //!
 //! Small models' failed edits are an `old` that is not in the file, or one equal to `new`;
 //! they write whole files reliably. So an `old` equal to `new` is refused pointing to
@@ -38,7 +40,7 @@ impl Tool for EditFile {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: EDIT_FILE.into(),
-            description: "Replace the exact text `old` with `new` in a workspace file. `old` must match exactly `count` times (default 1), whitespace included; otherwise nothing changes and the error says how many matches there were. Include enough surrounding lines in `old` to make it unique.".into(),
+            description: "Replace the exact text `old` with `new` in a workspace file. `old` must match exactly `count` times (default 1), whitespace included; otherwise nothing changes and the error says how many matches there were. Include enough surrounding lines in `old` to make it unique. A single word as `old` with no `count` is replaced wherever it stands as a whole word.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -56,7 +58,8 @@ impl Tool for EditFile {
     fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
         let old = args::string(arguments, "old")?;
         let new = args::string(arguments, "new")?;
-        let count = args::opt_u64(arguments, "count")?.map_or(1, args::to_usize);
+        let given = args::opt_u64(arguments, "count")?.map(args::to_usize);
+        let mut count = given.unwrap_or(1);
         // An empty `old` is refused before the file is read; `old` equal to `new` once it is,
         // to say whether the file holds that text already.
         let same = no_change(old, new);
@@ -93,6 +96,10 @@ impl Tool for EditFile {
             )));
         }
         let found = text.matches(old).count();
+        let everywhere = given.is_none() && found > 1 && word_everywhere(&text, old, new);
+        if everywhere {
+            count = found;
+        }
         if found != count {
             return Err(ToolError::new(mismatch(
                 &target.rel,
@@ -126,9 +133,49 @@ impl Tool for EditFile {
                 target.rel,
                 crate::text::clip(&block.header, 80)
             ),
+            None if everywhere => format!(
+                "replaced the word `{}` with `{}` at all {count} places it stands in '{}' ({}): a single word given as `old` with no count is replaced wherever it stands as a whole word",
+                crate::text::clip(old, 40),
+                crate::text::clip(new, 40),
+                target.rel,
+                lines_of(&text, old)
+            ),
             None => format!("replaced {count} occurrence(s) in '{}'", target.rel),
         })
     }
+}
+
+/// Whether `old` and `new` are single words (letters, digits, `_`, `-`) and every match of
+/// `old` in `text` stands as a whole word: such an edit with no `count` means the word
+/// everywhere (a misspelling, a name). The 1.5B fixed a typo that occurs three times as
+/// `old` = `recieve`, `new` = `receive`, and repeated the call after the refusal that asked
+/// for `count=3`. A match inside a longer word (`get` in `target`) leaves it to the count.
+fn word_everywhere(text: &str, old: &str, new: &str) -> bool {
+    let word = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+    };
+    let part_of_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    word(old)
+        && word(new)
+        && text.match_indices(old).all(|(at, _)| {
+            !part_of_word(text[..at].chars().next_back())
+                && !part_of_word(text[at + old.len()..].chars().next())
+        })
+}
+
+/// The lines `old` is on (`lines 5, 9, 15`), at most ten named.
+fn lines_of(text: &str, old: &str) -> String {
+    let mut lines: Vec<usize> = text
+        .match_indices(old)
+        .map(|(at, _)| text[..at].matches('\n').count() + 1)
+        .collect();
+    lines.dedup();
+    let named: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
+    let more = if lines.len() > 10 { ", …" } else { "" };
+    let word = if lines.len() == 1 { "line" } else { "lines" };
+    format!("{word} {}{more}", named.join(", "))
 }
 
 /// An edit read as the replacement of the whole block its `old` is in.
@@ -444,6 +491,21 @@ mod tests {
         ] {
             assert_eq!(whole_block(slug, old, new), None, "{old:?}");
         }
+    }
+
+    #[test]
+    fn only_a_word_standing_alone_everywhere_is_replaced_everywhere() {
+        let text = "get(x)\nlet y = get(z);\n";
+        assert!(word_everywhere(text, "get", "fetch"));
+        assert!(word_everywhere("a-b a-b", "a-b", "c"));
+        // Inside a longer word, with spaces, or a `new` that is not a word.
+        assert!(!word_everywhere("get target", "get", "fetch"));
+        assert!(!word_everywhere("get get_x", "get", "fetch"));
+        assert!(!word_everywhere("a b a b", "a b", "c"));
+        assert!(!word_everywhere("get get", "get", "fetch it"));
+        assert!(!word_everywhere("get get", "get", ""));
+        assert_eq!(lines_of(text, "get"), "lines 1, 2");
+        assert_eq!(lines_of("get get", "get"), "line 1");
     }
 
     #[test]

@@ -286,14 +286,20 @@ fn a_write_that_fails_leaves_the_old_file_intact() {
 fn edit_file_needs_the_exact_match_count() {
     let bench = Bench::new();
     bench.repo.write("f.txt", "alpha\nbeta\nalpha\nalpha\n");
+    // A line with no count is one occurrence.
     let out = bench.err(
         "edit_file",
-        json!({"path": "f.txt", "old": "alpha", "new": "A"}),
+        json!({"path": "f.txt", "old": "alpha\n", "new": "A\n"}),
     );
     assert!(
         out.contains("matches 3 times") && out.contains("count is 1"),
         "{out}"
     );
+    // So is a word that also stands inside a longer one.
+    bench.repo.write("g.txt", "alpha\nalphabet\n");
+    let out = bench.err("edit_file", json!({"path": "g.txt", "old": "alpha", "new": "A"}));
+    assert!(out.contains("matches 2 times"), "{out}");
+    assert_eq!(bench.repo.read("g.txt"), "alpha\nalphabet\n");
     assert_eq!(bench.repo.read("f.txt"), "alpha\nbeta\nalpha\nalpha\n");
     let out = bench.err(
         "edit_file",
@@ -321,6 +327,32 @@ fn edit_file_needs_the_exact_match_count() {
         json!({"path": "nope.txt", "old": "a", "new": "b"}),
     );
     assert!(out.contains("write_file"), "{out}");
+}
+
+#[test]
+fn a_word_given_with_no_count_is_replaced_wherever_it_stands() {
+    // Seed 2, 02: the 1.5B's fix of a typo found three times, repeated after the refusal
+    // that asked for count=3.
+    let bench = Bench::new();
+    let guide = "Run `sync` to recieve mail.\n\nFilters sort mail as you recieve it.\nYou can choose to recieve a notification.\n";
+    bench.repo.write("docs/guide.md", guide);
+    let out = bench.ok(
+        "edit_file",
+        json!({"path": "docs/guide.md", "old": "recieve", "new": "receive"}),
+    );
+    assert!(
+        out.contains("at all 3 places") && out.contains("lines 1, 3, 4"),
+        "{out}"
+    );
+    assert_eq!(bench.repo.read("docs/guide.md"), guide.replace("recieve", "receive"));
+    // A count given is a count kept.
+    bench.repo.write("docs/guide.md", guide);
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "docs/guide.md", "old": "recieve", "new": "receive", "count": 1}),
+    );
+    assert!(out.contains("matches 3 times"), "{out}");
+    assert_eq!(bench.repo.read("docs/guide.md"), guide);
 }
 
 /// A bench whose commands run: in the sandbox where this kernel gives it, else with it off.
