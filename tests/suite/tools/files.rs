@@ -297,7 +297,10 @@ fn edit_file_needs_the_exact_match_count() {
     );
     // So is a word that also stands inside a longer one.
     bench.repo.write("g.txt", "alpha\nalphabet\n");
-    let out = bench.err("edit_file", json!({"path": "g.txt", "old": "alpha", "new": "A"}));
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "g.txt", "old": "alpha", "new": "A"}),
+    );
     assert!(out.contains("matches 2 times"), "{out}");
     assert_eq!(bench.repo.read("g.txt"), "alpha\nalphabet\n");
     assert_eq!(bench.repo.read("f.txt"), "alpha\nbeta\nalpha\nalpha\n");
@@ -344,7 +347,10 @@ fn a_word_given_with_no_count_is_replaced_wherever_it_stands() {
         out.contains("at all 3 places") && out.contains("lines 1, 3, 4"),
         "{out}"
     );
-    assert_eq!(bench.repo.read("docs/guide.md"), guide.replace("recieve", "receive"));
+    assert_eq!(
+        bench.repo.read("docs/guide.md"),
+        guide.replace("recieve", "receive")
+    );
     // A count given is a count kept.
     bench.repo.write("docs/guide.md", guide);
     let out = bench.err(
