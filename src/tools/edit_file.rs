@@ -100,6 +100,11 @@ impl Tool for EditFile {
         if everywhere {
             count = found;
         }
+        if found == 0 {
+            if let Some(made) = made_before(&target.rel, &text, old, new) {
+                return Err(ToolError::new(made));
+            }
+        }
         if found != count {
             return Err(ToolError::new(mismatch(
                 &target.rel,
@@ -248,6 +253,28 @@ fn already_made(text: &str, old: &str, new: &str) -> bool {
             made.iter()
                 .any(|&(start, end)| at >= start && at + m.len() <= end)
         })
+}
+
+/// The shortest `new` (trimmed) that [`made_before`] takes as proof of an edit already made:
+/// a short one (`return x`) may be in the file for another reason.
+const MADE_BEFORE_BYTES: usize = 16;
+
+/// An `old` the file no longer has, where it has `new` once: the edit was made already, by
+/// an earlier call or round. Seed 2, 02 at 4e61f06: round 3 repeated the fix of line 5 that
+/// round 2 had made, was told `no match`, and its claim was refused as resting on a failed
+/// change, with the file as the objective wanted. `None` otherwise.
+fn made_before(rel: &str, text: &str, old: &str, new: &str) -> Option<String> {
+    let trimmed = new.trim();
+    if trimmed.len() < MADE_BEFORE_BYTES || text.matches(trimmed).count() != 1 {
+        return None;
+    }
+    let at = text.find(trimmed)?;
+    let line = text[..at].matches('\n').count() + 1;
+    (!text.contains(old.trim()) || old.trim().is_empty()).then(|| {
+        format!(
+            "{ALREADY_IN_PLACE}'{rel}' already reads as `new` (from line {line}) and `old` is no longer in it: this edit was made before; nothing changed. Do not make it again: check the work, then call ralph_report"
+        )
+    })
 }
 
 /// Why replacing `old` with `new` cannot change anything, if it cannot.
@@ -491,6 +518,35 @@ mod tests {
         ] {
             assert_eq!(whole_block(slug, old, new), None, "{old:?}");
         }
+    }
+
+    #[test]
+    fn an_edit_made_before_is_said_to_be_in_place() {
+        // Seed 2, 02 at 4e61f06, round 3: line 5 fixed in round 2, the fix asked again.
+        let guide = "# Guide\n\nRun `sync` to receive new messages.\n";
+        let why = made_before(
+            "docs/guide.md",
+            guide,
+            "Run `sync` to recieve new messages.",
+            "Run `sync` to receive new messages.",
+        )
+        .unwrap();
+        assert!(
+            why.starts_with(ALREADY_IN_PLACE) && why.contains("from line 3"),
+            "{why}"
+        );
+        // A short `new`, one found twice, or an `old` still there are no proof.
+        assert_eq!(made_before("a", "x = 1\n", "x = 2", "x = 1"), None);
+        let twice = "Run `sync` to receive new messages.\n".repeat(2);
+        assert_eq!(
+            made_before(
+                "a",
+                &twice,
+                "Run `sync` to recieve it",
+                "Run `sync` to receive new messages."
+            ),
+            None
+        );
     }
 
     #[test]

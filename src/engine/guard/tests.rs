@@ -764,6 +764,27 @@ fn check_run(verdict: CheckVerdict) -> CheckRun {
 }
 
 #[test]
+fn a_prose_file_found_already_as_asked_needs_no_run_before_a_claim() {
+    // Seed 2, 02: the guide's typo fixed in round 2, the fix asked again in round 3.
+    let mut log = CallLog::default();
+    let edit = json!({"path": "docs/guide.md", "old": "to recieve mail", "new": "to receive mail"});
+    let in_place = format!("{ALREADY_IN_PLACE}'docs/guide.md' already reads as `new`");
+    log.check("edit_file", &edit);
+    log.record("edit_file", &edit, &failed(&in_place), false);
+    let report = complete(&["read_file docs/guide.md: receive is spelled right"]);
+    assert_eq!(log.contradiction(&report), None);
+    // A script found so still needs its run.
+    let script = json!({"path": "greet.sh", "old": "Hello, $1!", "new": "Hello, $1!"});
+    log.check("edit_file", &script);
+    log.record("edit_file", &script, &failed(&in_place), false);
+    let why = log.contradiction(&report).unwrap();
+    assert!(
+        why.contains("last edit of greet.sh changed nothing"),
+        "{why}"
+    );
+}
+
+#[test]
 fn an_edit_that_finds_the_file_already_as_asked_is_no_failed_change() {
     let mut log = CallLog::default();
     let write = json!({"path": "greet.sh", "content": "echo \"Hello, $1!\"\n"});
