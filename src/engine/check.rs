@@ -78,7 +78,12 @@ pub fn run(
             }
         }
     };
-    let output = policy.secrets.mask(&captured.output);
+    let output = policy
+        .secrets
+        .mask(&crate::tools::run_command::workspace_relative(
+            &captured.output,
+            workspace,
+        ));
     let (verdict, note) = judge(&captured, &output, timeout);
     CheckRun {
         command: command.to_string(),

@@ -66,7 +66,8 @@ impl Tool for RunCommand {
         let cap = ctx.policy.output_cap.saturating_sub(STATUS_ROOM).max(1024);
         let captured = run_captured(cmd, timeout, ctx.cancel, cap, Some(ctx.processes))
             .map_err(|e| ToolError::new(format!("cannot start the command: {e}")))?;
-        let output = captured.output.trim_end();
+        let relative = workspace_relative(&captured.output, ctx.root);
+        let output = relative.trim_end();
         let shown = if output.is_empty() {
             "(no output)".to_string()
         } else {
@@ -101,6 +102,59 @@ impl Tool for RunCommand {
             ))),
         }
     }
+}
+
+/// `output` with the workspace's own path made relative: `ROOT/tests/test_a.py` reads
+/// `tests/test_a.py` and `ROOT` alone reads `.`, for the path as given and as resolved. The
+/// worker's tools take paths relative to the workspace, and the same run in another
+/// directory (each eval run's workspace is a new temporary one) then reads the same: the
+/// tracebacks in a check's output made two runs of one seed and build differ.
+pub(crate) fn workspace_relative(output: &str, root: &Path) -> String {
+    let mut roots: Vec<String> = vec![root.to_string_lossy().into_owned()];
+    if let Ok(real) = root.canonicalize() {
+        roots.push(real.to_string_lossy().into_owned());
+    }
+    // The longer first, so that one path inside the other is replaced whole.
+    roots.sort_by_key(|r| std::cmp::Reverse(r.len()));
+    roots.dedup();
+    let mut out = output.to_string();
+    for root in roots.iter().map(|r| r.trim_end_matches('/')) {
+        if root.is_empty() || !out.contains(root) {
+            continue;
+        }
+        out = replace_root(&out, root);
+    }
+    out
+}
+
+/// `text` with `root/` taken off the paths under it and `root` alone, as a whole path,
+/// written `.`; a longer name that starts with it (`root2/x`) is left.
+fn replace_root(text: &str, root: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(root) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + root.len()..];
+        let before_ok = !out
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || "_-.".contains(c));
+        match after.chars().next() {
+            Some('/') if before_ok => rest = &after[1..],
+            next if before_ok
+                && next.is_none_or(|c| !(c.is_alphanumeric() || "_-.".contains(c))) =>
+            {
+                out.push('.');
+                rest = after;
+            }
+            _ => {
+                out.push_str(root);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// How the round scratch directories in the system temp dir start; the owning ralph-tui's pid
@@ -166,6 +220,33 @@ fn clean_stale_round_dirs_in(tmp: &Path) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_workspace_path_reads_relative_in_a_commands_output() {
+        let root = Path::new("/tmp/eval-1/ws");
+        let trace = "  File \"/tmp/eval-1/ws/test_slug.py\", line 9\nin /tmp/eval-1/ws: ok\ncd /tmp/eval-1/ws\n";
+        assert_eq!(
+            workspace_relative(trace, root),
+            "  File \"test_slug.py\", line 9\nin .: ok\ncd .\n"
+        );
+        // Another directory that starts with the same name, or holds it deeper, is left.
+        for other in [
+            "/tmp/eval-1/ws2/a.py",
+            "/home/u/tmp/eval-1/ws/a.py",
+            "/tmp/eval-1/wsx",
+        ] {
+            assert_eq!(workspace_relative(other, root), other);
+        }
+        // The resolved path too (a workspace reached through a link).
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let real = real.canonicalize().unwrap();
+        let out = format!("{}/a.py and {}/b.py", real.display(), link.display());
+        assert_eq!(workspace_relative(&out, &link), "a.py and b.py");
+    }
 
     #[test]
     fn stale_round_dirs_of_dead_runs_are_removed() {

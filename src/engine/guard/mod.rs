@@ -115,7 +115,8 @@ pub struct CallLog {
     /// since.
     unrun_change: Option<String>,
     /// The file of the round's last edit that found it already as asked, when nothing ran or
-    /// changed after it: a `complete` then rests on nothing shown.
+    /// changed after it: a `complete` then rests on nothing shown (not kept for an edit of a
+    /// prose file found made).
     in_place: Option<String>,
     /// The repository's check (its command, clipped) and its verdict after the round's last
     /// change, when it did not pass (`--check-on-change`).
@@ -221,7 +222,14 @@ impl CallLog {
         }
         let in_place = file_tool && !result.ok && result.output.starts_with(ALREADY_IN_PLACE);
         if in_place {
-            self.in_place = Some(clip(path, 120).to_string());
+            // An edit found made (its `old` gone or inside its `new`) shows the change is in
+            // the file; one whose `old` is its `new`, or a write of the file as it is, only
+            // that the worker asked for the text it has (the 1.5B copies the typo it means
+            // to fix into `new`: seed 3, 02 at 68cd11f, claimed so).
+            let made = name == crate::protocol::tool::EDIT_FILE
+                && arguments.get("old") != arguments.get("new");
+            let needs_run = !(made && prose(path));
+            self.in_place = needs_run.then(|| clip(path, 120).to_string());
         } else if file_tool && !result.ok {
             self.failed_change = Some(format!(
                 "{name} {}: {}",
@@ -313,7 +321,7 @@ impl CallLog {
                 })
             })
             .or_else(|| {
-                self.in_place.as_ref().filter(|path| !prose(path)).map(|path| {
+                self.in_place.as_ref().map(|path| {
                     format!(
                         "the round's last edit of {path} changed nothing (the file already held it) and nothing ran after it: run what the objective names and cite what it printed, or report status \"continue\""
                     )
@@ -575,9 +583,9 @@ impl CallLog {
 mod tests;
 
 /// Whether `path` is prose (Markdown, reStructuredText, AsciiDoc, plain text): nothing runs
-/// it, so an edit of it found already made needs no run before a claim; reading it is
-/// checking it. Seed 2, 02: a guide's typo fixed in round 2, its claim in round 3 refused
-/// for want of a run, and round 4 rewrote the guide wrong.
+/// it, so an edit of it found already made needs no run before a claim. Seed 2, 02: a
+/// guide's typo fixed in round 2, its claim in round 3 refused for want of a run, and round
+/// 4 rewrote the guide wrong.
 fn prose(path: &str) -> bool {
     let ext = std::path::Path::new(path)
         .extension()

@@ -773,6 +773,25 @@ fn a_prose_file_found_already_as_asked_needs_no_run_before_a_claim() {
     log.record("edit_file", &edit, &failed(&in_place), false);
     let report = complete(&["read_file docs/guide.md: receive is spelled right"]);
     assert_eq!(log.contradiction(&report), None);
+    // An `old` given as its own `new` shows nothing made (seed 3, 02 at 68cd11f: the typo
+    // copied into `new`, then claimed fixed).
+    let copied =
+        json!({"path": "docs/guide.md", "old": "to recieve mail", "new": "to recieve mail"});
+    log.check("edit_file", &copied);
+    log.record("edit_file", &copied, &failed(&in_place), false);
+    let why = log.contradiction(&report).unwrap();
+    assert!(
+        why.contains("last edit of docs/guide.md changed nothing"),
+        "{why}"
+    );
+    // Nor does a write of the file as it is.
+    let rewrite = json!({"path": "docs/guide.md", "content": "to recieve mail\n"});
+    log.check("edit_file", &edit);
+    log.record("edit_file", &edit, &failed(&in_place), false);
+    assert_eq!(log.contradiction(&report), None);
+    log.check("write_file", &rewrite);
+    log.record("write_file", &rewrite, &failed(&in_place), false);
+    assert!(log.contradiction(&report).is_some());
     // A script found so still needs its run.
     let script = json!({"path": "greet.sh", "old": "Hello, $1!", "new": "Hello, $1!"});
     log.check("edit_file", &script);

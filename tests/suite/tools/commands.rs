@@ -25,12 +25,18 @@ fn run_command_reports_exit_codes_and_output() {
         assert!(out.contains("--sandbox off"), "{why}: {out}");
         return;
     }
-    let out = bench.ok("run_command", json!({"command": "pwd; echo to-stderr >&2"}));
+    bench.repo.write("marker.txt", "here\n");
+    let out = bench.ok(
+        "run_command",
+        json!({"command": "pwd; cat marker.txt; echo to-stderr >&2"}),
+    );
     assert!(out.starts_with("exit code 0\n"), "{out}");
+    // The cwd is the workspace, whose path the output gives relative (`.`).
     assert!(
-        out.contains(bench.root().to_str().unwrap()),
+        out.lines().any(|l| l == ".") && out.contains("here"),
         "cwd is the workspace: {out}"
     );
+    assert!(!out.contains(bench.root().to_str().unwrap()), "{out}");
     assert!(out.contains("to-stderr"), "{out}");
     let out = bench.err("run_command", json!({"command": "echo oops; exit 3"}));
     assert!(
