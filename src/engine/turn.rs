@@ -325,7 +325,9 @@ impl ChildTurns<'_, '_> {
     /// one goes back to the child to correct, up to `MAX_REPORT_ATTEMPTS` times a round.
     fn handle_report_call(&mut self, arguments: &Value) -> Option<RoundEnd> {
         let round = self.scope.round;
-        let checked = report::validate(arguments).and_then(|report| {
+        let parsed = report::validate(arguments);
+        let valid = parsed.as_ref().ok().cloned();
+        let checked = parsed.and_then(|report| {
             if let Some(goes_on) = self.calls.overruled_block(&report) {
                 return Ok((goes_on, OVERRULED_BLOCK));
             }
@@ -372,6 +374,13 @@ impl ChildTurns<'_, '_> {
                     reason: reason.clone(),
                 });
                 if self.rejections >= MAX_REPORT_ATTEMPTS {
+                    if let Some(goes_on) = valid.and_then(|r| self.calls.refused_goes_on(&r)) {
+                        self.convo.rec.emit(Event::ReportAccepted {
+                            round,
+                            report: goes_on.clone(),
+                        });
+                        return Some(RoundEnd::Reported(goes_on));
+                    }
                     return Some(RoundEnd::Failed(format!(
                         "the report was rejected {} times; last reason: {reason}",
                         self.rejections

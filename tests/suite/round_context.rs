@@ -212,6 +212,48 @@ fn a_failing_check_refuses_the_claim_quoting_its_output_and_the_round_goes_on() 
 }
 
 #[test]
+fn claims_the_check_refuses_three_times_end_the_round_as_work_for_the_next() {
+    // Seed 3, 05 at 0e12c44: three claims refused by the doctest ended the run in round 1.
+    let repo = failing_repo();
+    let claim = report("complete", "all good", &["looks right"], &[], "");
+    let run = run_script(
+        &repo,
+        vec![
+            turns(&[
+                call("read_file", json!({"path": "calc.py"})),
+                claim.clone(),
+                claim.clone(),
+                claim,
+            ]),
+            turns(&[
+                write_file_call("calc.py", FIXED_ADD),
+                report("complete", "fixed add", &["the check passes"], &[], ""),
+            ]),
+        ],
+        &[
+            "-n",
+            "2",
+            "--check",
+            "python3 -m unittest discover -p '*_test.py'",
+            "fix add()",
+        ],
+    );
+    assert_eq!(code(&run.out), 0, "{}", stderr(&run));
+    assert_eq!(of_type(&run.events, "report_rejected").len(), 3);
+    let accepted = of_type(&run.events, "report_accepted");
+    assert_eq!(accepted[0]["round"], 1);
+    assert_eq!(accepted[0]["report"]["status"], "continue");
+    let first_step = accepted[0]["report"]["next_steps"][0].as_str().unwrap();
+    assert!(
+        first_step.contains("make the repository's check") && first_step.contains("failed"),
+        "{first_step}"
+    );
+    // The next round is given that report.
+    assert!(user_message(&run, 2).contains(first_step));
+    assert_eq!(last(&run.events)["status"], "complete");
+}
+
+#[test]
 fn a_change_is_checked_at_once_and_the_worker_sees_what_it_did() {
     let still_wrong = "def add(a, b):\n    return a * b\n";
     let script = || {
