@@ -40,7 +40,7 @@ impl Tool for EditFile {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: EDIT_FILE.into(),
-            description: "Replace the exact text `old` with `new` in a workspace file. `old` must match exactly `count` times (default 1), whitespace included; otherwise nothing changes and the error says how many matches there were. Include enough surrounding lines in `old` to make it unique. A single word as `old` with no `count` is replaced wherever it stands as a whole word.".into(),
+            description: "Replace the exact text `old` with `new` in a workspace file. `old` must match exactly `count` times (default 1), whitespace included; otherwise nothing changes and the error says how many matches there were. Include enough surrounding lines in `old` to make it unique.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
