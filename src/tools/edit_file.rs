@@ -59,7 +59,6 @@ impl Tool for EditFile {
         let old = args::string(arguments, "old")?;
         let new = args::string(arguments, "new")?;
         let given = args::opt_u64(arguments, "count")?.map(args::to_usize);
-        let mut count = given.unwrap_or(1);
         // An empty `old` is refused before the file is read; `old` equal to `new` once it is,
         // to say whether the file holds that text already.
         let same = no_change(old, new);
@@ -68,56 +67,17 @@ impl Tool for EditFile {
         }
         let target = args::path(arguments, ctx.root, Access::Write)?;
         let root = open_root(ctx.root)?;
-        let bytes = root
-            .read(&target.path, MAX_FILE_BYTES)
-            .map_err(|e| match e {
-                Refusal::NotFound => ToolError::new(format!(
-                    "cannot read '{}': it does not exist; use write_file to create a new file",
-                    target.rel
-                )),
-                other => refused(&target.rel, &other),
-            })?;
-        if is_binary(&bytes) {
-            return Err(ToolError::new(format!(
-                "'{}' is a binary file; edit_file only changes text",
-                target.rel
-            )));
-        }
-        let text = String::from_utf8_lossy(&bytes);
+        let text = read_text(&root, &target)?;
         if let Some(why) = same {
             return Err(ToolError::new(
                 already_there(&target.rel, &text, old).unwrap_or_else(|| why.to_string()),
             ));
         }
-        if already_made(&text, old, new) {
-            return Err(ToolError::new(format!(
-                "{ALREADY_IN_PLACE}'{}' already has `new` wherever `old` matches (the edit is already made: `old` is part of `new`); nothing changed. Do not make it again: check the work, then call ralph_report",
-                target.rel
-            )));
-        }
-        let found = text.matches(old).count();
-        let everywhere = given.is_none() && found > 1 && word_everywhere(&text, old, new);
-        if everywhere {
-            count = found;
-        }
-        if found == 0 {
-            if let Some(made) = made_before(&target.rel, &text, old, new) {
-                return Err(ToolError::new(made));
-            }
-        }
-        if found != count {
-            return Err(ToolError::new(mismatch(
-                &target.rel,
-                &text,
-                old,
-                found,
-                count,
-            )));
-        }
-        if let Some(why) = header_only(&target.rel, &text, old, new).filter(|_| found == 1) {
+        let (count, everywhere) = replacements(&target.rel, &text, old, new, given)?;
+        if let Some(why) = header_only(&target.rel, &text, old, new).filter(|_| count == 1) {
             return Err(ToolError::new(why));
         }
-        let whole = whole_block(&text, old, new).filter(|_| found == 1);
+        let whole = whole_block(&text, old, new).filter(|_| count == 1);
         let updated = match &whole {
             Some(block) => text.replacen(&block.old, &block.new, 1),
             None => text.replacen(old, new, count),
@@ -174,13 +134,75 @@ fn word_everywhere(text: &str, old: &str, new: &str) -> bool {
 fn lines_of(text: &str, old: &str) -> String {
     let mut lines: Vec<usize> = text
         .match_indices(old)
-        .map(|(at, _)| text[..at].matches('\n').count() + 1)
+        .map(|(at, _)| line_at(text, at))
         .collect();
     lines.dedup();
     let named: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
     let more = if lines.len() > 10 { ", …" } else { "" };
     let word = if lines.len() == 1 { "line" } else { "lines" };
     format!("{word} {}{more}", named.join(", "))
+}
+
+/// The file's text, read through the confined root: a file that is not there or is binary
+/// is refused saying what to do instead.
+fn read_text(
+    root: &super::confined::Root,
+    target: &super::path::Resolved,
+) -> Result<String, ToolError> {
+    let bytes = root
+        .read(&target.path, MAX_FILE_BYTES)
+        .map_err(|e| match e {
+            Refusal::NotFound => ToolError::new(format!(
+                "cannot read '{}': it does not exist; use write_file to create a new file",
+                target.rel
+            )),
+            other => refused(&target.rel, &other),
+        })?;
+    if is_binary(&bytes) {
+        return Err(ToolError::new(format!(
+            "'{}' is a binary file; edit_file only changes text",
+            target.rel
+        )));
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// How many matches of `old` the edit replaces (the `count` given, else 1, else every
+/// match of a word given alone) and whether that is the word everywhere; the refusal when
+/// the edit is already made or the matches are not that many.
+fn replacements(
+    rel: &str,
+    text: &str,
+    old: &str,
+    new: &str,
+    given: Option<usize>,
+) -> Result<(usize, bool), ToolError> {
+    if already_made(text, old, new) {
+        return Err(ToolError::new(format!(
+            "{ALREADY_IN_PLACE}'{rel}' already has `new` wherever `old` matches (the edit is already made: `old` is part of `new`); nothing changed. Do not make it again: check the work, then call ralph_report"
+        )));
+    }
+    let found = text.matches(old).count();
+    if found == 0 {
+        if let Some(made) = made_before(rel, text, old, new) {
+            return Err(ToolError::new(made));
+        }
+    }
+    let everywhere = given.is_none() && found > 1 && word_everywhere(text, old, new);
+    let count = if everywhere {
+        found
+    } else {
+        given.unwrap_or(1)
+    };
+    if found != count {
+        return Err(ToolError::new(mismatch(rel, text, old, found, count)));
+    }
+    Ok((count, everywhere))
+}
+
+/// The line (from 1) that byte `at` of `text` is on.
+fn line_at(text: &str, at: usize) -> usize {
+    text[..at].matches('\n').count() + 1
 }
 
 /// An edit read as the replacement of the whole block its `old` is in.
@@ -268,8 +290,7 @@ fn made_before(rel: &str, text: &str, old: &str, new: &str) -> Option<String> {
     if trimmed.len() < MADE_BEFORE_BYTES || text.matches(trimmed).count() != 1 {
         return None;
     }
-    let at = text.find(trimmed)?;
-    let line = text[..at].matches('\n').count() + 1;
+    let line = line_at(text, text.find(trimmed)?);
     (!text.contains(old.trim()) || old.trim().is_empty()).then(|| {
         format!(
             "{ALREADY_IN_PLACE}'{rel}' already reads as `new` (from line {line}) and `old` is no longer in it: this edit was made before; nothing changed. Do not make it again: check the work, then call ralph_report"
@@ -293,8 +314,7 @@ fn no_change(old: &str, new: &str) -> Option<&'static str> {
 /// also wrote the unfixed line as both, and took "that part is done" for a fix two rounds
 /// running). `None` when the text is not in the file.
 fn already_there(rel: &str, text: &str, old: &str) -> Option<String> {
-    let at = text.find(old)?;
-    let line = text[..at].matches('\n').count() + 1;
+    let line = line_at(text, text.find(old)?);
     Some(format!(
         "{ALREADY_IN_PLACE}'{rel}' already has this text (line {line}): `old` and `new` are the same, so nothing would change. If line {line} must change, give in `new` the text as it must read after the change. If it already reads as the objective needs, that part is done: do not edit it again; check the work, then call ralph_report"
     ))

@@ -763,39 +763,40 @@ fn check_run(verdict: CheckVerdict) -> CheckRun {
     }
 }
 
+/// Records `name` with `arguments` as a call answered "already in place".
+fn found_in_place(log: &mut CallLog, name: &str, arguments: &Value) {
+    let in_place = format!("{ALREADY_IN_PLACE}the file already reads so");
+    log.check(name, arguments);
+    log.record(name, arguments, &failed(&in_place), false);
+}
+
 #[test]
 fn a_prose_file_found_already_as_asked_needs_no_run_before_a_claim() {
     // Seed 2, 02: the guide's typo fixed in round 2, the fix asked again in round 3.
     let mut log = CallLog::default();
     let edit = json!({"path": "docs/guide.md", "old": "to recieve mail", "new": "to receive mail"});
-    let in_place = format!("{ALREADY_IN_PLACE}'docs/guide.md' already reads as `new`");
-    log.check("edit_file", &edit);
-    log.record("edit_file", &edit, &failed(&in_place), false);
+    found_in_place(&mut log, "edit_file", &edit);
     let report = complete(&["read_file docs/guide.md: receive is spelled right"]);
     assert_eq!(log.contradiction(&report), None);
     // An `old` given as its own `new` shows nothing made (seed 3, 02 at 68cd11f: the typo
     // copied into `new`, then claimed fixed).
     let copied =
         json!({"path": "docs/guide.md", "old": "to recieve mail", "new": "to recieve mail"});
-    log.check("edit_file", &copied);
-    log.record("edit_file", &copied, &failed(&in_place), false);
+    found_in_place(&mut log, "edit_file", &copied);
     let why = log.contradiction(&report).unwrap();
     assert!(
         why.contains("last edit of docs/guide.md changed nothing"),
         "{why}"
     );
     // Nor does a write of the file as it is.
-    let rewrite = json!({"path": "docs/guide.md", "content": "to recieve mail\n"});
-    log.check("edit_file", &edit);
-    log.record("edit_file", &edit, &failed(&in_place), false);
+    found_in_place(&mut log, "edit_file", &edit);
     assert_eq!(log.contradiction(&report), None);
-    log.check("write_file", &rewrite);
-    log.record("write_file", &rewrite, &failed(&in_place), false);
+    let rewrite = json!({"path": "docs/guide.md", "content": "to recieve mail\n"});
+    found_in_place(&mut log, "write_file", &rewrite);
     assert!(log.contradiction(&report).is_some());
     // A script found so still needs its run.
     let script = json!({"path": "greet.sh", "old": "Hello, $1!", "new": "Hello, $1!"});
-    log.check("edit_file", &script);
-    log.record("edit_file", &script, &failed(&in_place), false);
+    found_in_place(&mut log, "edit_file", &script);
     let why = log.contradiction(&report).unwrap();
     assert!(
         why.contains("last edit of greet.sh changed nothing"),
