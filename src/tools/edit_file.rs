@@ -103,9 +103,13 @@ impl Tool for EditFile {
                 crate::text::clip(old, 40),
                 crate::text::clip(new, 40),
                 target.rel,
-                lines_of(&text, old)
+                lines_of(&text, old, false)
             ),
-            None => format!("replaced {count} occurrence(s) in '{}'", target.rel),
+            None => format!(
+                "replaced {count} occurrence(s) in '{}'{}",
+                target.rel,
+                word_left(&target.rel, &updated, old, new)
+            ),
         })
     }
 }
@@ -116,24 +120,33 @@ impl Tool for EditFile {
 /// `old` = `recieve`, `new` = `receive`, and repeated the call after the refusal that asked
 /// for `count=3`. A match inside a longer word (`get` in `target`) leaves it to the count.
 fn word_everywhere(text: &str, old: &str, new: &str) -> bool {
-    let word = |s: &str| {
-        !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
-    };
-    let part_of_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-    word(old)
-        && word(new)
-        && text.match_indices(old).all(|(at, _)| {
-            !part_of_word(text[..at].chars().next_back())
-                && !part_of_word(text[at + old.len()..].chars().next())
-        })
+    is_word(old)
+        && is_word(new)
+        && text
+            .match_indices(old)
+            .all(|(at, _)| stands_alone(text, at, old.len()))
 }
 
-/// The lines `old` is on (`lines 5, 9, 15`), at most ten named.
-fn lines_of(text: &str, old: &str) -> String {
+/// Whether `s` is one word: letters, digits, `_` and `-`.
+fn is_word(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Whether the `len` bytes of `text` at `at` stand as a whole word (no letter, digit or `_`
+/// right before or after them).
+fn stands_alone(text: &str, at: usize, len: usize) -> bool {
+    let part_of_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    !part_of_word(text[..at].chars().next_back()) && !part_of_word(text[at + len..].chars().next())
+}
+
+/// The lines `old` is on (`lines 5, 9, 15`), at most ten named; `alone`: only where it
+/// stands as a whole word.
+fn lines_of(text: &str, old: &str, alone: bool) -> String {
     let mut lines: Vec<usize> = text
         .match_indices(old)
+        .filter(|(at, _)| !alone || stands_alone(text, *at, old.len()))
         .map(|(at, _)| line_at(text, at))
         .collect();
     lines.dedup();
@@ -141,6 +154,62 @@ fn lines_of(text: &str, old: &str) -> String {
     let more = if lines.len() > 10 { ", …" } else { "" };
     let word = if lines.len() == 1 { "line" } else { "lines" };
     format!("{word} {}{more}", named.join(", "))
+}
+
+/// The word an edit renames, when `old` and `new` are the same text but for one word in
+/// one place (`get_usr(user_id)` → `get_user(user_id)`): the old word and the new. A number
+/// is not a name (`80` → `8080` in one setting says nothing of the others).
+fn renamed_word<'s>(old: &'s str, new: &'s str) -> Option<(&'s str, &'s str)> {
+    let (old_parts, new_parts) = (word_split(old), word_split(new));
+    if old_parts.len() != new_parts.len() {
+        return None;
+    }
+    let mut differing = old_parts.iter().zip(&new_parts).filter(|(a, b)| a != b);
+    let (a, b) = differing.next()?;
+    let named = |w: &str| is_word(w) && w.chars().any(char::is_alphabetic);
+    (differing.next().is_none() && named(a) && named(b)).then_some((*a, *b))
+}
+
+/// `s` cut into runs of word characters (letters, digits, `_`) and runs of the rest.
+fn word_split(s: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut last: Option<bool> = None;
+    for (at, c) in s.char_indices() {
+        let wordy = c.is_alphanumeric() || c == '_';
+        if last.is_some_and(|w| w != wordy) {
+            parts.push(&s[start..at]);
+            start = at;
+        }
+        last = Some(wordy);
+    }
+    if start < s.len() {
+        parts.push(&s[start..]);
+    }
+    parts
+}
+
+/// After an edit that renamed a word in one place, where the old word still stands in the
+/// file (`updated`): say so, and how to change it everywhere. Seed 3, 09: the 1.5B renamed
+/// `get_usr` one call at a time (`get_usr(user_id)` → `get_user(user_id)`) and lost track of
+/// the ones left. Empty when the word is gone or the edit was not a rename.
+fn word_left(rel: &str, updated: &str, old: &str, new: &str) -> String {
+    let Some((was, now)) = renamed_word(old, new) else {
+        return String::new();
+    };
+    let left = updated
+        .match_indices(was)
+        .any(|(at, _)| stands_alone(updated, at, was.len()));
+    if !left {
+        return String::new();
+    }
+    format!(
+        ". The word `{}` this edit changed still stands in '{rel}' at {}; to change it everywhere in the file, give `old` = `{}` and `new` = `{}` alone",
+        crate::text::clip(was, 40),
+        lines_of(updated, was, true),
+        crate::text::clip(was, 40),
+        crate::text::clip(now, 40),
+    )
 }
 
 /// The file's text, read through the confined root: a file that is not there or is binary
@@ -315,8 +384,15 @@ fn no_change(old: &str, new: &str) -> Option<&'static str> {
 /// running). `None` when the text is not in the file.
 fn already_there(rel: &str, text: &str, old: &str) -> Option<String> {
     let line = line_at(text, text.find(old)?);
+    // Seed 1, 02 again at 3771537: three rounds gave the unfixed line as both, while the
+    // one-shot arm, writing the guide whole, fixed it on every seed.
+    let how = if text.lines().count() <= WHOLE_FILE_LINES {
+        format!("write '{rel}' whole (every line, as it must read after the change)")
+    } else {
+        "give in `new` the text as it must read after the change".to_string()
+    };
     Some(format!(
-        "{ALREADY_IN_PLACE}'{rel}' already has this text (line {line}): `old` and `new` are the same, so nothing would change. If line {line} must change, give in `new` the text as it must read after the change. If it already reads as the objective needs, that part is done: do not edit it again; check the work, then call ralph_report"
+        "{ALREADY_IN_PLACE}'{rel}' already has this text (line {line}): `old` and `new` are the same, so nothing would change. If line {line} must change, {how}. If it already reads as the objective needs, that part is done: do not edit it again; check the work, then call ralph_report"
     ))
 }
 
@@ -580,8 +656,48 @@ mod tests {
         assert!(!word_everywhere("a b a b", "a b", "c"));
         assert!(!word_everywhere("get get", "get", "fetch it"));
         assert!(!word_everywhere("get get", "get", ""));
-        assert_eq!(lines_of(text, "get"), "lines 1, 2");
-        assert_eq!(lines_of("get get", "get"), "line 1");
+        assert_eq!(lines_of(text, "get", false), "lines 1, 2");
+        assert_eq!(lines_of("get get", "get", false), "line 1");
+        assert_eq!(lines_of("target\nget\n", "get", true), "line 2");
+    }
+
+    #[test]
+    fn a_rename_made_in_one_place_says_where_the_word_is_left() {
+        assert_eq!(
+            renamed_word("get_usr(user_id)", "get_user(user_id)"),
+            Some(("get_usr", "get_user"))
+        );
+        assert_eq!(
+            renamed_word("to recieve new", "to receive new"),
+            Some(("recieve", "receive"))
+        );
+        // Two words changed, a word added, a number changed, or nothing: not a rename.
+        assert_eq!(renamed_word("a(b)", "c(d)"), None);
+        assert_eq!(renamed_word("f(x)", "f(x, y)"), None);
+        assert_eq!(renamed_word("port = 80", "port = 8080"), None);
+        assert_eq!(renamed_word("a b", "a b"), None);
+        let updated =
+            "from shop.users import get_usr\n\nget_user(user_id)\nreturn get_usr(o)\nget_usrs()\n";
+        let left = word_left(
+            "shop/orders.py",
+            updated,
+            "get_usr(user_id)",
+            "get_user(user_id)",
+        );
+        assert_eq!(
+            left,
+            ". The word `get_usr` this edit changed still stands in 'shop/orders.py' at lines 1, 4; to change it everywhere in the file, give `old` = `get_usr` and `new` = `get_user` alone"
+        );
+        // Gone from the file (a longer name that starts with it is another word): nothing.
+        assert_eq!(
+            word_left(
+                "a.py",
+                "get_user(1)\nget_usrs()\n",
+                "get_usr(1)",
+                "get_user(1)"
+            ),
+            ""
+        );
     }
 
     #[test]
@@ -699,8 +815,20 @@ mod tests {
             "{why}"
         );
         assert!(why.contains("do not edit it again"), "{why}");
-        let change = why.find("If line 3 must change, give in `new`").unwrap();
+        let change = why
+            .find("If line 3 must change, write 'docs/guide.md' whole (every line, as it must read after the change)")
+            .unwrap();
         assert!(change < why.find("that part is done").unwrap(), "{why}");
+        // A file too long to write whole is changed through `new`.
+        let long = format!(
+            "{}Run `sync` to receive mail.\n",
+            "x\n".repeat(WHOLE_FILE_LINES)
+        );
+        let why = already_there("docs/guide.md", &long, "to receive mail").unwrap();
+        assert!(
+            why.contains("If line 151 must change, give in `new` the text as it must read"),
+            "{why}"
+        );
         assert_eq!(
             already_there("docs/guide.md", text, "to recieve mail"),
             None

@@ -361,6 +361,32 @@ fn a_word_given_with_no_count_is_replaced_wherever_it_stands() {
     assert_eq!(bench.repo.read("docs/guide.md"), guide);
 }
 
+#[test]
+fn a_word_renamed_in_one_place_says_where_it_is_left() {
+    // Seed 3, 09: `get_usr` renamed one call at a time, the ones left lost track of.
+    let bench = Bench::new();
+    let orders = "from shop.users import get_usr\n\n\ndef total(user_id):\n    get_usr(user_id)\n    return get_usr(user_id)[\"name\"]\n";
+    bench.repo.write("shop/orders.py", orders);
+    let out = bench.ok(
+        "edit_file",
+        json!({"path": "shop/orders.py", "old": "    get_usr(user_id)\n", "new": "    get_user(user_id)\n"}),
+    );
+    assert_eq!(
+        out,
+        "replaced 1 occurrence(s) in 'shop/orders.py'. The word `get_usr` this edit changed still stands in 'shop/orders.py' at lines 1, 6; to change it everywhere in the file, give `old` = `get_usr` and `new` = `get_user` alone"
+    );
+    // Taken up, the word alone changes the rest.
+    let out = bench.ok(
+        "edit_file",
+        json!({"path": "shop/orders.py", "old": "get_usr", "new": "get_user"}),
+    );
+    assert!(out.contains("at all 2 places"), "{out}");
+    assert_eq!(
+        bench.repo.read("shop/orders.py"),
+        orders.replace("get_usr", "get_user")
+    );
+}
+
 /// A bench whose commands run: in the sandbox where this kernel gives it, else with it off.
 fn bench_that_runs() -> Bench {
     let bench = Bench::new();
