@@ -408,6 +408,7 @@ fn observed_round_starts(a: &Args) {
                 objective,
                 previous: None,
                 check: Some(&run),
+                ran: &[],
                 changed: &changed,
                 run_patch: None,
                 text_budget: observe::text_budget(16384, 1024),

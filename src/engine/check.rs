@@ -107,6 +107,57 @@ pub fn ran_no_test(run: &CheckRun) -> bool {
     run.verdict == CheckVerdict::NoTests || ran_no_test_in(&run.output).is_some()
 }
 
+/// What the check's latest run showed, to tell a change that made it worse.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Standing {
+    /// It ran at least one test.
+    pub ran_tests: bool,
+    /// How many tests passed (`None`: its output does not say).
+    pub passed: Option<u64>,
+}
+
+/// How a run after a change is worse than the one before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Worse {
+    /// It ran no test, where the run before ran some.
+    NoTest,
+    /// Fewer tests passed than before.
+    Fewer { before: u64, after: u64 },
+}
+
+impl Standing {
+    /// What `run` showed.
+    pub fn of(run: &CheckRun) -> Self {
+        Self {
+            ran_tests: ran_tests(run),
+            passed: passed(run),
+        }
+    }
+
+    /// Whether a later run can be worse than this one: it ran a test, or some passed.
+    pub fn can_lose(&self) -> bool {
+        self.ran_tests || self.passed.is_some_and(|n| n > 0)
+    }
+
+    /// How `after`, a run after a change, is worse than this one, when it is.
+    pub fn worse(&self, after: &CheckRun) -> Option<Worse> {
+        if self.ran_tests && ran_no_test(after) {
+            return Some(Worse::NoTest);
+        }
+        let before = self.passed.filter(|&n| n > 0)?;
+        let now = passed(after)?;
+        (now < before).then_some(Worse::Fewer { before, after: now })
+    }
+}
+
+/// How many tests the run passed: the runner's own count, or none when it failed or timed
+/// out before it printed one (a syntax error on import, a build that broke, a hang).
+fn passed(run: &CheckRun) -> Option<u64> {
+    super::testrun::passed(&run.output).or_else(|| {
+        matches!(run.verdict, CheckVerdict::Failed | CheckVerdict::TimedOut).then_some(0)
+    })
+}
+
 /// The check's command, verdict and exit code (`when` says when ralph-tui ran it), then its
 /// output within `max_bytes`, failures first, and when it does not pass, that the objective
 /// is not met while it fails. This is the worker's text, so it leaves out the check's time
@@ -426,6 +477,66 @@ mod tests {
         let broken = "error[E0425]: cannot find value `x` in this scope\n";
         assert!(!ran_no_test(&finished(CheckVerdict::Failed, 101, broken)));
         assert!(!ran_tests(&finished(CheckVerdict::Failed, 101, broken)));
+    }
+
+    #[test]
+    fn a_run_is_worse_when_it_runs_no_test_or_passes_fewer() {
+        let two_of_seven = "FFFF..F\n----------------------------------------------------------------------\nRan 7 tests in 0.002s\n\nFAILED (failures=5)\n";
+        let before = Standing::of(&finished(CheckVerdict::Failed, 1, two_of_seven));
+        assert_eq!(before.passed, Some(2));
+        assert!(before.can_lose());
+        // Seed 3, 08: a whole-file write that dropped `class Item`, so no test module loaded.
+        let broken = "EEE\n----------------------------------------------------------------------\nRan 3 tests in 0.001s\n\nFAILED (errors=3)\n";
+        assert_eq!(
+            before.worse(&finished(CheckVerdict::Failed, 1, broken)),
+            Some(Worse::Fewer {
+                before: 2,
+                after: 0
+            })
+        );
+        // A crash before the runner counted anything, and a hang, pass none.
+        let crashed = "Traceback (most recent call last):\nSyntaxError: invalid syntax\n";
+        assert!(before
+            .worse(&finished(CheckVerdict::Failed, 1, crashed))
+            .is_some());
+        assert!(before
+            .worse(&finished(CheckVerdict::TimedOut, 137, ""))
+            .is_some());
+        let none = "Ran 0 tests in 0.000s\n\nOK\n";
+        assert_eq!(
+            before.worse(&finished(CheckVerdict::NoTests, 0, none)),
+            Some(Worse::NoTest)
+        );
+        // As many or more passing is not worse, whatever else failed.
+        let three = "Ran 7 tests in 0.002s\n\nFAILED (failures=4)\n";
+        let other_two = "Ran 7 tests in 0.002s\n\nFAILED (errors=1, failures=4)\n";
+        assert_eq!(
+            before.worse(&finished(CheckVerdict::Failed, 1, three)),
+            None
+        );
+        assert_eq!(
+            before.worse(&finished(CheckVerdict::Failed, 1, other_two)),
+            None
+        );
+        // A check that could not start says nothing about the change.
+        assert_eq!(before.worse(&finished(CheckVerdict::NotRun, 1, "")), None);
+        // Before any test passed, nothing can be lost but the tests themselves.
+        let all_failing = Standing::of(&finished(
+            CheckVerdict::Failed,
+            1,
+            "Ran 2 tests in 0.001s\n\nFAILED (failures=2)\n",
+        ));
+        assert_eq!(
+            all_failing.worse(&finished(CheckVerdict::Failed, 1, crashed)),
+            None
+        );
+        // A build check that prints no count has nothing to lose.
+        let build = Standing::of(&finished(CheckVerdict::Passed, 0, "built\n"));
+        assert!(!build.can_lose());
+        assert_eq!(
+            build.worse(&finished(CheckVerdict::Failed, 2, "error\n")),
+            None
+        );
     }
 
     fn picked(files: &[(&str, &str)]) -> Option<String> {

@@ -19,6 +19,7 @@ mod conversation;
 mod guard;
 pub mod notes;
 pub mod observe;
+pub mod probe;
 pub mod prompt;
 pub mod report;
 pub mod run_info;

@@ -41,6 +41,8 @@ pub struct Inputs<'a> {
     pub objective: &'a str,
     pub previous: Option<&'a Report>,
     pub check: Option<&'a CheckRun>,
+    /// What the commands the objective names printed at the round's start.
+    pub ran: &'a [super::probe::Ran],
     /// Files this run has changed so far (relative paths).
     pub changed: &'a BTreeSet<String>,
     /// What the run has changed so far, as a patch from its first round's start to now
@@ -120,6 +122,7 @@ pub fn observe(inputs: &Inputs<'_>) -> Observation {
             "\nThis repository has no test files: check your work by reading back what you changed (or by running it), not with a test command.\n",
         );
     }
+    text.push_str(&super::probe::describe(inputs.ran));
     let patch_bytes = inputs
         .run_patch
         .map_or(0, |patch| run_patch_section(patch, &mut text));
@@ -380,6 +383,7 @@ mod tests {
             objective,
             previous: None,
             check: None,
+            ran: &[],
             changed,
             run_patch: None,
             text_budget: 8 * 1024,

@@ -13,7 +13,7 @@ use super::notes::Note;
 use super::runlog::BASE_TREE;
 use super::stall::RoundTimer;
 use super::turn::{RoundScope, RoundTally};
-use super::{check, observe, prompt};
+use super::{check, observe, probe, prompt};
 use super::{Engine, RoundEnd};
 use crate::protocol::event::{CheckPoint, CheckRun, Event, RoundOutcome};
 use crate::protocol::message::Message;
@@ -129,7 +129,7 @@ impl Engine<'_> {
         );
         self.log_round_start(round, &prompt_json, base);
         let largest_whole = observation.as_ref().map_or(0, |o| o.largest_whole);
-        let tests_ran = check.as_ref().is_some_and(check::ran_tests);
+        let standing = check.as_ref().map(check::Standing::of).unwrap_or_default();
         let opening = opening_events(round, notes, check, observation);
 
         let git_before = GitFingerprint::take(self.workspace.root());
@@ -149,7 +149,7 @@ impl Engine<'_> {
             round_tmp: &round_tmp,
             cancel: &round_cancel,
             opening,
-            tests_ran,
+            standing,
         };
         let mut tally = RoundTally::default();
         let timer = self.config.round_timeout.map(|limit| {
@@ -213,8 +213,9 @@ impl Engine<'_> {
 
     /// Round `round`'s observation of the workspace, when the run gives one: its file texts
     /// within what the context leaves beside the fixed prompt, the turns and the report, and
-    /// the run's diff from its start to `base`, the round's opening snapshot; secret values
-    /// masked as in every tool's result.
+    /// the run's diff from its start to `base`, the round's opening snapshot, and what the
+    /// commands the objective names print now (run in the sandbox like the check); secret
+    /// values masked as in every tool's result.
     fn observation(
         &self,
         round: u32,
@@ -228,11 +229,24 @@ impl Engine<'_> {
         }
         let run_patch = self.changes.run_patch(&self.workspace, base);
         let changed = self.changes.worker_paths();
+        let commands = probe::commands(
+            &self.config.objective,
+            self.workspace.root(),
+            self.config.check.as_deref(),
+        );
+        let ran = probe::run(
+            &commands,
+            self.workspace.root(),
+            &self.tools.policy,
+            (&self.config.run_id, round),
+            &self.cancel,
+        );
         let mut seen = observe::observe(&observe::Inputs {
             root: self.workspace.root(),
             objective: &self.config.objective,
             previous,
             check,
+            ran: &ran,
             changed,
             run_patch: run_patch.as_deref(),
             text_budget: observe::text_budget(ctx_size, max_tokens),

@@ -68,6 +68,99 @@ pub fn ran_some_test(output: &str) -> bool {
     })
 }
 
+/// How many tests `output` shows passing, from the closing lines of the common runners:
+/// unittest's `Ran N tests` less the failures, errors and skips of its `FAILED (...)`,
+/// pytest's `N passed` in its summary line, cargo's `test result: ... N passed;` summed over
+/// its suites, `python3 -m doctest -v`'s `N passed and M failed.`, go's `--- PASS` lines.
+/// `None`: the output has none of them (not a test runner's, or one that stopped before its
+/// count: a build error, a crash on import).
+pub fn passed(output: &str) -> Option<u64> {
+    let mut unittest: Option<u64> = None;
+    let mut unittest_not_passed = 0u64;
+    let mut cargo: Option<u64> = None;
+    let mut pytest: Option<u64> = None;
+    let mut doctest: Option<u64> = None;
+    let mut go: Option<u64> = None;
+    for line in output.lines().map(str::trim) {
+        if let Some(n) = count_between(line, "Ran ", " test") {
+            unittest = Some(unittest.unwrap_or(0).saturating_add(n));
+        }
+        if let Some(counts) = line
+            .strip_prefix("FAILED (")
+            .or_else(|| line.strip_prefix("OK ("))
+            .and_then(|rest| rest.strip_suffix(')'))
+        {
+            for (key, n) in counts.split(", ").filter_map(|part| part.split_once('=')) {
+                if matches!(
+                    key,
+                    "failures" | "errors" | "skipped" | "unexpected successes"
+                ) {
+                    unittest_not_passed =
+                        unittest_not_passed.saturating_add(n.parse().unwrap_or(0));
+                }
+            }
+        }
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            let n = number_before(rest, " passed").unwrap_or(0);
+            cargo = Some(cargo.unwrap_or(0).saturating_add(n));
+        }
+        if is_pytest_summary(line) {
+            pytest = Some(number_before(line, " passed").unwrap_or(0));
+        }
+        if let Some(n) = count_between(line, "", " passed and ") {
+            doctest = Some(doctest.unwrap_or(0).saturating_add(n));
+        }
+        if line.starts_with("--- PASS") || line.starts_with("--- FAIL") {
+            let n = u64::from(line.starts_with("--- PASS"));
+            go = Some(go.unwrap_or(0).saturating_add(n));
+        }
+    }
+    unittest
+        .map(|ran| ran.saturating_sub(unittest_not_passed))
+        .or(pytest)
+        .or(cargo)
+        .or(doctest)
+        .or(go)
+}
+
+/// Whether `line` is pytest's closing summary: counts of kinds, then the time
+/// (`==== 2 failed, 5 passed, 1 warning in 0.12s ====`, or `5 passed in 0.02s` with `-q`).
+fn is_pytest_summary(line: &str) -> bool {
+    const KINDS: [&str; 11] = [
+        "passed",
+        "failed",
+        "error",
+        "errors",
+        "skipped",
+        "xfailed",
+        "xpassed",
+        "warning",
+        "warnings",
+        "deselected",
+        "rerun",
+    ];
+    let line = line.trim_matches(|c| c == '=' || c == ' ');
+    let Some((counts, time)) = line.rsplit_once(" in ") else {
+        return false;
+    };
+    let timed = time
+        .split_whitespace()
+        .next()
+        .and_then(|t| t.strip_suffix('s'))
+        .is_some_and(|t| t.parse::<f64>().is_ok());
+    timed
+        && counts.split(", ").all(|part| {
+            part.split_once(' ')
+                .is_some_and(|(n, kind)| n.parse::<u64>().is_ok() && KINDS.contains(&kind))
+        })
+}
+
+/// The number written just before `word` in `line` (`3` in `ok. 3 passed; 0 failed`).
+fn number_before(line: &str, word: &str) -> Option<u64> {
+    let (before, _) = line.split_once(word)?;
+    before.split_whitespace().last()?.parse().ok()
+}
+
 /// The number in `line` when it is `PREFIX<N><SUFFIX>...` (`Ran 3 tests in 0.01s`).
 fn count_between(line: &str, prefix: &str, suffix: &str) -> Option<u64> {
     let rest = line.strip_prefix(prefix)?;
@@ -135,6 +228,30 @@ mod tests {
             "",
         ] {
             assert_eq!(ran_no_test(output), None, "{output}");
+        }
+    }
+
+    #[test]
+    fn passing_tests_are_counted_in_each_runner_s_words() {
+        let cases = [
+            ("FFFF..F\n----------------------------------------------------------------------\nRan 7 tests in 0.002s\n\nFAILED (failures=5)\n", Some(2)),
+            ("EEE\n----------------------------------------------------------------------\nRan 3 tests in 0.001s\n\nFAILED (errors=3)\n", Some(0)),
+            ("Ran 4 tests in 0.001s\n\nFAILED (failures=1, errors=1, skipped=1)\n", Some(1)),
+            ("Ran 3 tests in 0.001s\n\nOK (skipped=1)\n", Some(2)),
+            ("Ran 3 tests in 0.001s\n\nOK\n", Some(3)),
+            ("test_x.py ..F.\n=========== 1 failed, 3 passed, 1 warning in 0.12s ===========\n", Some(3)),
+            ("=========== 2 errors in 0.05s ===========\n", Some(0)),
+            ("5 passed in 0.02s\n", Some(5)),
+            ("running 3 tests\ntest result: FAILED. 2 passed; 1 failed; 0 ignored\n\nrunning 1 test\ntest result: ok. 1 passed; 0 failed\n", Some(3)),
+            ("2 tests in 2 items.\n1 passed and 1 failed.\n***Test Failed*** 1 failures.\n", Some(1)),
+            ("=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n--- FAIL: TestB (0.00s)\n", Some(1)),
+            ("error[E0425]: cannot find value `x` in this scope\nerror: could not compile `m`\n", None),
+            ("Traceback (most recent call last):\nSyntaxError: invalid syntax\n", None),
+            ("Hello, world! passed in 2s\n", None),
+            ("", None),
+        ];
+        for (output, want) in cases {
+            assert_eq!(passed(output), want, "{output}");
         }
     }
 }

@@ -21,6 +21,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::changes::RunChanges;
+use super::check::{Standing, Worse};
 use super::conversation::Conversation;
 use super::guard::{CallLog, Repeat, REPEATS_BEFORE_WRAP_UP};
 use super::record::Recorder;
@@ -41,6 +42,8 @@ use crate::workspace::Workspace;
 const CONTEXT_FILLED: &str = "the context window filled up before a valid report";
 /// Most bytes of the check's output added to the result of a call that changed files.
 const CHANGE_CHECK_BYTES: usize = 1024;
+/// Most bytes of the check's output in the answer to a change put back for breaking tests.
+const UNDONE_OUTPUT_BYTES: usize = 800;
 /// The answer to a `blocked` report the engine turned into `continue`
 /// ([`CallLog::overruled_block`]): the call itself, in the record, keeps what the worker wrote.
 const OVERRULED_BLOCK: &str = "report accepted as status \"continue\", not \"blocked\": what this round's own work left undone (a claim refused, or the check failing after its change) is work for the next round, not a blocker; the round ends here";
@@ -69,8 +72,8 @@ pub(super) struct RoundScope<'r> {
     pub(super) cancel: &'r CancellationToken,
     /// Events said right after `round_started`: the check's run and the observation.
     pub(super) opening: Vec<Event>,
-    /// Whether the check at the round's start ran a test.
-    pub(super) tests_ran: bool,
+    /// What the check at the round's start showed.
+    pub(super) standing: Standing,
 }
 
 impl Engine<'_> {
@@ -111,7 +114,7 @@ impl Engine<'_> {
             },
             calls: CallLog::default(),
             tally,
-            tests_ran: scope.tests_ran,
+            standing: scope.standing,
         };
         turns.run(child.as_mut())
     }
@@ -135,8 +138,9 @@ struct ChildTurns<'t, 'a> {
     /// The round's calls so far (the loop guard and the claims check read it).
     calls: CallLog,
     tally: &'t mut RoundTally,
-    /// Whether the check's latest run this round ran a test.
-    tests_ran: bool,
+    /// What the check's latest run this round showed (a change that makes it worse is put
+    /// back).
+    standing: Standing,
 }
 
 impl ChildTurns<'_, '_> {
@@ -430,8 +434,8 @@ impl ChildTurns<'_, '_> {
     /// With `--check-on-change`, runs the check after a call that changed files (emitting
     /// `check_finished`) and adds what it found to the call's `result`, so the worker sees
     /// at once what its change did to the repository's tests. A file tool's change after
-    /// which the check ran no test, where before it ran some, is put back (`saved`: the files
-    /// as they were) and answered as a failed call: it removed the tests or what runs them.
+    /// which the check is worse (it ran no test where before it ran some, or fewer tests
+    /// pass) is put back (`saved`: the files as they were) and answered as a failed call.
     fn check_change(
         &mut self,
         mut result: ToolResult,
@@ -447,13 +451,12 @@ impl ChildTurns<'_, '_> {
             return result;
         };
         let run = self.run_check(command, CheckPoint::Change);
-        let lost_tests = self.tests_ran && super::check::ran_no_test(&run);
-        if let Some(saved) = saved.filter(|_| lost_tests) {
+        if let (Some(worse), Some(saved)) = (self.standing.worse(&run), saved) {
             if saved.restore(self.workspace.root()).is_ok() {
-                return self.undone(result, call, &saved, command, &run);
+                return self.undone(result, call, &saved, (command, &run), worse);
             }
         }
-        self.tests_ran = super::check::ran_tests(&run);
+        self.standing = Standing::of(&run);
         self.calls.change_checked(command, &run);
         result.output.push_str("\n\n");
         result.output.push_str(&super::check::describe(
@@ -464,31 +467,44 @@ impl ChildTurns<'_, '_> {
         result
     }
 
-    /// The answer to a change that was put back because the check ran no test after it: the
-    /// call's own answer, why it was undone, and the files it touched, now as they were. The
-    /// call is recorded again as a failed change of those files.
+    /// The answer to a change that was put back because the check was `worse` after it: the
+    /// call's own answer, why it was undone, and the files it touched, now as they were (with
+    /// what the check printed, when tests broke). The call is recorded again as a failed
+    /// change of those files.
     fn undone(
         &mut self,
         result: ToolResult,
         (name, arguments): (&str, &Value),
         saved: &Saved,
-        command: &str,
-        run: &CheckRun,
+        (command, run): (&str, &CheckRun),
+        worse: Worse,
     ) -> ToolResult {
-        let what = if run.note.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", run.note)
+        let done = result.output.lines().next().unwrap_or_default();
+        let command = crate::text::sanitize_line(command);
+        let names = saved.names();
+        let output = match worse {
+            Worse::NoTest => {
+                let what = if run.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", run.note)
+                };
+                format!(
+                    "undone: {done}; but after it the check `{command}` ran no test{what}, where before it ran some, so the change removed the tests or what runs them. {names} is back as it was before this call. Keep every test and the lines around them as they are, and change only the code they test"
+                )
+            }
+            Worse::Fewer { before, after } => {
+                let printed = super::check::failures_first(&run.output, UNDONE_OUTPUT_BYTES);
+                let fence = crate::chat::listing::fence_for([printed.as_str()]);
+                format!(
+                    "undone: {done}; but after it the check `{command}` passed {} where {} passed before, so the change broke what worked. {names} is back as it was before this call. What the check printed after the change:\n{fence}\n{}\n{fence}\nChange only what the failing tests need, and keep everything that works as it is",
+                    tests(after),
+                    tests(before),
+                    printed.trim_end()
+                )
+            }
         };
-        let undone = ToolResult {
-            ok: false,
-            output: format!(
-                "undone: {}; but after it the check `{}` ran no test{what}, where before it ran some, so the change removed the tests or what runs them. {} is back as it was before this call. Keep every test and the lines around them as they are, and change only the code they test",
-                result.output.lines().next().unwrap_or_default(),
-                crate::text::sanitize_line(command),
-                saved.names()
-            ),
-        };
+        let undone = ToolResult { ok: false, output };
         self.changes
             .wrote(self.workspace, &saved.paths(self.workspace.root()));
         self.calls.record(name, arguments, &undone, true);
@@ -514,10 +530,11 @@ impl ChildTurns<'_, '_> {
                 .tools
                 .registry
                 .writes(name, arguments, self.workspace.root());
-            // What a file tool is about to replace, to put back if the change loses the tests.
+            // What a file tool is about to replace, to put back if the change makes the check
+            // worse.
             let checked = self.config.check_on_change && self.config.check.is_some();
             let saved = match &writes {
-                Writes::Files(files) if checked && self.tests_ran => {
+                Writes::Files(files) if checked && self.standing.can_lose() => {
                     Saved::take(self.workspace.root(), files)
                 }
                 _ => None,
@@ -619,4 +636,13 @@ fn stream_generation(
         scope.cancel,
     );
     (generation, first_token)
+}
+
+/// `n` tests, in words: `no test`, `1 test`, `3 tests`.
+fn tests(n: u64) -> String {
+    match n {
+        0 => "no test".to_string(),
+        1 => "1 test".to_string(),
+        n => format!("{n} tests"),
+    }
 }

@@ -418,6 +418,121 @@ fn a_function_written_out_in_prose_replaces_its_definition_and_is_checked() {
 }
 
 #[test]
+fn a_change_after_which_fewer_tests_pass_is_put_back() {
+    // Seed 1 and 3, 08: the 1.5B wrote `inventory/items.py` whole without its `class Item`,
+    // the tests could no longer import it, and the next rounds worked on the broken file.
+    let repo = TempRepo::new();
+    let lib = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n";
+    repo.write("calc.py", lib);
+    repo.write(
+        "test_calc.py",
+        "import unittest\nfrom calc import add, sub\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 1), 3)\n\n    def test_add_zero(self):\n        self.assertEqual(add(2, 0), 2)\n\n    def test_sub(self):\n        self.assertEqual(sub(2, 1), 1)\n",
+    );
+    repo.commit_all("start");
+    let fixed =
+        lib.replace("return a + b\n", "return a - b\n")
+            .replacen("return a - b", "return a + b", 1);
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            write_file_call("calc.py", "def sub(a, b):\n    return a - b\n"),
+            write_file_call("calc.py", &fixed),
+            report("continue", "fixed sub", &[], &["run the tests"], ""),
+        ])],
+        &[
+            "-n",
+            "1",
+            "--check",
+            "python3 -m unittest test_calc",
+            "fix sub()",
+        ],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    let results: Vec<(bool, String)> = of_type(&run.events, "tool_result")
+        .iter()
+        .map(|r| {
+            (
+                r["ok"].as_bool().unwrap(),
+                r["output"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(!results[0].0, "{results:?}");
+    assert!(
+        results[0]
+            .1
+            .starts_with("undone: replaced 'calc.py' (32 bytes, 2 lines)"),
+        "{}",
+        results[0].1
+    );
+    assert!(
+        results[0].1.contains("but after it the check `python3 -m unittest test_calc` passed no test where 2 tests passed before, so the change broke what worked. 'calc.py' is back as it was before this call. What the check printed after the change:"),
+        "{}",
+        results[0].1
+    );
+    assert!(
+        results[0]
+            .1
+            .contains("ImportError: cannot import name 'add'"),
+        "the worker is shown what broke: {}",
+        results[0].1
+    );
+    // The file was put back before the second write, which then passed every test.
+    assert!(results[1].0, "{results:?}");
+    assert!(
+        results[1]
+            .1
+            .contains("(run by ralph-tui after this change): PASSED"),
+        "{}",
+        results[1].1
+    );
+    assert_eq!(repo.read("calc.py"), fixed);
+    let verdicts: Vec<Value> = of_type(&run.events, "check_finished")
+        .iter()
+        .map(|c| c["check"]["verdict"].clone())
+        .collect();
+    assert_eq!(
+        verdicts,
+        [json!("failed"), json!("failed"), json!("passed")]
+    );
+}
+
+#[test]
+fn a_change_that_fixes_one_test_and_breaks_another_stays() {
+    // Only a change that leaves fewer tests passing is put back: trading one for another
+    // is a step the next change may build on.
+    let repo = TempRepo::new();
+    repo.write(
+        "calc.py",
+        "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n",
+    );
+    repo.write(
+        "test_calc.py",
+        "import unittest\nfrom calc import add, sub\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 1), 3)\n\n    def test_sub(self):\n        self.assertEqual(sub(2, 1), 1)\n",
+    );
+    repo.commit_all("start");
+    let traded = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            write_file_call("calc.py", traded),
+            report("continue", "fixed sub", &[], &["fix add"], ""),
+        ])],
+        &[
+            "-n",
+            "1",
+            "--check",
+            "python3 -m unittest test_calc",
+            "fix sub()",
+        ],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    let results = of_type(&run.events, "tool_result");
+    assert_eq!(results[0]["ok"], json!(true), "{results:?}");
+    assert_eq!(repo.read("calc.py"), traded);
+}
+
+#[test]
 fn a_change_after_which_the_check_runs_no_test_is_put_back() {
     // Seed 1, 05 and 07: the 1.5B wrote the file whole without its doctests (or its
     // `#[cfg(test)]` module), and the check then ran no test.
@@ -593,6 +708,43 @@ fn by_default_the_round_is_observed_and_the_found_check_runs_without_a_warning()
         run.events
     );
     assert_eq!(of_type(&run.events, "round_observed").len(), 1);
+}
+
+#[test]
+fn the_commands_the_objective_names_are_run_and_shown_read_only() {
+    // Seed 1, 04: a round rewrote a `greet.sh` the round before had made right; nothing
+    // outside the model said what it printed.
+    let repo = TempRepo::new();
+    repo.write(
+        "greet.sh",
+        "#!/bin/sh\necho \"Hello, $name\"\necho written > out.txt\n",
+    );
+    repo.commit_all("start");
+    let objective = "Fix greet.sh: `sh greet.sh Ann` must print exactly \"Hello, Ann!\" and `sh greet.sh` must print \"Hello, world!\"; `python3 -m unittest` is not a file";
+    let run = one_look(&repo, &["-n", "1", objective]);
+    let observed = of_type(&run.events, "round_observed");
+    let text = observed[0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("What the commands the objective names print now (run by ralph-tui at this round's start; run them yourself after a change):\n`sh greet.sh Ann` (exit code "),
+        "{text}"
+    );
+    assert!(text.contains("```\nHello, \n"), "{text}");
+    assert!(text.contains("`sh greet.sh` (exit code "), "{text}");
+    assert!(!text.contains("`python3 -m unittest` ("), "{text}");
+    // What the child was given is the observation, after the fixed prompt.
+    assert!(user_message(&run, 1).contains("`sh greet.sh Ann` (exit code "));
+    // They looked and changed nothing, where the sandbox holds.
+    let support = ralph_tui::tools::sandbox::probe_with(std::path::Path::new(BIN));
+    if support
+        .check(ralph_tui::protocol::policy::SandboxMode::ReadOnly, false)
+        .is_ok()
+    {
+        assert!(!repo.path().join("out.txt").exists());
+    }
+    // `--observe off` runs none.
+    let off = one_look(&repo, &["-n", "1", "--observe", "off", objective]);
+    assert!(of_type(&off.events, "round_observed").is_empty());
+    assert!(!user_message(&off, 1).contains("What the commands the objective names"));
 }
 
 #[test]

@@ -168,6 +168,7 @@ fn look_at_a_sparse_file() {
         objective: "look at huge.bin",
         previous: None,
         check: None,
+        ran: &[],
         changed: &changed,
         run_patch: None,
         text_budget: 16 * 1024,
