@@ -29,6 +29,7 @@ pub mod supervisor;
 pub mod survivors;
 mod syntax;
 pub(crate) mod walk;
+mod words;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,9 @@ pub const RECURSIVE_TOOL: &str = "ralph";
 /// changed, and nothing failed (the round's record does not count it as a failed change).
 /// It comes before the path, which the worker chose.
 pub const ALREADY_IN_PLACE: &str = "already in place: ";
+/// The words of a file tool's answer that say the word its change renamed still stands in
+/// the file, or in others of its kind, and where (the claims check reads them for prose).
+pub const WORD_LEFT: &str = "this change renamed still stands in";
 /// Most bytes of a tool's output that go back to the child.
 pub const DEFAULT_OUTPUT_CAP: usize = 16 * 1024;
 

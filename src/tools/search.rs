@@ -33,6 +33,10 @@ const MAX_SEARCH_FILE_BYTES: u64 = 4 * 1024 * 1024;
 const MAX_SKIPPED_NAMED: usize = 10;
 /// Past this many further matches, counting stops.
 const MAX_COUNTED: usize = 10_000;
+/// Most entries walked when looking for a word in the other files.
+const MAX_WORD_WALK: usize = 2_000;
+/// Most bytes of one file read when looking for a word in the other files.
+const MAX_WORD_FILE_BYTES: u64 = 256 * 1024;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Search;
@@ -118,6 +122,64 @@ impl Tool for Search {
         }
         Ok(hits.render(pattern, &target.rel))
     }
+}
+
+/// The workspace's text files named `*.EXT` (`ext`: the extension of `except`, a relative
+/// path, which is left out) where `word` stands as a whole word, each with the lines it is
+/// on, in the walk's sorted order: at most `max` files, from the first [`MAX_WORD_WALK`]
+/// entries walked. Read as `search` reads (ignore rules, confined, no link followed, binary
+/// skipped); empty when the workspace cannot be walked.
+pub fn word_elsewhere(
+    root: &Path,
+    word: &str,
+    except: &str,
+    max: usize,
+) -> Vec<(String, Vec<usize>)> {
+    let ext = Path::new(except).extension();
+    let Ok(regex) = Regex::new(&format!(r"\b{}\b", regex::escape(word))) else {
+        return Vec::new();
+    };
+    let Ok(target) = resolve(root, ".", Access::Read) else {
+        return Vec::new();
+    };
+    let (Ok((confined, _)), Ok((canonical, walker))) = (
+        open_start(root, &target, "directory"),
+        walk_from(root, &target, None),
+    ) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in walker.take(MAX_WORD_WALK).flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Ok(rel_path) = entry.path().strip_prefix(&canonical) else {
+            continue;
+        };
+        let rel = display_rel(rel_path);
+        if rel == except || rel_path.extension() != ext {
+            continue;
+        }
+        let Ok(bytes) = confined.read(rel_path, MAX_WORD_FILE_BYTES) else {
+            continue;
+        };
+        if is_binary(&bytes) {
+            continue;
+        }
+        let lines: Vec<usize> = String::from_utf8_lossy(&bytes)
+            .lines()
+            .enumerate()
+            .filter(|(_, line)| regex.is_match(line))
+            .map(|(at, _)| at + 1)
+            .collect();
+        if !lines.is_empty() {
+            found.push((rel, lines));
+            if found.len() == max {
+                break;
+            }
+        }
+    }
+    found
 }
 
 /// What a search found so far.

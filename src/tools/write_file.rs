@@ -102,6 +102,14 @@ impl Tool for WriteFile {
         {
             out.push_str(&gone);
         }
+        if let Some(before) = before.as_deref() {
+            out.push_str(&super::words::word_left_after_write(
+                ctx.root,
+                &target.rel,
+                before,
+                content,
+            ));
+        }
         Ok(out)
     }
 }

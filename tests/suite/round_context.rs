@@ -38,6 +38,19 @@ fn failing_repo() -> TempRepo {
     repo
 }
 
+/// Each tool result of the run: whether it succeeded, and its output.
+fn tool_results(run: &Run) -> Vec<(bool, String)> {
+    of_type(&run.events, "tool_result")
+        .iter()
+        .map(|r| {
+            (
+                r["ok"].as_bool().unwrap(),
+                r["output"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
 const FIXED_ADD: &str = "def add(a, b):\n    return a + b\n";
 
 #[test]
@@ -448,15 +461,7 @@ fn a_change_after_which_fewer_tests_pass_is_put_back() {
         ],
     );
     assert_eq!(code(&run.out), 4, "{}", stderr(&run));
-    let results: Vec<(bool, String)> = of_type(&run.events, "tool_result")
-        .iter()
-        .map(|r| {
-            (
-                r["ok"].as_bool().unwrap(),
-                r["output"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let results = tool_results(&run);
     assert!(!results[0].0, "{results:?}");
     assert!(
         results[0]
@@ -557,15 +562,7 @@ fn a_change_after_which_the_check_runs_no_test_is_put_back() {
         ],
     );
     assert_eq!(code(&run.out), 4, "{}", stderr(&run));
-    let results: Vec<(bool, String)> = of_type(&run.events, "tool_result")
-        .iter()
-        .map(|r| {
-            (
-                r["ok"].as_bool().unwrap(),
-                r["output"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let results = tool_results(&run);
     assert!(!results[0].0, "{results:?}");
     assert!(
         results[0].1.starts_with("undone: replaced 'twice.py' (32 bytes, 2 lines); but after it the check `python3 -m doctest -v twice.py` ran no test (doctest ran 0 tests: a run that tests nothing is not a pass), where before it ran some, so the change removed the tests or what runs them. 'twice.py' is back as it was before this call."),

@@ -32,7 +32,7 @@ use crate::protocol::report::{
 use crate::protocol::tool::{EDIT_FILE, REPLACE_DEFINITION, RUN_COMMAND, WRITE_FILE};
 use crate::text::tail_at_char_boundary;
 use crate::tools::ToolResult;
-use crate::tools::ALREADY_IN_PLACE;
+use crate::tools::{ALREADY_IN_PLACE, WORD_LEFT};
 use evidence::{cited_exit_code, names_command, normalize};
 
 /// The identical call that begins the wrap-up (the first ran, the second was refused).
@@ -118,6 +118,11 @@ pub struct CallLog {
     /// changed after it: a `complete` then rests on nothing shown (not kept for an edit of a
     /// prose file found made).
     in_place: Option<String>,
+    /// A prose file whose latest change this round renamed a word that still stands in it
+    /// (or in its kind's other files), with what that change's answer said of it: a
+    /// `complete` then leaves the rest undone, and nothing runs prose to say so (seed 1, 02
+    /// at fb9124e: one `recieve` of the guide's four fixed, the guide claimed fixed).
+    word_left: Option<(String, String)>,
     /// The repository's check (its command, clipped) and its verdict after the round's last
     /// change, when it did not pass (`--check-on-change`).
     failing_check: Option<(String, &'static str)>,
@@ -220,6 +225,9 @@ impl CallLog {
         if changed || name == RUN_COMMAND {
             self.in_place = None;
         }
+        if file_tool && result.ok {
+            self.note_word_left(path, &result.output);
+        }
         let in_place = file_tool && !result.ok && result.output.starts_with(ALREADY_IN_PLACE);
         if in_place {
             // An edit found made (its `old` gone or inside its `new`) shows the change is in
@@ -321,12 +329,40 @@ impl CallLog {
                 })
             })
             .or_else(|| {
+                self.word_left.as_ref().map(|(path, said)| {
+                    format!(
+                        "the round's last change of {path} left part of it undone: {said}. Make that change too, or report status \"continue\""
+                    )
+                })
+            })
+            .or_else(|| {
                 self.in_place.as_ref().map(|path| {
                     format!(
                         "the round's last edit of {path} changed nothing (the file already held it) and nothing ran after it: run what the objective names and cite what it printed, or report status \"continue\""
                     )
                 })
             })
+    }
+
+    /// Keeps, for a prose file `path` that a file tool just changed, what its answer `output`
+    /// said of a renamed word still standing ([`WORD_LEFT`]); a change of that file that says
+    /// nothing of it clears it.
+    fn note_word_left(&mut self, path: &str, output: &str) {
+        if self.word_left.as_ref().is_some_and(|(p, _)| p == path) {
+            self.word_left = None;
+        }
+        if !prose(path) {
+            return;
+        }
+        let Some(at) = output.find(WORD_LEFT) else {
+            return;
+        };
+        let start = output[..at].rfind("The word").unwrap_or(at);
+        let end = output[at..].find(';').map_or(output.len(), |e| at + e);
+        self.word_left = Some((
+            clip(path, 120).to_string(),
+            clip(&output[start..end], 300).to_string(),
+        ));
     }
 
     /// Questions a `blocked` report once a round when the round's last command failed: small

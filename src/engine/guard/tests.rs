@@ -805,6 +805,55 @@ fn a_prose_file_found_already_as_asked_needs_no_run_before_a_claim() {
 }
 
 #[test]
+fn a_prose_rename_left_half_made_refuses_the_claim_until_the_rest_is_made() {
+    // Seed 1, 02 at fb9124e: one `recieve` of the guide's four fixed, the guide claimed fixed.
+    let mut log = CallLog::default();
+    let report = complete(&["read_file docs/guide.md"]);
+    let edit = json!({"path": "docs/guide.md", "old": "to recieve mail", "new": "to receive mail"});
+    log.check("edit_file", &edit);
+    let said = format!(
+        "replaced 1 occurrence(s) in 'docs/guide.md'. The word `recieve` {WORD_LEFT} 'docs/guide.md' at lines 9, 14; to change it everywhere in a file, give that file's path with `old` = `recieve` and `new` = `receive` alone"
+    );
+    log.record("edit_file", &edit, &ok(&said), true);
+    let why = log.contradiction(&report).unwrap();
+    assert_eq!(
+        why,
+        format!("the round's last change of docs/guide.md left part of it undone: The word `recieve` {WORD_LEFT} 'docs/guide.md' at lines 9, 14. Make that change too, or report status \"continue\"")
+    );
+    // The rest made: the claim stands.
+    let rest = json!({"path": "docs/guide.md", "old": "recieve", "new": "receive"});
+    log.check("edit_file", &rest);
+    log.record(
+        "edit_file",
+        &rest,
+        &ok("replaced the word `recieve` with `receive` at all 2 places it stands in 'docs/guide.md' (lines 9, 14)"),
+        true,
+    );
+    assert_eq!(log.contradiction(&report), None);
+    // In source code the check, not the word, says whether the work is done.
+    let code = json!({"path": "shop/orders.py", "old": "get_usr(1)", "new": "get_user(1)"});
+    log.check("edit_file", &code);
+    log.record(
+        "edit_file",
+        &code,
+        &ok(&format!("replaced 1 occurrence(s) in 'shop/orders.py'. The word `get_usr` {WORD_LEFT} 'shop/orders.py' at line 3")),
+        true,
+    );
+    let run = json!({"command": "python3 -m unittest"});
+    log.check("run_command", &run);
+    log.record(
+        "run_command",
+        &run,
+        &ok("exit code 0\nRan 2 tests\n\nOK"),
+        false,
+    );
+    assert_eq!(
+        log.contradiction(&complete(&["run_command python3 -m unittest: OK"])),
+        None
+    );
+}
+
+#[test]
 fn an_edit_that_finds_the_file_already_as_asked_is_no_failed_change() {
     let mut log = CallLog::default();
     let write = json!({"path": "greet.sh", "content": "echo \"Hello, $1!\"\n"});

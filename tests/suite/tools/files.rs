@@ -367,13 +367,19 @@ fn a_word_renamed_in_one_place_says_where_it_is_left() {
     let bench = Bench::new();
     let orders = "from shop.users import get_usr\n\n\ndef total(user_id):\n    get_usr(user_id)\n    return get_usr(user_id)[\"name\"]\n";
     bench.repo.write("shop/orders.py", orders);
+    // Seed 1, 09: the definition renamed, the four files that call it never looked at.
+    bench.repo.write(
+        "shop/cli.py",
+        "from shop.users import get_usr\n\nprint(get_usr(1))\n",
+    );
+    bench.repo.write("docs/api.md", "`get_usr(id)`\n");
     let out = bench.ok(
         "edit_file",
         json!({"path": "shop/orders.py", "old": "    get_usr(user_id)\n", "new": "    get_user(user_id)\n"}),
     );
     assert_eq!(
         out,
-        "replaced 1 occurrence(s) in 'shop/orders.py'. The word `get_usr` this edit changed still stands in 'shop/orders.py' at lines 1, 6; to change it everywhere in the file, give `old` = `get_usr` and `new` = `get_user` alone"
+        "replaced 1 occurrence(s) in 'shop/orders.py'. The word `get_usr` this change renamed still stands in 'shop/orders.py' at lines 1, 6, in 'shop/cli.py' at lines 1, 3; to change it everywhere in a file, give that file's path with `old` = `get_usr` and `new` = `get_user` alone"
     );
     // Taken up, the word alone changes the rest.
     let out = bench.ok(
@@ -385,6 +391,31 @@ fn a_word_renamed_in_one_place_says_where_it_is_left() {
         bench.repo.read("shop/orders.py"),
         orders.replace("get_usr", "get_user")
     );
+}
+
+#[test]
+fn a_file_written_whole_with_one_misspelling_of_several_fixed_says_where_the_rest_are() {
+    // Seed 1, 02 at fb9124e: the guide written whole with line 5's `recieve` fixed, and
+    // three more left as they were.
+    let bench = Bench::new();
+    let guide = "Run `sync` to recieve mail.\n\nFilters sort mail as you recieve it.\nYou can choose to recieve a notification.\n";
+    bench.repo.write("docs/guide.md", guide);
+    let once = guide.replacen("recieve", "receive", 1);
+    let out = bench.ok(
+        "write_file",
+        json!({"path": "docs/guide.md", "content": once}),
+    );
+    assert_eq!(
+        out,
+        "replaced 'docs/guide.md' (108 bytes, 4 lines). The word `recieve` this change renamed still stands in 'docs/guide.md' at lines 3, 4; to change it everywhere in a file, give that file's path with `old` = `recieve` and `new` = `receive` alone"
+    );
+    // A write that changes more than the one word says nothing of it.
+    let other = once.replace("mail.", "your mail.");
+    let out = bench.ok(
+        "write_file",
+        json!({"path": "docs/guide.md", "content": other}),
+    );
+    assert!(!out.contains("The word"), "{out}");
 }
 
 /// A bench whose commands run: in the sandbox where this kernel gives it, else with it off.

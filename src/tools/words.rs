@@ -1,0 +1,147 @@
+//! Words in a file tool's edit: a word standing alone, the one word an edit renames, and
+//! where a renamed word still stands (in the file, and in the workspace's other files of its
+//! kind). Shared by `edit_file` and `write_file`.
+
+use std::path::Path;
+
+use super::WORD_LEFT;
+
+/// Whether `old` and `new` are single words (letters, digits, `_`, `-`) and every match of
+/// `old` in `text` stands as a whole word: such an edit with no `count` means the word
+/// everywhere (a misspelling, a name). The 1.5B fixed a typo that occurs three times as
+/// `old` = `recieve`, `new` = `receive`, and repeated the call after the refusal that asked
+/// for `count=3`. A match inside a longer word (`get` in `target`) leaves it to the count.
+pub(super) fn word_everywhere(text: &str, old: &str, new: &str) -> bool {
+    is_word(old)
+        && is_word(new)
+        && text
+            .match_indices(old)
+            .all(|(at, _)| stands_alone(text, at, old.len()))
+}
+
+/// Whether `s` is one word: letters, digits, `_` and `-`.
+pub(super) fn is_word(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Whether the `len` bytes of `text` at `at` stand as a whole word (no letter, digit or `_`
+/// right before or after them).
+pub(super) fn stands_alone(text: &str, at: usize, len: usize) -> bool {
+    let part_of_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    !part_of_word(text[..at].chars().next_back()) && !part_of_word(text[at + len..].chars().next())
+}
+
+/// The lines `old` is on (`lines 5, 9, 15`), at most ten named; `alone`: only where it
+/// stands as a whole word.
+pub(super) fn lines_of(text: &str, old: &str, alone: bool) -> String {
+    let mut lines: Vec<usize> = text
+        .match_indices(old)
+        .filter(|(at, _)| !alone || stands_alone(text, *at, old.len()))
+        .map(|(at, _)| line_at(text, at))
+        .collect();
+    lines.dedup();
+    let named: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
+    let more = if lines.len() > 10 { ", …" } else { "" };
+    let word = if lines.len() == 1 { "line" } else { "lines" };
+    format!("{word} {}{more}", named.join(", "))
+}
+
+/// The word an edit renames, when `old` and `new` are the same text but for one word in
+/// one place (`get_usr(user_id)` → `get_user(user_id)`): the old word and the new. A number
+/// is not a name (`80` → `8080` in one setting says nothing of the others).
+pub(super) fn renamed_word<'s>(old: &'s str, new: &'s str) -> Option<(&'s str, &'s str)> {
+    let (old_parts, new_parts) = (word_split(old), word_split(new));
+    if old_parts.len() != new_parts.len() {
+        return None;
+    }
+    let mut differing = old_parts.iter().zip(&new_parts).filter(|(a, b)| a != b);
+    let (a, b) = differing.next()?;
+    let named = |w: &str| is_word(w) && w.chars().any(char::is_alphabetic);
+    (differing.next().is_none() && named(a) && named(b)).then_some((*a, *b))
+}
+
+/// `s` cut into runs of word characters (letters, digits, `_`) and runs of the rest.
+pub(super) fn word_split(s: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut last: Option<bool> = None;
+    for (at, c) in s.char_indices() {
+        let wordy = c.is_alphanumeric() || c == '_';
+        if last.is_some_and(|w| w != wordy) {
+            parts.push(&s[start..at]);
+            start = at;
+        }
+        last = Some(wordy);
+    }
+    if start < s.len() {
+        parts.push(&s[start..]);
+    }
+    parts
+}
+
+/// The word a whole-file write renamed, when every line it changed differs from the line it
+/// replaced in that one word alone (line 5's `recieve` → `receive`): then, as for an edit,
+/// where the old word still stands ([`word_left`]). Seed 1, 02 at fb9124e wrote the guide
+/// whole with one of its four misspellings fixed. Empty otherwise.
+pub(super) fn word_left_after_write(root: &Path, rel: &str, before: &str, after: &str) -> String {
+    let (old_lines, new_lines): (Vec<&str>, Vec<&str>) =
+        (before.lines().collect(), after.lines().collect());
+    if old_lines.len() != new_lines.len() {
+        return String::new();
+    }
+    let mut renamed: Option<(&str, &str)> = None;
+    for (a, b) in old_lines.iter().zip(&new_lines).filter(|(a, b)| a != b) {
+        let Some(pair) = renamed_word(a, b) else {
+            return String::new();
+        };
+        if renamed.is_some_and(|r| r != pair) {
+            return String::new();
+        }
+        renamed = Some(pair);
+    }
+    renamed.map_or_else(String::new, |pair| word_left(root, rel, after, pair))
+}
+
+/// Most other files a rename's answer names.
+const OTHER_FILES_NAMED: usize = 4;
+
+/// After an edit that renamed a word in one place, where the old word still stands in the
+/// file (`updated`) or in the workspace's other files of its kind (beneath `root`): say
+/// where, and how to change it everywhere in a file. Seed 3, 09: the 1.5B renamed `get_usr`
+/// one call at a time (`get_usr(user_id)` → `get_user(user_id)`) and lost track of the ones
+/// left; seed 1, 09 renamed the definition and never looked at the four files that call it.
+/// Empty when the word is gone or the edit was not a rename.
+pub(super) fn word_left(root: &Path, rel: &str, updated: &str, (old, new): (&str, &str)) -> String {
+    let Some((was, now)) = renamed_word(old, new) else {
+        return String::new();
+    };
+    let mut places = Vec::new();
+    if updated
+        .match_indices(was)
+        .any(|(at, _)| stands_alone(updated, at, was.len()))
+    {
+        places.push(format!("'{rel}' at {}", lines_of(updated, was, true)));
+    }
+    for (file, lines) in super::search::word_elsewhere(root, was, rel, OTHER_FILES_NAMED) {
+        let word = if lines.len() == 1 { "line" } else { "lines" };
+        let named: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
+        places.push(format!("'{file}' at {word} {}", named.join(", ")));
+    }
+    if places.is_empty() {
+        return String::new();
+    }
+    format!(
+        ". The word `{}` {WORD_LEFT} {}; to change it everywhere in a file, give that file's path with `old` = `{}` and `new` = `{}` alone",
+        crate::text::clip(was, 40),
+        places.join(", in "),
+        crate::text::clip(was, 40),
+        crate::text::clip(now, 40),
+    )
+}
+
+/// The line (from 1) that byte `at` of `text` is on.
+pub(super) fn line_at(text: &str, at: usize) -> usize {
+    text[..at].matches('\n').count() + 1
+}
