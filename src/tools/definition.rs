@@ -3,8 +3,9 @@
 //! workspace's source files and makes the change as the `edit_file` that replaces that
 //! definition's lines with the block (indented as the definition is), so every rule of
 //! `edit_file` holds: confinement, the read-only rule, the syntax gate. It is never offered
-//! to the model; a name defined nowhere or in several places changes nothing and says how to
-//! make the change instead.
+//! to the model; a name defined in several places changes nothing and says how to make the
+//! change instead. A name defined nowhere is a new definition, unless the block is one
+//! definition's rename (the same lines under another name): then it replaces that one.
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +40,8 @@ struct Located {
     last: usize,
     old: String,
     new: String,
+    /// The name the definition had, when the block renames it.
+    renames: Option<String>,
 }
 
 impl Tool for ReplaceDefinition {
@@ -73,20 +76,33 @@ impl Tool for ReplaceDefinition {
         let name = args::string(arguments, "name")?;
         let found = located(arguments, ctx.root)?;
         let edit = json!({"path": found.rel, "old": found.old, "new": found.new});
+        let what = match &found.renames {
+            Some(was) => format!("`{was}` (the same lines under another name: a rename)"),
+            None => "the one".to_string(),
+        };
         let done = EditFile.run(&edit, ctx).map_err(|e| {
             ToolError::new(format!(
-                "your answer's `{name}` was not put in place of the one at lines {}-{} of '{}': {}",
+                "your answer's `{name}` was not put in place of {what} at lines {}-{} of '{}': {}",
                 found.first, found.last, found.rel, e.0
             ))
         })?;
         Ok(format!(
-            "put your answer's `{name}` in place of the one at lines {}-{} of '{}' ({done})",
+            "put your answer's `{name}` in place of {what} at lines {}-{} of '{}' ({done})",
             found.first, found.last, found.rel
         ))
     }
 }
 
-/// The one definition the call's block replaces.
+/// A source file looked at for definitions: its name as shown, its path under the root,
+/// its text.
+struct Source {
+    rel: String,
+    path: PathBuf,
+    text: String,
+}
+
+/// The one definition the call's block replaces: the one of its name, or, where no file
+/// defines that name, the one the block renames ([`renamed`]).
 fn located(arguments: &Value, root: &Path) -> Result<Located, ToolError> {
     let name = args::string(arguments, "name")?;
     let content = args::string(arguments, "content")?;
@@ -95,11 +111,69 @@ fn located(arguments: &Value, root: &Path) -> Result<Located, ToolError> {
         .find(|l| !l.trim().is_empty())
         .filter(|l| defined_name(l) == Some(name))
         .ok_or_else(|| ToolError::new(format!("the block does not start by defining `{name}`")))?;
-    let extensions = extensions(header);
-    let mut places = Vec::new();
+    let sources = sources(root, extensions(header))?;
+    let places: Vec<(&Source, usize, usize)> = sources
+        .iter()
+        .flat_map(|source| {
+            definitions(&source.text, name)
+                .into_iter()
+                .map(move |(first, last)| (source, first, last))
+        })
+        .collect();
+    match places.as_slice() {
+        [] => match renamed(&sources, content, name) {
+            Some((source, first, last, was)) => Ok(Located {
+                renames: Some(was.to_string()),
+                ..in_place_of(source, first, last, content, header)
+            }),
+            None => Err(ToolError::new(format!(
+                "nothing changed: your answer shows a new `{name}`, but no source file here defines `{name}`. To add it, write its file whole with {WRITE_FILE}: the path, then the complete new content"
+            ))),
+        },
+        [(source, first, last)] => Ok(in_place_of(source, *first, *last, content, header)),
+        many => {
+            let named: Vec<String> = many
+                .iter()
+                .take(NAMED_PLACES)
+                .map(|(source, first, _)| format!("'{}' line {}", source.rel, first + 1))
+                .collect();
+            Err(ToolError::new(format!(
+                "nothing changed: your answer shows a new `{name}`, and {} definitions of `{name}` are here ({}), so which one it replaces is not known. Make the change with edit_file on the file it belongs to",
+                many.len(),
+                named.join(", ")
+            )))
+        }
+    }
+}
+
+/// The change that puts `content` (whose definition line is `header`) in place of lines
+/// `first..=last` (0-based) of `source`, indented as they are, keeping their docstring.
+fn in_place_of(source: &Source, first: usize, last: usize, content: &str, header: &str) -> Located {
+    let lines: Vec<&str> = source.text.split_inclusive('\n').collect();
+    let old = lines[first..=last].concat();
+    let old = old.trim_end_matches(['\n', '\r']).to_string();
+    let new = with_docstring(
+        &old,
+        &reindented(content, indent(lines[first]), indent(header)),
+    );
+    Located {
+        rel: source.rel.clone(),
+        path: source.path.clone(),
+        first: first + 1,
+        last: last + 1,
+        old,
+        new,
+        renames: None,
+    }
+}
+
+/// The workspace's text files with one of `extensions`, read through the confined root (at
+/// most [`MAX_FILES`] entries looked at, none over [`MAX_FILE_BYTES`]).
+fn sources(root: &Path, extensions: &[&str]) -> Result<Vec<Source>, ToolError> {
     let target = resolve(root, ".", Access::Read)?;
     let (confined, _) = open_start(root, &target, "directory")?;
     let (canonical, walker) = walk_from(root, &target, None)?;
+    let mut out = Vec::new();
     for entry in walker.flatten().take(MAX_FILES) {
         if !entry.file_type().is_some_and(|k| k.is_file()) {
             continue;
@@ -120,50 +194,67 @@ fn located(arguments: &Value, root: &Path) -> Result<Located, ToolError> {
         let Ok(text) = String::from_utf8(bytes) else {
             continue;
         };
-        for (first, last) in definitions(&text, name) {
-            places.push((
-                rel.clone(),
-                rel_path.to_path_buf(),
-                text.clone(),
-                first,
-                last,
-            ));
+        out.push(Source {
+            rel,
+            path: rel_path.to_path_buf(),
+            text,
+        });
+    }
+    Ok(out)
+}
+
+/// The one definition that `content` (a definition of `name`, which no file defines) is a
+/// rename of: a definition of another name whose definition line is the block's but for
+/// the name, and whose body is the block's line for line (indentation aside). The 1.5B
+/// writes a rename that way ("Here's the renamed function:", seed 2, 09). A body of no
+/// line, or one that two definitions share, is no rename of either.
+fn renamed<'s>(
+    sources: &'s [Source],
+    content: &str,
+    name: &str,
+) -> Option<(&'s Source, usize, usize, &'s str)> {
+    let block: Vec<&str> = content.lines().collect();
+    let start = block.iter().position(|l| !l.trim().is_empty())?;
+    let wanted = shape(&block, start);
+    if wanted.1.is_empty() {
+        return None;
+    }
+    let mut found = Vec::new();
+    for source in sources {
+        let lines: Vec<&str> = source.text.lines().collect();
+        for (first, line) in lines.iter().enumerate() {
+            let Some(other) = defined_name(line).filter(|other| *other != name) else {
+                continue;
+            };
+            let (header, body) = shape(&lines, first);
+            if body == wanted.1 && header.replacen(other, name, 1) == wanted.0 {
+                found.push((source, first, block_end(&lines, first), other));
+            }
         }
     }
-    match places.as_slice() {
-        [] => Err(ToolError::new(format!(
-            "nothing changed: your answer shows a new `{name}`, but no source file here defines `{name}`. To add it, write its file whole with {WRITE_FILE}: the path, then the complete new content"
-        ))),
-        [(rel, path, text, first, last)] => {
-            let lines: Vec<&str> = text.split_inclusive('\n').collect();
-            let old = lines[*first..=*last].concat();
-            let old = old.trim_end_matches(['\n', '\r']).to_string();
-            let new = with_docstring(
-                &old,
-                &reindented(content, indent(lines[*first]), indent(header)),
-            );
-            Ok(Located {
-                rel: rel.clone(),
-                path: path.clone(),
-                first: first + 1,
-                last: last + 1,
-                old,
-                new,
-            })
-        }
-        many => {
-            let named: Vec<String> = many
-                .iter()
-                .take(NAMED_PLACES)
-                .map(|(rel, _, _, first, _)| format!("'{rel}' line {}", first + 1))
-                .collect();
-            Err(ToolError::new(format!(
-                "nothing changed: your answer shows a new `{name}`, and {} definitions of `{name}` are here ({}), so which one it replaces is not known. Make the change with edit_file on the file it belongs to",
-                many.len(),
-                named.join(", ")
-            )))
-        }
+    match found.as_slice() {
+        [one] => Some(*one),
+        _ => None,
     }
+}
+
+/// A definition's line and its body, as a rename leaves them: the definition line trimmed,
+/// and each body line less the definition line's indentation and trailing space, the blank
+/// lines at its end left out.
+fn shape(lines: &[&str], first: usize) -> (String, Vec<String>) {
+    let last = block_end(lines, first);
+    let depth = indent(lines[first]);
+    let mut body: Vec<String> = lines[first + 1..=last.max(first)]
+        .iter()
+        .map(|l| {
+            let cut = l.len() - l.trim_start().len();
+            l[cut.min(depth)..].trim_end().to_string()
+        })
+        .collect();
+    while body.last().is_some_and(String::is_empty) {
+        body.pop();
+    }
+    (lines[first].trim().to_string(), body)
 }
 
 /// The file name endings a definition line's language has.
@@ -208,5 +299,48 @@ mod tests {
         assert_eq!(definitions(text, "missing"), []);
         let rust = "pub fn leap(y: u32) -> bool {\n    y % 4 == 0\n}\n\nfn main() {}\n";
         assert_eq!(definitions(rust, "leap"), [(0, 2)]);
+    }
+
+    fn source(rel: &str, text: &str) -> Source {
+        Source {
+            rel: rel.into(),
+            path: PathBuf::from(rel),
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn a_block_of_a_new_name_renames_the_one_definition_with_its_lines() {
+        let users = source(
+            "users.py",
+            "class Store:\n    def get_usr(self, id):\n        \"\"\"One.\"\"\"\n        return self.users[id]\n\n    def size(self):\n        return 1\n",
+        );
+        let others = source(
+            "other.py",
+            "def size(x):\n    return 1\n\n\ndef one(x):\n    return 1\n",
+        );
+        let sources = [users, others];
+        // Indented as written at top level, the method's body is the same.
+        let block = "def get_user(self, id):\n    \"\"\"One.\"\"\"\n    return self.users[id]\n\n";
+        let (found, first, last, was) = renamed(&sources, block, "get_user").unwrap();
+        assert_eq!(
+            (found.rel.as_str(), first, last, was),
+            ("users.py", 1, 3, "get_usr")
+        );
+        // Another parameter, another body or a body two definitions share: no rename.
+        for (block, name) in [
+            (
+                "def get_user(self, key):\n    \"\"\"One.\"\"\"\n    return self.users[id]\n",
+                "get_user",
+            ),
+            (
+                "def get_user(self, id):\n    return self.users[id]\n",
+                "get_user",
+            ),
+            ("def length(x):\n    return 1\n", "length"),
+            ("def nothing(x):\n", "nothing"),
+        ] {
+            assert!(renamed(&sources, block, name).is_none(), "{block}");
+        }
     }
 }

@@ -356,6 +356,66 @@ fn a_change_is_checked_at_once_and_the_worker_sees_what_it_did() {
 }
 
 #[test]
+fn a_function_written_out_under_a_new_name_renames_its_definition() {
+    // Seed 2, 09 at 1b2c3f5: "We need to change it to:" and `get_usr` written out whole as
+    // `get_user`, three times in round 1; each was answered that no file defines `get_user`.
+    let repo = TempRepo::new();
+    let users = "\"\"\"Users.\"\"\"\n\nUSERS = {1: \"Ada\"}\n\n\ndef get_usr(user_id):\n    \"\"\"The user.\"\"\"\n    return USERS[user_id]\n\n\ndef count():\n    return len(USERS)\n";
+    repo.write("shop/users.py", users);
+    repo.write(
+        "shop/orders.py",
+        "from shop.users import get_usr\n\n\ndef name_of(order):\n    return get_usr(order)\n",
+    );
+    // The same lines under two names: a rename of neither.
+    repo.write(
+        "shop/twins.py",
+        "def left(x):\n    return x + 1\n\n\ndef right(x):\n    return x + 1\n",
+    );
+    repo.commit_all("start");
+    let renamed = "def get_user(user_id):\n    \"\"\"The user.\"\"\"\n    return USERS[user_id]\n";
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            format!("The definition is in `shop/users.py`. Here is the renamed `get_user` function:\n```python\n{renamed}```\n"),
+            "Here is the `middle` function:\n```python\ndef middle(x):\n    return x + 1\n```\n".to_string(),
+            report("continue", "renamed the definition", &[], &["rename the uses"], ""),
+        ])],
+        &["-n", "1", "rename get_usr to get_user"],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    assert_eq!(
+        repo.read("shop/users.py"),
+        users.replace("def get_usr", "def get_user"),
+        "only the definition's line changed"
+    );
+    let results = tool_results(&run);
+    let (ok, first) = &results[0];
+    assert!(*ok, "{first}");
+    assert!(
+        first.starts_with(
+            "put your answer's `get_user` in place of `get_usr` (the same lines under another name: a rename) at lines 6-8 of 'shop/users.py'"
+        ),
+        "{first}"
+    );
+    assert!(
+        first.contains(
+            "`get_usr` this change renamed still stands in 'shop/orders.py' at lines 1, 5"
+        ),
+        "where the old name still stands: {first}"
+    );
+    let (ok, second) = &results[1];
+    assert!(!*ok);
+    assert!(
+        second.starts_with("nothing changed: your answer shows a new `middle`, but no source file here defines `middle`"),
+        "{second}"
+    );
+    assert_eq!(
+        repo.read("shop/twins.py").matches("return x + 1").count(),
+        2
+    );
+}
+
+#[test]
 fn a_function_written_out_in_prose_replaces_its_definition_and_is_checked() {
     // Seed 1, 06 at b315e69: the 1.5B wrote the fixed function after a sentence announcing
     // it, in eight turns over three rounds, and the fix was never made.
