@@ -57,8 +57,8 @@ pub struct Cli {
     pub headless: bool,
 
     /// Continue a cancelled, round-failed, budget-limited or killed run: a run id, an id
-    /// prefix, `last`, or a run directory [default: last]. Its objective and workspace stay;
-    /// its settings stay unless given here.
+    /// prefix, `last`, or a run directory [default: last]. Its objective, workspace and run
+    /// directory stay (the run goes on in it); its settings stay unless given here.
     #[arg(
         long,
         value_name = "RUN",

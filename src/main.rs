@@ -200,10 +200,11 @@ fn main() {
             ExitCode::Usage,
         );
     }
-    let prepared = match app::prepare(&settings) {
-        Ok(p) => p.resuming(resume),
-        Err(e) => fail(&e.to_string(), ExitCode::Usage),
+    let prepared = match resume {
+        Some(resume) => app::prepare_resumed(&settings, resume),
+        None => app::prepare(&settings),
     };
+    let prepared = prepared.unwrap_or_else(|e| fail(&e.to_string(), ExitCode::Usage));
     let (prepared, lock, worktree_lock) = lock_and_isolate(prepared);
     if signals::requested() {
         lock.forget_holder();

@@ -316,9 +316,14 @@ fn run_config(
             chat_format: info.chat_format,
             settings,
             repo_root: crate::engine::run_info::root_commit(workspace.repo()),
-            resumed_from: prepared.resume.as_ref().map(|r| r.from.clone()),
+            resumed_from: prepared.resume.as_ref().and_then(|r| r.linked_from.clone()),
             resumed_report: start.previous.clone(),
             worktree: prepared.worktree.clone(),
+            parts: prepared
+                .resume
+                .as_ref()
+                .map(|r| r.parts.clone())
+                .unwrap_or_default(),
         },
     }
 }
@@ -429,8 +434,11 @@ pub(super) fn run_on_this_thread(
         format,
         workspace,
     } = load_checked(&prepared, &registry, &objective)?;
-    let mut log = RunLog::create(&prepared.run_dir)
-        .map_err(|e| StartError::Internal(format!("cannot create the run log: {e}")))?;
+    let log = match &prepared.resume {
+        Some(_) => RunLog::reopen(&prepared.run_dir),
+        None => RunLog::create(&prepared.run_dir),
+    };
+    let mut log = log.map_err(|e| StartError::Internal(format!("cannot open the run log: {e}")))?;
     unstarted.started();
     log.stop_run_on_failure(cancel.clone());
     let log_failure = log.failure();

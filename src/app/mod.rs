@@ -76,13 +76,6 @@ impl std::fmt::Debug for LoadProgress {
     }
 }
 
-impl Prepared {
-    /// The same run, continuing `resume` when there is one.
-    pub fn resuming(self, resume: Option<Resume>) -> Self {
-        Self { resume, ..self }
-    }
-}
-
 /// A started run.
 #[derive(Debug)]
 pub struct RunHandle {
@@ -144,6 +137,15 @@ fn check_writable(settings: &Settings) -> Result<(), UsageError> {
 
 /// Checks everything that depends on input before a run starts.
 pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
+    prepare_run(settings, None)
+}
+
+/// [`prepare`] for a run that goes on (`--resume`): under its own id, in its own directory.
+pub fn prepare_resumed(settings: &Settings, resume: Resume) -> Result<Prepared, UsageError> {
+    prepare_run(settings, Some(resume))
+}
+
+fn prepare_run(settings: &Settings, resume: Option<Resume>) -> Result<Prepared, UsageError> {
     open_workspace(&settings.workspace)?;
     check_writable(settings)?;
     let mut settings = settings.clone();
@@ -172,16 +174,23 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
             }
         }
     };
-    let run_id = new_run_id();
-    let run_dir = settings
-        .options
-        .run_dir
-        .clone()
-        .unwrap_or_else(|| settings.dirs.data.join("runs").join(&run_id));
-    let fresh_run_dir = !run_dir.exists();
-    intake::check_run_dir(&run_dir)?;
     let top = open_workspace(&settings.workspace)?.top().to_path_buf();
-    intake::check_run_dir_outside(&run_dir, &top)?;
+    // A resumed run's directory was checked when it was resumed (`runs::resume`).
+    let (run_id, run_dir, fresh_run_dir) = match &resume {
+        Some(resume) => (resume.from.clone(), resume.dir.clone(), false),
+        None => {
+            let run_id = new_run_id();
+            let run_dir = settings
+                .options
+                .run_dir
+                .clone()
+                .unwrap_or_else(|| settings.dirs.data.join("runs").join(&run_id));
+            let fresh_run_dir = !run_dir.exists();
+            intake::check_run_dir(&run_dir)?;
+            intake::check_run_dir_outside(&run_dir, &top)?;
+            (run_id, run_dir, fresh_run_dir)
+        }
+    };
     let notes_file = match &settings.notes {
         Some(path) => {
             Some(crate::engine::notes::check_file(path, &top).map_err(UsageError::Invalid)?)
@@ -194,7 +203,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, UsageError> {
         run_id,
         run_dir,
         fresh_run_dir,
-        resume: None,
+        resume,
         worktree: None,
         on_load: None,
         notes_file,
@@ -265,7 +274,11 @@ pub fn start_with_live(
     }
     .journaled(run_dir.join(crate::engine::notes::JOURNAL_FILE));
     if let Some(resume) = &prepared.resume {
-        for note in resume.waiting.iter().chain(&resume.note) {
+        // The waiting notes are written down in the run's journal already.
+        for note in &resume.waiting {
+            notes.push_written(note.clone());
+        }
+        if let Some(note) = &resume.note {
             notes.push(note.clone());
         }
     }
@@ -308,7 +321,8 @@ pub fn abandon(prepared: &Prepared) {
 /// Takes back what was written for a run refused before it started: the log file this
 /// program opened in the run directory, and the directory itself when this run created it.
 fn unwrite_run_dir(prepared: &Prepared) {
-    if prepared.settings.log_file.is_none() {
+    // A resumed run's log file is the run's since its first start.
+    if prepared.settings.log_file.is_none() && prepared.resume.is_none() {
         let _ = std::fs::remove_file(prepared.run_dir.join("ralph-tui.log"));
     }
     if prepared.fresh_run_dir {

@@ -224,6 +224,14 @@ impl NoteInbox {
         }
     }
 
+    /// Puts a note the run's journal holds already (one a stopped part of the run was never
+    /// given) in the inbox, without writing it down again.
+    pub fn push_written(&self, note: Note) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.waiting.push_back(note);
+        }
+    }
+
     /// Everything waiting, oldest first: the inbox's own notes, then the file's new lines.
     pub fn take(&self) -> Taken {
         let mut taken = Taken::default();

@@ -38,8 +38,10 @@ pub struct RunInfo {
     /// `None` in a repository without commits. Absent in runs from before it was recorded.
     #[serde(default)]
     pub repo_root: Option<String>,
-    /// The run this one resumes (`--resume`), by id.
-    #[serde(default)]
+    /// The run this run's first part went on from, by id, when `--resume` gave it a run
+    /// directory of its own (as it did before a resumed run went on in the same directory):
+    /// kept through later parts so the review still reaches the first start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_from: Option<String>,
     /// The report a resumed run's first round was given (the old run's last valid one).
     #[serde(default)]
@@ -47,6 +49,11 @@ pub struct RunInfo {
     /// Where a worktree run (`--worktree`) works: worktree, branch, snapshot, user's repo.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<WorktreeInfo>,
+    /// The earlier parts of a resumed run, oldest first: each the `run.json` that part ended
+    /// with (less its own `parts`). `run.json` itself is the latest part's: its start, its
+    /// end, its settings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<Value>,
 }
 
 /// The settings a run was started with: its resolved options and where each came from.

@@ -132,6 +132,20 @@ impl RunLog {
         })
     }
 
+    /// Opens a stopped run's directory to go on in (`--resume`): its `events.jsonl` gets the
+    /// new part's events after the old ones. A log that is not there (the old part was
+    /// killed before its first event) is started.
+    pub fn reopen(dir: &Path) -> std::io::Result<Self> {
+        let events = LineFile::open(dir.join("events.jsonl"), false)?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            events,
+            transcript: None,
+            failure: Failure::default(),
+            on_failure: None,
+        })
+    }
+
     /// Cancels `cancel` at the first write that fails.
     pub fn stop_run_on_failure(&mut self, cancel: CancellationToken) {
         self.on_failure = Some(cancel);
@@ -183,12 +197,19 @@ impl RunLog {
     }
 
     /// Starts a round's directory with its prompt; later transcript lines go to this round.
+    /// What a directory of that number held is removed first: only a resumed part meets
+    /// one, left by a part killed as its round began (before `round_started`, which the
+    /// resume counts from).
     pub fn begin_round(&mut self, round: u32, prompt_json: &[u8]) -> std::io::Result<()> {
         self.transcript = None;
         if self.failed() {
             return Ok(());
         }
         let dir = self.round_dir(round);
+        if std::fs::symlink_metadata(&dir).is_ok() {
+            let removed = std::fs::remove_dir_all(&dir).map_err(|e| io_context(&dir, e));
+            self.check(removed)?;
+        }
         let opened = std::fs::create_dir_all(&dir)
             .map_err(|e| io_context(&dir, e))
             .and_then(|()| write_atomic(&dir.join("prompt.json"), prompt_json))
@@ -250,6 +271,42 @@ mod tests {
         assert!(
             RunLog::create(&dir.path().join("run")).is_err(),
             "never appends to an old log"
+        );
+    }
+
+    #[test]
+    fn a_reopened_log_goes_on_after_the_old_lines_and_a_stale_round_is_started_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        let mut log = RunLog::create(&run).unwrap();
+        log.append_event("{\"part\":1}").unwrap();
+        log.begin_round(1, b"{}").unwrap();
+        log.append_transcript(&serde_json::json!({"m": 1})).unwrap();
+        log.end_round();
+        // A part killed as its round 2 began: the directory is there, no round_started.
+        let stale = run.join("rounds").join("02");
+        std::fs::create_dir_all(&stale).unwrap();
+        std::fs::write(stale.join("transcript.jsonl"), "{\"old\":true}\n").unwrap();
+        std::fs::write(stale.join("report.json"), "{}").unwrap();
+        drop(log);
+
+        let mut log = RunLog::reopen(&run).unwrap();
+        log.append_event("{\"part\":2}").unwrap();
+        log.begin_round(2, b"{\"round\":2}").unwrap();
+        log.append_transcript(&serde_json::json!({"m": 2})).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(run.join("events.jsonl")).unwrap(),
+            "{\"part\":1}\n{\"part\":2}\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(stale.join("transcript.jsonl")).unwrap(),
+            "{\"m\":2}\n"
+        );
+        assert!(!stale.join("report.json").exists());
+        assert_eq!(
+            std::fs::read_to_string(run.join("rounds/01/transcript.jsonl")).unwrap(),
+            "{\"m\":1}\n",
+            "an earlier round is never touched"
         );
     }
 }

@@ -263,15 +263,40 @@ fn head_lines(past: &PastRun, listed: &Entry) -> String {
         None => out.push_str(&format!("workspace: {}\n", record.workspace.display())),
     }
     out.push_str(&format!("backend: {}\n", record.info.backend));
+    let part_field = |part: &serde_json::Value, key: &str| -> Option<String> {
+        part.get(key)?.as_str().map(String::from)
+    };
+    let first_start = record
+        .info
+        .parts
+        .first()
+        .and_then(|part| part_field(part, "started_at"))
+        .unwrap_or_else(|| record.started_at.clone());
     out.push_str(&format!(
-        "started: {}{}\n",
-        record.started_at,
+        "started: {first_start}{}\n",
         record
             .finished_at
             .as_ref()
             .map(|t| format!(", finished: {t}"))
             .unwrap_or_default()
     ));
+    let starts = record
+        .info
+        .parts
+        .iter()
+        .skip(1)
+        .filter_map(|part| part_field(part, "started_at"))
+        .chain([record.started_at.clone()]);
+    for (part, resumed_at) in record.info.parts.iter().zip(starts) {
+        let ending = part_field(part, "status").unwrap_or_else(|| "killed".into());
+        let rounds = part
+            .get("rounds_started")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        out.push_str(&format!(
+            "resumed: {resumed_at}, after the part before ended {ending} at round {rounds}\n"
+        ));
+    }
     if let Some(from) = &record.info.resumed_from {
         out.push_str(&format!("resumed from: {from}\n"));
     }
@@ -303,6 +328,11 @@ impl Told {
         let rounds = &mut told.rounds;
         for stamped in read_events(&dir.join("events.jsonl"), false) {
             match stamped.event {
+                // A resumed part: how the part before ended is not how the run ended.
+                Event::RunStarted { .. } => {
+                    told.verification = None;
+                    told.error = None;
+                }
                 Event::RoundStarted { round, .. } => {
                     rounds.entry(round).or_default();
                 }

@@ -3,7 +3,8 @@
 //!
 //! A run that ended has a final `run.json` (status, rounds, HEAD at its end) and a
 //! `run_finished` event. A killed run has neither, so its facts come from `events.jsonl`: the
-//! last `round_started`, the last `report_accepted`. Nothing here writes, so a past run's
+//! last `round_started`, the last `report_accepted`. A resumed run's `events.jsonl` holds
+//! every part (each from its `run_started`); `run.json` is the latest part's. Nothing here writes, so a past run's
 //! directory is never modified by reading it. `--resume` (`resume`) is built on this; so can
 //! any listing of runs be.
 
@@ -111,6 +112,8 @@ fn read_events(path: &Path) -> EventFacts {
             continue;
         };
         match stamped.event {
+            // A resumed part's start: the end of the part before is not the run's end.
+            Event::RunStarted { .. } => facts.finished = None,
             Event::RoundStarted { round, .. } => facts.last_round = facts.last_round.max(round),
             Event::ReportAccepted { report, .. } => facts.last_accepted = Some(report),
             Event::Note { .. } => facts.notes_given += 1,

@@ -1,13 +1,20 @@
 //! `--resume`: continue a run that stopped before its end (cancelled, round-failed,
-//! budget-limited, or killed) in a new run directory.
+//! budget-limited, stalled with a note, or killed; complete or blocked when sent back with
+//! a note) in its own run directory.
 //!
 //! The objective and the workspace are the old run's and cannot change. Every other option
 //! comes from the old run's `run.json` unless the command line gives it, so a resumed run goes
-//! on as it was started (a token budget counts this run's tokens). Of `config.toml` only the
+//! on as it was started (a token budget counts this part's tokens). Of `config.toml` only the
 //! person's own settings are read, notifications and `[hooks]`: they are not the run's.
 //! The next round follows the old run's last started round and is given its last valid
 //! report, exactly as an uninterrupted run's next round would have been; `max_rounds` counts
 //! those absolute round numbers, so `-n` raises the cap (never past 64).
+//!
+//! The run goes on in the same directory, under the same id: `events.jsonl` gets the new
+//! part's events after the old ones (a second `run_started`), the rounds' directories go on
+//! numbering, and `run.json` becomes the new part's, with each earlier part's `run.json` kept
+//! in its `parts`. Runs resumed before this kept a directory per part, linked by
+//! `resumed_from`; they are still followed.
 
 use std::path::{Path, PathBuf};
 
@@ -41,8 +48,15 @@ pub struct Request {
 /// A run to continue, checked: where it starts and what the person should know.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resume {
-    /// The old run's id, recorded as `resumed_from`.
+    /// The run's id, which the resumed part keeps.
     pub from: String,
+    /// The run's directory, where the resumed part goes on.
+    pub dir: PathBuf,
+    /// The run's parts so far, oldest first, each as the `run.json` it ended with: the
+    /// resumed part's `run.json` keeps them in `parts`.
+    pub parts: Vec<serde_json::Value>,
+    /// The run an earlier part went on from in a directory of its own (`resumed_from`), kept.
+    pub linked_from: Option<String>,
     /// The next round and the old run's last valid report.
     pub start: StartAt,
     /// Things worth a `warning` event that do not stop the run (HEAD moved).
@@ -179,16 +193,15 @@ pub fn plan(
     let earlier = earlier_parts(past, &runs_dir(&dirs));
     let next = next_round(past, &request.options)?;
     let note = request.note.clone();
-    let settings = resumed_settings(request, dirs, past, &workspace)?;
-    if let Some(run_dir) = &settings.options.run_dir {
-        let canonical = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-        if canonical(run_dir) == canonical(&past.dir) {
-            return Err(refuse(format!(
-                "--run-dir {} is run {id}'s own directory: a resumed run writes a new one",
-                run_dir.display()
-            )));
-        }
+    if let Some(run_dir) = &request.options.run_dir {
+        return Err(refuse(format!(
+            "--run-dir {}: a resumed run goes on in its own directory, {}; leave --run-dir out",
+            run_dir.display(),
+            past.dir.display()
+        )));
     }
+    let parts = parts_of(past)?;
+    let settings = resumed_settings(request, dirs, past, &workspace)?;
     // A worktree run's HEAD is its own branch, which moves with every round by design.
     let worktree = past.record.info.worktree.clone();
     if settings.options.worktree && worktree.is_none() {
@@ -213,6 +226,9 @@ pub fn plan(
     }
     let resume = Resume {
         from: id.to_string(),
+        dir: past.dir.clone(),
+        parts,
+        linked_from: past.record.info.resumed_from.clone(),
         start,
         warnings,
         worktree,
@@ -221,6 +237,29 @@ pub fn plan(
         note,
     };
     Ok((settings, resume))
+}
+
+/// The run's parts so far: the earlier parts its `run.json` keeps, then that `run.json`
+/// itself (the part that just stopped), less its `parts`. A killed part's `run.json` was
+/// written at its start: its `rounds_started` is set to the rounds its log shows.
+fn parts_of(past: &PastRun) -> Result<Vec<serde_json::Value>, UsageError> {
+    let path = past.dir.join("run.json");
+    let unreadable = |e: String| refuse(format!("cannot read {}: {e}", path.display()));
+    let text = std::fs::read(&path).map_err(|e| unreadable(e.to_string()))?;
+    let mut last: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| unreadable(e.to_string()))?;
+    let Some(map) = last.as_object_mut() else {
+        return Err(unreadable("not a JSON object".into()));
+    };
+    let mut parts = match map.remove("parts") {
+        Some(serde_json::Value::Array(parts)) => parts,
+        _ => Vec::new(),
+    };
+    if past.status.is_none() {
+        map.insert("rounds_started".into(), past.last_round.into());
+    }
+    parts.push(last);
+    Ok(parts)
 }
 
 /// Refuses a run that has nothing left: it ended complete or blocked, or was stopped after a
@@ -437,6 +476,7 @@ mod tests {
             resumed_from: None,
             resumed_report: None,
             worktree: None,
+            parts: Vec::new(),
         };
         let mut json = serde_json::to_value(&info).unwrap();
         let map = json.as_object_mut().unwrap();

@@ -148,24 +148,26 @@ impl Launch {
 
     fn script(&self, repo: &Path, script: &Path, args: &[&str]) -> PathBuf {
         let home = self.tmp.path();
-        // `--resume` takes the workspace from the run it resumes.
-        let workspace = if args.contains(&"--resume") {
-            String::new()
+        // `--resume` takes the workspace and the run directory from the run it resumes.
+        let (workspace, run) = if args.contains(&"--resume") {
+            (String::new(), String::new())
         } else {
-            format!("-C {}", quoted(repo))
+            (
+                format!("-C {}", quoted(repo)),
+                format!("--run-dir {}", quoted(&self.run_dir)),
+            )
         };
         let args: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
         let text = format!(
             "export HOME={home} XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data XDG_CACHE_HOME={home}/cache\n\
              unset RALPH_LOG NO_COLOR\n\
-             {bin} {workspace} --run-dir {run} --backend script:{script} {args}\n\
+             {bin} {workspace} {run} --backend script:{script} {args}\n\
              echo EXIT=$? > {exit}.tmp && mv {exit}.tmp {exit}\n\
              stty -a > {stty}.tmp 2>&1; mv {stty}.tmp {stty}\n\
              echo AFTER-THE-TUI\n\
              sleep 600\n",
             home = quoted(home),
             bin = quoted(Path::new(BIN)),
-            run = quoted(&self.run_dir),
             script = quoted(script),
             args = args.join(" "),
             exit = quoted(&self.path("exit")),
@@ -976,15 +978,17 @@ fn a_run_sent_back_from_the_review_runs_a_round_with_the_note_and_is_reviewed_ag
     tmux.keys(&["q"]);
     launch.assert_restored(&tmux, 0);
 
-    let back = launch.tmp.path().join("run-2");
-    let second = prompt_text(&back, 2);
+    // The run went on in its own directory: round 2 beside round 1, the first part's
+    // run.json kept in `parts`.
+    let second = prompt_text(&launch.run_dir, 2);
     assert!(second.contains("b.txt is missing: write it"), "{second}");
+    assert!(launch.run_dir.join("rounds/01/report.json").is_file());
     let info: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(back.join("run.json")).unwrap()).unwrap();
-    assert_eq!(info["max_rounds"], 5);
-    let old: serde_json::Value =
         serde_json::from_slice(&std::fs::read(launch.run_dir.join("run.json")).unwrap()).unwrap();
-    assert_eq!(info["resumed_from"], old["run_id"]);
+    assert_eq!(info["max_rounds"], 5);
+    assert_eq!(info["parts"][0]["max_rounds"], 1);
+    assert_eq!(info["parts"][0]["status"], "complete");
+    assert_eq!(info["parts"][0]["run_id"], info["run_id"]);
     let reviewed = std::fs::read_to_string(launch.run_dir.join("review.jsonl")).unwrap();
     assert!(reviewed.contains(r#""action":"sent back""#), "{reviewed}");
     assert!(reviewed.contains("complete"), "{reviewed}");
@@ -1033,12 +1037,18 @@ fn a_run_stalls_after_three_rounds_without_change_and_goes_on_with_a_note() {
     });
     tmux.keys(&["q"]);
     launch.assert_restored(&tmux, 0);
-    let fourth = prompt_text(&launch.tmp.path().join("run-4"), 4);
+    let fourth = prompt_text(&launch.run_dir, 4);
     assert!(
         fourth.contains("the parser is parser.py: write it"),
         "{fourth}"
     );
+    // One log: the stalled part's end, then the note's part and its end.
     let events = std::fs::read_to_string(launch.run_dir.join("events.jsonl")).unwrap();
-    let end: serde_json::Value = serde_json::from_str(events.lines().last().unwrap()).unwrap();
-    assert_eq!(end["status"], "stalled");
+    let ends: Vec<serde_json::Value> = events
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["type"] == "run_finished")
+        .collect();
+    let statuses: Vec<&str> = ends.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["stalled", "complete"]);
 }

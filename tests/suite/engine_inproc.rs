@@ -55,6 +55,7 @@ pub(super) fn config(max_rounds: u32) -> RunConfig {
             resumed_from: None,
             resumed_report: None,
             worktree: None,
+            parts: Vec::new(),
         },
     }
 }

@@ -1,4 +1,4 @@
-//! `--resume`: a run that stopped early goes on in a new run directory, from the round after
+//! `--resume`: a run that stopped early goes on in its own run directory, from the round after
 //! its last started one, with its last valid report, and every case it cannot go on is one
 //! line and exit 2. Runs go to the isolated data dir (no `--run-dir`), as a person's would.
 
@@ -110,8 +110,9 @@ fn report_of(run_dir: &Path, round: u32) -> Report {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
-/// A resumed run that went on from `round` and completed: `resumed_from`, the numbering, the
-/// carried report in the prompt, and the old run directory as it was.
+/// A resumed run that went on from `round` and completed: the same id and run directory,
+/// the old part's `run.json` kept in `parts`, the numbering, the carried report in the
+/// prompt, and everything the old part wrote still there as it was.
 fn assert_resumed(
     repo: &Path,
     old: (&str, &Path),
@@ -121,11 +122,18 @@ fn assert_resumed(
 ) {
     let (out, events) = resumed;
     assert_eq!(code(out), 0, "{}", String::from_utf8_lossy(&out.stderr));
-    let (new_id, new_dir) = started(events);
-    assert_ne!(new_id, old.0);
-    assert_ne!(new_dir, old.1);
-    let info = read_json(&new_dir.join("run.json"));
-    assert_eq!(info["resumed_from"], old.0);
+    let (id, dir) = started(events);
+    assert_eq!(id, old.0);
+    assert_eq!(dir, old.1);
+    let info = read_json(&dir.join("run.json"));
+    let mut old_info: Value = serde_json::from_slice(&before[Path::new("run.json")]).unwrap();
+    if old_info["status"].is_null() {
+        // Killed: its run.json was written at its start; the part is kept with the rounds
+        // its log shows.
+        old_info["rounds_started"] = (round - 1).into();
+    }
+    assert_eq!(info["parts"], Value::Array(vec![old_info]));
+    assert_eq!(info.get("resumed_from"), None);
     assert_eq!(info["status"], "complete");
     assert_eq!(info["rounds_started"], round);
     let rounds: Vec<u64> = of_type(events, "round_started")
@@ -133,8 +141,7 @@ fn assert_resumed(
         .map(|e| e["round"].as_u64().unwrap())
         .collect();
     assert_eq!(rounds, [u64::from(round)]);
-    assert!(!new_dir.join("rounds/01").exists());
-    let prompt = read_json(&new_dir.join(format!("rounds/{round:02}/prompt.json")));
+    let prompt = read_json(&dir.join(format!("rounds/{round:02}/prompt.json")));
     assert_eq!(prompt["round"], round);
     let previous = report_of(old.1, 1);
     // The observation (on by default) is the workspace as the round found it: exactly what
@@ -146,7 +153,25 @@ fn assert_resumed(
         expected_messages(repo, "obj", round, 8, &previous, observation)
     );
     assert_eq!(last(events)["last_valid_report"]["summary"], "all done");
-    assert_eq!(&contents(old.1), before, "the old run directory changed");
+    assert_kept(before, &contents(old.1));
+}
+
+/// What a run's earlier part wrote is still there after a resume: every file as it was, but
+/// `run.json` (now the new part's) and the logs the new part appended to.
+fn assert_kept(before: &BTreeMap<PathBuf, Vec<u8>>, after: &BTreeMap<PathBuf, Vec<u8>>) {
+    for (path, bytes) in before {
+        let now = after
+            .get(path)
+            .unwrap_or_else(|| panic!("{} is gone", path.display()));
+        match path.to_str().unwrap() {
+            "run.json" => {}
+            "events.jsonl" | "ralph-tui.log" => {
+                assert!(now.starts_with(bytes), "{} was rewritten", path.display());
+                assert!(now.len() > bytes.len(), "{} got nothing", path.display());
+            }
+            _ => assert_eq!(now, bytes, "{} changed", path.display()),
+        }
+    }
 }
 
 /// Starts a run whose round 2 streams slowly, and returns once round 2 is streaming.
@@ -221,9 +246,9 @@ fn resume_after_cancel_goes_on_from_the_next_round() {
     // The run's own script and settings come from run.json; a sampling option may change.
     let resumed = run(home.path(), &["--resume", &id, "--temperature", "0.2"]);
     assert_resumed(repo.path(), (&id, &dir), &before, &resumed, 3);
-    let (_, new_dir) = started(&resumed.1);
-    let old_settings = read_json(&dir.join("run.json"))["settings"].clone();
-    let mut new_settings = read_json(&new_dir.join("run.json"))["settings"].clone();
+    let run_json = read_json(&dir.join("run.json"));
+    let old_settings = run_json["parts"][0]["settings"].clone();
+    let mut new_settings = run_json["settings"].clone();
     // Written as the number given (run.json keeps sampling settings as typed).
     assert_eq!(new_settings["inference"]["temperature"].as_f64(), Some(0.2));
     new_settings["inference"]["temperature"] = old_settings["inference"]["temperature"].clone();
@@ -235,14 +260,15 @@ fn resume_after_cancel_goes_on_from_the_next_round() {
     new_settings["sources"] = old_settings["sources"].clone();
     assert_eq!(new_settings, old_settings);
 
-    // The earlier part of a resumed run has nothing left to continue: resuming it again is
-    // refused, naming the run that went on, and `last` never offers it.
-    let (new_id, _) = started(&resumed.1);
+    // The run went on to its end: resuming it again is refused as complete, and `last`
+    // never offers it.
     let (again, _) = run(home.path(), &["--resume", &id]);
     let err = String::from_utf8_lossy(&again.stderr);
     assert_eq!(code(&again), 2, "{err}");
     assert!(
-        err.contains(&format!("already went on as run {new_id}")),
+        err.contains(&format!(
+            "run {id} ended complete: there is nothing to continue"
+        )),
         "{err}"
     );
     let (last, _) = run(home.path(), &["--resume"]);
@@ -284,8 +310,7 @@ fn a_run_recorded_before_the_options_were_kept_whole_resumes_as_it_was_started()
     // Its script (from the run's facts) plays on; its settings stay as they were.
     let resumed = run(home.path(), &["--resume", &id]);
     assert_resumed(repo.path(), (&id, &dir), &before, &resumed, 3);
-    let (_, new_dir) = started(&resumed.1);
-    let new_settings = read_json(&new_dir.join("run.json"))["settings"].clone();
+    let new_settings = read_json(&dir.join("run.json"))["settings"].clone();
     for key in SETTINGS_RECORDED_BEFORE {
         if key != "sources" {
             assert_eq!(new_settings[key], old_settings[key], "{key}");
@@ -309,6 +334,93 @@ fn resume_after_kill_9_mid_round_reads_the_event_log() {
 
     let resumed = run(home.path(), &["--resume", &id[..id.len() - 2]]);
     assert_resumed(repo.path(), (&id, &dir), &before, &resumed, 3);
+}
+
+#[test]
+fn a_resumed_part_killed_mid_round_is_killed_not_the_end_of_the_part_before() {
+    let repo = TempRepo::new();
+    let home = tempfile::tempdir().unwrap();
+    let script = slow_script(home.path());
+    let repo_arg = repo.path().to_str().unwrap();
+    let (out, first) = run(
+        home.path(),
+        &[
+            "-C",
+            repo_arg,
+            "--backend",
+            &backend(&script),
+            "-n",
+            "1",
+            "obj",
+        ],
+    );
+    assert_eq!(code(&out), 4, "budget-limited");
+    let (id, dir) = started(&first);
+
+    // The second part streams round 2 slowly and is killed there.
+    let mut child = ralph(home.path(), &["--resume", &id, "-n", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    events_until(&mut reader, |v| v["type"] == "token" && v["round"] == 2);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let past = ralph_tui::runs::PastRun::load(&dir).unwrap();
+    assert_eq!(
+        past.status, None,
+        "killed, not the first part's budget-limited"
+    );
+    assert_eq!(past.last_round, 2);
+    assert_eq!(past.ending(), "killed");
+    let before = contents(&dir);
+
+    // The third part goes on at round 3; run.json keeps both earlier parts.
+    let (out, third) = run(home.path(), &["--resume", &id]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(started(&third), (id.clone(), dir.clone()));
+    let info = read_json(&dir.join("run.json"));
+    let parts = info["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 2, "{info}");
+    assert_eq!(parts[0]["status"], "budget-limited");
+    assert_eq!(
+        parts[1]["status"],
+        Value::Null,
+        "the killed part never wrote an end"
+    );
+    assert_eq!(info["status"], "complete");
+    assert_eq!(info["max_rounds"], 3);
+    assert_kept(&before, &contents(&dir));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("events.jsonl"))
+            .unwrap()
+            .matches(r#""type":"run_started""#)
+            .count(),
+        3
+    );
+    // `show` gives the first start and each resume.
+    let mut show = Command::new(BIN);
+    isolate(&mut show, home.path());
+    let shown = show.args(["show", &id]).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    let started_first = parts[0]["started_at"].as_str().unwrap();
+    assert!(
+        shown.contains(&format!("started: {started_first}")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("after the part before ended budget-limited at round 1"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("after the part before ended killed at round 2"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("outcome: complete after 3 rounds"),
+        "{shown}"
+    );
 }
 
 /// A three-round script run whose round 2 ends without a report (exit 5); its events.
@@ -427,18 +539,14 @@ fn resumed_round_prompt_equals_an_uninterrupted_runs_next_round() {
     let before = contents(&first_dir);
     let (out, resumed) = run(home.path(), &["--resume", "-n", "2"]);
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
-    let (_, resumed_dir) = started(&resumed);
-    assert_eq!(
-        read_json(&resumed_dir.join("run.json"))["resumed_from"],
-        first_id.as_str()
-    );
+    assert_eq!(started(&resumed), (first_id, first_dir.clone()));
     let uninterrupted = std::fs::read(whole_dir.join("rounds/02/prompt.json")).unwrap();
-    let continued = std::fs::read(resumed_dir.join("rounds/02/prompt.json")).unwrap();
+    let continued = std::fs::read(first_dir.join("rounds/02/prompt.json")).unwrap();
     assert_eq!(
         String::from_utf8(continued).unwrap(),
         String::from_utf8(uninterrupted).unwrap()
     );
-    assert_eq!(contents(&first_dir), before);
+    assert_kept(&before, &contents(&first_dir));
 }
 
 fn strs(v: &[String]) -> Vec<&str> {
@@ -536,11 +644,13 @@ fn resume_refuses_what_it_cannot_continue() {
     assert_refused(home, &["--resume", &capped, "-n", "65"], "1 to 64");
     let own = runs_dir(home).join(&capped);
     let own = own.to_str().unwrap();
-    assert_refused(
-        home,
-        &["--resume", own, "-n", "2", "--run-dir", own],
-        "own directory",
-    );
+    for run_dir in [own, "elsewhere"] {
+        assert_refused(
+            home,
+            &["--resume", own, "-n", "2", "--run-dir", run_dir],
+            "a resumed run goes on in its own directory",
+        );
+    }
     let many: Vec<Value> = (0..64)
         .map(|i| turns(&[continue_report(&format!("round {i}"))]))
         .collect();

@@ -246,9 +246,15 @@ fn a_stalled_run_resumes_only_with_a_note_which_its_next_round_is_given() {
         "fixed the parser as the note said"
     );
     assert_eq!(end["report"]["evidence"], json!(["checked the files"]));
-    // The old run's log is only read.
-    let old = std::fs::read_to_string(run_dir_of(home, &id).join("events.jsonl")).unwrap();
-    assert!(!old.contains(r#""type":"note""#));
+    // The run went on in its own log: the stalled part's events, then the note's part.
+    assert_eq!(dir, run_dir_of(home, &id));
+    let log = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let stalled_at = log.find(r#""status":"stalled""#).expect("the stalled part");
+    let note_at = log.find(r#""type":"note""#).expect("the note");
+    assert!(stalled_at < note_at);
+    assert_eq!(log.matches(r#""type":"run_started""#).count(), 2);
+    let past = ralph_tui::runs::PastRun::load(&dir).unwrap();
+    assert_eq!(past.status.map(|s| s.as_str()), Some("complete"));
 }
 
 #[test]
@@ -525,16 +531,14 @@ fn a_note_no_round_was_given_before_the_run_stopped_reaches_the_resumed_runs_fir
     assert_eq!(notes[0]["source"], "tui");
     assert_eq!(notes[0]["written_at"], "2026-12-04T21:00:00Z");
     let dir = run_dir_in(&events);
+    assert_eq!(dir, old);
     assert!(user_message(&dir, 2).contains("look at parser.py"));
-    // The resumed run wrote it down in its own journal, and its log says it was given.
-    let journal = std::fs::read_to_string(dir.join("notes.jsonl")).unwrap();
-    assert!(journal.contains("look at parser.py"), "{journal}");
+    // The journal holds the note once, and the log says it was given.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.jsonl")).unwrap(),
+        format!("{line}\n")
+    );
     let resumed = ralph_tui::runs::PastRun::load(&dir).unwrap();
     assert_eq!(resumed.notes_given, 1);
     assert!(ralph_tui::engine::notes::not_given(&dir, resumed.notes_given).is_empty());
-    // The old run's directory is only read.
-    assert_eq!(
-        std::fs::read_to_string(old.join("notes.jsonl")).unwrap(),
-        format!("{line}\n")
-    );
 }

@@ -1,10 +1,8 @@
 //! Supervision's side effects: a note typed while the run goes reaches the run's note inbox,
 //! and a run sent back from the review goes on in this same session, resumed with the note
 //! (`runs::resume`, the same as `--resume RUN --note`): its objective, settings and worktree,
-//! its round numbers going on, its cap raised by the rounds the person chose. The send-back
-//! is recorded as `sent back` in the reviewed run's `review.jsonl`.
-
-use std::path::{Path, PathBuf};
+//! its run directory, its round numbers going on, its cap raised by the rounds the person
+//! chose. The send-back is recorded as `sent back` in the run's `review.jsonl`.
 
 use super::{Done, Driver, Ended};
 use crate::app;
@@ -14,17 +12,6 @@ use crate::protocol::event::NoteSource;
 use crate::runs::resume::{self, Request};
 use crate::runs::{review, PastRun};
 use crate::screens::model::{Msg, SentBack};
-
-/// Where a sent-back run writes its log: a new directory under the data dir's runs for a run
-/// logged there, else beside the old one (`<dir>-<round>`), never the old run's own.
-fn run_dir_after(old: &Path, runs_dir: &Path, round: u32) -> Option<PathBuf> {
-    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-    if old.parent().map(canonical) == Some(canonical(runs_dir)) {
-        return None;
-    }
-    let name = old.file_name()?.to_string_lossy().into_owned();
-    Some(old.with_file_name(format!("{name}-{round}")))
-}
 
 /// The worker's claim a send-back answers: the run's outcome and its last report's summary.
 fn claim_of(past: &PastRun) -> String {
@@ -55,10 +42,8 @@ impl Driver {
                 let old = self.run.as_ref().map(|run| run.run_dir.clone());
                 if let Some(old) = old {
                     let detail = format!(
-                        "{claim}: to round {} in {} with your note, the cap raised to {}",
-                        back.round,
-                        prepared.run_dir.display(),
-                        back.max_rounds
+                        "{claim}: to round {} with your note, the cap raised to {}",
+                        back.round, back.max_rounds
                     );
                     review::record(&old, "sent back", &detail);
                 }
@@ -89,12 +74,10 @@ impl Driver {
         let cap = settings.options.max_rounds.get().saturating_add(rounds);
         let max_rounds = RoundCount::try_from(cap)?;
         let next = past.last_round + 1;
-        let runs_dir = crate::runs::runs_dir(&settings.dirs);
         let request = Request {
             run: run.run_dir.display().to_string(),
             options: Options {
                 max_rounds: Some(max_rounds),
-                run_dir: run_dir_after(&run.run_dir, &runs_dir, next),
                 ..Options::default()
             },
             headless: false,
@@ -104,8 +87,7 @@ impl Driver {
         };
         let (settings, resumed) =
             resume::plan(request, settings.dirs.clone(), &past).map_err(|e| e.to_string())?;
-        let prepared = app::prepare(&settings)
-            .map(|p| p.resuming(Some(resumed)))
+        let prepared = app::prepare_resumed(&settings, resumed)
             .and_then(app::isolate)
             .map_err(|e| e.to_string())?;
         let back = SentBack {
