@@ -167,7 +167,13 @@ fn replacements(
         given.unwrap_or(1)
     };
     if found != count {
-        return Err(ToolError::new(mismatch(rel, text, old, found, count)));
+        return Err(ToolError::new(mismatch(
+            rel,
+            text,
+            (old, new),
+            found,
+            count,
+        )));
     }
     Ok((count, everywhere))
 }
@@ -354,13 +360,50 @@ fn header_only(rel: &str, text: &str, old: &str, new: &str) -> Option<String> {
     ))
 }
 
-fn mismatch(rel: &str, text: &str, old: &str, found: usize, count: usize) -> String {
+fn mismatch(rel: &str, text: &str, (old, new): (&str, &str), found: usize, count: usize) -> String {
     if found == 0 {
-        return not_found(rel, text, old, count);
+        return match renamed_here(text, old, new) {
+            Some(hint) => {
+                format!("no match for `old` in '{rel}' (expected {count}); nothing changed. {hint}")
+            }
+            None => not_found(rel, text, old, count),
+        };
     }
     format!(
         "`old` matches {found} times in '{rel}' but count is {count}; nothing changed. Include more surrounding text to pick the right one, or set count={found} to replace them all"
     )
+}
+
+/// Where the word a missing `old` renames stands in the file, and how to rename it there:
+/// the 1.5B, renaming `get_usr`, gave `from shop.users import get_usr` for a file that has
+/// `from shop import users` and `users.get_usr(user_id)` (seed 1, 09), and was told only
+/// that nothing matched.
+fn renamed_here(text: &str, old: &str, new: &str) -> Option<String> {
+    let (was, now) = renamed_word(old, new)?;
+    let stands = text
+        .match_indices(was)
+        .any(|(at, _)| stands_alone(text, at, was.len()));
+    stands.then(|| {
+        let lines: Vec<&str> = text.lines().collect();
+        let shown: String = text
+            .match_indices(was)
+            .filter(|(at, _)| stands_alone(text, *at, was.len()))
+            .map(|(at, _)| line_at(text, at))
+            .fold(Vec::new(), |mut seen, line| {
+                if !seen.contains(&line) {
+                    seen.push(line);
+                }
+                seen
+            })
+            .into_iter()
+            .take(SHOWN_LINES)
+            .map(|line| format!("{line:>5} | {}\n", lines.get(line - 1).unwrap_or(&"")))
+            .collect();
+        format!(
+            "The word `{was}` this edit renames stands in the file at {}:\n{shown}To rename it everywhere in this file, give `old` = `{was}` and `new` = `{now}` alone.",
+            lines_of(text, was, true)
+        )
+    })
 }
 
 /// A file of at most this many lines is best changed by writing it whole.
@@ -644,12 +687,12 @@ mod tests {
 
     #[test]
     fn mismatch_messages_say_how_many() {
-        let m = mismatch("a.rs", "x x x", "x", 3, 1);
+        let m = mismatch("a.rs", "x x x", ("x", ""), 3, 1);
         assert!(
             m.contains("matches 3 times") && m.contains("count=3"),
             "{m}"
         );
-        let m = mismatch("a.rs", "fn main() {}", "  fn main()", 0, 1);
+        let m = mismatch("a.rs", "fn main() {}", ("  fn main()", ""), 0, 1);
         assert!(
             m.contains("no match") && m.contains("whitespace is dropped"),
             "{m}"
@@ -659,9 +702,37 @@ mod tests {
     const APP: &str = "import sys\n\n\ndef add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n\n\nif __name__ == \"__main__\":\n    print(add(1, 2))\n";
 
     #[test]
+    fn a_missing_old_that_renames_a_word_shows_where_the_word_stands() {
+        let billing = "\"\"\"Invoices.\"\"\"\n\nfrom shop import users\n\n\ndef invoice(user_id):\n    user = users.get_usr(user_id)\n    return user\n";
+        let m = mismatch(
+            "shop/billing.py",
+            billing,
+            (
+                "from shop.users import get_usr",
+                "from shop.users import get_user",
+            ),
+            0,
+            1,
+        );
+        assert_eq!(
+            m,
+            "no match for `old` in 'shop/billing.py' (expected 1); nothing changed. The word `get_usr` this edit renames stands in the file at line 7:\n    7 |     user = users.get_usr(user_id)\nTo rename it everywhere in this file, give `old` = `get_usr` and `new` = `get_user` alone."
+        );
+        // A word the file does not have: the nearest lines, as for any missing `old`.
+        let m = mismatch(
+            "shop/billing.py",
+            billing,
+            ("get_usx(1)", "get_user(1)"),
+            0,
+            1,
+        );
+        assert!(!m.contains("this edit renames"), "{m}");
+    }
+
+    #[test]
     fn a_missing_old_shows_the_nearest_lines_with_their_numbers() {
         let old = "def add(a, b):\n    return a + c\n";
-        let m = mismatch("app.py", APP, old, 0, 1);
+        let m = mismatch("app.py", APP, (old, ""), 0, 1);
         assert!(m.starts_with("no match for `old` in 'app.py'"), "{m}");
         assert!(
             m.contains("lines 4-5 (")
@@ -677,7 +748,7 @@ mod tests {
     fn whitespace_only_differences_are_pointed_out() {
         // The model dropped the indentation of the body.
         let old = "def sub(a, b):\nreturn a - b";
-        let m = mismatch("app.py", APP, old, 0, 1);
+        let m = mismatch("app.py", APP, (old, ""), 0, 1);
         assert!(m.contains("lines 8-9 (100% alike)"), "{m}");
         assert!(
             m.contains("Line(s) 9 differ from `old` only in whitespace"),
@@ -693,7 +764,7 @@ mod tests {
 
     #[test]
     fn nothing_alike_shows_no_lines_and_the_window_is_bounded() {
-        let m = mismatch("app.py", APP, "class Zebra(Exception): pass", 0, 1);
+        let m = mismatch("app.py", APP, ("class Zebra(Exception): pass", ""), 0, 1);
         assert!(m.contains("Nothing in the file is close"), "{m}");
         assert!(!m.contains(" | "), "{m}");
         // A long `old` shows at most SHOWN_LINES lines, and a long file is not offered whole.
@@ -701,7 +772,7 @@ mod tests {
         let old: String = (100..=130)
             .map(|i| format!("value_{i} = {}\n", i + 1))
             .collect();
-        let m = mismatch("v.py", &text, &old, 0, 1);
+        let m = mismatch("v.py", &text, (&old, ""), 0, 1);
         assert!(m.contains("lines 100-130"), "{m}");
         assert!(m.contains("  100 | value_100 = 100\n"), "{m}");
         assert!(

@@ -19,6 +19,7 @@ mod nearest;
 pub mod path;
 mod privileges;
 pub mod process;
+mod pynames;
 pub mod read_file;
 pub mod run_command;
 pub mod sandbox;

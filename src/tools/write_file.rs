@@ -145,7 +145,35 @@ fn refused_over(rel: &str, before: &str, content: &str) -> Option<String> {
             content.lines().count()
         ));
     }
-    part_for_whole(rel, before, content).or_else(|| loses_every_definition(rel, before, content))
+    part_for_whole(rel, before, content)
+        .or_else(|| loses_every_definition(rel, before, content))
+        .or_else(|| drops_a_used_name(rel, before, content))
+}
+
+/// Most dropped names a refusal names.
+const NAMED_NAMES: usize = 3;
+
+/// Why a Python file written whole is refused when its new content drops a name the file
+/// bound at its top level (a table, an import, a function) and still uses it: run, it would
+/// stop at a `NameError` (seed 3, 09 at 1b2c3f5: `USERS` dropped from `shop/users.py`, which
+/// the 1.5B then blamed on the rename it was making). The answer names each such line, so the
+/// next write can keep it.
+fn drops_a_used_name(rel: &str, before: &str, after: &str) -> Option<String> {
+    if !rel.ends_with(".py") {
+        return None;
+    }
+    let dropped = super::pynames::dropped_but_used(before, after, NAMED_NAMES);
+    if dropped.is_empty() {
+        return None;
+    }
+    let lines: Vec<String> = dropped
+        .iter()
+        .map(|(name, at, line)| format!("`{name}` (line {at}: `{}`)", crate::text::clip(line, 80)))
+        .collect();
+    Some(format!(
+        "nothing written: this content uses {}, which '{rel}' defines and this content no longer does, so the file would stop with a NameError. write_file replaces the whole file: give every line of the file as it must read, those lines included, or change one part with edit_file",
+        lines.join(", ")
+    ))
 }
 
 /// `content` without a fence line that ends it and closes no block in it (the 1.5B wrote a
@@ -346,9 +374,24 @@ pub(crate) fn allow_workspace_change(
 #[cfg(test)]
 mod tests {
     use super::{
-        dropped_definitions, echoed_result, loses_every_definition, part_for_whole,
+        dropped_definitions, echoed_result, loses_every_definition, part_for_whole, refused_over,
         without_stray_fence,
     };
+
+    #[test]
+    fn a_python_file_written_whole_without_a_name_it_still_uses_is_refused() {
+        let users = "\"\"\"Users.\"\"\"\n\nUSERS = {1: \"Ada\"}\n\n\ndef get_usr(user_id):\n    return USERS[user_id]\n";
+        let renamed = "def get_user(user_id):\n    return USERS[user_id]";
+        let refused = refused_over("shop/users.py", users, renamed).unwrap();
+        assert!(
+            refused.starts_with("nothing written: this content uses `USERS` (line 3: `USERS = {1: \"Ada\"}`), which 'shop/users.py' defines and this content no longer does"),
+            "{refused}"
+        );
+        let kept = users.replace("def get_usr", "def get_user");
+        assert_eq!(refused_over("shop/users.py", users, &kept), None);
+        // Not Python: not read as Python.
+        assert_eq!(refused_over("users.txt", users, renamed), None);
+    }
 
     #[test]
     fn content_that_defines_nothing_is_not_written_over_a_file_of_definitions() {
