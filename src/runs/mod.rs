@@ -25,7 +25,8 @@ use crate::error::UsageError;
 use crate::protocol::event::{Event, RunStatus, Stamped};
 use crate::protocol::report::Report;
 
-/// What `--resume` and friends may name instead of an id: the most recently started run.
+/// What `--resume` and friends may name instead of an id: the run started (or resumed, its
+/// `run.json` being its latest part's) most recently.
 pub const LAST: &str = "last";
 
 /// Why a run could not be found or read.
