@@ -16,6 +16,8 @@
 //! `def …:` line), with `new` that line and a body, is refused showing the block: made as
 //! asked, the new body would go in above the old one, which would stay.
 
+use std::path::Path;
+
 use serde_json::{json, Value};
 
 use super::args;
@@ -74,7 +76,7 @@ impl Tool for EditFile {
                 already_there(&target.rel, &text, old).unwrap_or_else(|| why.to_string()),
             ));
         }
-        let (count, everywhere) = replacements(&target.rel, &text, old, new, given)?;
+        let (count, everywhere) = replacements(ctx.root, &target.rel, &text, (old, new), given)?;
         if let Some(why) = header_only(&target.rel, &text, old, new).filter(|_| count == 1) {
             return Err(ToolError::new(why));
         }
@@ -143,10 +145,10 @@ fn read_text(
 /// match of a word given alone) and whether that is the word everywhere; the refusal when
 /// the edit is already made or the matches are not that many.
 fn replacements(
+    root: &Path,
     rel: &str,
     text: &str,
-    old: &str,
-    new: &str,
+    (old, new): (&str, &str),
     given: Option<usize>,
 ) -> Result<(usize, bool), ToolError> {
     if already_made(text, old, new) {
@@ -156,7 +158,7 @@ fn replacements(
     }
     let found = text.matches(old).count();
     if found == 0 {
-        if let Some(made) = made_before(rel, text, old, new) {
+        if let Some(made) = made_before(rel, text, old, new, Some(root)) {
             return Err(ToolError::new(made));
         }
     }
@@ -260,8 +262,11 @@ const MADE_BEFORE_BYTES: usize = 16;
 /// change, with the file as the objective wanted. An edit that renames a word whose old
 /// spelling still stands elsewhere in the file is not in place: the rest of it is still to
 /// make (seed 1, 02 at fb9124e: line 5's `recieve` found fixed, the one on line 9 left, and
-/// the guide claimed fixed). `None` otherwise.
-fn made_before(rel: &str, text: &str, old: &str, new: &str) -> Option<String> {
+/// the guide claimed fixed). Where the renamed word is gone from this file but stands in the
+/// workspace's other files of its kind (looked for under `root`), the answer names them:
+/// seed 1, 09 at 2637331 renamed the definition in round 1, was told in round 2 only that
+/// the edit was made before, and claimed the rename done. `None` otherwise.
+fn made_before(rel: &str, text: &str, old: &str, new: &str, root: Option<&Path>) -> Option<String> {
     let trimmed = new.trim();
     if trimmed.len() < MADE_BEFORE_BYTES || text.matches(trimmed).count() != 1 {
         return None;
@@ -282,9 +287,17 @@ fn made_before(rel: &str, text: &str, old: &str, new: &str) -> Option<String> {
             crate::text::clip(was, 40),
             crate::text::clip(now, 40),
         ),
-        None => format!(
-            "{ALREADY_IN_PLACE}'{rel}' already reads as `new` (from line {line}) and `old` is no longer in it: this edit was made before; nothing changed. Do not make it again: check the work, then call ralph_report"
-        ),
+        None => {
+            let elsewhere = root.map_or_else(String::new, |root| word_left(root, rel, text, (old, new)));
+            let then = if elsewhere.is_empty() {
+                ". Do not make it again: check the work, then call ralph_report".to_string()
+            } else {
+                format!("{elsewhere}. Do not make this edit again")
+            };
+            format!(
+                "{ALREADY_IN_PLACE}'{rel}' already reads as `new` (from line {line}) and `old` is no longer in it: this edit was made before; nothing changed{then}"
+            )
+        }
     })
 }
 
@@ -583,6 +596,7 @@ mod tests {
             guide,
             "Run `sync` to recieve new messages.",
             "Run `sync` to receive new messages.",
+            None,
         )
         .unwrap();
         assert!(
@@ -590,14 +604,15 @@ mod tests {
             "{why}"
         );
         // A short `new`, one found twice, or an `old` still there are no proof.
-        assert_eq!(made_before("a", "x = 1\n", "x = 2", "x = 1"), None);
+        assert_eq!(made_before("a", "x = 1\n", "x = 2", "x = 1", None), None);
         let twice = "Run `sync` to receive new messages.\n".repeat(2);
         assert_eq!(
             made_before(
                 "a",
                 &twice,
                 "Run `sync` to recieve it",
-                "Run `sync` to receive new messages."
+                "Run `sync` to receive new messages.",
+                None,
             ),
             None
         );
@@ -608,6 +623,7 @@ mod tests {
             &half,
             "Run `sync` to recieve new messages.",
             "Run `sync` to receive new messages.",
+            None,
         )
         .unwrap();
         assert!(!why.starts_with(ALREADY_IN_PLACE), "{why}");
@@ -669,7 +685,13 @@ mod tests {
         );
         assert_eq!(
             left,
-            ". The word `get_usr` this change renamed still stands in 'shop/orders.py' at lines 1, 4, in 'shop/cli.py' at lines 1, 2; to change it everywhere in a file, give that file's path with `old` = `get_usr` and `new` = `get_user` alone"
+            ". The word `get_usr` this change renamed still stands in 'shop/orders.py' at lines 1, 4; to change it everywhere in a file, give that file's path with `old` = `get_usr` and `new` = `get_user` alone"
+        );
+        // Done here, the other files of its kind are named.
+        let done = "from shop.users import get_user\nget_usrs()\n";
+        assert_eq!(
+            word_left(dir, "shop/orders.py", done, ("get_usr(1)", "get_user(1)")),
+            ". The word `get_usr` this change renamed still stands in 'shop/cli.py' at lines 1, 2; to change it everywhere in a file, give that file's path with `old` = `get_usr` and `new` = `get_user` alone"
         );
         // Gone from the file and the others of its kind (a longer name that starts with it is
         // another word, a Markdown file another kind): nothing.

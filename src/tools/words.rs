@@ -108,8 +108,8 @@ pub(super) fn word_left_after_write(root: &Path, rel: &str, before: &str, after:
 const OTHER_FILES_NAMED: usize = 4;
 
 /// After an edit that renamed a word in one place, where the old word still stands in the
-/// file (`updated`) or in the workspace's other files of its kind (beneath `root`): say
-/// where, and how to change it everywhere in a file. Seed 3, 09: the 1.5B renamed `get_usr`
+/// file (`updated`), or, once it is gone from it, in the workspace's other files of its kind
+/// (beneath `root`): say where, and how to change it everywhere in a file. Seed 3, 09: the 1.5B renamed `get_usr`
 /// one call at a time (`get_usr(user_id)` → `get_user(user_id)`) and lost track of the ones
 /// left; seed 1, 09 renamed the definition and never looked at the four files that call it.
 /// Empty when the word is gone or the edit was not a rename.
@@ -124,7 +124,16 @@ pub(super) fn word_left(root: &Path, rel: &str, updated: &str, (old, new): (&str
     {
         places.push(format!("'{rel}' at {}", lines_of(updated, was, true)));
     }
-    for (file, lines) in super::search::word_elsewhere(root, was, rel, OTHER_FILES_NAMED) {
+    // The other files only once this one is done: named while the word still stood here,
+    // they sent the 1.5B from file to file and back (09 at 1b2c3f5, seed 3, against the
+    // pass at fb9124e, whose answer named this file alone).
+    let here_done = places.is_empty();
+    let elsewhere = if here_done {
+        super::search::word_elsewhere(root, was, rel, OTHER_FILES_NAMED)
+    } else {
+        Vec::new()
+    };
+    for (file, lines) in elsewhere {
         let word = if lines.len() == 1 { "line" } else { "lines" };
         let named: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
         places.push(format!("'{file}' at {word} {}", named.join(", ")));

@@ -367,7 +367,8 @@ fn a_word_renamed_in_one_place_says_where_it_is_left() {
     let bench = Bench::new();
     let orders = "from shop.users import get_usr\n\n\ndef total(user_id):\n    get_usr(user_id)\n    return get_usr(user_id)[\"name\"]\n";
     bench.repo.write("shop/orders.py", orders);
-    // Seed 1, 09: the definition renamed, the four files that call it never looked at.
+    // Another file with the word is named only once this one is done (below, and the made
+    // before answer).
     bench.repo.write(
         "shop/cli.py",
         "from shop.users import get_usr\n\nprint(get_usr(1))\n",
@@ -379,7 +380,7 @@ fn a_word_renamed_in_one_place_says_where_it_is_left() {
     );
     assert_eq!(
         out,
-        "replaced 1 occurrence(s) in 'shop/orders.py'. The word `get_usr` this change renamed still stands in 'shop/orders.py' at lines 1, 6, in 'shop/cli.py' at lines 1, 3; to change it everywhere in a file, give that file's path with `old` = `get_usr` and `new` = `get_user` alone"
+        "replaced 1 occurrence(s) in 'shop/orders.py'. The word `get_usr` this change renamed still stands in 'shop/orders.py' at lines 1, 6; to change it everywhere in a file, give that file's path with `old` = `get_usr` and `new` = `get_user` alone"
     );
     // Taken up, the word alone changes the rest.
     let out = bench.ok(
@@ -391,6 +392,28 @@ fn a_word_renamed_in_one_place_says_where_it_is_left() {
         bench.repo.read("shop/orders.py"),
         orders.replace("get_usr", "get_user")
     );
+}
+
+#[test]
+fn a_rename_made_before_here_says_where_the_word_still_stands_elsewhere() {
+    // Seed 1, 09 at 2637331: the definition renamed in round 1; round 2 asked it again, was
+    // told only that it was made before, and claimed the rename done.
+    let bench = Bench::new();
+    let users = "def get_user(user_id):\n    return {}\n";
+    bench.repo.write("shop/users.py", users);
+    bench.repo.write(
+        "shop/cli.py",
+        "from shop.users import get_usr\n\nprint(get_usr(1))\n",
+    );
+    let out = bench.err(
+        "edit_file",
+        json!({"path": "shop/users.py", "old": "def get_usr(user_id):", "new": "def get_user(user_id):"}),
+    );
+    assert_eq!(
+        out,
+        "already in place: 'shop/users.py' already reads as `new` (from line 1) and `old` is no longer in it: this edit was made before; nothing changed. The word `get_usr` this change renamed still stands in 'shop/cli.py' at lines 1, 3; to change it everywhere in a file, give that file's path with `old` = `get_usr` and `new` = `get_user` alone. Do not make this edit again"
+    );
+    assert_eq!(bench.repo.read("shop/users.py"), users);
 }
 
 #[test]
