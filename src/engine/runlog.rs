@@ -123,13 +123,7 @@ impl RunLog {
     pub fn create(dir: &Path) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| io_context(dir, e))?;
         let events = LineFile::open(dir.join("events.jsonl"), true)?;
-        Ok(Self {
-            dir: dir.to_path_buf(),
-            events,
-            transcript: None,
-            failure: Failure::default(),
-            on_failure: None,
-        })
+        Ok(Self::writing(dir, events))
     }
 
     /// Opens a stopped run's directory to go on in (`--resume`): its `events.jsonl` gets the
@@ -137,13 +131,18 @@ impl RunLog {
     /// killed before its first event) is started.
     pub fn reopen(dir: &Path) -> std::io::Result<Self> {
         let events = LineFile::open(dir.join("events.jsonl"), false)?;
-        Ok(Self {
+        Ok(Self::writing(dir, events))
+    }
+
+    /// The log of `dir`, its events going to `events`, nothing failed yet.
+    fn writing(dir: &Path, events: LineFile) -> Self {
+        Self {
             dir: dir.to_path_buf(),
             events,
             transcript: None,
             failure: Failure::default(),
             on_failure: None,
-        })
+        }
     }
 
     /// Cancels `cancel` at the first write that fails.

@@ -25,7 +25,9 @@ use super::confined::Refusal;
 use super::nearest::{nearest, numbered};
 use super::path::{open_root, Access};
 use super::read_file::{is_binary, refused, MAX_FILE_BYTES};
-use super::words::{line_at, lines_of, renamed_word, stands_alone, word_everywhere, word_left};
+use super::words::{
+    line_at, line_numbers, lines_of, renamed_word, stands_alone, word_everywhere, word_left,
+};
 use super::write_file::{allow_workspace_change, written};
 use super::ALREADY_IN_PLACE;
 use super::{Tool, ToolContext, ToolError, ToolSpec};
@@ -393,30 +395,20 @@ fn mismatch(rel: &str, text: &str, (old, new): (&str, &str), found: usize, count
 /// that nothing matched.
 fn renamed_here(text: &str, old: &str, new: &str) -> Option<String> {
     let (was, now) = renamed_word(old, new)?;
-    let stands = text
-        .match_indices(was)
-        .any(|(at, _)| stands_alone(text, at, was.len()));
-    stands.then(|| {
-        let lines: Vec<&str> = text.lines().collect();
-        let shown: String = text
-            .match_indices(was)
-            .filter(|(at, _)| stands_alone(text, *at, was.len()))
-            .map(|(at, _)| line_at(text, at))
-            .fold(Vec::new(), |mut seen, line| {
-                if !seen.contains(&line) {
-                    seen.push(line);
-                }
-                seen
-            })
-            .into_iter()
-            .take(SHOWN_LINES)
-            .map(|line| format!("{line:>5} | {}\n", lines.get(line - 1).unwrap_or(&"")))
-            .collect();
-        format!(
-            "The word `{was}` this edit renames stands in the file at {}:\n{shown}To rename it everywhere in this file, give `old` = `{was}` and `new` = `{now}` alone.",
-            lines_of(text, was, true)
-        )
-    })
+    let at = line_numbers(text, was, true);
+    if at.is_empty() {
+        return None;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let shown: String = at
+        .iter()
+        .take(SHOWN_LINES)
+        .map(|line| format!("{line:>5} | {}\n", lines.get(line - 1).unwrap_or(&"")))
+        .collect();
+    Some(format!(
+        "The word `{was}` this edit renames stands in the file at {}:\n{shown}To rename it everywhere in this file, give `old` = `{was}` and `new` = `{now}` alone.",
+        lines_of(text, was, true)
+    ))
 }
 
 /// A file of at most this many lines is best changed by writing it whole.

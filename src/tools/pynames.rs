@@ -14,8 +14,9 @@ pub(crate) fn dropped_but_used(
     after: &str,
     max: usize,
 ) -> Vec<(String, usize, String)> {
-    let used = used_names(after);
-    let bound = bound_anywhere(after);
+    let code = code_only(after);
+    let used = used_names(&code);
+    let bound = bound_anywhere(&code);
     let mut out: Vec<(String, usize, String)> = Vec::new();
     for (at, line) in before.lines().enumerate() {
         for name in top_level_bindings(line) {
@@ -171,10 +172,10 @@ fn code_only(text: &str) -> String {
     out
 }
 
-/// The identifiers `text`'s code uses, not after a `.` (an attribute is not a name) and not
-/// inside strings or comments.
-fn used_names(text: &str) -> std::collections::HashSet<String> {
-    let chars: Vec<char> = code_only(text).chars().collect();
+/// The identifiers `code` ([`code_only`]) uses, not after a `.` (an attribute is not a
+/// name).
+fn used_names(code: &str) -> std::collections::HashSet<String> {
+    let chars: Vec<char> = code.chars().collect();
     let mut out = std::collections::HashSet::new();
     let mut i = 0;
     while i < chars.len() {
@@ -200,11 +201,10 @@ fn used_names(text: &str) -> std::collections::HashSet<String> {
     out
 }
 
-/// Every name `text` binds anywhere, at any depth: assignments, parameters, loop targets,
+/// Every name `code` ([`code_only`]) binds anywhere, at any depth: assignments, parameters, loop targets,
 /// `as` names, imports, `global` and `nonlocal`. Generous on purpose: a name bound anywhere
 /// is not called dropped.
-fn bound_anywhere(text: &str) -> std::collections::HashSet<String> {
-    let code = code_only(text);
+fn bound_anywhere(code: &str) -> std::collections::HashSet<String> {
     let mut out = std::collections::HashSet::new();
     for line in code.lines() {
         let trimmed = line.trim_start();

@@ -33,15 +33,22 @@ pub(super) fn stands_alone(text: &str, at: usize, len: usize) -> bool {
     !part_of_word(text[..at].chars().next_back()) && !part_of_word(text[at + len..].chars().next())
 }
 
-/// The lines `old` is on (`lines 5, 9, 15`), at most ten named; `alone`: only where it
-/// stands as a whole word.
-pub(super) fn lines_of(text: &str, old: &str, alone: bool) -> String {
+/// The lines (from 1) `old` is on, each once, in order; `alone`: only where it stands as a
+/// whole word.
+pub(super) fn line_numbers(text: &str, old: &str, alone: bool) -> Vec<usize> {
     let mut lines: Vec<usize> = text
         .match_indices(old)
         .filter(|(at, _)| !alone || stands_alone(text, *at, old.len()))
         .map(|(at, _)| line_at(text, at))
         .collect();
     lines.dedup();
+    lines
+}
+
+/// The lines `old` is on (`lines 5, 9, 15`), at most ten named; `alone`: only where it
+/// stands as a whole word.
+pub(super) fn lines_of(text: &str, old: &str, alone: bool) -> String {
+    let lines = line_numbers(text, old, alone);
     let named: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
     let more = if lines.len() > 10 { ", …" } else { "" };
     let word = if lines.len() == 1 { "line" } else { "lines" };
