@@ -551,6 +551,7 @@ impl ChildTurns<'_, '_> {
             };
             let ctx = ToolContext {
                 root: self.workspace.root(),
+                objective: &self.config.objective,
                 round: self.scope.round,
                 round_tmp: self.scope.round_tmp,
                 cancel: self.scope.cancel,

@@ -26,7 +26,8 @@ use super::nearest::{nearest, numbered};
 use super::path::{open_root, Access};
 use super::read_file::{is_binary, refused, MAX_FILE_BYTES};
 use super::words::{
-    line_at, line_numbers, lines_of, renamed_word, stands_alone, word_everywhere, word_left,
+    asked_rename, line_at, line_numbers, lines_of, rename_word, renamed_word, stands_alone,
+    word_everywhere, word_left,
 };
 use super::write_file::{allow_workspace_change, written};
 use super::ALREADY_IN_PLACE;
@@ -78,6 +79,13 @@ impl Tool for EditFile {
                 already_there(&target.rel, &text, old).unwrap_or_else(|| why.to_string()),
             ));
         }
+        if let Some(asked) = given
+            .is_none()
+            .then(|| AskedRename::in_file(ctx.objective, &text, (old, new)))
+            .flatten()
+        {
+            return asked.make(ctx, &root, &target, &text);
+        }
         let (count, everywhere) = replacements(ctx.root, &target.rel, &text, (old, new), given)?;
         if let Some(why) = header_only(&target.rel, &text, old, new).filter(|_| count == 1) {
             return Err(ToolError::new(why));
@@ -116,6 +124,77 @@ impl Tool for EditFile {
                 word_left(ctx.root, &target.rel, &updated, (old, new))
             ),
         })
+    }
+}
+
+/// An edit that makes, in one place or none, the rename the objective asks for, where the
+/// file has the old word in other places: it renames the word wherever it stands in the
+/// file. Seeds 1 and 3, 09 at 4b2c978: the 1.5B renamed `get_usr` one call at a time
+/// (`get_usr(user_id)` → `get_user(user_id)`) or gave the definition's line as `old` in
+/// every file, never the one-word edit it was shown, and ran out of rounds with the rename
+/// half made.
+struct AskedRename<'s> {
+    was: &'s str,
+    now: &'s str,
+    /// How many times the edit's `old` is in the file.
+    found: usize,
+    /// The file renamed, and the lines where the word stood.
+    updated: String,
+    lines: Vec<usize>,
+}
+
+impl<'s> AskedRename<'s> {
+    fn in_file(objective: &str, text: &str, (old, new): (&'s str, &'s str)) -> Option<Self> {
+        let (was, now) = asked_rename(objective, old, new)?;
+        let found = text.matches(old).count();
+        // Made as given, the edit renames its one place; the word's others are renamed too.
+        let literal = if found == 1 {
+            text.replacen(old, new, 1)
+        } else {
+            text.to_string()
+        };
+        let (updated, _) = rename_word(&literal, was, now)?;
+        Some(Self {
+            was,
+            now,
+            found,
+            updated,
+            lines: line_numbers(text, was, true),
+        })
+    }
+
+    fn make(
+        self,
+        ctx: &ToolContext<'_>,
+        root: &super::confined::Root,
+        target: &super::path::Resolved,
+        text: &str,
+    ) -> Result<String, ToolError> {
+        let rel = &target.rel;
+        if let Some(broken) = super::syntax::refusal(ctx, rel, Some(text), &self.updated) {
+            return Err(ToolError::new(broken));
+        }
+        allow_workspace_change(
+            ctx,
+            format!("edit_file {rel} (`{}` renamed `{}`)", self.was, self.now),
+        )?;
+        root.write(&target.path, self.updated.as_bytes())
+            .map_err(|e| written(rel, &e))?;
+        let old = match self.found {
+            0 => "is not in the file as given".to_string(),
+            1 => "is one of them".to_string(),
+            n => format!("matches {n} times"),
+        };
+        let named: Vec<String> = self.lines.iter().take(10).map(usize::to_string).collect();
+        let more = if self.lines.len() > 10 { ", …" } else { "" };
+        let word = if self.lines.len() == 1 { "line" } else { "lines" };
+        Ok(format!(
+            "renamed `{}` to `{}` wherever it stood as a whole word in '{rel}' ({word} {}{more}), the rename the objective asks for; this edit's `old` {old}{}",
+            crate::text::clip(self.was, 40),
+            crate::text::clip(self.now, 40),
+            named.join(", "),
+            word_left(ctx.root, rel, &self.updated, (self.was, self.now))
+        ))
     }
 }
 

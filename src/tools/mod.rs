@@ -119,6 +119,8 @@ pub fn sandbox_helper() -> PathBuf {
 pub struct ToolContext<'a> {
     /// The canonical workspace root; every path resolves inside it.
     pub root: &'a Path,
+    /// The run's objective (a rename it asks for is made wherever an edit makes it in part).
+    pub objective: &'a str,
     pub round: u32,
     /// A per-round scratch directory commands may write to.
     pub round_tmp: &'a Path,

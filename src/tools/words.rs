@@ -157,7 +157,165 @@ pub(super) fn word_left(root: &Path, rel: &str, updated: &str, (old, new): (&str
     )
 }
 
+/// The renames the objective asks for, as (old word, new word): `Rename the function get_usr
+/// to get_user` gives (`get_usr`, `get_user`), `misspells the word "receive" as "recieve"`
+/// gives (`recieve`, `receive`). Words may be quoted or in backticks; both must be names
+/// (a letter in each, not the same). Read from the objective's words, no more.
+pub fn asked_renames(objective: &str) -> Vec<(String, String)> {
+    const FILLERS: [&str; 16] = [
+        "the", "a", "an", "word", "function", "method", "class", "variable", "constant", "field",
+        "type", "struct", "module", "name", "identifier", "attribute",
+    ];
+    let raw: Vec<&str> = objective.split_whitespace().collect();
+    let tokens: Vec<&str> = raw
+        .iter()
+        .map(|t| t.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')))
+        .collect();
+    // A name: quoted, or written as code (`get_usr`, `Config`, `v2`), so that English
+    // (`rename the file to something shorter`) is not read as a rename.
+    let named = |at: usize| {
+        let w = tokens[at];
+        let quoted = raw[at].contains(['`', '"', '\'']);
+        let code = w.contains(|c: char| c == '_' || c.is_ascii_digit() || c.is_uppercase());
+        is_word(w) && w.chars().any(char::is_alphabetic) && w.len() > 1 && (quoted || code)
+    };
+    // After `tokens[at]`, the fillers skipped: the next word, and where it stands.
+    let next_word = |mut at: usize| {
+        at += 1;
+        while tokens
+            .get(at)
+            .is_some_and(|t| FILLERS.contains(&t.to_lowercase().as_str()))
+        {
+            at += 1;
+        }
+        tokens.get(at).map(|w| (*w, at))
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (at, token) in tokens.iter().enumerate() {
+        let keyword = token.to_lowercase();
+        // `rename X to Y`, `misspells Y as X`.
+        let (joint, flipped) = match keyword.as_str() {
+            "rename" | "renames" | "renaming" => ("to", false),
+            "misspells" => ("as", true),
+            _ => continue,
+        };
+        let Some((first, first_at)) = next_word(at) else {
+            continue;
+        };
+        if tokens.get(first_at + 1).map(|t| t.to_lowercase()) != Some(joint.to_string()) {
+            continue;
+        }
+        let second_at = first_at + 2;
+        let Some(second) = tokens.get(second_at) else {
+            continue;
+        };
+        let (was, now) = if flipped { (*second, first) } else { (first, *second) };
+        let both_named = named(first_at) && named(second_at);
+        if both_named && was != now && !out.iter().any(|(w, _)| w == was) {
+            out.push((was.to_string(), now.to_string()));
+        }
+    }
+    out
+}
+
+/// The rename the objective asks for that an edit makes: `old` and `new` the same text but
+/// for that one word, renamed as asked.
+pub(super) fn asked_rename<'s>(
+    objective: &str,
+    old: &'s str,
+    new: &'s str,
+) -> Option<(&'s str, &'s str)> {
+    let (was, now) = renamed_word(old, new)?;
+    asked_renames(objective)
+        .iter()
+        .any(|(w, n)| w == was && n == now)
+        .then_some((was, now))
+}
+
+/// `text` with `was` renamed `now` wherever it stands as a whole word, and the lines (from
+/// 1) where it did; `None` when it stands nowhere.
+pub(super) fn rename_word(text: &str, was: &str, now: &str) -> Option<(String, Vec<usize>)> {
+    let places: Vec<usize> = text
+        .match_indices(was)
+        .map(|(at, _)| at)
+        .filter(|&at| stands_alone(text, at, was.len()))
+        .collect();
+    if places.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len() + places.len() * now.len());
+    let mut from = 0;
+    for &at in &places {
+        out.push_str(&text[from..at]);
+        out.push_str(now);
+        from = at + was.len();
+    }
+    out.push_str(&text[from..]);
+    let mut lines: Vec<usize> = places.iter().map(|&at| line_at(text, at)).collect();
+    lines.dedup();
+    Some((out, lines))
+}
+
 /// The line (from 1) that byte `at` of `text` is on.
 pub(super) fn line_at(text: &str, at: usize) -> usize {
     text[..at].matches('\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(objective: &str) -> Vec<(String, String)> {
+        asked_renames(objective)
+    }
+
+    #[test]
+    fn the_renames_an_objective_asks_for_are_read_from_its_words() {
+        let asked = |a: &str, b: &str| vec![(a.to_string(), b.to_string())];
+        assert_eq!(
+            pairs("Rename the function get_usr to get_user everywhere in this repository."),
+            asked("get_usr", "get_user")
+        );
+        assert_eq!(
+            pairs("rename `Cfg` to `Config`: its uses too"),
+            asked("Cfg", "Config")
+        );
+        assert_eq!(
+            pairs("The user guide docs/guide.md misspells the word \"receive\" as \"recieve\". Fix every occurrence."),
+            asked("recieve", "receive")
+        );
+        // Not a rename of one name into another.
+        for objective in [
+            "In config/app.ini, change the port from 80 to 8080.",
+            "Rename the file to something shorter.",
+            "rename x to y",
+            "Rename the function fetch to get.",
+            "Rename get_usr",
+            "Fix greet.sh: `sh greet.sh Ann` must print exactly \"Hello, Ann!\"",
+        ] {
+            assert_eq!(pairs(objective), [], "{objective}");
+        }
+    }
+
+    #[test]
+    fn an_asked_rename_is_an_edit_of_that_one_word() {
+        let objective = "Rename get_usr to get_user.";
+        assert_eq!(
+            asked_rename(objective, "get_usr(1)", "get_user(1)"),
+            Some(("get_usr", "get_user"))
+        );
+        assert_eq!(asked_rename(objective, "get_usr(1)", "fetch(1)"), None);
+        assert_eq!(asked_rename(objective, "get_usr(1)", "get_user(2)"), None);
+        assert_eq!(asked_rename("", "get_usr(1)", "get_user(1)"), None);
+    }
+
+    #[test]
+    fn a_word_is_renamed_only_where_it_stands_alone() {
+        let (text, lines) =
+            rename_word("a = get_usr(1)\nb = get_usr_all()\nc = x.get_usr\n", "get_usr", "get_user")
+                .unwrap();
+        assert_eq!(text, "a = get_user(1)\nb = get_usr_all()\nc = x.get_user\n");
+        assert_eq!(lines, [1, 3]);
+        assert_eq!(rename_word("get_usr_all()", "get_usr", "get_user"), None);
+    }
 }

@@ -660,10 +660,10 @@ fn the_shipped_tasks_play_their_scripts_as_documented() {
         ("complete", true, false),
         "{results:?}"
     );
-    // The script fixes one misspelling of four and claims the guide fixed: the claims check
-    // refuses it (the renamed word still stands), and with no turn left the round fails. It
-    // was the documented false completion until the check learnt that.
-    assert_eq!(outcome("fix-typo"), ("round-failed", false, false));
+    // The script fixes one misspelling of four and claims the guide fixed. It was the
+    // documented false completion until the claims check refused it (the renamed word still
+    // stood); now the objective names the misspelling, so its one edit fixes all four.
+    assert_eq!(outcome("fix-typo"), ("complete", true, false));
     assert_eq!(outcome("config-port"), ("complete", true, false));
     assert_eq!(outcome("shell-greet"), ("complete", true, false));
     assert_eq!(outcome("py-slugify"), ("blocked", false, false));

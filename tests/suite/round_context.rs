@@ -416,6 +416,89 @@ fn a_function_written_out_under_a_new_name_renames_its_definition() {
 }
 
 #[test]
+fn an_edit_that_makes_the_objectives_rename_in_one_place_makes_it_in_the_whole_file() {
+    // Seeds 1 and 3, 09 at 4b2c978: the 1.5B renamed `get_usr` one call at a time, or gave
+    // the definition's line as `old` in files that only call it, and the rename was still
+    // half made when the rounds ran out.
+    let repo = TempRepo::new();
+    let users = "USERS = {1: \"Ada\"}\n\n\ndef get_usr(user_id):\n    return USERS[user_id]\n";
+    let cli = "from shop.users import get_usr\n\n\ndef show(user_id):\n    print(get_usr(user_id))\n    return get_usr(user_id)['name']\n";
+    let orders = "from shop import users\n\n\ndef owner(order):\n    return users.get_usr(order)  # get_usr_cached is another\n";
+    repo.write("shop/users.py", users);
+    repo.write("shop/cli.py", cli);
+    repo.write("shop/orders.py", orders);
+    repo.commit_all("start");
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            // `old` twice in the file: the word renamed at all its places.
+            call(
+                "edit_file",
+                json!({"path": "shop/cli.py", "old": "get_usr(user_id)", "new": "get_user(user_id)"}),
+            ),
+            // `old` not in the file: the rename it makes is made where the word stands.
+            call(
+                "edit_file",
+                json!({"path": "shop/orders.py", "old": "from shop.users import get_usr", "new": "from shop.users import get_user"}),
+            ),
+            // A rename the objective does not ask for stays an edit of one place.
+            call(
+                "edit_file",
+                json!({"path": "shop/users.py", "old": "USERS[user_id]", "new": "TABLE[user_id]"}),
+            ),
+            // `old` once, the word in another place too.
+            call(
+                "edit_file",
+                json!({"path": "shop/users.py", "old": "def get_usr(user_id):", "new": "def get_user(user_id):"}),
+            ),
+            report("continue", "renamed", &[], &["run the tests"], ""),
+        ])],
+        &[
+            "-n",
+            "1",
+            "Rename the function `get_usr` to `get_user` everywhere in this repository.",
+        ],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    let results = tool_results(&run);
+    assert!(results.iter().take(4).all(|(ok, _)| *ok), "{results:?}");
+    assert_eq!(repo.read("shop/cli.py"), cli.replace("get_usr", "get_user"));
+    assert!(
+        results[0].1.starts_with("renamed `get_usr` to `get_user` wherever it stood as a whole word in 'shop/cli.py' (lines 1, 5, 6), the rename the objective asks for; this edit's `old` matches 2 times. The word `get_usr` this change renamed still stands in 'shop/orders.py' at line 5, in 'shop/users.py' at line 4"),
+        "{}",
+        results[0].1
+    );
+    // A longer word that starts with it is another name.
+    assert_eq!(
+        repo.read("shop/orders.py"),
+        orders.replace("users.get_usr(order)", "users.get_user(order)")
+    );
+    assert!(
+        results[1].1.contains("this edit's `old` is not in the file as given"),
+        "{}",
+        results[1].1
+    );
+    assert!(
+        results[2]
+            .1
+            .starts_with("replaced 1 occurrence(s) in 'shop/users.py'. The word `USERS` this change renamed still stands in 'shop/users.py' at line 1"),
+        "{}",
+        results[2].1
+    );
+    assert_eq!(
+        repo.read("shop/users.py"),
+        users
+            .replace("USERS[user_id]", "TABLE[user_id]")
+            .replace("get_usr", "get_user")
+    );
+    assert!(
+        results[3].1.starts_with("replaced 1 occurrence(s) in 'shop/users.py'"),
+        "the edit that finished the file is a plain one: {}",
+        results[3].1
+    );
+}
+
+#[test]
 fn a_function_written_out_in_prose_replaces_its_definition_and_is_checked() {
     // Seed 1, 06 at b315e69: the 1.5B wrote the fixed function after a sentence announcing
     // it, in eight turns over three rounds, and the fix was never made.

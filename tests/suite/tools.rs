@@ -61,6 +61,8 @@ struct Bench {
     cancel: CancellationToken,
     processes: ProcessTracker,
     registry: Registry,
+    /// The run's objective the tools see (none by default).
+    objective: String,
 }
 
 impl Bench {
@@ -78,6 +80,7 @@ impl Bench {
             cancel: CancellationToken::new(),
             processes: ProcessTracker::new(),
             registry: Registry::standard(),
+            objective: String::new(),
         }
     }
 
@@ -94,6 +97,7 @@ impl Bench {
         let round_tmp = self.round_tmp();
         let ctx = ToolContext {
             root: &root,
+            objective: &self.objective,
             round: 1,
             round_tmp: &round_tmp,
             cancel: &self.cancel,
