@@ -187,7 +187,11 @@ impl<'s> AskedRename<'s> {
         };
         let named: Vec<String> = self.lines.iter().take(10).map(usize::to_string).collect();
         let more = if self.lines.len() > 10 { ", …" } else { "" };
-        let word = if self.lines.len() == 1 { "line" } else { "lines" };
+        let word = if self.lines.len() == 1 {
+            "line"
+        } else {
+            "lines"
+        };
         Ok(format!(
             "renamed `{}` to `{}` wherever it stood as a whole word in '{rel}' ({word} {}{more}), the rename the objective asks for; this edit's `old` {old}{}",
             crate::text::clip(self.was, 40),

@@ -163,8 +163,22 @@ pub(super) fn word_left(root: &Path, rel: &str, updated: &str, (old, new): (&str
 /// (a letter in each, not the same). Read from the objective's words, no more.
 pub fn asked_renames(objective: &str) -> Vec<(String, String)> {
     const FILLERS: [&str; 16] = [
-        "the", "a", "an", "word", "function", "method", "class", "variable", "constant", "field",
-        "type", "struct", "module", "name", "identifier", "attribute",
+        "the",
+        "a",
+        "an",
+        "word",
+        "function",
+        "method",
+        "class",
+        "variable",
+        "constant",
+        "field",
+        "type",
+        "struct",
+        "module",
+        "name",
+        "identifier",
+        "attribute",
     ];
     let raw: Vec<&str> = objective.split_whitespace().collect();
     let tokens: Vec<&str> = raw
@@ -209,7 +223,11 @@ pub fn asked_renames(objective: &str) -> Vec<(String, String)> {
         let Some(second) = tokens.get(second_at) else {
             continue;
         };
-        let (was, now) = if flipped { (*second, first) } else { (first, *second) };
+        let (was, now) = if flipped {
+            (*second, first)
+        } else {
+            (first, *second)
+        };
         let both_named = named(first_at) && named(second_at);
         if both_named && was != now && !out.iter().any(|(w, _)| w == was) {
             out.push((was.to_string(), now.to_string()));
@@ -311,9 +329,12 @@ mod tests {
 
     #[test]
     fn a_word_is_renamed_only_where_it_stands_alone() {
-        let (text, lines) =
-            rename_word("a = get_usr(1)\nb = get_usr_all()\nc = x.get_usr\n", "get_usr", "get_user")
-                .unwrap();
+        let (text, lines) = rename_word(
+            "a = get_usr(1)\nb = get_usr_all()\nc = x.get_usr\n",
+            "get_usr",
+            "get_user",
+        )
+        .unwrap();
         assert_eq!(text, "a = get_user(1)\nb = get_usr_all()\nc = x.get_user\n");
         assert_eq!(lines, [1, 3]);
         assert_eq!(rename_word("get_usr_all()", "get_usr", "get_user"), None);

@@ -474,7 +474,9 @@ fn an_edit_that_makes_the_objectives_rename_in_one_place_makes_it_in_the_whole_f
         orders.replace("users.get_usr(order)", "users.get_user(order)")
     );
     assert!(
-        results[1].1.contains("this edit's `old` is not in the file as given"),
+        results[1]
+            .1
+            .contains("this edit's `old` is not in the file as given"),
         "{}",
         results[1].1
     );
@@ -492,7 +494,9 @@ fn an_edit_that_makes_the_objectives_rename_in_one_place_makes_it_in_the_whole_f
             .replace("get_usr", "get_user")
     );
     assert!(
-        results[3].1.starts_with("replaced 1 occurrence(s) in 'shop/users.py'"),
+        results[3]
+            .1
+            .starts_with("replaced 1 occurrence(s) in 'shop/users.py'"),
         "the edit that finished the file is a plain one: {}",
         results[3].1
     );
