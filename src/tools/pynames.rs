@@ -5,7 +5,10 @@
 //! `NameError` the worker took for a missing `get_usr`). Lines, not a parser: a name counts
 //! as bound in the new text wherever it stands in a binding place (an assignment, a
 //! parameter, a loop, an import, `as`), so only a name the new text never binds at all and
-//! still uses outside strings and comments is called dropped. Pure functions.
+//! still uses outside strings and comments is called dropped. Pure functions, but for the
+//! read of a file's last commit ([`unbound_refusal`]).
+
+use std::path::Path;
 
 /// A top-level binding of `before` that `after` still uses and no longer binds anywhere:
 /// the name, its 1-based line in `before` and that line. At most `max`, in `before`'s order.
@@ -31,6 +34,127 @@ pub(crate) fn dropped_but_used(
         }
     }
     out
+}
+
+/// The names `after` uses and binds nowhere, where `before` (the file as it is) did not leave
+/// them so: each with the first line (from 1) of `after` that uses it, at most `max`, in
+/// `after`'s order. Builtins and soft keywords are bound; a file with a star import binds
+/// what it likes, so it has none. Seed 3, 09 at 4b2c978: `shop/users.py` written whole as
+/// `def get_user(user_id): pass` (the `USERS` table gone, and unused so far), then edited to
+/// `return USERS[user_id]`: a `NameError` the dropped-name rule, comparing with the file just
+/// before, could not see.
+pub(crate) fn newly_unbound(before: &str, after: &str, max: usize) -> Vec<(String, usize)> {
+    let code = code_only(after);
+    if stars(&code) {
+        return Vec::new();
+    }
+    let was = unbound(&code_only(before));
+    let bound = bound_anywhere(&code);
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for (at, line) in code.lines().enumerate() {
+        if is_import(line) {
+            continue;
+        }
+        for name in uses(line) {
+            let fresh = !out.iter().any(|(n, _)| *n == name);
+            if fresh && !bound.contains(&name) && !is_builtin(&name) && !was.contains(&name) {
+                out.push((name, at + 1));
+            }
+        }
+        if out.len() >= max {
+            out.truncate(max);
+            break;
+        }
+    }
+    out
+}
+
+/// The names `code` uses and binds nowhere (builtins aside).
+fn unbound(code: &str) -> std::collections::HashSet<String> {
+    let bound = bound_anywhere(code);
+    code.lines()
+        .filter(|line| !is_import(line))
+        .flat_map(uses)
+        .filter(|name| !bound.contains(name) && !is_builtin(name))
+        .collect()
+}
+
+/// An `import` or `from … import` line: its module path is no name it uses.
+fn is_import(line: &str) -> bool {
+    let line = line.trim_start();
+    line.starts_with("import ") || line.starts_with("from ")
+}
+
+/// Whether `code` imports `*` from somewhere (then any name may be bound).
+fn stars(code: &str) -> bool {
+    code.lines().any(|line| {
+        is_import(line)
+            && line
+                .split_once(" import ")
+                .is_some_and(|(_, n)| n.trim().starts_with('*'))
+    })
+}
+
+/// Python's builtins, the module's own dunders, and the soft keywords.
+fn is_builtin(name: &str) -> bool {
+    const BUILTINS: &str = "ArithmeticError AssertionError AttributeError BaseException BaseExceptionGroup BlockingIOError BrokenPipeError BufferError BytesWarning ChildProcessError ConnectionAbortedError ConnectionError ConnectionRefusedError ConnectionResetError DeprecationWarning EOFError Ellipsis EncodingWarning EnvironmentError Exception ExceptionGroup False FileExistsError FileNotFoundError FloatingPointError FutureWarning GeneratorExit IOError ImportError ImportWarning IndentationError IndexError InterruptedError IsADirectoryError KeyError KeyboardInterrupt LookupError MemoryError ModuleNotFoundError NameError None NotADirectoryError NotImplemented NotImplementedError OSError OverflowError PendingDeprecationWarning PermissionError ProcessLookupError RecursionError ReferenceError ResourceWarning RuntimeError RuntimeWarning StopAsyncIteration StopIteration SyntaxError SyntaxWarning SystemError SystemExit TabError TimeoutError True TypeError UnboundLocalError UnicodeDecodeError UnicodeEncodeError UnicodeError UnicodeTranslateError UnicodeWarning UserWarning ValueError Warning ZeroDivisionError __all__ __annotations__ __author__ __build_class__ __builtins__ __class__ __debug__ __dict__ __doc__ __file__ __import__ __loader__ __module__ __name__ __package__ __path__ __qualname__ __spec__ __version__ abs aiter all anext any ascii bin bool breakpoint bytearray bytes callable chr classmethod compile complex copyright credits delattr dict dir divmod enumerate eval exec exit filter float format frozenset getattr globals hasattr hash help hex id input int isinstance issubclass iter len license list locals map max memoryview min next object oct open ord pow print property quit range repr reversed round set setattr slice sorted staticmethod str sum super tuple type vars zip _ match case";
+    BUILTINS.split(' ').any(|b| b == name)
+}
+
+/// Most unbound names a refusal names.
+const NAMED_UNBOUND: usize = 3;
+/// The largest committed file read for the names it defined.
+const COMMITTED_BYTES: usize = 256 * 1024;
+
+/// Why a change of the Python file `rel` (beneath `root`) from `before` to `after` is
+/// refused: it uses a name it binds nowhere ([`newly_unbound`]) that the file defined at its
+/// last commit, so running it would stop at a `NameError` for a name the run dropped. A name
+/// the last commit did not define is let be: a rename made file by file leaves one unbound
+/// for a while (`get_user` called before the import says so).
+pub(crate) fn unbound_refusal(root: &Path, rel: &str, before: &str, after: &str) -> Option<String> {
+    let names = newly_unbound(before, after, usize::MAX);
+    if names.is_empty() {
+        return None;
+    }
+    let committed = committed(root, rel)?;
+    let defined: Vec<String> = names
+        .iter()
+        .filter_map(|(name, line)| {
+            let (at, was) = committed
+                .lines()
+                .enumerate()
+                .find(|(_, l)| top_level_bindings(l).contains(name))?;
+            Some(format!(
+                "`{name}` (line {line}; at the last commit line {}: `{}`)",
+                at + 1,
+                crate::text::clip(was.trim_end(), 80)
+            ))
+        })
+        .take(NAMED_UNBOUND)
+        .collect();
+    if defined.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "nothing written: with this change '{rel}' would use {}, which it no longer defines or imports, so running it would stop at a NameError. Put each definition back in the same change, as the last commit had it, or use a name the file has",
+        defined.join(", ")
+    ))
+}
+
+/// The text of `rel` at the last commit of the repository `root` is in, when there is one,
+/// small and UTF-8.
+fn committed(root: &Path, rel: &str) -> Option<String> {
+    let repo = git2::Repository::discover(root).ok()?;
+    let workdir = repo.workdir()?.canonicalize().ok()?;
+    let full = root.join(rel);
+    let inside = full.strip_prefix(&workdir).ok()?;
+    let tree = repo.head().ok()?.peel_to_tree().ok()?;
+    let entry = tree.get_path(inside).ok()?;
+    let blob = repo.find_blob(entry.id()).ok()?;
+    if blob.size() > COMMITTED_BYTES {
+        return None;
+    }
+    String::from_utf8(blob.content().to_vec()).ok()
 }
 
 fn is_ident_start(c: char) -> bool {
@@ -163,6 +287,7 @@ fn code_only(text: &str) -> String {
                     chars.next();
                     chars.next();
                 }
+                blank_prefix(&mut out);
                 in_string = Some((c, triple));
                 out.push(' ');
             }
@@ -172,11 +297,27 @@ fn code_only(text: &str) -> String {
     out
 }
 
+/// Blanks the string prefix (`f`, `rb` …) that ends `out`, just before a quote: it is part
+/// of the string, not a name.
+fn blank_prefix(out: &mut String) {
+    let prefix = out.chars().rev().take_while(|c| is_ident(*c)).count();
+    let tail = &out[out.len() - prefix.min(out.len())..];
+    if (1..=2).contains(&prefix) && tail.chars().all(|c| "rRbBfFuU".contains(c)) {
+        out.truncate(out.len() - prefix);
+        out.push_str(&" ".repeat(prefix));
+    }
+}
+
 /// The identifiers `code` ([`code_only`]) uses, not after a `.` (an attribute is not a
 /// name).
 fn used_names(code: &str) -> std::collections::HashSet<String> {
+    uses(code).into_iter().collect()
+}
+
+/// The identifiers `code` uses, in order, as [`used_names`] reads them.
+fn uses(code: &str) -> Vec<String> {
     let chars: Vec<char> = code.chars().collect();
-    let mut out = std::collections::HashSet::new();
+    let mut out = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         let start = i;
@@ -187,7 +328,7 @@ fn used_names(code: &str) -> std::collections::HashSet<String> {
             let word: String = chars[start..i].iter().collect();
             let before = chars[..start].iter().rev().find(|c| !c.is_whitespace());
             if before != Some(&'.') && !is_keyword(&word) {
-                out.insert(word);
+                out.push(word);
             }
         } else if chars[i].is_ascii_digit() {
             // A number (`1e5`, `0x1f`) is no name.
@@ -206,8 +347,23 @@ fn used_names(code: &str) -> std::collections::HashSet<String> {
 /// is not called dropped.
 fn bound_anywhere(code: &str) -> std::collections::HashSet<String> {
     let mut out = std::collections::HashSet::new();
+    // How deep the parentheses of a definition's parameters still open are, on the lines
+    // after its `def` line (`def f(\n    a,\n    b=1,\n):`).
+    let mut params_open: i32 = 0;
     for line in code.lines() {
         let trimmed = line.trim_start();
+        let depth = |l: &str| l.matches('(').count() as i32 - l.matches(')').count() as i32;
+        if params_open > 0 {
+            for part in trimmed.split(',') {
+                let part = part.trim().trim_start_matches('*');
+                if let Some(name) = leading_ident(part) {
+                    out.insert(name.to_string());
+                }
+            }
+            params_open += depth(trimmed);
+        } else if trimmed.starts_with("def ") || trimmed.starts_with("async def ") {
+            params_open = depth(trimmed).max(0);
+        }
         out.extend(top_level_bindings(trimmed));
         if let Some(rest) = ["def ", "async def ", "lambda "].iter().find_map(|k| {
             trimmed
@@ -232,6 +388,23 @@ fn bound_anywhere(code: &str) -> std::collections::HashSet<String> {
                     if let Some(name) = leading_ident(part) {
                         out.insert(name.to_string());
                     }
+                }
+            }
+        }
+        // A keyword argument or a default (`f(a, key=1)`, `def g(x, y=2)`): the name before
+        // each lone `=`.
+        let bytes = line.as_bytes();
+        for (at, _) in line.match_indices('=') {
+            let lone = bytes.get(at + 1) != Some(&b'=')
+                && !at
+                    .checked_sub(1)
+                    .and_then(|i| bytes.get(i))
+                    .is_some_and(|b| b"=!<>+-*/%&|^@:".contains(b));
+            if lone {
+                let ahead = line[..at].trim_end();
+                let start = ahead.rfind(|c: char| !is_ident(c)).map_or(0, |i| i + 1);
+                if let Some(name) = leading_ident(&ahead[start..]) {
+                    out.insert(name.to_string());
                 }
             }
         }
@@ -291,6 +464,37 @@ mod tests {
             .collect();
         assert_eq!(dropped, ["os", "j", "users", "o", "Item", "go", "limit"]);
         assert_eq!(dropped_but_used(before, after, 2).len(), 2);
+    }
+
+    #[test]
+    fn a_name_the_change_leaves_bound_nowhere_is_named() {
+        let before = "def get_user(user_id):\n    pass\n";
+        let after = "def get_user(user_id):\n    return USERS[user_id]\n";
+        assert_eq!(newly_unbound(before, after, 3), [("USERS".to_string(), 2)]);
+        // Bound somewhere, builtin, imported, a keyword argument, an attribute, only in a
+        // string, or already unbound before the change: none.
+        for after in [
+            "USERS = {}\n\ndef get_user(user_id):\n    return USERS[user_id]\n",
+            "from shop.data import USERS\n\ndef get_user(i):\n    return USERS.get(i, len([]))\n",
+            "import os.path\n\ndef f(a, key=None):\n    return dict(a, other=1, key=key), os.sep\n",
+            "def f(x):\n    return x.USERS, f'{USERS}', [y for y in x], sorted(x), __name__\n",
+            "from shop.data import *\n\ndef f():\n    return USERS\n",
+            "def g():\n    try:\n        pass\n    except OSError as e:\n        raise ValueError(e)\n",
+            "class A:\n    n = 1\n\n    def f(self, *args, **kw):\n        with open(1) as fh:\n            return self.n, args, kw, fh, (m := 2), m\n",
+            "def f(\n    first,\n    *rest,\n    last: int = 1,\n):\n    return first, rest, last, f\"{first}\", rb'x'\n",
+        ] {
+            assert_eq!(newly_unbound(before, after, 3), [], "{after}");
+        }
+        assert_eq!(
+            newly_unbound("x = LEGACY\n", "x = LEGACY\ny = 2\n", 3),
+            [],
+            "unbound before the change"
+        );
+        let many = "def f():\n    return a1, a2 + a3, a4\n";
+        assert_eq!(
+            newly_unbound("", many, 2),
+            [("a1".to_string(), 2), ("a2".to_string(), 2)]
+        );
     }
 
     #[test]

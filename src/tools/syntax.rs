@@ -95,7 +95,9 @@ enum Parsed {
 }
 
 /// Why writing `after` to `rel` is refused, when it is: `rel` parses now (`before`; `None`
-/// for a new file) and `after` would not. `None` when the change may go ahead.
+/// for a new file) and `after` would not, or, for Python, `after` uses a name it binds
+/// nowhere that `before` did not and the file's last commit defined. `None` when the change
+/// may go ahead.
 pub(crate) fn refusal(
     ctx: &ToolContext<'_>,
     rel: &str,
@@ -104,7 +106,10 @@ pub(crate) fn refusal(
 ) -> Option<String> {
     let language = Language::of(rel, after)?;
     let Parsed::Broken { line, what } = parse(ctx, language, after) else {
-        return None;
+        // It parses (or cannot be told): a Python name it uses and binds nowhere still fails.
+        return before
+            .filter(|_| language == Language::Python)
+            .and_then(|before| super::pynames::unbound_refusal(ctx.root, rel, before, after));
     };
     if let Some(before) = before {
         if parse(ctx, language, before) != Parsed::Fine {

@@ -93,22 +93,42 @@ pub(super) fn word_split(s: &str) -> Vec<&str> {
 /// where the old word still stands ([`word_left`]). Seed 1, 02 at fb9124e wrote the guide
 /// whole with one of its four misspellings fixed. Empty otherwise.
 pub(super) fn word_left_after_write(root: &Path, rel: &str, before: &str, after: &str) -> String {
+    written_rename(before, after).map_or_else(String::new, |pair| word_left(root, rel, after, pair))
+}
+
+/// The word a whole-file write renamed: every line it changed differs from the line it
+/// replaced in that one word alone.
+fn written_rename<'s>(before: &'s str, after: &'s str) -> Option<(&'s str, &'s str)> {
     let (old_lines, new_lines): (Vec<&str>, Vec<&str>) =
         (before.lines().collect(), after.lines().collect());
     if old_lines.len() != new_lines.len() {
-        return String::new();
+        return None;
     }
     let mut renamed: Option<(&str, &str)> = None;
     for (a, b) in old_lines.iter().zip(&new_lines).filter(|(a, b)| a != b) {
-        let Some(pair) = renamed_word(a, b) else {
-            return String::new();
-        };
+        let pair = renamed_word(a, b)?;
         if renamed.is_some_and(|r| r != pair) {
-            return String::new();
+            return None;
         }
         renamed = Some(pair);
     }
-    renamed.map_or_else(String::new, |pair| word_left(root, rel, after, pair))
+    renamed
+}
+
+/// A whole-file write that makes the rename the objective asks for in some of the file's
+/// places and leaves the others: the content with the word renamed at those too, and the
+/// lines where it was. Seed 1, 02 at b743a97: the guide written whole with two of its three
+/// misspellings fixed.
+pub(super) fn asked_rename_written(
+    objective: &str,
+    before: &str,
+    content: &str,
+) -> Option<(String, Vec<usize>)> {
+    let (was, now) = written_rename(before, content)?;
+    let asked = asked_renames(objective)
+        .iter()
+        .any(|(w, n)| w == was && n == now);
+    asked.then(|| rename_word(content, was, now)).flatten()
 }
 
 /// Most other files a rename's answer names.

@@ -63,6 +63,13 @@ impl Tool for WriteFile {
         {
             return Err(ToolError::new(why));
         }
+        // The objective's rename, made in part: made wherever the word stands.
+        let asked = before
+            .as_deref()
+            .and_then(|b| super::words::asked_rename_written(ctx.objective, b, content));
+        let content = asked
+            .as_ref()
+            .map_or(content, |(renamed, _)| renamed.as_str());
         // A file too large to compare, or not UTF-8, is not known to parse now: not gated.
         if !existed || before.is_some() {
             if let Some(broken) =
@@ -90,6 +97,14 @@ impl Tool for WriteFile {
             content.len(),
             content.lines().count()
         );
+        if let Some((_, lines)) = &asked {
+            let named: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
+            let word = if lines.len() == 1 { "line" } else { "lines" };
+            out.push_str(&format!(
+                ". The rename the objective asks for, which this content made in part, was made at its other places too ({word} {})",
+                named.join(", ")
+            ));
+        }
         if let Some(fence) = stray {
             out.push_str(&format!(
                 ". Its last line, `{fence}`, closed no block in the file, so it was taken for \

@@ -464,7 +464,7 @@ fn an_edit_that_makes_the_objectives_rename_in_one_place_makes_it_in_the_whole_f
     assert!(results.iter().take(4).all(|(ok, _)| *ok), "{results:?}");
     assert_eq!(repo.read("shop/cli.py"), cli.replace("get_usr", "get_user"));
     assert!(
-        results[0].1.starts_with("renamed `get_usr` to `get_user` wherever it stood as a whole word in 'shop/cli.py' (lines 1, 5, 6), the rename the objective asks for; this edit's `old` matches 2 times. The word `get_usr` this change renamed still stands in 'shop/orders.py' at line 5, in 'shop/users.py' at line 4"),
+        results[0].1.starts_with("renamed `get_usr` to `get_user` wherever it stood as a whole word in 'shop/cli.py' (lines 1, 5, 6), the rename the objective asks for; this edit's `old` matches several times. The word `get_usr` this change renamed still stands in 'shop/orders.py' at line 5, in 'shop/users.py' at line 4"),
         "{}",
         results[0].1
     );
@@ -499,6 +499,136 @@ fn an_edit_that_makes_the_objectives_rename_in_one_place_makes_it_in_the_whole_f
             .starts_with("replaced 1 occurrence(s) in 'shop/users.py'"),
         "the edit that finished the file is a plain one: {}",
         results[3].1
+    );
+}
+
+#[test]
+fn a_whole_file_write_that_makes_the_objectives_rename_in_part_makes_it_everywhere_in_the_file() {
+    // Seed 1, 02 at b743a97: the guide written whole with two of its three misspellings
+    // fixed, then claimed fixed.
+    let repo = TempRepo::new();
+    let guide = "# Guide\n\nTo recieve mail, sync.\n\nFilters sort what you recieve.\n\nYou may recieve a summary.\n";
+    repo.write("docs/guide.md", guide);
+    repo.commit_all("start");
+    let partial = guide.replacen("recieve", "receive", 2);
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            write_file_call("docs/guide.md", &partial),
+            report("continue", "fixed", &[], &["check the guide"], ""),
+        ])],
+        &[
+            "-n",
+            "1",
+            "The guide docs/guide.md misspells the word \"receive\" as \"recieve\". Fix every occurrence.",
+        ],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    assert_eq!(
+        repo.read("docs/guide.md"),
+        guide.replace("recieve", "receive")
+    );
+    let results = tool_results(&run);
+    assert_eq!(
+        results[0].1,
+        "replaced 'docs/guide.md' (92 bytes, 7 lines). The rename the objective asks for, which this content made in part, was made at its other places too (line 7)"
+    );
+}
+
+#[test]
+fn an_edit_that_copies_the_word_the_objective_renames_into_new_makes_the_rename() {
+    // Seeds 1 and 2, 02 at b743a97: the guide's line 5 given as both `old` and `new`, the
+    // misspelling copied into `new`, round after round until the run stalled.
+    let repo = TempRepo::new();
+    let guide = "# Guide\n\nTo recieve mail, sync.\n\nFilters sort what you recieve.\n";
+    repo.write("docs/guide.md", guide);
+    repo.write("docs/other.md", "Other.\n");
+    repo.commit_all("start");
+    let line = "To recieve mail, sync.";
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            call("edit_file", json!({"path": "docs/other.md", "old": "Other.", "new": "Other."})),
+            call("edit_file", json!({"path": "docs/guide.md", "old": line, "new": line})),
+            report("continue", "fixed", &[], &["check the guide"], ""),
+        ])],
+        &[
+            "-n",
+            "1",
+            "The guide docs/guide.md misspells the word \"receive\" as \"recieve\". Fix every occurrence.",
+        ],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    let results = tool_results(&run);
+    // A text without the word: the usual answer.
+    assert!(!results[0].0, "{results:?}");
+    assert!(
+        results[0].1.starts_with("already in place: "),
+        "{}",
+        results[0].1
+    );
+    assert!(results[1].0, "{results:?}");
+    assert_eq!(
+        results[1].1,
+        "renamed `recieve` to `receive` wherever it stood as a whole word in 'docs/guide.md' (lines 3, 5), the rename the objective asks for; this edit's `old` and `new` are the same, both with the old word"
+    );
+    assert_eq!(
+        repo.read("docs/guide.md"),
+        guide.replace("recieve", "receive")
+    );
+}
+
+#[test]
+fn a_python_change_that_uses_a_name_bound_nowhere_is_refused() {
+    // Seed 3, 09 at 4b2c978: `shop/users.py` written whole as `def get_user(user_id): pass`,
+    // the `USERS` table gone and unused, then edited to `return USERS[user_id]`: every test
+    // then stopped at a NameError.
+    let repo = TempRepo::new();
+    repo.write(
+        "shop/users.py",
+        "USERS = {1: \"Ada\"}\n\n\ndef get_usr(user_id):\n    return USERS[user_id]\n",
+    );
+    repo.write(
+        "shop/orders.py",
+        "from shop.users import get_usr\n\n\ndef owner(o):\n    return get_usr(o)\n",
+    );
+    repo.commit_all("start");
+    let stub = "def get_user(user_id):\n    pass\n";
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            write_file_call("shop/users.py", stub),
+            call(
+                "edit_file",
+                json!({"path": "shop/users.py", "old": "    pass", "new": "    return USERS[user_id]"}),
+            ),
+            // A name the last commit did not define either: a rename under way.
+            call(
+                "edit_file",
+                json!({"path": "shop/orders.py", "old": "return get_usr(o)", "new": "return get_user(o)"}),
+            ),
+            // The name bound in the same change: written.
+            call(
+                "edit_file",
+                json!({"path": "shop/users.py", "old": "def get_user(user_id):\n    pass", "new": "USERS = {1: \"Ada\"}\n\n\ndef get_user(user_id):\n    return USERS[user_id]"}),
+            ),
+            report("continue", "renamed", &[], &["run the tests"], ""),
+        ])],
+        &["-n", "1", "--check", "off", "tidy the users module"],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    let results = tool_results(&run);
+    assert!(results[0].0, "{results:?}");
+    assert!(!results[1].0, "{results:?}");
+    assert_eq!(
+        results[1].1,
+        "nothing written: with this change 'shop/users.py' would use `USERS` (line 2; at the last commit line 1: `USERS = {1: \"Ada\"}`), which it no longer defines or imports, so running it would stop at a NameError. Put each definition back in the same change, as the last commit had it, or use a name the file has"
+    );
+    assert!(results[2].0, "{results:?}");
+    assert!(results[3].0, "{results:?}");
+    assert_eq!(
+        repo.read("shop/users.py"),
+        "USERS = {1: \"Ada\"}\n\n\ndef get_user(user_id):\n    return USERS[user_id]\n"
     );
 }
 
