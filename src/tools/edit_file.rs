@@ -89,6 +89,9 @@ impl Tool for EditFile {
         {
             return asked.make(ctx, &root, &target, &text);
         }
+        if let Some(done) = rename_done(ctx, &target.rel, &text, (old, new)) {
+            return Err(ToolError::new(done));
+        }
         let (count, everywhere) = replacements(ctx.root, &target.rel, &text, (old, new), given)?;
         if let Some(why) = header_only(&target.rel, &text, old, new).filter(|_| count == 1) {
             return Err(ToolError::new(why));
@@ -223,6 +226,37 @@ impl AskedRename {
             word_left(ctx.root, rel, &self.updated, (self.was.as_str(), self.now.as_str()))
         ))
     }
+}
+
+/// The answer to an edit that makes the rename the objective asks for in a file where it is
+/// made: the old word stands nowhere in it, `old` is not there, the new word is. Seed 3, 02 at
+/// e7773b0: the guide fixed whole by the edit before, then `old` = `recieve`, `new` =
+/// `receive`, told `no match` and "read the file first"; it then wrote the guide whole with
+/// the read's header as its first line.
+fn rename_done(
+    ctx: &ToolContext<'_>,
+    rel: &str,
+    text: &str,
+    (old, new): (&str, &str),
+) -> Option<String> {
+    let (was, now) = asked_rename(ctx.objective, old, new)?;
+    if text.contains(old) || !line_numbers(text, was, true).is_empty() {
+        return None;
+    }
+    let at = line_numbers(text, now, true);
+    at.first()?;
+    let elsewhere = word_left(ctx.root, rel, text, (was, now));
+    let then = if elsewhere.is_empty() {
+        ". Do not make it again: check the work, then call ralph_report".to_string()
+    } else {
+        format!("{elsewhere}. Do not make this edit again")
+    };
+    Some(format!(
+        "{ALREADY_IN_PLACE}the rename the objective asks for is made in '{rel}': `{}` stands nowhere in it, and `{}` at {}; nothing changed{then}",
+        crate::text::clip(was, 40),
+        crate::text::clip(now, 40),
+        lines_of(text, now, true),
+    ))
 }
 
 /// The file's text, read through the confined root: a file that is not there or is binary

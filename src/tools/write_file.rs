@@ -47,6 +47,7 @@ impl Tool for WriteFile {
     fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
         let target = args::path(arguments, ctx.root, Access::Write)?;
         let given = args::string(arguments, "content")?;
+        let (given, header) = without_read_header(given, arguments);
         let (content, stray) = without_stray_fence(given);
         if let Some(echo) = echoed_result(content) {
             return Err(ToolError::new(format!(
@@ -60,6 +61,12 @@ impl Tool for WriteFile {
         if let Some(why) = before
             .as_deref()
             .and_then(|b| refused_over(&target.rel, b, content))
+        {
+            return Err(ToolError::new(why));
+        }
+        if let Some(why) = before
+            .as_deref()
+            .and_then(|b| super::words::slips_beside_rename(ctx.objective, &target.rel, b, content))
         {
             return Err(ToolError::new(why));
         }
@@ -103,6 +110,12 @@ impl Tool for WriteFile {
             out.push_str(&format!(
                 ". The rename the objective asks for, which this content made in part, was made at its other places too ({word} {})",
                 named.join(", ")
+            ));
+        }
+        if let Some(header) = header {
+            out.push_str(&format!(
+                ". Its first line, `{}`, is read_file's heading, not a line of the file, so it was left out",
+                crate::text::clip(header, 80)
             ));
         }
         if let Some(fence) = stray {
@@ -189,6 +202,34 @@ fn drops_a_used_name(rel: &str, before: &str, after: &str) -> Option<String> {
         "nothing written: this content uses {}, which '{rel}' defines and this content no longer does, so the file would stop with a NameError. write_file replaces the whole file: give every line of the file as it must read, those lines included, or change one part with edit_file",
         lines.join(", ")
     ))
+}
+
+/// `content` without a first line that is `read_file`'s heading for this path
+/// (`docs/guide.md (lines 1-16 of 16):`), and that line: seed 3, 02 at e7773b0 wrote the
+/// guide whole with the heading of the read before as its first line.
+fn without_read_header<'c>(content: &'c str, arguments: &Value) -> (&'c str, Option<&'c str>) {
+    let path = arguments.get("path").and_then(Value::as_str).unwrap_or("");
+    let Some((first, rest)) = content.split_once('\n') else {
+        return (content, None);
+    };
+    let heading = first
+        .trim_end()
+        .strip_prefix(path.trim_start_matches("./"))
+        .and_then(|r| r.strip_prefix(" (lines "))
+        .and_then(|r| r.strip_suffix("):"))
+        .and_then(|r| r.split_once(" of "))
+        .is_some_and(|(span, total)| {
+            let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+            digits(total)
+                && span
+                    .split_once('-')
+                    .is_some_and(|(a, b)| digits(a) && digits(b))
+        });
+    if heading && !path.is_empty() {
+        (rest, Some(first.trim_end()))
+    } else {
+        (content, None)
+    }
 }
 
 /// `content` without a fence line that ends it and closes no block in it (the 1.5B wrote a

@@ -579,6 +579,52 @@ fn an_edit_that_copies_the_word_the_objective_renames_into_new_makes_the_rename(
 }
 
 #[test]
+fn after_the_objectives_rename_is_made_the_file_is_said_done_and_kept_from_slips() {
+    // Seed 3, 02 at e7773b0: the guide fixed whole by one edit, then `recieve` → `receive`
+    // answered `no match` and "read the file first", then the guide written whole with the
+    // read's heading as its first line; seed 1 wrote it whole with a backtick dropped.
+    let repo = TempRepo::new();
+    let guide = "# Guide\n\nTo receive mail, sync.\n\nTurn it off with `notify off`.\n";
+    repo.write("docs/guide.md", guide);
+    repo.commit_all("start");
+    let heading = "docs/guide.md (lines 1-5 of 5):\n";
+    let slipped = guide.replace("off`.", "off.");
+    let longer = format!("{guide}\nSee also the FAQ.\n");
+    let run = run_script(
+        &repo,
+        vec![turns(&[
+            call("edit_file", json!({"path": "docs/guide.md", "old": "recieve", "new": "receive"})),
+            write_file_call("docs/guide.md", &format!("{heading}{slipped}")),
+            write_file_call("docs/guide.md", &format!("{heading}{longer}")),
+            report("continue", "fixed", &[], &["check the guide"], ""),
+        ])],
+        &[
+            "-n",
+            "1",
+            "The guide docs/guide.md misspells the word \"receive\" as \"recieve\". Fix every occurrence.",
+        ],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    let results = tool_results(&run);
+    assert_eq!(
+        results[0].1,
+        "already in place: the rename the objective asks for is made in 'docs/guide.md': `recieve` stands nowhere in it, and `receive` at line 3; nothing changed. Do not make it again: check the work, then call ralph_report"
+    );
+    assert!(!results[1].0);
+    assert_eq!(
+        results[1].1,
+        "nothing written: beside the rename the objective asks for (`recieve` → `receive`), this content changes a line of 'docs/guide.md' by a character or two: line 5 `Turn it off with `notify off`.` as `Turn it off with `notify off.`. Copy every other line exactly as the file has it, or change only the word with edit_file"
+    );
+    assert!(results[2].0, "{results:?}");
+    assert!(
+        results[2].1.ends_with(". Its first line, `docs/guide.md (lines 1-5 of 5):`, is read_file's heading, not a line of the file, so it was left out"),
+        "{}",
+        results[2].1
+    );
+    assert_eq!(repo.read("docs/guide.md"), longer);
+}
+
+#[test]
 fn a_python_change_that_uses_a_name_bound_nowhere_is_refused() {
     // Seed 3, 09 at 4b2c978: `shop/users.py` written whole as `def get_user(user_id): pass`,
     // the `USERS` table gone and unused, then edited to `return USERS[user_id]`: every test
