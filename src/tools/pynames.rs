@@ -141,10 +141,11 @@ pub(crate) fn unbound_refusal(root: &Path, rel: &str, before: &str, after: &str)
     ))
 }
 
-/// The text of `rel` at the last commit of the repository `root` is in, when there is one,
-/// small and UTF-8.
+/// The text of `rel` at the last commit of the repository at `root` (the workspace's own: no
+/// search above it), when there is one, small and UTF-8.
 fn committed(root: &Path, rel: &str) -> Option<String> {
-    let repo = git2::Repository::discover(root).ok()?;
+    let no_search = git2::RepositoryOpenFlags::NO_SEARCH;
+    let repo = git2::Repository::open_ext(root, no_search, std::iter::empty::<&Path>()).ok()?;
     let workdir = repo.workdir()?.canonicalize().ok()?;
     let full = root.join(rel);
     let inside = full.strip_prefix(&workdir).ok()?;

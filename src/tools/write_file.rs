@@ -47,7 +47,7 @@ impl Tool for WriteFile {
     fn run(&self, arguments: &Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
         let target = args::path(arguments, ctx.root, Access::Write)?;
         let given = args::string(arguments, "content")?;
-        let (given, header) = without_read_header(given, arguments);
+        let (given, header) = without_read_header(given, &target.rel);
         let (content, stray) = without_stray_fence(given);
         if let Some(echo) = echoed_result(content) {
             return Err(ToolError::new(format!(
@@ -207,14 +207,13 @@ fn drops_a_used_name(rel: &str, before: &str, after: &str) -> Option<String> {
 /// `content` without a first line that is `read_file`'s heading for this path
 /// (`docs/guide.md (lines 1-16 of 16):`), and that line: seed 3, 02 at e7773b0 wrote the
 /// guide whole with the heading of the read before as its first line.
-fn without_read_header<'c>(content: &'c str, arguments: &Value) -> (&'c str, Option<&'c str>) {
-    let path = arguments.get("path").and_then(Value::as_str).unwrap_or("");
+fn without_read_header<'c>(content: &'c str, path: &str) -> (&'c str, Option<&'c str>) {
     let Some((first, rest)) = content.split_once('\n') else {
         return (content, None);
     };
     let heading = first
         .trim_end()
-        .strip_prefix(path.trim_start_matches("./"))
+        .strip_prefix(path)
         .and_then(|r| r.strip_prefix(" (lines "))
         .and_then(|r| r.strip_suffix("):"))
         .and_then(|r| r.split_once(" of "))
