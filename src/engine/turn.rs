@@ -35,7 +35,7 @@ use crate::protocol::event::{CheckPoint, CheckRun, Event, WrapUpReason};
 use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::process::ProcessTracker;
-use crate::tools::{ToolContext, ToolResult, Writes};
+use crate::tools::{AskedRenames, ToolContext, ToolResult, Writes};
 use crate::workspace::Workspace;
 
 /// Why a round fails when generation stopped at a full context window.
@@ -115,6 +115,7 @@ impl Engine<'_> {
             calls: CallLog::default(),
             tally,
             standing: scope.standing,
+            renames: AskedRenames::of(&self.config.objective),
         };
         turns.run(child.as_mut())
     }
@@ -141,6 +142,8 @@ struct ChildTurns<'t, 'a> {
     /// What the check's latest run this round showed (a change that makes it worse is put
     /// back).
     standing: Standing,
+    /// The renames the objective asks for, read once for the round's tool calls.
+    renames: AskedRenames,
 }
 
 impl ChildTurns<'_, '_> {
@@ -551,7 +554,7 @@ impl ChildTurns<'_, '_> {
             };
             let ctx = ToolContext {
                 root: self.workspace.root(),
-                objective: &self.config.objective,
+                renames: &self.renames,
                 round: self.scope.round,
                 round_tmp: self.scope.round_tmp,
                 cancel: self.scope.cancel,

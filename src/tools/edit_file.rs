@@ -26,11 +26,11 @@ use super::nearest::{nearest, numbered};
 use super::path::{open_root, Access};
 use super::read_file::{is_binary, refused, MAX_FILE_BYTES};
 use super::words::{
-    asked_rename, asked_renames, line_at, line_numbers, lines_of, rename_word, renamed_word,
+    asked_rename, line_at, line_list, line_numbers, lines_of, rename_word, renamed_word,
     stands_alone, word_everywhere, word_left,
 };
 use super::write_file::{allow_workspace_change, written};
-use super::ALREADY_IN_PLACE;
+use super::{AskedRenames, ALREADY_IN_PLACE};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 use crate::protocol::tool::EDIT_FILE;
 
@@ -75,7 +75,7 @@ impl Tool for EditFile {
         let root = open_root(ctx.root)?;
         let text = read_text(&root, &target)?;
         if let Some(why) = same {
-            if let Some(asked) = AskedRename::copied(ctx.objective, &text, old) {
+            if let Some(asked) = AskedRename::copied(ctx.renames, &text, old) {
                 return asked.make(ctx, &root, &target, &text);
             }
             return Err(ToolError::new(
@@ -84,7 +84,7 @@ impl Tool for EditFile {
         }
         if let Some(asked) = given
             .is_none()
-            .then(|| AskedRename::in_file(ctx.objective, &text, (old, new)))
+            .then(|| AskedRename::in_file(ctx.renames, &text, (old, new)))
             .flatten()
         {
             return asked.make(ctx, &root, &target, &text);
@@ -150,8 +150,8 @@ struct AskedRename {
 }
 
 impl AskedRename {
-    fn in_file(objective: &str, text: &str, (old, new): (&str, &str)) -> Option<Self> {
-        let (was, now) = asked_rename(objective, old, new)?;
+    fn in_file(renames: &AskedRenames, text: &str, (old, new): (&str, &str)) -> Option<Self> {
+        let (was, now) = asked_rename(renames, old, new)?;
         let found = text.matches(old).count();
         // Made as given, the edit renames its one place; the word's others are renamed too.
         let literal = if found == 1 {
@@ -176,16 +176,16 @@ impl AskedRename {
     /// An edit whose `new` is its `old`, a text of the file that holds the word the objective
     /// asks to rename: the rename it meant. Seeds 1 and 2, 02 at b743a97: the guide's line 5
     /// given as both `old` and `new`, `recieve` copied into `new`, in every round.
-    fn copied(objective: &str, text: &str, old: &str) -> Option<Self> {
+    fn copied(renames: &AskedRenames, text: &str, old: &str) -> Option<Self> {
         if !text.contains(old) {
             return None;
         }
-        asked_renames(objective).into_iter().find_map(|(was, now)| {
-            line_numbers(old, &was, true).first()?;
-            let (updated, lines) = rename_word(text, &was, &now)?;
+        renames.iter().find_map(|(was, now)| {
+            line_numbers(old, was, true).first()?;
+            let (updated, lines) = rename_word(text, was, now)?;
             Some(Self {
-                was,
-                now,
+                was: was.to_string(),
+                now: now.to_string(),
                 old: "and `new` are the same, both with the old word",
                 updated,
                 lines,
@@ -210,18 +210,11 @@ impl AskedRename {
         )?;
         root.write(&target.path, self.updated.as_bytes())
             .map_err(|e| written(rel, &e))?;
-        let named: Vec<String> = self.lines.iter().take(10).map(usize::to_string).collect();
-        let more = if self.lines.len() > 10 { ", …" } else { "" };
-        let word = if self.lines.len() == 1 {
-            "line"
-        } else {
-            "lines"
-        };
         Ok(format!(
-            "renamed `{}` to `{}` wherever it stood as a whole word in '{rel}' ({word} {}{more}), the rename the objective asks for; this edit's `old` {}{}",
+            "renamed `{}` to `{}` wherever it stood as a whole word in '{rel}' ({}), the rename the objective asks for; this edit's `old` {}{}",
             crate::text::clip(&self.was, 40),
             crate::text::clip(&self.now, 40),
-            named.join(", "),
+            line_list(&self.lines),
             self.old,
             word_left(ctx.root, rel, &self.updated, (self.was.as_str(), self.now.as_str()))
         ))
@@ -239,7 +232,7 @@ fn rename_done(
     text: &str,
     (old, new): (&str, &str),
 ) -> Option<String> {
-    let (was, now) = asked_rename(ctx.objective, old, new)?;
+    let (was, now) = asked_rename(ctx.renames, old, new)?;
     if text.contains(old) || !line_numbers(text, was, true).is_empty() {
         return None;
     }

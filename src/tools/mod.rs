@@ -43,6 +43,7 @@ use crate::protocol::policy::{ApprovalPolicy, SandboxMode};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use approval::Approver;
 use process::ProcessTracker;
+pub use words::AskedRenames;
 
 /// The recursive tool a child may never call.
 pub const RECURSIVE_TOOL: &str = "ralph";
@@ -115,12 +116,25 @@ pub fn sandbox_helper() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(NAME))
 }
 
+/// Whether `path` names a prose file (Markdown, reStructuredText, AsciiDoc, plain text): no
+/// check judges it, so the file tools and the claims check read its words instead.
+pub fn is_prose(path: &str) -> bool {
+    let ext = Path::new(path)
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    matches!(
+        ext.as_deref(),
+        Some("md" | "markdown" | "rst" | "adoc" | "txt")
+    )
+}
+
 /// What a tool may use while it runs.
 pub struct ToolContext<'a> {
     /// The canonical workspace root; every path resolves inside it.
     pub root: &'a Path,
-    /// The run's objective (a rename it asks for is made wherever an edit makes it in part).
-    pub objective: &'a str,
+    /// The renames the run's objective asks for (made wherever an edit makes them in part).
+    pub renames: &'a AskedRenames,
     pub round: u32,
     /// A per-round scratch directory commands may write to.
     pub round_tmp: &'a Path,

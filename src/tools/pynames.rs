@@ -499,6 +499,46 @@ mod tests {
     }
 
     #[test]
+    fn a_files_last_commit_is_read_from_the_workspaces_own_repository_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let repo = git2::Repository::init(&root).unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/users.py"), "USERS = {}\n").unwrap();
+        let mut index = repo.index().unwrap();
+        index.add_path(Path::new("sub/users.py")).unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, "start", &tree, &[])
+            .unwrap();
+        assert_eq!(
+            committed(&root, "sub/users.py").as_deref(),
+            Some("USERS = {}\n")
+        );
+        // A workspace below the repository's root: the repository above is not read.
+        assert_eq!(committed(&root.join("sub"), "users.py"), None);
+        let why = unbound_refusal(
+            &root,
+            "sub/users.py",
+            "def f():\n    pass\n",
+            "def f():\n    return USERS\n",
+        );
+        assert!(why.is_some_and(
+            |w| w.contains("`USERS` (line 2; at the last commit line 1: `USERS = {}`)")
+        ));
+        assert_eq!(
+            unbound_refusal(
+                &root,
+                "sub/users.py",
+                "def f():\n    pass\n",
+                "def f():\n    return OTHER\n"
+            ),
+            None,
+            "a name the last commit did not define either"
+        );
+    }
+
+    #[test]
     fn strings_and_comments_are_not_code() {
         let code = code_only("a = 'b # c'  # d\ns = \"\"\"e\nf\"\"\" + g\n");
         let words: Vec<&str> = code.split_whitespace().collect();

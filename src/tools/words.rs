@@ -48,7 +48,11 @@ pub(super) fn line_numbers(text: &str, old: &str, alone: bool) -> Vec<usize> {
 /// The lines `old` is on (`lines 5, 9, 15`), at most ten named; `alone`: only where it
 /// stands as a whole word.
 pub(super) fn lines_of(text: &str, old: &str, alone: bool) -> String {
-    let lines = line_numbers(text, old, alone);
+    line_list(&line_numbers(text, old, alone))
+}
+
+/// Line numbers as an answer names them: `line 5`, `lines 5, 9, 15`, at most ten, then `…`.
+pub(super) fn line_list(lines: &[usize]) -> String {
     let named: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
     let more = if lines.len() > 10 { ", …" } else { "" };
     let word = if lines.len() == 1 { "line" } else { "lines" };
@@ -120,15 +124,12 @@ fn written_rename<'s>(before: &'s str, after: &'s str) -> Option<(&'s str, &'s s
 /// lines where it was. Seed 1, 02 at b743a97: the guide written whole with two of its three
 /// misspellings fixed.
 pub(super) fn asked_rename_written(
-    objective: &str,
+    renames: &AskedRenames,
     before: &str,
     content: &str,
 ) -> Option<(String, Vec<usize>)> {
-    let (was, now) = written_rename(before, content)?;
-    let asked = asked_renames(objective)
-        .iter()
-        .any(|(w, n)| w == was && n == now);
-    asked.then(|| rename_word(content, was, now)).flatten()
+    let (was, now) = written_rename(before, content).filter(|&pair| renames.asks(pair))?;
+    rename_word(content, was, now)
 }
 
 /// Most other files a rename's answer names.
@@ -161,9 +162,7 @@ pub(super) fn word_left(root: &Path, rel: &str, updated: &str, (old, new): (&str
         Vec::new()
     };
     for (file, lines) in elsewhere {
-        let word = if lines.len() == 1 { "line" } else { "lines" };
-        let named: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
-        places.push(format!("'{file}' at {word} {}", named.join(", ")));
+        places.push(format!("'{file}' at {}", line_list(&lines)));
     }
     if places.is_empty() {
         return String::new();
@@ -177,11 +176,32 @@ pub(super) fn word_left(root: &Path, rel: &str, updated: &str, (old, new): (&str
     )
 }
 
+/// The renames a run's objective asks for, read once at the run's start and given to the
+/// file tools ([`super::ToolContext::renames`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AskedRenames(Vec<(String, String)>);
+
+impl AskedRenames {
+    /// The renames `objective` asks for ([`asked_renames`]).
+    pub fn of(objective: &str) -> Self {
+        Self(asked_renames(objective))
+    }
+
+    /// Whether the objective asks to rename `was` to `now`.
+    pub(super) fn asks(&self, (was, now): (&str, &str)) -> bool {
+        self.0.iter().any(|(w, n)| w == was && n == now)
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(w, n)| (w.as_str(), n.as_str()))
+    }
+}
+
 /// The renames the objective asks for, as (old word, new word): `Rename the function get_usr
 /// to get_user` gives (`get_usr`, `get_user`), `misspells the word "receive" as "recieve"`
 /// gives (`recieve`, `receive`). Words may be quoted or in backticks; both must be names
 /// (a letter in each, not the same). Read from the objective's words, no more.
-pub fn asked_renames(objective: &str) -> Vec<(String, String)> {
+fn asked_renames(objective: &str) -> Vec<(String, String)> {
     const FILLERS: [&str; 16] = [
         "the",
         "a",
@@ -259,15 +279,11 @@ pub fn asked_renames(objective: &str) -> Vec<(String, String)> {
 /// The rename the objective asks for that an edit makes: `old` and `new` the same text but
 /// for that one word, renamed as asked.
 pub(super) fn asked_rename<'s>(
-    objective: &str,
+    renames: &AskedRenames,
     old: &'s str,
     new: &'s str,
 ) -> Option<(&'s str, &'s str)> {
-    let (was, now) = renamed_word(old, new)?;
-    asked_renames(objective)
-        .iter()
-        .any(|(w, n)| w == was && n == now)
-        .then_some((was, now))
+    renamed_word(old, new).filter(|&pair| renames.asks(pair))
 }
 
 /// `text` with `was` renamed `now` wherever it stands as a whole word, and the lines (from
@@ -300,22 +316,14 @@ pub(super) fn rename_word(text: &str, was: &str, now: &str) -> Option<(String, V
 /// closing backtick dropped, then claimed fixed (verify: changed in other ways than the fix).
 /// A line changed more than that is left to the other rules.
 pub(super) fn slips_beside_rename(
-    objective: &str,
+    renames: &AskedRenames,
     rel: &str,
     before: &str,
     content: &str,
 ) -> Option<String> {
-    let ext = Path::new(rel)
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    if !matches!(
-        ext.as_deref(),
-        Some("md" | "markdown" | "rst" | "adoc" | "txt")
-    ) {
+    if !super::is_prose(rel) {
         return None;
     }
-    let renames = asked_renames(objective);
     let stands = |text: &str, word: &str| !line_numbers(text, word, true).is_empty();
     if !renames
         .iter()
@@ -390,6 +398,10 @@ mod tests {
         asked_renames(objective)
     }
 
+    fn asked(objective: &str) -> AskedRenames {
+        AskedRenames::of(objective)
+    }
+
     #[test]
     fn the_renames_an_objective_asks_for_are_read_from_its_words() {
         let asked = |a: &str, b: &str| vec![(a.to_string(), b.to_string())];
@@ -420,19 +432,19 @@ mod tests {
 
     #[test]
     fn an_asked_rename_is_an_edit_of_that_one_word() {
-        let objective = "Rename get_usr to get_user.";
+        let renames = asked("Rename get_usr to get_user.");
         assert_eq!(
-            asked_rename(objective, "get_usr(1)", "get_user(1)"),
+            asked_rename(&renames, "get_usr(1)", "get_user(1)"),
             Some(("get_usr", "get_user"))
         );
-        assert_eq!(asked_rename(objective, "get_usr(1)", "fetch(1)"), None);
-        assert_eq!(asked_rename(objective, "get_usr(1)", "get_user(2)"), None);
-        assert_eq!(asked_rename("", "get_usr(1)", "get_user(1)"), None);
+        assert_eq!(asked_rename(&renames, "get_usr(1)", "fetch(1)"), None);
+        assert_eq!(asked_rename(&renames, "get_usr(1)", "get_user(2)"), None);
+        assert_eq!(asked_rename(&asked(""), "get_usr(1)", "get_user(1)"), None);
     }
 
     #[test]
     fn a_slip_beside_the_objectives_rename_is_refused() {
-        let objective = "The guide misspells the word \"receive\" as \"recieve\".";
+        let objective = &asked("The guide misspells the word \"receive\" as \"recieve\".");
         let before = "To recieve mail, sync.\nTurn it off with `notify off`.\n";
         let fixed = "To receive mail, sync.\nTurn it off with `notify off`.\n";
         let slipped = "To receive mail, sync.\nTurn it off with `notify off.\n";
@@ -463,7 +475,7 @@ mod tests {
             None
         );
         assert_eq!(
-            slips_beside_rename("Tidy the guide.", "guide.md", before, slipped),
+            slips_beside_rename(&asked("Tidy the guide."), "guide.md", before, slipped),
             None
         );
     }

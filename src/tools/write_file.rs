@@ -58,33 +58,10 @@ impl Tool for WriteFile {
         }
         let root = open_root(ctx.root)?;
         let (existed, before) = current(&root, &target)?;
-        if let Some(why) = before
-            .as_deref()
-            .and_then(|b| refused_over(&target.rel, b, content))
-        {
-            return Err(ToolError::new(why));
-        }
-        if let Some(why) = before
-            .as_deref()
-            .and_then(|b| super::words::slips_beside_rename(ctx.objective, &target.rel, b, content))
-        {
-            return Err(ToolError::new(why));
-        }
-        // The objective's rename, made in part: made wherever the word stands.
-        let asked = before
-            .as_deref()
-            .and_then(|b| super::words::asked_rename_written(ctx.objective, b, content));
+        let asked = admitted(ctx, &target.rel, existed, before.as_deref(), content)?;
         let content = asked
             .as_ref()
             .map_or(content, |(renamed, _)| renamed.as_str());
-        // A file too large to compare, or not UTF-8, is not known to parse now: not gated.
-        if !existed || before.is_some() {
-            if let Some(broken) =
-                super::syntax::refusal(ctx, &target.rel, before.as_deref(), content)
-            {
-                return Err(ToolError::new(broken));
-            }
-        }
         allow_workspace_change(
             ctx,
             format!(
@@ -104,26 +81,11 @@ impl Tool for WriteFile {
             content.len(),
             content.lines().count()
         );
-        if let Some((_, lines)) = &asked {
-            let named: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
-            let word = if lines.len() == 1 { "line" } else { "lines" };
-            out.push_str(&format!(
-                ". The rename the objective asks for, which this content made in part, was made at its other places too ({word} {})",
-                named.join(", ")
-            ));
-        }
-        if let Some(header) = header {
-            out.push_str(&format!(
-                ". Its first line, `{}`, is read_file's heading, not a line of the file, so it was left out",
-                crate::text::clip(header, 80)
-            ));
-        }
-        if let Some(fence) = stray {
-            out.push_str(&format!(
-                ". Its last line, `{fence}`, closed no block in the file, so it was taken for \
-                 markup around the content and left out"
-            ));
-        }
+        out.push_str(&taken_otherwise(
+            asked.as_ref().map(|(_, lines)| lines.as_slice()),
+            header,
+            stray,
+        ));
         if let Some(gone) = before
             .as_deref()
             .and_then(|b| dropped_definitions(b, content))
@@ -140,6 +102,60 @@ impl Tool for WriteFile {
         }
         Ok(out)
     }
+}
+
+/// Why `content` is not written over the file (`before`, its text, where it `existed` and is
+/// known), or, when the write makes the objective's rename in part, the content renamed
+/// wherever the word stands and the lines where it did.
+fn admitted(
+    ctx: &ToolContext<'_>,
+    rel: &str,
+    existed: bool,
+    before: Option<&str>,
+    content: &str,
+) -> Result<Option<(String, Vec<usize>)>, ToolError> {
+    if let Some(why) = before.and_then(|b| {
+        refused_over(rel, b, content)
+            .or_else(|| super::words::slips_beside_rename(ctx.renames, rel, b, content))
+    }) {
+        return Err(ToolError::new(why));
+    }
+    let asked = before.and_then(|b| super::words::asked_rename_written(ctx.renames, b, content));
+    let content = asked
+        .as_ref()
+        .map_or(content, |(renamed, _)| renamed.as_str());
+    // A file too large to compare, or not UTF-8, is not known to parse now: not gated.
+    if !existed || before.is_some() {
+        if let Some(broken) = super::syntax::refusal(ctx, rel, before, content) {
+            return Err(ToolError::new(broken));
+        }
+    }
+    Ok(asked)
+}
+
+/// What the answer says of the content written other than as given: the objective's rename
+/// made at the lines it left, read_file's heading left out, a stray closing fence left out.
+fn taken_otherwise(renamed: Option<&[usize]>, header: Option<&str>, stray: Option<&str>) -> String {
+    let mut out = String::new();
+    if let Some(lines) = renamed {
+        out.push_str(&format!(
+            ". The rename the objective asks for, which this content made in part, was made at its other places too ({})",
+            super::words::line_list(lines)
+        ));
+    }
+    if let Some(header) = header {
+        out.push_str(&format!(
+            ". Its first line, `{}`, is read_file's heading, not a line of the file, so it was left out",
+            crate::text::clip(header, 80)
+        ));
+    }
+    if let Some(fence) = stray {
+        out.push_str(&format!(
+            ". Its last line, `{fence}`, closed no block in the file, so it was taken for \
+             markup around the content and left out"
+        ));
+    }
+    out
 }
 
 /// Whether the file `target` exists, and its text when it is UTF-8 within

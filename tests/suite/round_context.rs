@@ -415,6 +415,18 @@ fn a_function_written_out_under_a_new_name_renames_its_definition() {
     );
 }
 
+/// The objective of the misspelling tests (02's shape).
+const MISSPELLED: &str =
+    "The guide docs/guide.md misspells the word \"receive\" as \"recieve\". Fix every occurrence.";
+
+/// One round of `calls` then a `continue` report, with `args`: each call's (ok, output).
+fn one_round(repo: &TempRepo, mut calls: Vec<String>, args: &[&str]) -> Vec<(bool, String)> {
+    calls.push(report("continue", "done", &[], &["check the work"], ""));
+    let run = run_script(repo, vec![turns(&calls)], args);
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    tool_results(&run)
+}
+
 #[test]
 fn an_edit_that_makes_the_objectives_rename_in_one_place_makes_it_in_the_whole_file() {
     // Seeds 1 and 3, 09 at 4b2c978: the 1.5B renamed `get_usr` one call at a time, or gave
@@ -428,9 +440,9 @@ fn an_edit_that_makes_the_objectives_rename_in_one_place_makes_it_in_the_whole_f
     repo.write("shop/cli.py", cli);
     repo.write("shop/orders.py", orders);
     repo.commit_all("start");
-    let run = run_script(
+    let results = one_round(
         &repo,
-        vec![turns(&[
+        vec![
             // `old` twice in the file: the word renamed at all its places.
             call(
                 "edit_file",
@@ -451,16 +463,13 @@ fn an_edit_that_makes_the_objectives_rename_in_one_place_makes_it_in_the_whole_f
                 "edit_file",
                 json!({"path": "shop/users.py", "old": "def get_usr(user_id):", "new": "def get_user(user_id):"}),
             ),
-            report("continue", "renamed", &[], &["run the tests"], ""),
-        ])],
+        ],
         &[
             "-n",
             "1",
             "Rename the function `get_usr` to `get_user` everywhere in this repository.",
         ],
     );
-    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
-    let results = tool_results(&run);
     assert!(results.iter().take(4).all(|(ok, _)| *ok), "{results:?}");
     assert_eq!(repo.read("shop/cli.py"), cli.replace("get_usr", "get_user"));
     assert!(
@@ -511,24 +520,15 @@ fn a_whole_file_write_that_makes_the_objectives_rename_in_part_makes_it_everywhe
     repo.write("docs/guide.md", guide);
     repo.commit_all("start");
     let partial = guide.replacen("recieve", "receive", 2);
-    let run = run_script(
+    let results = one_round(
         &repo,
-        vec![turns(&[
-            write_file_call("docs/guide.md", &partial),
-            report("continue", "fixed", &[], &["check the guide"], ""),
-        ])],
-        &[
-            "-n",
-            "1",
-            "The guide docs/guide.md misspells the word \"receive\" as \"recieve\". Fix every occurrence.",
-        ],
+        vec![write_file_call("docs/guide.md", &partial)],
+        &["-n", "1", MISSPELLED],
     );
-    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
     assert_eq!(
         repo.read("docs/guide.md"),
         guide.replace("recieve", "receive")
     );
-    let results = tool_results(&run);
     assert_eq!(
         results[0].1,
         "replaced 'docs/guide.md' (92 bytes, 7 lines). The rename the objective asks for, which this content made in part, was made at its other places too (line 7)"
@@ -545,21 +545,20 @@ fn an_edit_that_copies_the_word_the_objective_renames_into_new_makes_the_rename(
     repo.write("docs/other.md", "Other.\n");
     repo.commit_all("start");
     let line = "To recieve mail, sync.";
-    let run = run_script(
+    let results = one_round(
         &repo,
-        vec![turns(&[
-            call("edit_file", json!({"path": "docs/other.md", "old": "Other.", "new": "Other."})),
-            call("edit_file", json!({"path": "docs/guide.md", "old": line, "new": line})),
-            report("continue", "fixed", &[], &["check the guide"], ""),
-        ])],
-        &[
-            "-n",
-            "1",
-            "The guide docs/guide.md misspells the word \"receive\" as \"recieve\". Fix every occurrence.",
+        vec![
+            call(
+                "edit_file",
+                json!({"path": "docs/other.md", "old": "Other.", "new": "Other."}),
+            ),
+            call(
+                "edit_file",
+                json!({"path": "docs/guide.md", "old": line, "new": line}),
+            ),
         ],
+        &["-n", "1", MISSPELLED],
     );
-    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
-    let results = tool_results(&run);
     // A text without the word: the usual answer.
     assert!(!results[0].0, "{results:?}");
     assert!(
@@ -590,22 +589,18 @@ fn after_the_objectives_rename_is_made_the_file_is_said_done_and_kept_from_slips
     let heading = "docs/guide.md (lines 1-5 of 5):\n";
     let slipped = guide.replace("off`.", "off.");
     let longer = format!("{guide}\nSee also the FAQ.\n");
-    let run = run_script(
+    let results = one_round(
         &repo,
-        vec![turns(&[
-            call("edit_file", json!({"path": "docs/guide.md", "old": "recieve", "new": "receive"})),
+        vec![
+            call(
+                "edit_file",
+                json!({"path": "docs/guide.md", "old": "recieve", "new": "receive"}),
+            ),
             write_file_call("docs/guide.md", &format!("{heading}{slipped}")),
             write_file_call("docs/guide.md", &format!("{heading}{longer}")),
-            report("continue", "fixed", &[], &["check the guide"], ""),
-        ])],
-        &[
-            "-n",
-            "1",
-            "The guide docs/guide.md misspells the word \"receive\" as \"recieve\". Fix every occurrence.",
         ],
+        &["-n", "1", MISSPELLED],
     );
-    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
-    let results = tool_results(&run);
     assert_eq!(
         results[0].1,
         "already in place: the rename the objective asks for is made in 'docs/guide.md': `recieve` stands nowhere in it, and `receive` at line 3; nothing changed. Do not make it again: check the work, then call ralph_report"
@@ -640,9 +635,9 @@ fn a_python_change_that_uses_a_name_bound_nowhere_is_refused() {
     );
     repo.commit_all("start");
     let stub = "def get_user(user_id):\n    pass\n";
-    let run = run_script(
+    let results = one_round(
         &repo,
-        vec![turns(&[
+        vec![
             write_file_call("shop/users.py", stub),
             call(
                 "edit_file",
@@ -658,12 +653,9 @@ fn a_python_change_that_uses_a_name_bound_nowhere_is_refused() {
                 "edit_file",
                 json!({"path": "shop/users.py", "old": "def get_user(user_id):\n    pass", "new": "USERS = {1: \"Ada\"}\n\n\ndef get_user(user_id):\n    return USERS[user_id]"}),
             ),
-            report("continue", "renamed", &[], &["run the tests"], ""),
-        ])],
+        ],
         &["-n", "1", "--check", "off", "tidy the users module"],
     );
-    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
-    let results = tool_results(&run);
     assert!(results[0].0, "{results:?}");
     assert!(!results[1].0, "{results:?}");
     assert_eq!(

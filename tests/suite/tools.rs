@@ -16,7 +16,7 @@ use ralph_tui::protocol::policy::{ApprovalPolicy, SandboxMode};
 use ralph_tui::tools::approval::{ApprovalDecision, ApprovalRequest, Approver, DenyAll};
 use ralph_tui::tools::process::ProcessTracker;
 use ralph_tui::tools::sandbox;
-use ralph_tui::tools::{Registry, ToolContext, ToolPolicy, ToolResult};
+use ralph_tui::tools::{AskedRenames, Registry, ToolContext, ToolPolicy, ToolResult};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -61,8 +61,8 @@ struct Bench {
     cancel: CancellationToken,
     processes: ProcessTracker,
     registry: Registry,
-    /// The run's objective the tools see (none by default).
-    objective: String,
+    /// The renames the tools see as the objective's (none).
+    renames: AskedRenames,
 }
 
 impl Bench {
@@ -80,7 +80,7 @@ impl Bench {
             cancel: CancellationToken::new(),
             processes: ProcessTracker::new(),
             registry: Registry::standard(),
-            objective: String::new(),
+            renames: AskedRenames::default(),
         }
     }
 
@@ -97,7 +97,7 @@ impl Bench {
         let round_tmp = self.round_tmp();
         let ctx = ToolContext {
             root: &root,
-            objective: &self.objective,
+            renames: &self.renames,
             round: 1,
             round_tmp: &round_tmp,
             cancel: &self.cancel,

@@ -236,7 +236,9 @@ impl CallLog {
             // to fix into `new`: seed 3, 02 at 68cd11f, claimed so).
             let made = name == crate::protocol::tool::EDIT_FILE
                 && arguments.get("old") != arguments.get("new");
-            let needs_run = !(made && prose(path));
+            // Nothing runs prose, so an edit of it found made needs no run before a claim (seed 2,
+            // 02: a guide fixed in round 2, its claim refused in round 3 for want of a run).
+            let needs_run = !(made && crate::tools::is_prose(path));
             self.in_place = needs_run.then(|| clip(path, 120).to_string());
         } else if file_tool && !result.ok {
             self.failed_change = Some(format!(
@@ -351,7 +353,7 @@ impl CallLog {
         if self.word_left.as_ref().is_some_and(|(p, _)| p == path) {
             self.word_left = None;
         }
-        if !prose(path) {
+        if !crate::tools::is_prose(path) {
             return;
         }
         let Some(at) = output.find(WORD_LEFT) else {
@@ -616,21 +618,6 @@ impl CallLog {
 
 #[cfg(test)]
 mod tests;
-
-/// Whether `path` is prose (Markdown, reStructuredText, AsciiDoc, plain text): nothing runs
-/// it, so an edit of it found already made needs no run before a claim. Seed 2, 02: a
-/// guide's typo fixed in round 2, its claim in round 3 refused for want of a run, and round
-/// 4 rewrote the guide wrong.
-fn prose(path: &str) -> bool {
-    let ext = std::path::Path::new(path)
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    matches!(
-        ext.as_deref(),
-        Some("md" | "markdown" | "rst" | "adoc" | "txt")
-    )
-}
 
 /// `report` as status `continue` with `refusal` its first next step (`None` when that
 /// breaks a report rule).

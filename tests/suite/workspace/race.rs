@@ -219,7 +219,7 @@ fn leave_a_process_behind(root: &Path) -> i32 {
     let pid_file = scratch.path().join("pid");
     let ctx = ToolContext {
         root,
-        objective: "",
+        renames: &ralph_tui::tools::AskedRenames::default(),
         round: 1,
         round_tmp: &round_tmp,
         cancel: &cancel,
