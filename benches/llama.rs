@@ -395,7 +395,7 @@ fn observed_round_starts(a: &Args) {
     let start = |round: u32, observed: bool| -> (f64, usize) {
         let begun = Instant::now();
         let seen = observed.then(|| {
-            let run = check::run(
+            let (run, check_ran) = check::run_traced(
                 "python3 -m unittest",
                 repo.path(),
                 &policy,
@@ -408,6 +408,7 @@ fn observed_round_starts(a: &Args) {
                 objective,
                 previous: None,
                 check: Some(&run),
+                check_ran: &check_ran,
                 ran: &[],
                 changed: &changed,
                 run_patch: None,

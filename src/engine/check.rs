@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use super::pytrace::{self, TestRan};
 use super::testrun::ran_no_test as ran_no_test_in;
 use crate::chat::listing::fence_for;
 use crate::protocol::event::{CheckRun, CheckVerdict};
@@ -36,14 +37,43 @@ pub fn run_confined(
     (timeout, output_cap): (Duration, usize),
     cancel: &CancellationToken,
 ) -> (std::io::Result<Captured>, Duration) {
+    let (result, took, _) = confined(
+        command,
+        workspace,
+        policy,
+        (run_id, what),
+        (timeout, output_cap),
+        (cancel, false),
+    );
+    (result, took)
+}
+
+/// [`run_confined`], and with `trace`, what the Python tests it ran called of the
+/// workspace's code (`pytrace`; nothing when it ran none).
+fn confined(
+    command: &str,
+    workspace: &Path,
+    policy: &ToolPolicy,
+    (run_id, what): (&str, &str),
+    (timeout, output_cap): (Duration, usize),
+    (cancel, trace): (&CancellationToken, bool),
+) -> (std::io::Result<Captured>, Duration, Vec<TestRan>) {
     let started = Instant::now();
     let tmp = scratch_dir(run_id, what);
+    let mut traced = Vec::new();
     let result = std::fs::create_dir_all(&tmp).and_then(|()| {
-        let cmd = sandbox::command(policy, workspace, &tmp, command);
-        run_captured(cmd, timeout, cancel, output_cap, None)
+        let mut cmd = sandbox::command(policy, workspace, &tmp, command);
+        let out = trace
+            .then(|| pytrace::arm(&mut cmd, &tmp, workspace).ok())
+            .flatten();
+        let captured = run_captured(cmd, timeout, cancel, output_cap, None);
+        if let Some(out) = out {
+            traced = pytrace::collect(&out);
+        }
+        captured
     });
     let _ = std::fs::remove_dir_all(&tmp);
-    (result, started.elapsed())
+    (result, started.elapsed(), traced)
 }
 
 /// Runs the check `command` once, as round `round`'s check, and says what it found.
@@ -55,27 +85,53 @@ pub fn run(
     round: u32,
     cancel: &CancellationToken,
 ) -> CheckRun {
+    run_with(command, workspace, policy, run_id, round, (cancel, false)).0
+}
+
+/// [`run`] for the observation at a round's start: traced, and also what each failing test
+/// ran of the workspace's own code, as the observation says it (`pytrace::describe`; empty
+/// when the trace knows none of the failures).
+pub fn run_traced(
+    command: &str,
+    workspace: &Path,
+    policy: &ToolPolicy,
+    run_id: &str,
+    round: u32,
+    cancel: &CancellationToken,
+) -> (CheckRun, String) {
+    run_with(command, workspace, policy, run_id, round, (cancel, true))
+}
+
+fn run_with(
+    command: &str,
+    workspace: &Path,
+    policy: &ToolPolicy,
+    run_id: &str,
+    round: u32,
+    (cancel, trace): (&CancellationToken, bool),
+) -> (CheckRun, String) {
     let timeout = policy.command_timeout;
-    let (result, took) = run_confined(
+    let (result, took, traced) = confined(
         command,
         workspace,
         policy,
         (run_id, &format!("check-{round:02}")),
         (timeout, policy.output_cap.max(OUTPUT_BYTES * 2)),
-        cancel,
+        (cancel, trace),
     );
     let wall_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
     let captured = match result {
         Ok(captured) => captured,
         Err(e) => {
-            return CheckRun {
+            let run = CheckRun {
                 command: command.to_string(),
                 exit_code: None,
                 verdict: CheckVerdict::NotRun,
                 note: format!("could not start the check: {e}"),
                 wall_ms,
                 output: String::new(),
-            }
+            };
+            return (run, String::new());
         }
     };
     let output = policy
@@ -85,14 +141,20 @@ pub fn run(
             workspace,
         ));
     let (verdict, note) = judge(&captured, &output, timeout);
-    CheckRun {
+    let ran = if verdict.is_pass() {
+        String::new()
+    } else {
+        pytrace::describe(&traced, &output)
+    };
+    let run = CheckRun {
         command: command.to_string(),
         exit_code: captured.exit_code,
         verdict,
         note,
         wall_ms,
         output: failures_first(&output, OUTPUT_BYTES),
-    }
+    };
+    (run, ran)
 }
 
 /// Whether the run ran at least one test (so that a later run of none lost them).

@@ -21,6 +21,7 @@ pub mod notes;
 pub mod observe;
 pub mod probe;
 pub mod prompt;
+mod pytrace;
 pub mod report;
 pub mod run_info;
 pub mod runlog;

@@ -41,6 +41,8 @@ pub struct Inputs<'a> {
     pub objective: &'a str,
     pub previous: Option<&'a Report>,
     pub check: Option<&'a CheckRun>,
+    /// What the check's failing tests ran of the workspace's own code (`pytrace`), or empty.
+    pub check_ran: &'a str,
     /// What the commands the objective names printed at the round's start.
     pub ran: &'a [super::probe::Ran],
     /// Files this run has changed so far (relative paths).
@@ -117,6 +119,7 @@ pub fn observe(inputs: &Inputs<'_>) -> Observation {
             "at this round's start",
             CHECK_OUTPUT_BYTES,
         ));
+        text.push_str(inputs.check_ran);
     } else if !files.iter().any(|f| looks_like_a_test(&f.path)) {
         text.push_str(
             "\nThis repository has no test files: check your work by reading back what you changed (or by running it), not with a test command.\n",
@@ -383,6 +386,7 @@ mod tests {
             objective,
             previous: None,
             check: None,
+            check_ran: "",
             ran: &[],
             changed,
             run_patch: None,

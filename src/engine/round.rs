@@ -112,11 +112,11 @@ impl Engine<'_> {
         }
         let tools = self.tools.registry.specs();
         let notes = self.take_notes(round);
-        let check = self.round_check(round);
+        let (check, check_ran) = self.round_check(round).unzip();
         let observation = self.observation(
             round,
             previous,
-            check.as_ref(),
+            (check.as_ref(), check_ran.as_deref().unwrap_or_default()),
             base,
             (ctx_size, max_tokens),
         );
@@ -198,17 +198,22 @@ impl Engine<'_> {
         }
     }
 
-    /// The check at round `round`'s start, when the run has one.
-    fn round_check(&self, round: u32) -> Option<CheckRun> {
+    /// The check at round `round`'s start, when the run has one, and for the observation
+    /// what its failing tests ran of the workspace's code (traced only when there is an
+    /// observation to say it).
+    fn round_check(&self, round: u32) -> Option<(CheckRun, String)> {
         let command = self.config.check.as_deref()?;
-        Some(check::run(
-            command,
+        let (root, policy, run_id) = (
             self.workspace.root(),
             &self.tools.policy,
             &self.config.run_id,
-            round,
-            &self.cancel,
-        ))
+        );
+        Some(if self.config.observe {
+            check::run_traced(command, root, policy, run_id, round, &self.cancel)
+        } else {
+            let run = check::run(command, root, policy, run_id, round, &self.cancel);
+            (run, String::new())
+        })
     }
 
     /// Round `round`'s observation of the workspace, when the run gives one: its file texts
@@ -220,7 +225,7 @@ impl Engine<'_> {
         &self,
         round: u32,
         previous: Option<&Report>,
-        check: Option<&CheckRun>,
+        (check, check_ran): (Option<&CheckRun>, &str),
         base: Option<Snapshot>,
         (ctx_size, max_tokens): (u32, u32),
     ) -> Option<observe::Observation> {
@@ -246,6 +251,7 @@ impl Engine<'_> {
             objective: &self.config.objective,
             previous,
             check,
+            check_ran,
             ran: &ran,
             changed,
             run_patch: run_patch.as_deref(),

@@ -1141,3 +1141,121 @@ fn the_check_is_confined_like_a_worker_command() {
     let ran = &of_type(&run.events, "check_finished")[0]["check"];
     assert_eq!(ran["verdict"], "failed", "{ran}");
 }
+
+/// Every file's path beneath `dir`.
+fn walkdir(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walkdir(&path));
+        } else {
+            found.push(path.display().to_string());
+        }
+    }
+    found
+}
+
+/// A library with two bugs in two files, and tests whose tracebacks name only their own lines.
+fn two_bug_library() -> TempRepo {
+    let repo = TempRepo::new();
+    repo.write("shop/__init__.py", "");
+    repo.write(
+        "shop/price.py",
+        "def total(price, quantity):\n    return price + quantity\n",
+    );
+    repo.write(
+        "shop/money.py",
+        "def cents(value):\n    return f\"{value // 100}.{value % 100}\"\n",
+    );
+    repo.write(
+        "tests/test_shop.py",
+        "import unittest\nfrom shop.money import cents\nfrom shop.price import total\n\n\nclass ShopTest(unittest.TestCase):\n    def test_total(self):\n        self.assertEqual(total(150, 4), 600)\n\n    def test_cents(self):\n        self.assertEqual(cents(105), \"1.05\")\n\n    def test_whole(self):\n        self.assertEqual(cents(200), \"2.0\")\n",
+    );
+    repo.commit_all("start");
+    repo
+}
+
+#[test]
+fn the_observation_says_what_code_each_failing_test_ran() {
+    let repo = two_bug_library();
+    let check = "python3 -m unittest discover -s tests";
+    let run = run_script(
+        &repo,
+        vec![
+            turns(&[
+                write_file_call(
+                    "shop/price.py",
+                    "def total(price, quantity):\n    return price * quantity\n",
+                ),
+                continue_report("fixed total"),
+            ]),
+            turns(&[continue_report("looked")]),
+        ],
+        &[
+            "-n",
+            "2",
+            "--check",
+            check,
+            "--observe",
+            "on",
+            "make the tests pass",
+        ],
+    );
+    assert_eq!(code(&run.out), 4, "{}", stderr(&run));
+    let observed = of_type(&run.events, "round_observed");
+    let first = observed[0]["text"].as_str().unwrap();
+    assert!(
+        first.contains("The code of the workspace each failing test ran"),
+        "{first}"
+    );
+    assert!(
+        first.contains("- test_total (tests/test_shop.py): shop/price.py total (lines 1-2)\n"),
+        "{first}"
+    );
+    assert!(
+        first.contains("- test_cents (tests/test_shop.py): shop/money.py cents (lines 1-2)\n"),
+        "{first}"
+    );
+    // The passing test is not named; the section follows the check's output.
+    assert!(!first.contains("- test_whole"), "{first}");
+    assert!(first.find("FAILED (failures=2)").unwrap() < first.find("- test_total").unwrap());
+    // Round 2, after the fix: only the test still failing.
+    let second = observed[1]["text"].as_str().unwrap();
+    assert!(!second.contains("- test_total"), "{second}");
+    assert!(
+        second.contains("- test_cents (tests/test_shop.py)"),
+        "{second}"
+    );
+    // The trace wrote nothing into the workspace, and the check's own output is as it was.
+    let left: Vec<String> = walkdir(repo.path())
+        .into_iter()
+        .filter(|p| p.ends_with("trace.json") || p.ends_with("sitecustomize.py"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let checks = of_type(&run.events, "check_finished");
+    assert!(!checks[0]["check"]["output"]
+        .as_str()
+        .unwrap()
+        .contains("pytrace"));
+
+    // Without the observation nothing is traced, and the check is the same.
+    let plain = run_script(
+        &two_bug_library(),
+        vec![turns(&[continue_report("looked")])],
+        &[
+            "-n",
+            "1",
+            "--check",
+            check,
+            "--observe",
+            "off",
+            "make the tests pass",
+        ],
+    );
+    assert!(of_type(&plain.events, "round_observed").is_empty());
+    assert_eq!(
+        of_type(&plain.events, "check_finished")[0]["check"]["verdict"],
+        "failed"
+    );
+}

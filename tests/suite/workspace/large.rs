@@ -168,6 +168,7 @@ fn look_at_a_sparse_file() {
         objective: "look at huge.bin",
         previous: None,
         check: None,
+        check_ran: "",
         ran: &[],
         changed: &changed,
         run_patch: None,
