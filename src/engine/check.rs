@@ -236,7 +236,7 @@ pub fn describe(check: &CheckRun, when: &str, max_bytes: usize) -> String {
         text.push_str(&format!(": {}", check.note));
     }
     text.push('\n');
-    let output = failures_first(&check.output, max_bytes);
+    let output = shown(&check.output, max_bytes);
     if output.trim().is_empty() {
         text.push_str("(no output)\n");
     } else {
@@ -267,7 +267,7 @@ pub fn refusal(run: &CheckRun) -> String {
     } else {
         format!("; {}", run.note)
     };
-    let output = failures_first(&run.output, 900);
+    let output = shown(&run.output, 900);
     format!(
         "the repository's check `{}` does not pass ({}, {exit}{note}), so the objective is not met. Its output:\n{}\nFix what it reports and run it again, or report status \"continue\" with next_steps",
         run.command,
@@ -309,6 +309,12 @@ fn judge(captured: &Captured, output: &str, timeout: Duration) -> (CheckVerdict,
         Some(_) => (CheckVerdict::Failed, String::new()),
         None => (CheckVerdict::Failed, "killed by a signal".into()),
     }
+}
+
+/// The check's `output` as the worker is shown it: the runners' timings left out
+/// (`testrun::timeless`), within `max_bytes`, failures first.
+pub fn shown(output: &str, max_bytes: usize) -> String {
+    failures_first(&super::testrun::timeless(output), max_bytes)
 }
 
 /// `output` within `max_bytes`, the lines that report failures first (each with a few lines

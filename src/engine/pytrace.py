@@ -5,7 +5,7 @@
 # that, for every call of a function defined in a workspace file that is not a test file,
 # finds the test function on the stack (a `test*` function of a test file) and notes the
 # pair; at exit it writes them as JSON. It never prints, never changes what the check does,
-# and stops recording past a bound of events. Whatever sitecustomize it shadows still runs.
+# and takes itself off past a bound of events (calls and returns). Whatever sitecustomize it shadows still runs.
 import os
 import sys
 
@@ -70,12 +70,17 @@ def _install():
         except Exception:
             return code.co_firstlineno
 
+    def stop():
+        state["on"] = False
+        sys.setprofile(None)
+        threading.setprofile(None)
+
     def profile(frame, event, arg):
-        if event != "call" or not state["on"]:
-            return
         state["events"] += 1
         if state["events"] > max_events:
-            state["on"] = False
+            stop()
+            return
+        if event != "call" or not state["on"]:
             return
         try:
             code = frame.f_code
@@ -99,7 +104,7 @@ def _install():
                         return
                 up = up.f_back
         except Exception:
-            state["on"] = False
+            stop()
 
     def dump():
         try:

@@ -497,7 +497,7 @@ impl ChildTurns<'_, '_> {
                 )
             }
             Worse::Fewer { before, after } => {
-                let printed = super::check::failures_first(&run.output, UNDONE_OUTPUT_BYTES);
+                let printed = super::check::shown(&run.output, UNDONE_OUTPUT_BYTES);
                 let fence = crate::chat::listing::fence_for([printed.as_str()]);
                 format!(
                     "undone: {done}; but after it the check `{command}` passed {} where {} passed before, so the change broke what worked. {names} is back as it was before this call. What the check printed after the change:\n{fence}\n{}\n{fence}\nChange only what the failing tests need, and keep everything that works as it is",
