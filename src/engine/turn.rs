@@ -117,6 +117,18 @@ impl Engine<'_> {
             standing: scope.standing,
             renames: AskedRenames::of(&self.config.objective),
         };
+        if let Some(command) = self.config.check.as_deref() {
+            for event in &scope.opening {
+                if let Event::CheckFinished {
+                    at: CheckPoint::RoundStart,
+                    check,
+                    ..
+                } = event
+                {
+                    turns.calls.round_checked(command, check);
+                }
+            }
+        }
         turns.run(child.as_mut())
     }
 }

@@ -1259,3 +1259,111 @@ fn the_observation_says_what_code_each_failing_test_ran() {
         "failed"
     );
 }
+
+#[test]
+fn a_blocker_while_the_round_start_check_fails_is_questioned_once() {
+    // Seed 1, 06 at aea265d: the round's only edit was refused, and "the test still fails"
+    // was filed as a blocker at once; the run ended in round 1 of 4.
+    let repo = failing_repo();
+    let blocked = report(
+        "blocked",
+        "the test still fails",
+        &[],
+        &[],
+        "test_add still fails",
+    );
+    let failed_edit = call(
+        "edit_file",
+        json!({"path": "calc.py", "old": "return a * b", "new": "return a + b"}),
+    );
+    let run = run_script(
+        &repo,
+        vec![
+            turns(&[
+                failed_edit,
+                blocked,
+                continue_report("add() still subtracts"),
+            ]),
+            turns(&[
+                write_file_call("calc.py", FIXED_ADD),
+                complete_only("fixed add"),
+            ]),
+        ],
+        &[
+            "-n",
+            "2",
+            "--check",
+            "python3 -m unittest discover -p '*_test.py'",
+            "fix add() in calc.py",
+        ],
+    );
+    let rejected = of_type(&run.events, "report_rejected");
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    let reason = rejected[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("not a blocker") && reason.contains("at this round's start"),
+        "{reason}"
+    );
+    let accepted = of_type(&run.events, "report_accepted");
+    assert_eq!(accepted[0]["round"], 1);
+    assert_eq!(accepted[0]["report"]["status"], "continue");
+    assert_eq!(accepted[1]["report"]["status"], "complete");
+    assert_eq!(code(&run.out), 0, "{}", stderr(&run));
+
+    // Filed again, the block stands: a failing check cannot tell a real blocker from work.
+    let again = report(
+        "blocked",
+        "no package",
+        &[],
+        &[],
+        "python-slugify is not installed",
+    );
+    let run = run_script(
+        &failing_repo(),
+        vec![turns(&[again.clone(), again])],
+        &[
+            "-n",
+            "2",
+            "--check",
+            "python3 -m unittest discover -p '*_test.py'",
+            "fix add() in calc.py",
+        ],
+    );
+    assert_eq!(of_type(&run.events, "report_rejected").len(), 1);
+    assert_eq!(
+        of_type(&run.events, "report_accepted")[0]["report"]["status"],
+        "blocked"
+    );
+
+    // A check that passed at the round's start questions nothing.
+    let fine = TempRepo::new();
+    fine.write("calc.py", FIXED_ADD);
+    fine.write(
+        "calc_test.py",
+        "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    );
+    fine.commit_all("start");
+    let blocked = report(
+        "blocked",
+        "need a password",
+        &[],
+        &[],
+        "the deploy needs a password",
+    );
+    let run = run_script(
+        &fine,
+        vec![turns(&[blocked])],
+        &[
+            "-n",
+            "2",
+            "--check",
+            "python3 -m unittest discover -p '*_test.py'",
+            "deploy it",
+        ],
+    );
+    assert!(of_type(&run.events, "report_rejected").is_empty());
+    assert_eq!(
+        of_type(&run.events, "report_accepted")[0]["report"]["status"],
+        "blocked"
+    );
+}

@@ -126,6 +126,11 @@ pub struct CallLog {
     /// The repository's check (its command, clipped) and its verdict after the round's last
     /// change, when it did not pass (`--check-on-change`).
     failing_check: Option<(String, &'static str)>,
+    /// The check and its verdict at the round's start, when it did not pass, until a change
+    /// of this round is checked: a `blocked` report is questioned with it (seed 1, 06 at
+    /// `aea265d`: a round whose only edit was refused reported "the test still fails" as a
+    /// blocker, and the run ended in round 1 of 4).
+    start_check: Option<(String, &'static str)>,
     /// A `blocked` report has been questioned once this round.
     block_questioned: bool,
     /// Why a claim of this round was refused (by the round's record or the repository's
@@ -447,6 +452,16 @@ impl CallLog {
     pub fn change_checked(&mut self, command: &str, run: &CheckRun) {
         self.failing_check =
             (!run.verdict.is_pass()).then(|| (clip(command, 120), run.verdict.as_str()));
+        self.start_check = None;
+    }
+
+    /// Records what the repository's check (`command`) found at the round's start (`run`):
+    /// one that did not pass makes a `blocked` report questioned, until a change of this round
+    /// is checked. Filed again, the block stands: the check fails at nearly every round's
+    /// start, so it cannot tell a real blocker (a package that is not installed) from work.
+    pub fn round_checked(&mut self, command: &str, run: &CheckRun) {
+        self.start_check =
+            (!run.verdict.is_pass()).then(|| (clip(command, 120), run.verdict.as_str()));
     }
 
     /// What says the work is not done yet, though the worker may take it for a blocker: the
@@ -483,7 +498,13 @@ impl CallLog {
                 ));
             }
         }
-        self.refused_claim.clone()
+        self.refused_claim.clone().or_else(|| {
+            self.start_check.as_ref().map(|(command, verdict)| {
+                format!(
+                    "a check that fails is work to do, not a blocker: the repository's check `{command}` did not pass at this round's start ({verdict}) and no change of this round has been checked since; its output is in the observation"
+                )
+            })
+        })
     }
 
     /// The run an evidence item's claims about output are read against: the round's last run
