@@ -395,13 +395,13 @@ fn observed_round_starts(a: &Args) {
     let start = |round: u32, observed: bool| -> (f64, usize) {
         let begun = Instant::now();
         let seen = observed.then(|| {
-            let (run, check_ran) = check::run_traced(
+            let (run, check_ran) = check::run_observed(
                 "python3 -m unittest",
                 repo.path(),
                 &policy,
                 "bench",
                 round,
-                &cancel,
+                (&cancel, true),
             );
             observe::observe(&observe::Inputs {
                 root: repo.path(),

@@ -85,24 +85,13 @@ pub fn run(
     round: u32,
     cancel: &CancellationToken,
 ) -> CheckRun {
-    run_with(command, workspace, policy, run_id, round, (cancel, false)).0
+    run_observed(command, workspace, policy, run_id, round, (cancel, false)).0
 }
 
-/// [`run`] for the observation at a round's start: traced, and also what each failing test
-/// ran of the workspace's own code, as the observation says it (`pytrace::describe`; empty
-/// when the trace knows none of the failures).
-pub fn run_traced(
-    command: &str,
-    workspace: &Path,
-    policy: &ToolPolicy,
-    run_id: &str,
-    round: u32,
-    cancel: &CancellationToken,
-) -> (CheckRun, String) {
-    run_with(command, workspace, policy, run_id, round, (cancel, true))
-}
-
-fn run_with(
+/// [`run`], and with `trace` (the observation at a round's start), also what each failing
+/// test ran of the workspace's own code, as the observation says it (`pytrace::describe`;
+/// empty untraced, or when the trace knows none of the failures).
+pub fn run_observed(
     command: &str,
     workspace: &Path,
     policy: &ToolPolicy,
@@ -510,15 +499,7 @@ fn python_unittest(tests: &[String]) -> Option<Picked> {
 mod tests {
     use super::*;
 
-    fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let path = dir.path().join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        dir
-    }
+    use crate::engine::testing::repo;
 
     fn finished(verdict: CheckVerdict, exit_code: i32, output: &str) -> CheckRun {
         CheckRun {

@@ -35,6 +35,9 @@ mod turn;
 mod undo;
 pub mod wrapup;
 
+#[cfg(test)]
+mod testing;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -370,15 +370,7 @@ mod tests {
     use super::*;
     use crate::protocol::event::CheckVerdict;
 
-    fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let path = dir.path().join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        dir
-    }
+    use crate::engine::testing::repo;
 
     fn inputs<'a>(root: &'a Path, objective: &'a str, changed: &'a BTreeSet<String>) -> Inputs<'a> {
         Inputs {

@@ -35,7 +35,10 @@ def _install():
     import threading
 
     root = os.path.join(os.path.realpath(root), "")
-    max_events = 3_000_000
+    try:
+        max_events = int(os.environ.pop("RALPH_PYTRACE_MAX_EVENTS", "3000000"))
+    except ValueError:
+        max_events = 3_000_000
     state = {"events": 0, "on": True}
     # code object -> (relative path, is test file) or None (outside the workspace)
     where = {}

@@ -17,7 +17,6 @@
 //! simply leaves no trace. The check's code can write the file itself: it is only ever text
 //! for the worker, bounded, with each name reduced to a plain identifier-like word.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -86,16 +85,11 @@ pub fn collect(out: &Path) -> Vec<TestRan> {
     let Ok(file) = std::fs::File::open(out) else {
         return Vec::new();
     };
-    let mut bytes = Vec::new();
-    if file
-        .take(MAX_TRACE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .is_err()
-        || bytes.len() as u64 > MAX_TRACE_BYTES
-    {
-        return Vec::new();
-    }
-    serde_json::from_slice::<TraceFile>(&bytes).map_or_else(|_| Vec::new(), |t| t.tests)
+    let len = file.metadata().map_or(0, |m| m.len());
+    crate::tools::confined::read_bounded(file, len, MAX_TRACE_BYTES)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<TraceFile>(&bytes).ok())
+        .map_or_else(Vec::new, |t| t.tests)
 }
 
 /// A test the runner's output says failed: its name, and where it is as the runner wrote it
@@ -249,6 +243,8 @@ mod tests {
         Ran(file.into(), name.into(), first, last)
     }
 
+    use crate::engine::testing::repo as workspace;
+
     fn inventory() -> Vec<TestRan> {
         vec![
             TestRan {
@@ -365,21 +361,18 @@ mod tests {
     /// it shadows still runs.
     #[test]
     fn the_hook_traces_what_each_test_calls_and_keeps_the_shadowed_sitecustomize() {
-        let work = tempfile::tempdir().unwrap();
+        let work = workspace(&[
+            ("lib/__init__.py", ""),
+            (
+                "lib/calc.py",
+                "def add(a, b):\n    return minus(a, -b)\n\n\ndef minus(a, b):\n    return a - b\n",
+            ),
+            (
+                "tests/test_calc.py",
+                "import unittest\nfrom lib.calc import add\n\n\ndef helper():\n    return 5\n\n\nclass CalcTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), helper())\n",
+            ),
+        ]);
         let root = work.path();
-        std::fs::create_dir_all(root.join("lib")).unwrap();
-        std::fs::create_dir_all(root.join("tests")).unwrap();
-        std::fs::write(root.join("lib/__init__.py"), "").unwrap();
-        std::fs::write(
-            root.join("lib/calc.py"),
-            "def add(a, b):\n    return minus(a, -b)\n\n\ndef minus(a, b):\n    return a - b\n",
-        )
-        .unwrap();
-        std::fs::write(
-            root.join("tests/test_calc.py"),
-            "import unittest\nfrom lib.calc import add\n\n\ndef helper():\n    return 5\n\n\nclass CalcTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), helper())\n",
-        )
-        .unwrap();
         let scratch = tempfile::tempdir().unwrap();
         let theirs = tempfile::tempdir().unwrap();
         let marker = theirs.path().join("ran");
@@ -418,5 +411,37 @@ mod tests {
                 ],
             }]
         );
+    }
+
+    /// Past its bound of profile events the hook takes itself off: a test run after that is
+    /// not traced (the bound is lowered here; the check runs with three million).
+    #[test]
+    fn the_hook_stops_past_its_bound() {
+        let work = workspace(&[
+            (
+                "lib.py",
+                "def first():\n    return 1\n\n\ndef second():\n    return 2\n",
+            ),
+            (
+                "tests/test_lib.py",
+                "import unittest\nfrom lib import first, second\n\n\nclass LibTest(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(first(), 1)\n        for _ in range(200000):\n            len([])\n\n    def test_b(self):\n        self.assertEqual(second(), 2)\n",
+            ),
+        ]);
+        let root = work.path();
+        let scratch = tempfile::tempdir().unwrap();
+        let traced = |bound: &str| {
+            let mut cmd = Command::new("python3");
+            cmd.args(["-m", "unittest", "discover", "-s", "tests"])
+                .current_dir(root)
+                .env("RALPH_PYTRACE_MAX_EVENTS", bound);
+            let out = arm(&mut cmd, scratch.path(), root).unwrap();
+            assert!(cmd.output().unwrap().status.success());
+            collect(&out)
+                .into_iter()
+                .map(|t| t.test)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(traced("3000000"), ["LibTest.test_a", "LibTest.test_b"]);
+        assert_eq!(traced("200000"), ["LibTest.test_a"]);
     }
 }

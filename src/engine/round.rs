@@ -130,6 +130,7 @@ impl Engine<'_> {
         self.log_round_start(round, &prompt_json, base);
         let largest_whole = observation.as_ref().map_or(0, |o| o.largest_whole);
         let standing = check.as_ref().map(check::Standing::of).unwrap_or_default();
+        let start_verdict = check.as_ref().map(|c| c.verdict);
         let opening = opening_events(round, notes, check, observation);
 
         let git_before = GitFingerprint::take(self.workspace.root());
@@ -150,6 +151,7 @@ impl Engine<'_> {
             cancel: &round_cancel,
             opening,
             standing,
+            start_verdict,
         };
         let mut tally = RoundTally::default();
         let timer = self.config.round_timeout.map(|limit| {
@@ -203,17 +205,14 @@ impl Engine<'_> {
     /// observation to say it).
     fn round_check(&self, round: u32) -> Option<(CheckRun, String)> {
         let command = self.config.check.as_deref()?;
-        let (root, policy, run_id) = (
+        Some(check::run_observed(
+            command,
             self.workspace.root(),
             &self.tools.policy,
             &self.config.run_id,
-        );
-        Some(if self.config.observe {
-            check::run_traced(command, root, policy, run_id, round, &self.cancel)
-        } else {
-            let run = check::run(command, root, policy, run_id, round, &self.cancel);
-            (run, String::new())
-        })
+            round,
+            (&self.cancel, self.config.observe),
+        ))
     }
 
     /// Round `round`'s observation of the workspace, when the run gives one: its file texts

@@ -31,7 +31,7 @@ use super::{prompt, report, Engine, RoundEnd, RunConfig, Toolbox};
 use super::{MAX_ARGUMENT_BYTES, MAX_REPORT_ATTEMPTS};
 use crate::chat::ParsedCall;
 use crate::llm::{BackendError, Child, Generation, Output, Request, StopReason};
-use crate::protocol::event::{CheckPoint, CheckRun, Event, WrapUpReason};
+use crate::protocol::event::{CheckPoint, CheckRun, CheckVerdict, Event, WrapUpReason};
 use crate::protocol::message::{Message, Role};
 use crate::protocol::tool::{ToolSpec, REPORT_TOOL};
 use crate::tools::process::ProcessTracker;
@@ -74,6 +74,8 @@ pub(super) struct RoundScope<'r> {
     pub(super) opening: Vec<Event>,
     /// What the check at the round's start showed.
     pub(super) standing: Standing,
+    /// The check's verdict at the round's start (`None`: no check).
+    pub(super) start_verdict: Option<CheckVerdict>,
 }
 
 impl Engine<'_> {
@@ -117,17 +119,9 @@ impl Engine<'_> {
             standing: scope.standing,
             renames: AskedRenames::of(&self.config.objective),
         };
-        if let Some(command) = self.config.check.as_deref() {
-            for event in &scope.opening {
-                if let Event::CheckFinished {
-                    at: CheckPoint::RoundStart,
-                    check,
-                    ..
-                } = event
-                {
-                    turns.calls.round_checked(command, check);
-                }
-            }
+        if let (Some(command), Some(verdict)) = (self.config.check.as_deref(), scope.start_verdict)
+        {
+            turns.calls.round_checked(command, verdict);
         }
         turns.run(child.as_mut())
     }

@@ -25,14 +25,21 @@ fn stderr(run: &Run) -> String {
     String::from_utf8_lossy(&run.out.stderr).into_owned()
 }
 
+/// `calc.py`'s test, in a file that follows the `<module>_test.py` habit.
+const CALC_TEST: &str = "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n";
+/// The check that finds `calc_test.py`.
+const CALC_CHECK: &str = "python3 -m unittest discover -p '*_test.py'";
+
 /// A repository with a failing unittest whose files follow the `<module>_test.py` habit.
 fn failing_repo() -> TempRepo {
+    calc_repo("def add(a, b):\n    return a - b\n")
+}
+
+/// A calculator whose `add` is `source`, with its test.
+fn calc_repo(source: &str) -> TempRepo {
     let repo = TempRepo::new();
-    repo.write("calc.py", "def add(a, b):\n    return a - b\n");
-    repo.write(
-        "calc_test.py",
-        "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
-    );
+    repo.write("calc.py", source);
+    repo.write("calc_test.py", CALC_TEST);
     repo.write("README.md", "A calculator.\n");
     repo.commit_all("start");
     repo
@@ -56,7 +63,7 @@ const FIXED_ADD: &str = "def add(a, b):\n    return a + b\n";
 #[test]
 fn the_observation_lists_files_shows_texts_and_the_check_after_the_fixed_prompt() {
     let repo = failing_repo();
-    let check = "python3 -m unittest discover -p '*_test.py'";
+    let check = CALC_CHECK;
     let run = run_script(
         &repo,
         vec![
@@ -205,13 +212,7 @@ fn a_failing_check_refuses_the_claim_quoting_its_output_and_the_round_goes_on() 
             write_file_call("calc.py", FIXED_ADD),
             report("complete", "fixed add", &["the check passes"], &[], ""),
         ])],
-        &[
-            "-n",
-            "1",
-            "--check",
-            "python3 -m unittest discover -p '*_test.py'",
-            "fix add()",
-        ],
+        &["-n", "1", "--check", CALC_CHECK, "fix add()"],
     );
     assert_eq!(code(&run.out), 0, "{}", stderr(&run));
     let rejected = of_type(&run.events, "report_rejected");
@@ -243,13 +244,7 @@ fn claims_the_check_refuses_three_times_end_the_round_as_work_for_the_next() {
                 report("complete", "fixed add", &["the check passes"], &[], ""),
             ]),
         ],
-        &[
-            "-n",
-            "2",
-            "--check",
-            "python3 -m unittest discover -p '*_test.py'",
-            "fix add()",
-        ],
+        &["-n", "2", "--check", CALC_CHECK, "fix add()"],
     );
     assert_eq!(code(&run.out), 0, "{}", stderr(&run));
     assert_eq!(of_type(&run.events, "report_rejected").len(), 3);
@@ -277,7 +272,7 @@ fn a_change_is_checked_at_once_and_the_worker_sees_what_it_did() {
             report("continue", "fixed add", &[], &["run the tests"], ""),
         ])]
     };
-    let check = "python3 -m unittest discover -p '*_test.py'";
+    let check = CALC_CHECK;
     let on_repo = failing_repo();
     let on = run_script(
         &on_repo,
@@ -677,10 +672,7 @@ fn a_function_written_out_in_prose_replaces_its_definition_and_is_checked() {
     let repo = TempRepo::new();
     let calc = "\"\"\"Calc.\"\"\"\n\n\ndef add(a, b):\n    \"\"\"Sum.\"\"\"\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
     repo.write("calc.py", calc);
-    repo.write(
-        "calc_test.py",
-        "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
-    );
+    repo.write("calc_test.py", CALC_TEST);
     repo.commit_all("start");
     let fixed = "def add(a, b):\n    \"\"\"Sum.\"\"\"\n    return a + b\n";
     let run = run_script(
@@ -694,7 +686,7 @@ fn a_function_written_out_in_prose_replaces_its_definition_and_is_checked() {
             "-n",
             "1",
             "--check",
-            "python3 -m unittest discover -p '*_test.py'",
+            CALC_CHECK,
             "fix add()",
         ],
     );
@@ -1289,13 +1281,7 @@ fn a_blocker_while_the_round_start_check_fails_is_questioned_once() {
                 complete_only("fixed add"),
             ]),
         ],
-        &[
-            "-n",
-            "2",
-            "--check",
-            "python3 -m unittest discover -p '*_test.py'",
-            "fix add() in calc.py",
-        ],
+        &["-n", "2", "--check", CALC_CHECK, "fix add() in calc.py"],
     );
     let rejected = of_type(&run.events, "report_rejected");
     assert_eq!(rejected.len(), 1, "{rejected:?}");
@@ -1321,13 +1307,7 @@ fn a_blocker_while_the_round_start_check_fails_is_questioned_once() {
     let run = run_script(
         &failing_repo(),
         vec![turns(&[again.clone(), again])],
-        &[
-            "-n",
-            "2",
-            "--check",
-            "python3 -m unittest discover -p '*_test.py'",
-            "fix add() in calc.py",
-        ],
+        &["-n", "2", "--check", CALC_CHECK, "fix add() in calc.py"],
     );
     assert_eq!(of_type(&run.events, "report_rejected").len(), 1);
     assert_eq!(
@@ -1336,13 +1316,7 @@ fn a_blocker_while_the_round_start_check_fails_is_questioned_once() {
     );
 
     // A check that passed at the round's start questions nothing.
-    let fine = TempRepo::new();
-    fine.write("calc.py", FIXED_ADD);
-    fine.write(
-        "calc_test.py",
-        "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
-    );
-    fine.commit_all("start");
+    let fine = calc_repo(FIXED_ADD);
     let blocked = report(
         "blocked",
         "need a password",
@@ -1353,13 +1327,7 @@ fn a_blocker_while_the_round_start_check_fails_is_questioned_once() {
     let run = run_script(
         &fine,
         vec![turns(&[blocked])],
-        &[
-            "-n",
-            "2",
-            "--check",
-            "python3 -m unittest discover -p '*_test.py'",
-            "deploy it",
-        ],
+        &["-n", "2", "--check", CALC_CHECK, "deploy it"],
     );
     assert!(of_type(&run.events, "report_rejected").is_empty());
     assert_eq!(

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::testrun::ran_no_test;
 use crate::chat::scan::clip;
-use crate::protocol::event::CheckRun;
+use crate::protocol::event::{CheckRun, CheckVerdict};
 use crate::protocol::report::{
     check_rules, Report, ReportStatus, REPORT_ITEMS_MAX, REPORT_ITEM_MAX,
 };
@@ -450,8 +450,7 @@ impl CallLog {
     /// round (`run`): one that did not pass makes a `blocked` report after it questioned,
     /// until a later change's check passes.
     pub fn change_checked(&mut self, command: &str, run: &CheckRun) {
-        self.failing_check =
-            (!run.verdict.is_pass()).then(|| (clip(command, 120), run.verdict.as_str()));
+        self.failing_check = failing(command, run.verdict);
         self.start_check = None;
     }
 
@@ -459,9 +458,8 @@ impl CallLog {
     /// one that did not pass makes a `blocked` report questioned, until a change of this round
     /// is checked. Filed again, the block stands: the check fails at nearly every round's
     /// start, so it cannot tell a real blocker (a package that is not installed) from work.
-    pub fn round_checked(&mut self, command: &str, run: &CheckRun) {
-        self.start_check =
-            (!run.verdict.is_pass()).then(|| (clip(command, 120), run.verdict.as_str()));
+    pub fn round_checked(&mut self, command: &str, verdict: CheckVerdict) {
+        self.start_check = failing(command, verdict);
     }
 
     /// What says the work is not done yet, though the worker may take it for a blocker: the
@@ -639,6 +637,11 @@ impl CallLog {
 
 #[cfg(test)]
 mod tests;
+
+/// The check's command (clipped) and `verdict`, when it did not pass.
+fn failing(command: &str, verdict: CheckVerdict) -> Option<(String, &'static str)> {
+    (!verdict.is_pass()).then(|| (clip(command, 120).to_string(), verdict.as_str()))
+}
 
 /// `report` as status `continue` with `refusal` its first next step (`None` when that
 /// breaks a report rule).
