@@ -36,6 +36,49 @@ const RUNNERS: [&str; 8] = [
 /// Characters that make a command more than one program run with its words.
 const SHELL_MARKS: [char; 9] = [';', '|', '&', '<', '>', '$', '`', '\\', '\n'];
 
+/// Most bytes of what the objective says a command must print.
+const MAX_EXPECTED_BYTES: usize = 200;
+/// Words that say what a command prints, before the quoted text.
+const PRINT_WORDS: [&str; 6] = ["print", "prints", "output", "outputs", "show", "shows"];
+/// Words between those and the quoted text that ask for the whole output.
+const EXACT_WORDS: [&str; 3] = ["exactly", "only", "just"];
+
+/// A command the objective names, and what it says the command must print, when it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    pub command: String,
+    pub expected: Option<Expected>,
+}
+
+/// What the objective says a command must print: `text` as the whole output (`exactly`,
+/// trailing newlines aside, as `$(…)` reads it), or somewhere in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    pub text: String,
+    pub exactly: bool,
+}
+
+impl Expected {
+    /// Whether `output` is what the objective asks for.
+    pub fn met_by(&self, output: &str) -> bool {
+        if self.exactly {
+            output.trim_end_matches(['\n', '\r']) == self.text
+        } else {
+            output.contains(&self.text)
+        }
+    }
+
+    /// How the worker is told what the objective asks for: `exactly "Hello, Ann!"`.
+    fn words(&self) -> String {
+        let text = crate::text::sanitize_line(&self.text);
+        if self.exactly {
+            format!("exactly \"{text}\"")
+        } else {
+            format!("\"{text}\" in its output")
+        }
+    }
+}
+
 /// One command's run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ran {
@@ -44,27 +87,80 @@ pub struct Ran {
     /// Why it has no exit code, or what else to know (`timed out after 15 s`).
     pub note: String,
     pub output: String,
+    /// What the objective says it must print, and whether it did (`None`: it says nothing).
+    pub expected: Option<(Expected, bool)>,
+}
+
+impl Ran {
+    /// Whether the objective says what this command must print and it printed otherwise.
+    pub fn unmet(&self) -> bool {
+        self.expected.as_ref().is_some_and(|(_, met)| !met)
+    }
 }
 
 /// The commands `objective` quotes in backticks that run a file of the workspace at `root`
 /// (a runner and a file, or `./file`), at most [`MAX_COMMANDS`], each once, leaving out the
-/// check (`check`), which runs anyway.
-pub fn commands(objective: &str, root: &Path, check: Option<&str>) -> Vec<String> {
-    let mut found: Vec<String> = Vec::new();
+/// check (`check`), which runs anyway; each with what the objective says it must print
+/// (`` `sh greet.sh Ann` must print exactly "Hello, Ann!" ``), where it says so right after it.
+pub fn commands(objective: &str, root: &Path, check: Option<&str>) -> Vec<Probe> {
+    let mut found: Vec<Probe> = Vec::new();
     let parts: Vec<&str> = objective.split('`').collect();
     // A quoted span has a part after it: the last part of an unclosed quote has none.
     let quoted = parts.len().saturating_sub(1);
-    for span in parts[..quoted].iter().skip(1).step_by(2) {
-        let command = span.trim();
-        let fresh = !found.iter().any(|c| c == command) && Some(command) != check;
+    for i in (1..quoted).step_by(2) {
+        let command = parts[i].trim();
+        let fresh = !found.iter().any(|p| p.command == command) && Some(command) != check;
         if fresh && runs_a_file(command, root) {
-            found.push(command.to_string());
+            found.push(Probe {
+                command: command.to_string(),
+                expected: expectation(&parts[i + 1..].join("`")),
+            });
             if found.len() == MAX_COMMANDS {
                 break;
             }
         }
     }
     found
+}
+
+/// What the text right after a quoted command (`after`) says it must print: a word such as
+/// "print" or "output" in the same clause, then at most "exactly" (or "only", "just"), then
+/// the text in double quotes (straight or curly) or backticks. `None` when the clause ends,
+/// or another word comes, before a quote.
+fn expectation(after: &str) -> Option<Expected> {
+    let open = after.find(['"', '\u{201c}', '`', '.', ';', '\n'])?;
+    let quote = after[open..].chars().next()?;
+    let close = match quote {
+        '"' => '"',
+        '\u{201c}' => '\u{201d}',
+        '`' => '`',
+        _ => return None,
+    };
+    let words: Vec<String> = after[..open]
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    let said = words
+        .iter()
+        .rposition(|w| PRINT_WORDS.contains(&w.as_str()))?;
+    let between = &words[said + 1..];
+    if !between
+        .iter()
+        .all(|w| EXACT_WORDS.contains(&w.as_str()) || w == "out")
+    {
+        return None;
+    }
+    let rest = &after[open + quote.len_utf8()..];
+    let text = &rest[..rest.find(close)?];
+    let plain = !text.is_empty() && text.len() <= MAX_EXPECTED_BYTES && !text.contains('\n');
+    plain.then(|| Expected {
+        text: text.to_string(),
+        exactly: between.iter().any(|w| w != "out"),
+    })
 }
 
 /// Whether `command` is one program run on a regular file of the workspace: `RUNNER FILE
@@ -94,7 +190,7 @@ fn is_workspace_file(root: &Path, file: &str) -> bool {
 /// Runs each of `commands` in `workspace` as round `round` of run `run_id` does its check,
 /// with the workspace read-only where the run's sandbox would let them write it.
 pub fn run(
-    commands: &[String],
+    commands: &[Probe],
     workspace: &Path,
     policy: &ToolPolicy,
     (run_id, round): (&str, u32),
@@ -110,7 +206,8 @@ pub fn run(
     commands
         .iter()
         .enumerate()
-        .map(|(i, command)| {
+        .map(|(i, probe)| {
+            let command = &probe.command;
             let (result, _) = super::check::run_confined(
                 command,
                 workspace,
@@ -133,11 +230,16 @@ pub fn run(
                     } else {
                         String::new()
                     };
+                    let expected = probe.expected.clone().map(|expected| {
+                        let met = !captured.timed_out && expected.met_by(&output);
+                        (expected, met)
+                    });
                     Ran {
                         command: command.clone(),
                         exit_code: captured.exit_code,
                         note,
                         output: super::check::failures_first(&output, OUTPUT_BYTES),
+                        expected,
                     }
                 }
                 Err(e) => Ran {
@@ -145,6 +247,7 @@ pub fn run(
                     exit_code: None,
                     note: format!("could not start: {e}"),
                     output: String::new(),
+                    expected: probe.expected.clone().map(|expected| (expected, false)),
                 },
             }
         })
@@ -180,8 +283,57 @@ pub fn describe(ran: &[Ran]) -> String {
             let fence = fence_for([output]);
             text.push_str(&format!("{fence}\n{output}\n{fence}\n"));
         }
+        if let Some((expected, met)) = &run.expected {
+            let verdict = if *met {
+                "it does.".to_string()
+            } else {
+                format!("{}: NOT MET yet.", printed(run))
+            };
+            text.push_str(&format!(
+                "The objective says it must print {}; {verdict}\n",
+                expected.words()
+            ));
+        }
     }
     text
+}
+
+/// What `run` printed, in the worker's words: `it prints "Hello, Ann"`, or for more than one
+/// line how many and the first.
+fn printed(run: &Ran) -> String {
+    let output = run.output.trim_end_matches(['\n', '\r']);
+    let first = crate::chat::scan::clip(output.lines().next().unwrap_or(""), MAX_EXPECTED_BYTES);
+    let first = crate::text::sanitize_line(&first);
+    match output.lines().count() {
+        0 => "it prints nothing".to_string(),
+        1 => format!("it prints \"{first}\""),
+        lines => format!("it prints {lines} lines, the first \"{first}\""),
+    }
+}
+
+/// Why a `complete` claim is refused while a command the objective names prints other than
+/// the objective says it must (`ran`: those commands run on the claim); `None` when each
+/// one it says anything of is met.
+pub fn refusal(ran: &[Ran]) -> Option<String> {
+    let unmet: Vec<String> = ran
+        .iter()
+        .filter(|run| run.unmet())
+        .filter_map(|run| {
+            let (expected, _) = run.expected.as_ref()?;
+            Some(format!(
+                "`{}` must print {}, and {} now",
+                crate::text::sanitize_line(&run.command),
+                expected.words(),
+                printed(run)
+            ))
+        })
+        .collect();
+    (!unmet.is_empty()).then(|| {
+        format!(
+            "the objective says {} (run by ralph-tui on this claim), so it is not met. Fix the code so that it prints what the objective asks for and run it again, or report status \"continue\" with next_steps",
+            unmet.join("; and ")
+        )
+    })
 }
 
 #[cfg(test)]
@@ -198,12 +350,23 @@ mod tests {
         dir
     }
 
+    fn names(probes: &[Probe]) -> Vec<&str> {
+        probes.iter().map(|p| p.command.as_str()).collect()
+    }
+
+    fn exactly(text: &str) -> Option<Expected> {
+        Some(Expected {
+            text: text.into(),
+            exactly: true,
+        })
+    }
+
     #[test]
     fn only_runs_of_the_workspace_s_own_files_are_taken() {
         let dir = workspace(&["greet.sh", "tools/gen.py", "run.sh"]);
         let objective = "Fix greet.sh: `sh greet.sh Ann` must print exactly \"Hello, Ann!\" and `sh greet.sh` with no argument must print exactly \"Hello, world!\". Then `python3 tools/gen.py --all`, `./run.sh`, and `sh greet.sh Ann` again.";
         assert_eq!(
-            commands(objective, dir.path(), None),
+            names(&commands(objective, dir.path(), None)),
             [
                 "sh greet.sh Ann",
                 "sh greet.sh",
@@ -223,14 +386,18 @@ mod tests {
             ("an unclosed `sh greet.sh", "no closing backtick"),
         ] {
             assert_eq!(
-                commands(objective, dir.path(), None),
+                names(&commands(objective, dir.path(), None)),
                 Vec::<String>::new(),
                 "{why}"
             );
         }
         // The check runs anyway.
         assert_eq!(
-            commands("`./run.sh` must pass", dir.path(), Some("./run.sh")),
+            names(&commands(
+                "`./run.sh` must pass",
+                dir.path(),
+                Some("./run.sh")
+            )),
             Vec::<String>::new()
         );
     }
@@ -241,9 +408,112 @@ mod tests {
         let dir = workspace(&["real.sh"]);
         std::os::unix::fs::symlink(dir.path().join("real.sh"), dir.path().join("link.sh")).unwrap();
         assert_eq!(
-            commands("`sh link.sh` and `sh real.sh`", dir.path(), None),
+            names(&commands("`sh link.sh` and `sh real.sh`", dir.path(), None)),
             ["sh real.sh"]
         );
+    }
+
+    #[test]
+    fn what_the_objective_says_a_command_must_print_is_read_after_it() {
+        let dir = workspace(&["greet.sh", "sum.py"]);
+        let expected = |objective: &str| -> Vec<Option<Expected>> {
+            commands(objective, dir.path(), None)
+                .into_iter()
+                .map(|p| p.expected)
+                .collect()
+        };
+        // 04's objective, word for word.
+        assert_eq!(
+            expected("Fix greet.sh: `sh greet.sh Ann` must print exactly \"Hello, Ann!\" and `sh greet.sh` with no argument must print exactly \"Hello, world!\"."),
+            [exactly("Hello, Ann!"), exactly("Hello, world!")]
+        );
+        assert_eq!(
+            expected("`python3 sum.py 2 3` should output only `5`, and `sh greet.sh` prints \u{201c}Hi. There\u{201d}"),
+            [
+                exactly("5"),
+                Some(Expected {
+                    text: "Hi. There".into(),
+                    exactly: false
+                })
+            ]
+        );
+        for (objective, why) in [
+            (
+                "`sh greet.sh` must print the sum \"5\"",
+                "other words before the quote",
+            ),
+            ("Run `sh greet.sh`. It prints \"Hello\"", "another sentence"),
+            ("`sh greet.sh` must print \"unclosed", "no closing quote"),
+            ("`sh greet.sh` must print exactly \"\"", "nothing quoted"),
+            (
+                "`sh greet.sh` must greet \"Ann\"",
+                "no word that says it prints",
+            ),
+        ] {
+            assert_eq!(expected(objective), [None], "{why}");
+        }
+    }
+
+    #[test]
+    fn an_exact_expectation_is_the_whole_output_and_a_plain_one_a_part_of_it() {
+        let exact = exactly("Hello, Ann!").unwrap();
+        assert!(exact.met_by("Hello, Ann!\n"));
+        assert!(exact.met_by("Hello, Ann!"));
+        assert!(!exact.met_by("Hello, Ann\n"));
+        assert!(!exact.met_by("Hello, Ann!\nmore\n"));
+        let part = Expected {
+            text: "Ann".into(),
+            exactly: false,
+        };
+        assert!(part.met_by("Hello, Ann!\n"));
+        assert!(!part.met_by("Hello, world!\n"));
+    }
+
+    fn greeted(output: &str, expected: &str) -> Ran {
+        let expected = exactly(expected).unwrap();
+        let met = expected.met_by(output);
+        Ran {
+            command: "sh greet.sh Ann".into(),
+            exit_code: Some(0),
+            note: String::new(),
+            output: output.into(),
+            expected: Some((expected, met)),
+        }
+    }
+
+    #[test]
+    fn the_observation_says_whether_each_output_is_what_the_objective_asks() {
+        let text = describe(&[greeted("Hello, Ann\n", "Hello, Ann!")]);
+        assert!(
+            text.contains("```\nHello, Ann\n```\nThe objective says it must print exactly \"Hello, Ann!\"; it prints \"Hello, Ann\": NOT MET yet.\n"),
+            "{text}"
+        );
+        let text = describe(&[greeted("Hello, Ann!\n", "Hello, Ann!")]);
+        assert!(
+            text.contains("The objective says it must print exactly \"Hello, Ann!\"; it does.\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_claim_is_refused_while_an_output_is_not_what_the_objective_asks() {
+        assert_eq!(refusal(&[greeted("Hello, Ann!\n", "Hello, Ann!")]), None);
+        let reason = refusal(&[
+            greeted("Hello, Ann!\n", "Hello, Ann!"),
+            greeted("Hello,\nagain\n", "Hello, Ann!"),
+        ])
+        .unwrap();
+        assert!(
+            reason.starts_with("the objective says `sh greet.sh Ann` must print exactly \"Hello, Ann!\", and it prints 2 lines, the first \"Hello,\" now (run by ralph-tui on this claim)"),
+            "{reason}"
+        );
+        // What a command printed reaches the worker as plain text.
+        let reason = refusal(&[greeted("\x1b[31mHi\x1b[0m\n", "Hello, Ann!")]).unwrap();
+        assert!(!reason.contains('\x1b'), "{reason:?}");
+        // A command the objective says nothing of printing does not refuse a claim.
+        let mut silent = greeted("anything\n", "x");
+        silent.expected = None;
+        assert_eq!(refusal(&[silent]), None);
     }
 
     #[test]
@@ -254,12 +524,14 @@ mod tests {
                 exit_code: Some(0),
                 note: String::new(),
                 output: "Hello, $1!\n".into(),
+                expected: None,
             },
             Ran {
                 command: "sh greet.sh".into(),
                 exit_code: None,
                 note: "stopped after 15 s".into(),
                 output: String::new(),
+                expected: None,
             },
         ];
         let text = describe(&ran);

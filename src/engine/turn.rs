@@ -349,7 +349,10 @@ impl ChildTurns<'_, '_> {
                 self.calls.claim_refuted(reason);
             }
             let refusal = contradicted.or_else(|| self.calls.question_block(&report));
-            match refusal.or_else(|| self.check_claim(&report)) {
+            let refusal = refusal
+                .or_else(|| self.check_claim(&report))
+                .or_else(|| self.probe_claim(&report));
+            match refusal {
                 Some(reason) => Err(crate::protocol::report::Rejection(reason)),
                 None => Ok((report, "report accepted; the round ends here")),
             }
@@ -419,6 +422,31 @@ impl ChildTurns<'_, '_> {
             self.calls.check_refused(command, run.verdict.as_str());
         }
         refusal
+    }
+
+    /// On a `complete` claim, with the observation on, runs the commands the objective names
+    /// and says what they must print; why it refuses the claim when one prints otherwise
+    /// (`probe::refusal`). `None`: another status, no such command, or each one met.
+    fn probe_claim(&self, report: &crate::protocol::report::Report) -> Option<String> {
+        if !self.config.observe || report.status != crate::protocol::report::ReportStatus::Complete
+        {
+            return None;
+        }
+        let root = self.workspace.root();
+        let mut probes =
+            super::probe::commands(&self.config.objective, root, self.config.check.as_deref());
+        probes.retain(|probe| probe.expected.is_some());
+        if probes.is_empty() {
+            return None;
+        }
+        let ran = super::probe::run(
+            &probes,
+            root,
+            &self.tools.policy,
+            (&self.config.run_id, self.scope.round),
+            self.scope.cancel,
+        );
+        super::probe::refusal(&ran)
     }
 
     /// Runs the check `command` in the worker's sandbox, as this round's check `at` that point,

@@ -1052,6 +1052,65 @@ fn the_commands_the_objective_names_are_run_and_shown_read_only() {
 }
 
 #[test]
+fn a_claim_is_refused_while_a_command_the_objective_names_prints_other_than_it_asks() {
+    // Seeds 2 and 3, 04 at b743a97: `greet.sh` printed `Hello, Ann` where the objective asks
+    // for exactly "Hello, Ann!", the observation showed it every round, and no round saw
+    // the difference; the run ended budget-limited with the `!` never written.
+    let repo = TempRepo::new();
+    repo.write("greet.sh", "#!/bin/sh\necho \"Hello, $1\"\n");
+    repo.commit_all("start");
+    let objective = "Fix greet.sh: `sh greet.sh Ann` must print exactly \"Hello, Ann!\".";
+    let fixed = "#!/bin/sh\necho \"Hello, $1!\"\n";
+    let worker = || {
+        let greet = || call("run_command", json!({"command": "sh greet.sh Ann"}));
+        vec![turns(&[
+            greet(),
+            report(
+                "complete",
+                "greets Ann",
+                &["sh greet.sh Ann printed Hello, Ann"],
+                &[],
+                "",
+            ),
+            write_file_call("greet.sh", fixed),
+            greet(),
+            report(
+                "complete",
+                "greets Ann",
+                &["sh greet.sh Ann printed Hello, Ann!"],
+                &[],
+                "",
+            ),
+        ])]
+    };
+    let run = run_script(&repo, worker(), &["-n", "1", objective]);
+    assert_eq!(code(&run.out), 0, "{}", stderr(&run));
+    let observed = of_type(&run.events, "round_observed");
+    let text = observed[0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("The objective says it must print exactly \"Hello, Ann!\"; it prints \"Hello, Ann\": NOT MET yet.\n"),
+        "{text}"
+    );
+    let rejected = of_type(&run.events, "report_rejected");
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    let reason = rejected[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("the objective says `sh greet.sh Ann` must print exactly \"Hello, Ann!\", and it prints \"Hello, Ann\" now"),
+        "{reason}"
+    );
+    assert_eq!(last(&run.events)["status"], "complete");
+    assert_eq!(repo.read("greet.sh"), fixed);
+
+    // Without the observation nothing runs them, and the first claim stands.
+    let repo = TempRepo::new();
+    repo.write("greet.sh", "#!/bin/sh\necho \"Hello, $1\"\n");
+    repo.commit_all("start");
+    let off = run_script(&repo, worker(), &["-n", "1", "--observe", "off", objective]);
+    assert!(of_type(&off.events, "report_rejected").is_empty());
+    assert_eq!(last(&off.events)["status"], "complete");
+}
+
+#[test]
 fn a_hanging_or_missing_check_is_bounded_and_the_round_still_starts() {
     let repo = failing_repo();
     for (check, verdict) in [
