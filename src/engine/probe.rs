@@ -91,29 +91,23 @@ pub struct Ran {
     pub expected: Option<(Expected, bool)>,
 }
 
-impl Ran {
-    /// Whether the objective says what this command must print and it printed otherwise.
-    pub fn unmet(&self) -> bool {
-        self.expected.as_ref().is_some_and(|(_, met)| !met)
-    }
-}
-
 /// The commands `objective` quotes in backticks that run a file of the workspace at `root`
 /// (a runner and a file, or `./file`), at most [`MAX_COMMANDS`], each once, leaving out the
 /// check (`check`), which runs anyway; each with what the objective says it must print
 /// (`` `sh greet.sh Ann` must print exactly "Hello, Ann!" ``), where it says so right after it.
 pub fn commands(objective: &str, root: &Path, check: Option<&str>) -> Vec<Probe> {
     let mut found: Vec<Probe> = Vec::new();
-    let parts: Vec<&str> = objective.split('`').collect();
-    // A quoted span has a part after it: the last part of an unclosed quote has none.
-    let quoted = parts.len().saturating_sub(1);
-    for i in (1..quoted).step_by(2) {
-        let command = parts[i].trim();
+    // The backticks' offsets: each quoted span lies between an opening one and the next, and
+    // an unclosed quote has none after it.
+    let ticks: Vec<usize> = objective.match_indices('`').map(|(at, _)| at).collect();
+    for pair in ticks.chunks_exact(2) {
+        let (open, close) = (pair[0], pair[1]);
+        let command = objective[open + 1..close].trim();
         let fresh = !found.iter().any(|p| p.command == command) && Some(command) != check;
         if fresh && runs_a_file(command, root) {
             found.push(Probe {
                 command: command.to_string(),
-                expected: expectation(&parts[i + 1..].join("`")),
+                expected: expectation(&objective[close + 1..]),
             });
             if found.len() == MAX_COMMANDS {
                 break;
@@ -317,9 +311,10 @@ fn printed(run: &Ran) -> String {
 pub fn refusal(ran: &[Ran]) -> Option<String> {
     let unmet: Vec<String> = ran
         .iter()
-        .filter(|run| run.unmet())
         .filter_map(|run| {
-            let (expected, _) = run.expected.as_ref()?;
+            let Some((expected, false)) = &run.expected else {
+                return None;
+            };
             Some(format!(
                 "`{}` must print {}, and {} now",
                 crate::text::sanitize_line(&run.command),
